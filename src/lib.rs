@@ -1,4 +1,15 @@
 //! tvbo: time-varying Bayesian optimization as a service.
+//!
+//! Module map (DESIGN.md §1): [`gp`] and [`acquisition`] are the math core (no IO);
+//! [`policy`] holds the algorithms; [`session`] the search space, configuration, time and
+//! the suggest/observe lifecycle; [`store`] persistence; [`api`] the HTTP layer.
+
 pub mod acquisition;
+pub mod api;
+pub mod config;
 pub mod gp;
 pub mod optim;
+pub mod policy;
+pub mod server;
+pub mod session;
+pub mod store;

@@ -1,1 +1,48 @@
-fn main() {}
+//! The `tvbo` binary: `tvbo serve` (the default) and `tvbo openapi`.
+
+use anyhow::Context;
+use clap::Parser;
+use tracing_subscriber::EnvFilter;
+
+use tvbo::config::{Cli, Command, LogFormat};
+use tvbo::{api, server};
+
+fn init_logging(format: LogFormat) {
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new("info,tower_http=info,sqlx=warn"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    match format {
+        LogFormat::Human => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command.unwrap_or(Command::Serve) {
+        Command::Openapi { output } => {
+            let json = api::openapi_json();
+            if output == "-" {
+                print!("{json}");
+            } else {
+                std::fs::write(&output, json).with_context(|| format!("writing {output}"))?;
+            }
+            Ok(())
+        }
+        Command::Serve => {
+            let args = cli.serve;
+            init_logging(args.log_format);
+            let store = server::open_store(&args.database_url).await?;
+            let listener = tokio::net::TcpListener::bind(args.bind)
+                .await
+                .with_context(|| format!("binding {}", args.bind))?;
+            tracing::info!(
+                address = %listener.local_addr()?,
+                database = %args.database_url,
+                "tvbo listening"
+            );
+            server::serve(listener, store, server::shutdown_signal()).await
+        }
+    }
+}

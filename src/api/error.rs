@@ -1,0 +1,126 @@
+//! Errors as `application/problem+json` (RFC 9457), each naming the offending field.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::session::InvalidInput;
+use crate::session::service::ServiceError;
+use crate::store::StoreError;
+
+/// An error response.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Problem {
+    /// A URI naming the kind of problem.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub title: String,
+    pub status: u16,
+    /// What was wrong, starting with the field's name where one is at fault.
+    pub detail: String,
+    /// Dotted path of the offending field (e.g. `observations[1].value`), when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+}
+
+/// An error the API answers with.
+#[derive(Clone, Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub kind: &'static str,
+    pub detail: String,
+    pub field: Option<String>,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, kind: &'static str, detail: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            kind,
+            detail: detail.into(),
+            field: None,
+        }
+    }
+
+    /// 422 for a field whose value is wrong.
+    pub fn invalid(input: InvalidInput) -> Self {
+        Self::field_error(StatusCode::UNPROCESSABLE_ENTITY, "invalid-field", input)
+    }
+
+    /// An error of `status` naming a field.
+    pub fn field_error(status: StatusCode, kind: &'static str, input: InvalidInput) -> Self {
+        ApiError {
+            status,
+            kind,
+            detail: format!("{}: {}", input.field, input.message),
+            field: Some(input.field),
+        }
+    }
+
+    pub fn not_found(what: &str) -> Self {
+        ApiError {
+            status: StatusCode::NOT_FOUND,
+            kind: "not-found",
+            detail: format!("{what} not found"),
+            field: None,
+        }
+    }
+}
+
+impl From<ServiceError> for ApiError {
+    fn from(e: ServiceError) -> Self {
+        match e {
+            ServiceError::Invalid(input) => ApiError::invalid(input),
+            ServiceError::NotFound(what) => ApiError::not_found(what),
+            ServiceError::Conflict(input) => {
+                ApiError::field_error(StatusCode::CONFLICT, "conflict", input)
+            }
+            ServiceError::Store(StoreError::Conflict) | ServiceError::IdempotencyRace => {
+                ApiError::new(
+                    StatusCode::CONFLICT,
+                    "concurrent-change",
+                    "the session is being changed concurrently; retry the request",
+                )
+            }
+            ServiceError::Store(StoreError::Database(e)) => {
+                tracing::error!(error = %e, "database error");
+                ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "database-unavailable",
+                    "the database did not complete the request; nothing was changed",
+                )
+            }
+            other => {
+                tracing::error!(error = %other, "internal error");
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "internal",
+                    "internal error; nothing was changed",
+                )
+            }
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let problem = Problem {
+            kind: format!("https://tvbo.dev/problems/{}", self.kind),
+            title: self
+                .status
+                .canonical_reason()
+                .unwrap_or("Error")
+                .to_string(),
+            status: self.status.as_u16(),
+            detail: self.detail,
+            field: self.field,
+        };
+        let mut response = (self.status, axum::Json(problem)).into_response();
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/problem+json"),
+        );
+        response
+    }
+}

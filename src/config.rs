@@ -1,0 +1,57 @@
+//! Settings from the command line and the environment.
+
+use std::net::SocketAddr;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// Log output format.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Human,
+    /// One JSON object per line.
+    Json,
+}
+
+/// tvbo: time-varying Bayesian optimization as a service.
+#[derive(Debug, Parser)]
+#[command(name = "tvbo", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub serve: ServeArgs,
+}
+
+/// Subcommands; none means `serve`.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the HTTP server (the default).
+    Serve,
+    /// Write the OpenAPI document of the HTTP API.
+    Openapi {
+        /// Where to write it; `-` for standard output.
+        #[arg(long, default_value = "openapi/openapi.json")]
+        output: String,
+    },
+}
+
+/// Settings of the server.
+#[derive(Clone, Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, env = "TVBO_BIND", default_value = "127.0.0.1:8080", global = true)]
+    pub bind: SocketAddr,
+    /// Database: `sqlite://path` (created if missing) or `sqlite::memory:`.
+    #[arg(
+        long,
+        env = "DATABASE_URL",
+        default_value = "sqlite://tvbo.db",
+        global = true
+    )]
+    pub database_url: String,
+    /// Log format.
+    #[arg(long, env = "TVBO_LOG_FORMAT", value_enum, default_value_t = LogFormat::Human, global = true)]
+    pub log_format: LogFormat,
+}

@@ -1,0 +1,154 @@
+//! ET-GP-UCB (Brunzema, von Rohr & Trimpe 2022, "On controller tuning with time-varying
+//! Bayesian optimization", compared in paper 002): static GP-UCB whose dataset is reset
+//! when an observation is too surprising for the current model.
+//!
+//! The trigger, with t̃ the observations since the last reset, π_t = π² t̃²/6 and δ = 0.1:
+//! |y − μ(x)| > √(2 ln(2π_t/δ)) σ(x) + √(2 σ_n² ln(2π_t/δ)).
+//! On a trigger the dataset is emptied and the surprising observation starts the new one.
+
+use rand::SeedableRng;
+
+use super::{
+    ObserveContext, Observation, Policy, PolicyError, PolicyRng, PolicyState, Proposal,
+    RemovalReason, SuggestContext, Surrogate, ucb_proposals,
+};
+use crate::session::config::Beta;
+
+/// Event-triggered GP-UCB.
+pub struct EtGpUcb {
+    pub delta: f64,
+    pub beta: Beta,
+}
+
+impl EtGpUcb {
+    /// The trigger threshold on |y − μ(x)| for posterior std `sigma`, noise std `noise_std`
+    /// and `steps` observations since the last reset.
+    pub fn threshold(&self, sigma: f64, noise_std: f64, steps: u64) -> f64 {
+        let steps = steps.max(1) as f64;
+        let pi_t = std::f64::consts::PI.powi(2) * steps * steps / 6.0;
+        let log_term = 2.0 * (2.0 * pi_t / self.delta).ln();
+        log_term.sqrt() * sigma + (noise_std * noise_std * log_term).sqrt()
+    }
+}
+
+impl Policy for EtGpUcb {
+    fn propose(
+        &self,
+        ctx: &SuggestContext<'_>,
+        state: &mut PolicyState,
+        rng: &mut PolicyRng,
+    ) -> Result<Vec<Proposal>, PolicyError> {
+        ucb_proposals(self, self.beta, ctx, state, rng)
+    }
+
+    fn observe(
+        &self,
+        ctx: &ObserveContext<'_>,
+        state: &mut PolicyState,
+    ) -> Result<Vec<(i64, RemovalReason)>, PolicyError> {
+        let spec = self.kernel(ctx.model);
+        let mut dataset: Vec<Observation> = ctx.data.to_vec();
+        let mut removed = Vec::new();
+        // The trigger needs a model of the data; its hyperparameter restarts draw from a
+        // fixed seed so that the decision is reproducible.
+        let mut rng = PolicyRng::seed_from_u64(0);
+        for observation in ctx.new {
+            state.steps_since_reset += 1;
+            if dataset.len() >= 2 {
+                let dim = observation.x.len();
+                let surrogate = Surrogate::fit(
+                    spec,
+                    dim,
+                    &dataset,
+                    state.hyperparameters.as_ref(),
+                    ctx.fixed_noise,
+                    None,
+                    &mut rng,
+                )?;
+                let (mean, sigma) = surrogate.predict(&observation.x, observation.t);
+                let noise_std =
+                    surrogate.hyperparameters().noise_variance.sqrt() * surrogate.y_scale();
+                let limit = self.threshold(sigma, noise_std, state.steps_since_reset);
+                if (observation.y - mean).abs() > limit {
+                    removed.extend(dataset.drain(..).map(|o| (o.seq, RemovalReason::Reset)));
+                    state.steps_since_reset = 1;
+                    state.resets += 1;
+                }
+            }
+            dataset.push(observation.clone());
+        }
+        Ok(removed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gp::KernelKind;
+    use crate::session::config::ModelConfig;
+
+    fn model() -> ModelConfig {
+        ModelConfig {
+            spatial_kernel: KernelKind::Matern52,
+            temporal_kernel: None,
+            noise: None,
+            warmup: 0,
+        }
+    }
+
+    fn run(jump: f64) -> (Vec<i64>, PolicyState) {
+        let policy = EtGpUcb {
+            delta: 0.1,
+            beta: Beta::default(),
+        };
+        let data: Vec<Observation> = (0..12)
+            .map(|i| {
+                let x = i as f64 / 11.0;
+                Observation {
+                    seq: i + 1,
+                    x: vec![x],
+                    t: i as f64,
+                    y: (6.0 * x).sin(),
+                }
+            })
+            .collect();
+        let new = [Observation {
+            seq: 13,
+            x: vec![0.5],
+            t: 12.0,
+            y: 3.0f64.sin() + jump,
+        }];
+        let mut state = PolicyState {
+            steps_since_reset: 12,
+            ..PolicyState::default()
+        };
+        let removed = policy
+            .observe(
+                &ObserveContext {
+                    model: &model(),
+                    data: &data,
+                    new: &new,
+                    fixed_noise: None,
+                },
+                &mut state,
+            )
+            .unwrap();
+        (removed.into_iter().map(|r| r.0).collect(), state)
+    }
+
+    #[test]
+    fn a_consistent_observation_keeps_the_data() {
+        let (removed, state) = run(0.0);
+        assert!(removed.is_empty());
+        assert_eq!(state.resets, 0);
+        assert_eq!(state.steps_since_reset, 13);
+    }
+
+    #[test]
+    fn a_jump_resets_the_data() {
+        let (removed, state) = run(10.0);
+        assert_eq!(removed, (1..=12).collect::<Vec<i64>>());
+        assert_eq!(state.resets, 1);
+        assert_eq!(state.steps_since_reset, 1);
+    }
+}

@@ -1,0 +1,281 @@
+//! The optimisation algorithms, one file each, behind one [`Policy`] trait.
+//!
+//! A policy is a pure function of a session's active data, its pending suggestions and
+//! its saved [`PolicyState`]: it proposes points of [0,1]^d (or arms) and, when data
+//! arrives, says which observations to forget. It does no IO; the session service loads
+//! and commits around it.
+
+mod et_gp_ucb;
+mod gp_ucb;
+mod r_gp_ucb;
+mod random;
+pub mod surrogate;
+pub mod tv_gp_ucb;
+
+use rand::RngExt;
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use crate::acquisition::{self, AcquisitionOptions};
+use crate::gp::{GpError, Hyperparameters, KernelSpec};
+use crate::session::config::{AlgorithmConfig, Beta, BetaSchedule, ModelConfig};
+use crate::session::space::SearchSpace;
+
+pub use surrogate::Surrogate;
+
+/// The random-number generator every policy draws from. Seeded per call from the
+/// session seed and the call's ordinal, so a rebuilt model makes the same choice.
+pub type PolicyRng = ChaCha8Rng;
+
+/// One observation as a policy sees it: x in [0,1]^d, session time, and the value on the
+/// internal "larger is better" scale.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Observation {
+    pub seq: i64,
+    pub x: Vec<f64>,
+    pub t: f64,
+    pub y: f64,
+}
+
+/// Saved between calls (stored as JSON with the session).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct PolicyState {
+    /// Hyperparameters of the last fit (warm start of the next).
+    #[schema(value_type = Option<Object>)]
+    pub hyperparameters: Option<Hyperparameters>,
+    /// Observations since the last reset (R-GP-UCB, ET-GP-UCB).
+    #[serde(default)]
+    pub steps_since_reset: u64,
+    /// Resets so far (R-GP-UCB, ET-GP-UCB).
+    #[serde(default)]
+    pub resets: u64,
+}
+
+/// What a suggest call works from.
+pub struct SuggestContext<'a> {
+    pub space: &'a SearchSpace,
+    /// Unit-cube points of the finite arm set, if the session has one.
+    pub arms: Option<&'a [Vec<f64>]>,
+    pub model: &'a ModelConfig,
+    /// Active observations, oldest first.
+    pub data: &'a [Observation],
+    /// Pending suggestions: point and target time.
+    pub pending: &'a [(Vec<f64>, f64)],
+    /// Target time of the new suggestions.
+    pub t: f64,
+    pub count: usize,
+    /// Suggestions handed out before this call (for the warm-up).
+    pub issued_before: u64,
+    /// Observation-noise variance fixed by the configuration, in objective units squared.
+    pub fixed_noise: Option<f64>,
+}
+
+/// A proposed point: its unit-cube coordinates, and its arm index for arm sessions.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Proposal {
+    pub x: Vec<f64>,
+    pub arm: Option<usize>,
+}
+
+/// What an observe call works from.
+pub struct ObserveContext<'a> {
+    pub model: &'a ModelConfig,
+    /// Active observations before this call.
+    pub data: &'a [Observation],
+    /// The observations of this call, in order.
+    pub new: &'a [Observation],
+    pub fixed_noise: Option<f64>,
+}
+
+/// Why an observation left the active dataset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RemovalReason {
+    /// A scheduled or event-triggered reset (R-GP-UCB, ET-GP-UCB).
+    Reset,
+}
+
+impl RemovalReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RemovalReason::Reset => "reset",
+        }
+    }
+}
+
+/// Failures of a policy (numerical; never caused by client input that passed validation).
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyError {
+    #[error(transparent)]
+    Gp(#[from] GpError),
+}
+
+/// An optimisation algorithm.
+pub trait Policy: Send + Sync {
+    /// Proposes `ctx.count` distinct points after the warm-up (see [`suggest`]).
+    fn propose(
+        &self,
+        ctx: &SuggestContext<'_>,
+        state: &mut PolicyState,
+        rng: &mut PolicyRng,
+    ) -> Result<Vec<Proposal>, PolicyError>;
+
+    /// Called with new observations before they are stored; returns the seqs (old or new)
+    /// to forget. The default forgets nothing.
+    fn observe(
+        &self,
+        _ctx: &ObserveContext<'_>,
+        _state: &mut PolicyState,
+    ) -> Result<Vec<(i64, RemovalReason)>, PolicyError> {
+        Ok(Vec::new())
+    }
+
+    /// The kernel of this algorithm's model.
+    fn kernel(&self, model: &ModelConfig) -> KernelSpec {
+        model.kernel_spec()
+    }
+
+    /// A temporal lengthscale the algorithm holds fixed instead of fitting.
+    fn fixed_temporal_lengthscale(&self) -> Option<f64> {
+        None
+    }
+}
+
+/// The policy of an algorithm configuration.
+pub fn policy_for(config: &AlgorithmConfig) -> Box<dyn Policy> {
+    match config {
+        AlgorithmConfig::Random {} => Box::new(random::RandomSearch),
+        AlgorithmConfig::GpUcb { beta } => Box::new(gp_ucb::GpUcb { beta: *beta }),
+        AlgorithmConfig::RGpUcb { reset_every, beta } => Box::new(r_gp_ucb::RGpUcb {
+            reset_every: *reset_every,
+            beta: *beta,
+        }),
+        AlgorithmConfig::TvGpUcb { epsilon, beta } => Box::new(tv_gp_ucb::TvGpUcb {
+            epsilon: *epsilon,
+            beta: *beta,
+        }),
+        AlgorithmConfig::EtGpUcb { delta, beta } => Box::new(et_gp_ucb::EtGpUcb {
+            delta: *delta,
+            beta: *beta,
+        }),
+    }
+}
+
+/// Suggests `ctx.count` points: uniform random during the first `model.warmup`
+/// suggestions of the session (DESIGN.md §3), the policy's proposals after.
+pub fn suggest(
+    policy: &dyn Policy,
+    ctx: &SuggestContext<'_>,
+    state: &mut PolicyState,
+    rng: &mut PolicyRng,
+) -> Result<Vec<Proposal>, PolicyError> {
+    let warmup = u64::from(ctx.model.warmup);
+    let random_count = (warmup.saturating_sub(ctx.issued_before) as usize).min(ctx.count);
+    let mut proposals: Vec<Proposal> = (0..random_count)
+        .map(|_| random_proposal(ctx, rng))
+        .collect();
+    if random_count < ctx.count {
+        let mut pending = ctx.pending.to_vec();
+        pending.extend(proposals.iter().map(|p| (p.x.clone(), ctx.t)));
+        let rest = SuggestContext {
+            pending: &pending,
+            count: ctx.count - random_count,
+            ..*ctx
+        };
+        proposals.extend(policy.propose(&rest, state, rng)?);
+    }
+    Ok(proposals)
+}
+
+/// A uniform random point of the box, or a uniform random arm.
+pub(crate) fn random_proposal(ctx: &SuggestContext<'_>, rng: &mut PolicyRng) -> Proposal {
+    match ctx.arms {
+        Some(arms) => {
+            let index = rng.random_range(0..arms.len());
+            Proposal {
+                x: arms[index].clone(),
+                arm: Some(index),
+            }
+        }
+        None => {
+            let x: Vec<f64> = (0..ctx.space.dim()).map(|_| rng.random::<f64>()).collect();
+            Proposal {
+                x: ctx.space.snap(&x),
+                arm: None,
+            }
+        }
+    }
+}
+
+/// The exploration weight β for a dataset of `n` points in `dim` dimensions.
+pub fn beta_value(beta: Beta, dim: usize, n: usize, arms: Option<usize>) -> f64 {
+    /// δ of Srinivas et al.'s schedules.
+    const SRINIVAS_DELTA: f64 = 0.1;
+    match beta {
+        Beta::Constant(b) => b,
+        Beta::Schedule(BetaSchedule::Wdbo) => acquisition::beta_wdbo(dim, n.max(1)),
+        Beta::Schedule(BetaSchedule::Srinivas) => match arms {
+            Some(arms) => acquisition::beta_srinivas_finite(arms, n + 1, SRINIVAS_DELTA),
+            // Theorem 2 on [0,1]^d (r = 1) with unit Lipschitz constants a = b = 1.
+            None => {
+                acquisition::beta_srinivas_continuous(dim, n + 1, SRINIVAS_DELTA, 1.0, 1.0, 1.0)
+            }
+        },
+    }
+}
+
+/// The UCB step shared by the GP-UCB family: fit the model to the data, add the pending
+/// points as hallucinated observations (GP-BUCB, Desautels et al. 2014: y = μ(x), which
+/// leaves the mean unchanged and shrinks the variance), and pick `count` maximisers of
+/// μ + √β σ at the target time, each hallucinated before the next.
+pub(crate) fn ucb_proposals(
+    policy: &dyn Policy,
+    beta: Beta,
+    ctx: &SuggestContext<'_>,
+    state: &mut PolicyState,
+    rng: &mut PolicyRng,
+) -> Result<Vec<Proposal>, PolicyError> {
+    let spec = policy.kernel(ctx.model);
+    let mut surrogate = Surrogate::fit(
+        spec,
+        ctx.space.dim(),
+        ctx.data,
+        state.hyperparameters.as_ref(),
+        ctx.fixed_noise,
+        policy.fixed_temporal_lengthscale(),
+        rng,
+    )?;
+    state.hyperparameters = Some(*surrogate.hyperparameters());
+    let beta = beta_value(
+        beta,
+        ctx.space.dim(),
+        ctx.data.len(),
+        ctx.arms.map(<[_]>::len),
+    );
+    for (x, t) in ctx.pending {
+        surrogate.hallucinate(x, *t)?;
+    }
+    let options = AcquisitionOptions::default();
+    let mut proposals = Vec::with_capacity(ctx.count);
+    for _ in 0..ctx.count {
+        let proposal = match ctx.arms {
+            Some(arms) => {
+                let (index, _) = acquisition::best_arm_ucb(surrogate.gp(), beta, ctx.t, arms);
+                Proposal {
+                    x: arms[index].clone(),
+                    arm: Some(index),
+                }
+            }
+            None => {
+                let (x, _) =
+                    acquisition::maximize_ucb(surrogate.gp(), beta, ctx.t, &options, rng);
+                Proposal {
+                    x: ctx.space.snap(&x),
+                    arm: None,
+                }
+            }
+        };
+        surrogate.hallucinate(&proposal.x, ctx.t)?;
+        proposals.push(proposal);
+    }
+    Ok(proposals)
+}

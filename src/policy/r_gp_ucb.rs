@@ -1,0 +1,94 @@
+//! R-GP-UCB (Bogunovic et al. 2016, paper 000, Section 3, Algorithm 1): GP-UCB run in
+//! blocks of N observations, the posterior reset to the prior at the start of each block.
+//! The default N = 15 is the block length their Section 5.2 picks by cross-validation.
+
+use super::{
+    ObserveContext, Policy, PolicyError, PolicyRng, PolicyState, Proposal, RemovalReason,
+    SuggestContext, ucb_proposals,
+};
+use crate::session::config::Beta;
+
+/// GP-UCB that forgets everything every `reset_every` observations.
+pub struct RGpUcb {
+    pub reset_every: u64,
+    pub beta: Beta,
+}
+
+impl Policy for RGpUcb {
+    fn propose(
+        &self,
+        ctx: &SuggestContext<'_>,
+        state: &mut PolicyState,
+        rng: &mut PolicyRng,
+    ) -> Result<Vec<Proposal>, PolicyError> {
+        ucb_proposals(self, self.beta, ctx, state, rng)
+    }
+
+    /// Each observation fills the current block; when the block holds N observations the
+    /// whole dataset, including the observation that completed it, is forgotten.
+    fn observe(
+        &self,
+        ctx: &ObserveContext<'_>,
+        state: &mut PolicyState,
+    ) -> Result<Vec<(i64, RemovalReason)>, PolicyError> {
+        let mut block: Vec<i64> = ctx.data.iter().map(|o| o.seq).collect();
+        let mut removed = Vec::new();
+        for observation in ctx.new {
+            block.push(observation.seq);
+            state.steps_since_reset += 1;
+            if state.steps_since_reset >= self.reset_every {
+                removed.extend(block.drain(..).map(|seq| (seq, RemovalReason::Reset)));
+                state.steps_since_reset = 0;
+                state.resets += 1;
+            }
+        }
+        Ok(removed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gp::KernelKind;
+    use crate::policy::Observation;
+    use crate::session::config::ModelConfig;
+
+    #[test]
+    fn resets_after_every_block() {
+        let policy = RGpUcb {
+            reset_every: 3,
+            beta: Beta::default(),
+        };
+        let model = ModelConfig {
+            spatial_kernel: KernelKind::Matern52,
+            temporal_kernel: None,
+            noise: None,
+            warmup: 0,
+        };
+        let obs = |seq| Observation {
+            seq,
+            x: vec![0.5],
+            t: seq as f64,
+            y: 0.0,
+        };
+        let mut state = PolicyState::default();
+        let data = [obs(1)];
+        let new = [obs(2), obs(3), obs(4)];
+        state.steps_since_reset = 1;
+        let removed = policy
+            .observe(
+                &ObserveContext {
+                    model: &model,
+                    data: &data,
+                    new: &new,
+                    fixed_noise: None,
+                },
+                &mut state,
+            )
+            .unwrap();
+        let seqs: Vec<i64> = removed.iter().map(|r| r.0).collect();
+        assert_eq!(seqs, vec![1, 2, 3]);
+        assert_eq!(state.steps_since_reset, 1);
+        assert_eq!(state.resets, 1);
+    }
+}

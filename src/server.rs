@@ -1,0 +1,64 @@
+//! Running the server: open the store, serve the router, shut down gracefully.
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use tokio::net::TcpListener;
+
+use crate::api;
+use crate::store::{SqliteStore, Store};
+
+/// Opens the store named by a database URL.
+pub async fn open_store(database_url: &str) -> anyhow::Result<Arc<dyn Store>> {
+    if database_url.starts_with("sqlite:") {
+        let store = SqliteStore::connect(database_url)
+            .await
+            .with_context(|| format!("opening {database_url}"))?;
+        Ok(Arc::new(store))
+    } else {
+        anyhow::bail!(
+            "unsupported DATABASE_URL {database_url:?}: this build supports sqlite://path"
+        )
+    }
+}
+
+/// Serves the API on `listener` until `shutdown` completes, then drains requests in flight.
+pub async fn serve(
+    listener: TcpListener,
+    store: Arc<dyn Store>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    axum::serve(listener, api::router(store))
+        .with_graceful_shutdown(shutdown)
+        .await
+        .context("serving HTTP")
+}
+
+/// Completes on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    let interrupt = async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            tracing::error!(error = %e, "cannot listen for SIGINT");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutting down: finishing requests in flight");
+}

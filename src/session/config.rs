@@ -1,0 +1,439 @@
+//! A session's configuration: the create request, its defaults and its validation.
+//!
+//! Every option has the papers' default; [`SessionConfig::from_request`] fills them in so
+//! that the stored (and echoed) configuration is complete and explicit.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::gp::{KernelKind, KernelSpec};
+use crate::session::space::{Arm, ArmSpec, ParameterSpec, SearchSpace};
+use crate::session::InvalidInput;
+
+/// Whether larger or smaller objective values are better.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Goal {
+    #[default]
+    Maximize,
+    Minimize,
+}
+
+impl Goal {
+    /// The sign that turns an objective value into the internal "larger is better" scale.
+    pub fn sign(self) -> f64 {
+        match self {
+            Goal::Maximize => 1.0,
+            Goal::Minimize => -1.0,
+        }
+    }
+}
+
+/// The exploration weight β of the upper confidence bound μ + √β σ.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(untagged)]
+pub enum Beta {
+    /// A constant β.
+    Constant(f64),
+    /// A schedule: `"wdbo"` (β = 0.2·d·ln(2n), W-DBO's default) or `"srinivas"`
+    /// (Srinivas et al. 2010, Theorems 1 and 2, δ = 0.1).
+    Schedule(BetaSchedule),
+}
+
+/// Named β schedules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum BetaSchedule {
+    Wdbo,
+    Srinivas,
+}
+
+impl Default for Beta {
+    fn default() -> Self {
+        Beta::Schedule(BetaSchedule::Wdbo)
+    }
+}
+
+fn default_reset_every() -> u64 {
+    15
+}
+
+fn default_et_delta() -> f64 {
+    0.1
+}
+
+/// The algorithm of a session and its options (`{"name": ..., options...}`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(tag = "name", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum AlgorithmConfig {
+    /// Uniform random search: the floor every algorithm must beat.
+    Random {},
+    /// GP-UCB (Srinivas et al. 2010): static kernel, never forgets.
+    GpUcb {
+        #[serde(default)]
+        beta: Beta,
+    },
+    /// R-GP-UCB (Bogunovic et al. 2016, Alg. 1): GP-UCB whose dataset is emptied every
+    /// `reset_every` observations (default 15, the block length of their Section 5.2).
+    RGpUcb {
+        #[serde(default = "default_reset_every")]
+        reset_every: u64,
+        #[serde(default)]
+        beta: Beta,
+    },
+    /// TV-GP-UCB (Bogunovic et al. 2016, Alg. 2): the temporal kernel (1−ε)^{|Δt|/2}.
+    /// `epsilon` (per second) is learned by marginal likelihood when absent.
+    TvGpUcb {
+        #[serde(default)]
+        epsilon: Option<f64>,
+        #[serde(default)]
+        beta: Beta,
+    },
+    /// ET-GP-UCB (Brunzema et al. 2022): static GP-UCB with an event-triggered reset.
+    EtGpUcb {
+        #[serde(default = "default_et_delta")]
+        delta: f64,
+        #[serde(default)]
+        beta: Beta,
+    },
+}
+
+impl Default for AlgorithmConfig {
+    fn default() -> Self {
+        AlgorithmConfig::TvGpUcb {
+            epsilon: None,
+            beta: Beta::default(),
+        }
+    }
+}
+
+impl AlgorithmConfig {
+    /// The name used in the API.
+    pub fn name(&self) -> &'static str {
+        match self {
+            AlgorithmConfig::Random {} => "random",
+            AlgorithmConfig::GpUcb { .. } => "gp-ucb",
+            AlgorithmConfig::RGpUcb { .. } => "r-gp-ucb",
+            AlgorithmConfig::TvGpUcb { .. } => "tv-gp-ucb",
+            AlgorithmConfig::EtGpUcb { .. } => "et-gp-ucb",
+        }
+    }
+
+    /// Whether the model has a temporal kernel (spatio-temporal algorithms) or k_T ≡ 1.
+    pub fn uses_time(&self) -> bool {
+        matches!(self, AlgorithmConfig::TvGpUcb { .. })
+    }
+
+    /// The temporal kernel an algorithm fixes, if it fixes one.
+    fn required_temporal_kernel(&self) -> Option<KernelKind> {
+        match self {
+            // (1−ε)^{|Δt|/2} = exp(−|Δt|/l_T) with l_T = −2/ln(1−ε): Matérn-1/2 in time.
+            AlgorithmConfig::TvGpUcb { .. } => Some(KernelKind::Matern12),
+            _ => None,
+        }
+    }
+
+    fn validate(&self) -> Result<(), InvalidInput> {
+        let beta = match self {
+            AlgorithmConfig::Random {} => return Ok(()),
+            AlgorithmConfig::GpUcb { beta } => beta,
+            AlgorithmConfig::RGpUcb { reset_every, beta } => {
+                if *reset_every == 0 {
+                    return Err(InvalidInput::new(
+                        "algorithm.reset_every",
+                        "must be at least 1",
+                    ));
+                }
+                beta
+            }
+            AlgorithmConfig::TvGpUcb { epsilon, beta } => {
+                if let Some(e) = epsilon
+                    && !(e.is_finite() && *e > 0.0 && *e < 1.0)
+                {
+                    return Err(InvalidInput::new(
+                        "algorithm.epsilon",
+                        "must lie strictly between 0 and 1",
+                    ));
+                }
+                beta
+            }
+            AlgorithmConfig::EtGpUcb { delta, beta } => {
+                if !(delta.is_finite() && *delta > 0.0 && *delta < 1.0) {
+                    return Err(InvalidInput::new(
+                        "algorithm.delta",
+                        "must lie strictly between 0 and 1",
+                    ));
+                }
+                beta
+            }
+        };
+        if let Beta::Constant(b) = beta
+            && !(b.is_finite() && *b >= 0.0)
+        {
+            return Err(InvalidInput::new(
+                "algorithm.beta",
+                "must be a finite number ≥ 0, \"wdbo\" or \"srinivas\"",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The surrogate model's settings as sent by a client; absent fields take defaults.
+#[derive(Clone, Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ModelRequest {
+    /// Correlation in space: matern12, matern32, matern52 (default) or rbf.
+    pub spatial_kernel: Option<KernelKind>,
+    /// Correlation in time: matern12, matern32 (default), matern52 or rbf. Algorithms that
+    /// ignore time take none; `tv-gp-ucb` takes matern12.
+    pub temporal_kernel: Option<KernelKind>,
+    /// Fixed observation-noise variance in the objective's units squared; learned if absent.
+    pub noise: Option<f64>,
+    /// Number of uniform random suggestions before the model is used (default 15).
+    pub warmup: Option<u32>,
+}
+
+/// The surrogate model's settings, filled in.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ModelConfig {
+    pub spatial_kernel: KernelKind,
+    /// `null` for algorithms whose kernel ignores time.
+    pub temporal_kernel: Option<KernelKind>,
+    pub noise: Option<f64>,
+    pub warmup: u32,
+}
+
+impl ModelConfig {
+    /// The kernel the GP uses.
+    pub fn kernel_spec(&self) -> KernelSpec {
+        KernelSpec {
+            spatial: self.spatial_kernel,
+            temporal: self.temporal_kernel,
+        }
+    }
+}
+
+/// Where a session's time axis comes from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum TimeSource {
+    /// t = server wall clock − session creation, in seconds.
+    #[default]
+    Wall,
+    /// Every suggest and observe request carries `t` (seconds) itself.
+    Client,
+}
+
+/// Time settings as sent by a client.
+#[derive(Clone, Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TimeRequest {
+    pub source: Option<TimeSource>,
+    /// Seconds between handing out a suggestion and its measurement, added to the
+    /// suggestion's target time. Absent: the median of the session's past delays.
+    pub lead: Option<f64>,
+    /// Seconds after which an unobserved suggestion stops counting as pending (default 3600).
+    pub pending_timeout: Option<f64>,
+}
+
+/// Time settings, filled in.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct TimeConfig {
+    pub source: TimeSource,
+    /// `null`: learned as the median past delay.
+    pub lead: Option<f64>,
+    pub pending_timeout: f64,
+}
+
+/// Body of `POST /v1/sessions`.
+#[derive(Clone, Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateSession {
+    pub name: Option<String>,
+    pub goal: Option<Goal>,
+    pub parameters: Vec<ParameterSpec>,
+    pub arms: Option<Vec<ArmSpec>>,
+    pub algorithm: Option<AlgorithmConfig>,
+    pub model: Option<ModelRequest>,
+    pub time: Option<TimeRequest>,
+    pub seed: Option<u64>,
+}
+
+/// A session's complete configuration, as stored and echoed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct SessionConfig {
+    pub name: String,
+    pub goal: Goal,
+    pub parameters: Vec<ParameterSpec>,
+    pub arms: Option<Vec<Arm>>,
+    pub algorithm: AlgorithmConfig,
+    pub model: ModelConfig,
+    pub time: TimeConfig,
+    pub seed: u64,
+}
+
+const DEFAULT_WARMUP: u32 = 15;
+const DEFAULT_PENDING_TIMEOUT: f64 = 3600.0;
+const MAX_NAME_LEN: usize = 200;
+
+impl SessionConfig {
+    /// Validates a create request and fills in every default. `random_seed` is used when
+    /// the request has no seed.
+    pub fn from_request(request: CreateSession, random_seed: u64) -> Result<Self, InvalidInput> {
+        let name = request.name.unwrap_or_default();
+        if name.chars().count() > MAX_NAME_LEN {
+            return Err(InvalidInput::new(
+                "name",
+                format!("must be at most {MAX_NAME_LEN} characters"),
+            ));
+        }
+        let space = SearchSpace::new(request.parameters.clone())?;
+        let arms = match request.arms {
+            None => None,
+            Some(arms) => Some(space.validate_arms(arms)?),
+        };
+        let algorithm = request.algorithm.unwrap_or_default();
+        algorithm.validate()?;
+        let model_request = request.model.unwrap_or_default();
+        let temporal_kernel = match (
+            algorithm.uses_time(),
+            algorithm.required_temporal_kernel(),
+            model_request.temporal_kernel,
+        ) {
+            (false, _, None) => None,
+            (false, _, Some(_)) => {
+                return Err(InvalidInput::new(
+                    "model.temporal_kernel",
+                    format!(
+                        "algorithm {} ignores time; leave temporal_kernel out",
+                        algorithm.name()
+                    ),
+                ));
+            }
+            (true, Some(required), Some(given)) if given != required => {
+                return Err(InvalidInput::new(
+                    "model.temporal_kernel",
+                    format!(
+                        "algorithm {} uses the {} temporal kernel",
+                        algorithm.name(),
+                        kernel_name(required)
+                    ),
+                ));
+            }
+            (true, Some(required), _) => Some(required),
+            (true, None, given) => Some(given.unwrap_or(KernelKind::Matern32)),
+        };
+        if let Some(noise) = model_request.noise
+            && !(noise.is_finite() && noise > 0.0)
+        {
+            return Err(InvalidInput::new("model.noise", "must be a number > 0"));
+        }
+        let warmup = model_request.warmup.unwrap_or(DEFAULT_WARMUP);
+        if warmup > 10_000 {
+            return Err(InvalidInput::new("model.warmup", "must be at most 10000"));
+        }
+        let model = ModelConfig {
+            spatial_kernel: model_request.spatial_kernel.unwrap_or(KernelKind::Matern52),
+            temporal_kernel,
+            noise: model_request.noise,
+            warmup,
+        };
+        let time_request = request.time.unwrap_or_default();
+        if let Some(lead) = time_request.lead
+            && !(lead.is_finite() && lead >= 0.0)
+        {
+            return Err(InvalidInput::new("time.lead", "must be a number ≥ 0"));
+        }
+        let pending_timeout = time_request
+            .pending_timeout
+            .unwrap_or(DEFAULT_PENDING_TIMEOUT);
+        if !(pending_timeout.is_finite() && pending_timeout > 0.0) {
+            return Err(InvalidInput::new(
+                "time.pending_timeout",
+                "must be a number > 0",
+            ));
+        }
+        let time = TimeConfig {
+            source: time_request.source.unwrap_or_default(),
+            lead: time_request.lead,
+            pending_timeout,
+        };
+        Ok(SessionConfig {
+            name,
+            goal: request.goal.unwrap_or_default(),
+            parameters: request.parameters,
+            arms,
+            algorithm,
+            model,
+            time,
+            seed: request.seed.unwrap_or(random_seed),
+        })
+    }
+
+    /// The search space of the parameters.
+    pub fn space(&self) -> SearchSpace {
+        SearchSpace::new(self.parameters.clone()).expect("stored parameters were validated")
+    }
+}
+
+fn kernel_name(kind: KernelKind) -> &'static str {
+    match kind {
+        KernelKind::Matern12 => "matern12",
+        KernelKind::Matern32 => "matern32",
+        KernelKind::Matern52 => "matern52",
+        KernelKind::Rbf => "rbf",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(json: &str) -> Result<SessionConfig, InvalidInput> {
+        let request: CreateSession = serde_json::from_str(json).unwrap();
+        SessionConfig::from_request(request, 7)
+    }
+
+    #[test]
+    fn defaults_are_filled_in() {
+        let config = parse(r#"{"parameters":[{"name":"x","low":0,"high":1}]}"#).unwrap();
+        assert_eq!(config.algorithm, AlgorithmConfig::default());
+        assert_eq!(config.model.temporal_kernel, Some(KernelKind::Matern12));
+        assert_eq!(config.model.spatial_kernel, KernelKind::Matern52);
+        assert_eq!(config.model.warmup, 15);
+        assert_eq!(config.seed, 7);
+        assert_eq!(config.time.source, TimeSource::Wall);
+    }
+
+    #[test]
+    fn static_algorithms_have_no_temporal_kernel() {
+        let config = parse(
+            r#"{"parameters":[{"name":"x","low":0,"high":1}],"algorithm":{"name":"gp-ucb"}}"#,
+        )
+        .unwrap();
+        assert_eq!(config.model.temporal_kernel, None);
+        let err = parse(
+            r#"{"parameters":[{"name":"x","low":0,"high":1}],"algorithm":{"name":"gp-ucb"},"model":{"temporal_kernel":"rbf"}}"#,
+        )
+        .unwrap_err();
+        assert_eq!(err.field, "model.temporal_kernel");
+    }
+
+    #[test]
+    fn unknown_algorithm_options_are_rejected() {
+        let result: Result<CreateSession, _> = serde_json::from_str(
+            r#"{"parameters":[{"name":"x","low":0,"high":1}],"algorithm":{"name":"gp-ucb","bogus":1}}"#,
+        );
+        assert!(result.is_err());
+    }
+
+    #[test]
+    fn bad_epsilon_names_the_field() {
+        let err = parse(
+            r#"{"parameters":[{"name":"x","low":0,"high":1}],"algorithm":{"name":"tv-gp-ucb","epsilon":1.5}}"#,
+        )
+        .unwrap_err();
+        assert_eq!(err.field, "algorithm.epsilon");
+    }
+}

@@ -1,0 +1,884 @@
+//! The life of a session: load from the store, run the policy off the async runtime,
+//! commit the result. The database is the truth and the model is rebuilt from it on every
+//! call, so a restarted (or another) server gives the same next suggestion.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use chrono::{DateTime, Utc};
+use rand::SeedableRng;
+use uuid::Uuid;
+
+use crate::acquisition::{self, AcquisitionOptions};
+use crate::policy::surrogate::default_hyperparameters;
+use crate::policy::{self, Observation, ObserveContext, PolicyRng, PolicyState, Surrogate};
+use crate::policy::{PolicyError, SuggestContext};
+use crate::session::InvalidInput;
+use crate::session::config::{AlgorithmConfig, CreateSession, SessionConfig, TimeSource};
+use crate::session::space::SearchSpace;
+use crate::session::time::{fit_response_time, median_lead, resolve_time, wall_time};
+use crate::session::views::{
+    Best, HyperparametersView, ModelView, ObservationInput, ObservationList, PredictRequest,
+    PredictResponse, Prediction, RegretPoint, RegretReport, ResponseTimeSampleView,
+    ResponseTimeView, Session, SessionList, SuggestRequest, SuggestResponse, Suggestion,
+};
+use crate::store::{
+    CallRecord, ChangeSet, Deactivation, History, IdempotencyRecord, ObservationRow,
+    ResponseTimeSample, SessionCursor, SessionRow, Store, StoreError, SuggestionRow,
+    SuggestionStatus,
+};
+
+/// Largest `count` of one suggest call.
+pub const MAX_SUGGESTIONS_PER_CALL: i64 = 64;
+/// Largest batch of one observe call.
+pub const MAX_OBSERVATIONS_PER_CALL: usize = 1000;
+/// Largest number of points of one predict call.
+pub const MAX_PREDICT_POINTS: usize = 10_000;
+/// How far in the future (seconds) a `measured_at` may lie, for clock skew.
+const MEASURED_AT_SKEW: f64 = 60.0;
+/// Attempts of a change that keeps meeting concurrent changes of the same session.
+const COMMIT_ATTEMPTS: usize = 8;
+/// Quasi-random candidates over which regret estimates search the posterior mean's maximum.
+const REGRET_CANDIDATES: usize = 256;
+
+/// Failures of a session operation.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    /// Bad input: 422 naming the field.
+    #[error(transparent)]
+    Invalid(#[from] InvalidInput),
+    /// The session (or another resource) does not exist: 404.
+    #[error("{0} not found")]
+    NotFound(&'static str),
+    /// The request conflicts with the session's state: 409 naming the field.
+    #[error("{}: {}", .0.field, .0.message)]
+    Conflict(InvalidInput),
+    /// The idempotency key was taken concurrently; look it up again.
+    #[error("idempotency key taken concurrently")]
+    IdempotencyRace,
+    #[error(transparent)]
+    Store(StoreError),
+    #[error(transparent)]
+    Policy(#[from] PolicyError),
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl From<StoreError> for ServiceError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NotFound => ServiceError::NotFound("session"),
+            StoreError::DuplicateKey => ServiceError::IdempotencyRace,
+            other => ServiceError::Store(other),
+        }
+    }
+}
+
+/// An idempotency key and the fingerprint of the request that carried it.
+#[derive(Clone, Debug)]
+pub struct IdempotencyKey {
+    pub scope: String,
+    pub key: String,
+    pub request_hash: String,
+}
+
+impl IdempotencyKey {
+    fn record<T: serde::Serialize>(&self, status: u16, body: &T) -> IdempotencyRecord {
+        IdempotencyRecord {
+            scope: self.scope.clone(),
+            key: self.key.clone(),
+            request_hash: self.request_hash.clone(),
+            status,
+            body: serde_json::to_string(body).expect("response bodies serialise"),
+        }
+    }
+}
+
+/// Sessions over a store. Cheap to clone.
+#[derive(Clone)]
+pub struct SessionService {
+    store: Arc<dyn Store>,
+    locks: Arc<Mutex<HashMap<Uuid, Arc<tokio::sync::Mutex<()>>>>>,
+}
+
+/// Runs CPU-heavy model work on the blocking pool, off the async runtime.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, ServiceError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| ServiceError::Internal(format!("model task failed: {e}")))
+}
+
+/// The RNG of the `ordinal`-th call of a session with `seed` (splitmix64 of both).
+fn call_rng(seed: u64, ordinal: u64) -> PolicyRng {
+    let mut z = seed ^ ordinal.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    PolicyRng::seed_from_u64(z ^ (z >> 31))
+}
+
+fn policy_state(row: &SessionRow) -> Result<PolicyState, ServiceError> {
+    serde_json::from_value(row.state.clone())
+        .map_err(|e| ServiceError::Store(StoreError::Corrupt(format!("policy state: {e}"))))
+}
+
+/// The active observations as the policy sees them (internal "larger is better" scale).
+fn policy_data(config: &SessionConfig, rows: &[ObservationRow]) -> Vec<Observation> {
+    let sign = config.goal.sign();
+    rows.iter()
+        .map(|o| Observation {
+            seq: o.seq,
+            x: o.unit.clone(),
+            t: o.t,
+            y: sign * o.value,
+        })
+        .collect()
+}
+
+fn arm_points(space: &SearchSpace, config: &SessionConfig) -> Option<Vec<Vec<f64>>> {
+    config.arms.as_ref().map(|arms| {
+        arms.iter()
+            .map(|a| space.to_unit(&a.params, "arms").expect("arms were validated"))
+            .collect()
+    })
+}
+
+impl SessionService {
+    pub fn new(store: Arc<dyn Store>) -> Self {
+        SessionService {
+            store,
+            locks: Arc::default(),
+        }
+    }
+
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    /// Serialises this process's changes to one session (the version check in
+    /// [`Store::commit`] serialises them across processes).
+    async fn lock(&self, id: Uuid) -> tokio::sync::OwnedMutexGuard<()> {
+        let mutex = {
+            let mut locks = self.locks.lock().expect("lock table poisoned");
+            locks.retain(|_, m| Arc::strong_count(m) > 1);
+            locks.entry(id).or_default().clone()
+        };
+        mutex.lock_owned().await
+    }
+
+    async fn history(&self, id: Uuid) -> Result<History, ServiceError> {
+        self.store
+            .load_history(id)
+            .await?
+            .ok_or(ServiceError::NotFound("session"))
+    }
+
+    async fn session_row(&self, id: Uuid) -> Result<SessionRow, ServiceError> {
+        self.store
+            .get_session(id)
+            .await?
+            .ok_or(ServiceError::NotFound("session"))
+    }
+
+    /// Creates a session from a validated request.
+    pub async fn create_session(
+        &self,
+        request: CreateSession,
+        idempotency: Option<&IdempotencyKey>,
+    ) -> Result<Session, ServiceError> {
+        let config = SessionConfig::from_request(request, rand::random())?;
+        let row = SessionRow {
+            id: Uuid::new_v4(),
+            config,
+            created_at: Utc::now(),
+            status: "active".into(),
+            version: 0,
+            state: serde_json::to_value(PolicyState::default()).expect("state serialises"),
+            suggest_count: 0,
+            last_suggest: None,
+            observation_count: 0,
+            dataset_size: 0,
+            pending_count: 0,
+        };
+        let session = Session::from(row.clone());
+        let record = idempotency.map(|k| k.record(201, &session));
+        self.store.create_session(&row, record.as_ref()).await?;
+        Ok(session)
+    }
+
+    pub async fn get_session(&self, id: Uuid) -> Result<Session, ServiceError> {
+        Ok(self.session_row(id).await?.into())
+    }
+
+    /// A page of sessions, newest first. `cursor` is the `next_cursor` of the last page.
+    pub async fn list_sessions(
+        &self,
+        limit: i64,
+        cursor: Option<&str>,
+    ) -> Result<SessionList, ServiceError> {
+        if !(1..=1000).contains(&limit) {
+            return Err(InvalidInput::new("limit", "must be between 1 and 1000").into());
+        }
+        let before = cursor.map(parse_cursor).transpose()?;
+        let rows = self.store.list_sessions(limit + 1, before).await?;
+        let more = rows.len() as i64 > limit;
+        let sessions: Vec<Session> = rows
+            .into_iter()
+            .take(limit as usize)
+            .map(Session::from)
+            .collect();
+        let next_cursor = more
+            .then(|| sessions.last())
+            .flatten()
+            .map(|s| format!("{}_{}", s.created_at.timestamp_micros(), s.id));
+        Ok(SessionList {
+            sessions,
+            next_cursor,
+        })
+    }
+
+    pub async fn delete_session(&self, id: Uuid) -> Result<(), ServiceError> {
+        let _guard = self.lock(id).await;
+        if self.store.delete_session(id).await? {
+            Ok(())
+        } else {
+            Err(ServiceError::NotFound("session"))
+        }
+    }
+
+    /// Hands out `count` suggestions (DESIGN.md §2–§3).
+    pub async fn suggest(
+        &self,
+        id: Uuid,
+        request: SuggestRequest,
+        idempotency: Option<&IdempotencyKey>,
+    ) -> Result<SuggestResponse, ServiceError> {
+        let count = request.count.unwrap_or(1);
+        if !(1..=MAX_SUGGESTIONS_PER_CALL).contains(&count) {
+            return Err(InvalidInput::new(
+                "count",
+                format!("must be between 1 and {MAX_SUGGESTIONS_PER_CALL}"),
+            )
+            .into());
+        }
+        let _guard = self.lock(id).await;
+        for _ in 0..COMMIT_ATTEMPTS {
+            let history = self.history(id).await?;
+            let (change, response) = self.plan_suggest(history.clone(), &request, count).await?;
+            let record = idempotency.map(|k| k.record(201, &response));
+            match self
+                .store
+                .commit(id, history.session.version, &change, record.as_ref())
+                .await
+            {
+                Ok(()) => return Ok(response),
+                Err(StoreError::Conflict) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(ServiceError::Store(StoreError::Conflict))
+    }
+
+    async fn plan_suggest(
+        &self,
+        history: History,
+        request: &SuggestRequest,
+        count: i64,
+    ) -> Result<(ChangeSet, SuggestResponse), ServiceError> {
+        let started = Instant::now();
+        let session = &history.session;
+        let config = session.config.clone();
+        let now = Utc::now();
+        let t_now = resolve_time(config.time.source, request.t, session.created_at, now, "t")?;
+        let (expired, pending): (Vec<&SuggestionRow>, Vec<&SuggestionRow>) = history
+            .pending
+            .iter()
+            .partition(|s| t_now - s.issued_t > config.time.pending_timeout);
+        let lead = config
+            .time
+            .lead
+            .unwrap_or_else(|| median_lead(&history.recent_delays));
+        let target = t_now + lead;
+        let data = policy_data(&config, &history.active);
+        let pending_points: Vec<(Vec<f64>, f64)> =
+            pending.iter().map(|s| (s.unit.clone(), s.t)).collect();
+        let mut state = policy_state(session)?;
+        let ordinal = session.suggest_count as u64;
+        let issued_before = ordinal;
+        let (proposals, state) = {
+            let config = config.clone();
+            blocking(move || {
+                let space = config.space();
+                let arms = arm_points(&space, &config);
+                let ctx = SuggestContext {
+                    space: &space,
+                    arms: arms.as_deref(),
+                    model: &config.model,
+                    data: &data,
+                    pending: &pending_points,
+                    t: target,
+                    count: count as usize,
+                    issued_before,
+                    fixed_noise: config.model.noise,
+                };
+                let policy = policy::policy_for(&config.algorithm);
+                let mut rng = call_rng(config.seed, ordinal);
+                policy::suggest(policy.as_ref(), &ctx, &mut state, &mut rng)
+                    .map(|proposals| (proposals, state))
+            })
+            .await??
+        };
+        let space = config.space();
+        let rows: Vec<SuggestionRow> = proposals
+            .into_iter()
+            .map(|p| SuggestionRow {
+                id: Uuid::new_v4(),
+                params: space.from_unit(&p.x),
+                arm: p
+                    .arm
+                    .and_then(|i| config.arms.as_ref().map(|arms| arms[i].name.clone())),
+                unit: p.x,
+                issued_t: t_now,
+                t: target,
+                created_at: now,
+                status: SuggestionStatus::Pending,
+            })
+            .collect();
+        let dataset_size = history.active.len() as i64;
+        let response_time = session
+            .last_suggest
+            .filter(|(last_t, _)| t_now >= *last_t)
+            .map(|(last_t, n)| ResponseTimeSample {
+                n,
+                seconds: t_now - last_t,
+            });
+        let response = SuggestResponse {
+            suggestions: rows.iter().map(Suggestion::from).collect(),
+        };
+        let change = ChangeSet {
+            suggestion_status: expired
+                .iter()
+                .map(|s| (s.id, SuggestionStatus::Expired))
+                .collect(),
+            new_suggestions: rows,
+            state: Some(serde_json::to_value(&state).expect("state serialises")),
+            last_suggest: Some((t_now, dataset_size)),
+            response_time,
+            calls: vec![CallRecord {
+                kind: "suggest",
+                t: t_now,
+                dataset_size,
+                compute_seconds: started.elapsed().as_secs_f64(),
+            }],
+            ..ChangeSet::default()
+        };
+        Ok((change, response))
+    }
+
+    /// Records observations, all or nothing (DESIGN.md §5).
+    pub async fn observe(
+        &self,
+        id: Uuid,
+        inputs: Vec<(String, ObservationInput)>,
+        idempotency: Option<&IdempotencyKey>,
+    ) -> Result<ObservationList, ServiceError> {
+        if inputs.is_empty() {
+            return Err(InvalidInput::new("observations", "must hold at least one").into());
+        }
+        if inputs.len() > MAX_OBSERVATIONS_PER_CALL {
+            return Err(InvalidInput::new(
+                "observations",
+                format!("at most {MAX_OBSERVATIONS_PER_CALL} per call"),
+            )
+            .into());
+        }
+        let _guard = self.lock(id).await;
+        for _ in 0..COMMIT_ATTEMPTS {
+            let history = self.history(id).await?;
+            let (change, response) = self.plan_observe(&history, &inputs).await?;
+            let record = idempotency.map(|k| k.record(201, &response));
+            match self
+                .store
+                .commit(id, history.session.version, &change, record.as_ref())
+                .await
+            {
+                Ok(()) => return Ok(response),
+                Err(StoreError::Conflict) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(ServiceError::Store(StoreError::Conflict))
+    }
+
+    async fn plan_observe(
+        &self,
+        history: &History,
+        inputs: &[(String, ObservationInput)],
+    ) -> Result<(ChangeSet, ObservationList), ServiceError> {
+        let started = Instant::now();
+        let session = &history.session;
+        let config = &session.config;
+        let space = config.space();
+        let now = Utc::now();
+        let mut seen_suggestions = BTreeSet::new();
+        let mut rows = Vec::with_capacity(inputs.len());
+        let mut observed_suggestions = Vec::new();
+        for (i, (prefix, input)) in inputs.iter().enumerate() {
+            let field = |name: &str| format!("{prefix}{name}");
+            if !input.value.is_finite() {
+                return Err(InvalidInput::new(field("value"), "must be a finite number").into());
+            }
+            if let Some(regret) = input.regret
+                && !(regret.is_finite() && regret >= 0.0)
+            {
+                return Err(InvalidInput::new(field("regret"), "must be a finite number ≥ 0").into());
+            }
+            let (suggestion_id, params, unit) = match (&input.suggestion_id, &input.params) {
+                (Some(_), Some(_)) => {
+                    return Err(InvalidInput::new(
+                        field("params"),
+                        "give suggestion_id or params, not both",
+                    )
+                    .into());
+                }
+                (None, None) => {
+                    return Err(InvalidInput::new(
+                        field("suggestion_id"),
+                        "give suggestion_id (of a suggestion) or params (a setting of your own)",
+                    )
+                    .into());
+                }
+                (Some(sid), None) => {
+                    let suggestion = self
+                        .store
+                        .get_suggestion(session.id, *sid)
+                        .await?
+                        .ok_or_else(|| {
+                            InvalidInput::new(
+                                field("suggestion_id"),
+                                "no such suggestion in this session",
+                            )
+                        })?;
+                    if suggestion.status == SuggestionStatus::Observed
+                        || !seen_suggestions.insert(*sid)
+                    {
+                        return Err(ServiceError::Conflict(InvalidInput::new(
+                            field("suggestion_id"),
+                            "this suggestion has already been observed",
+                        )));
+                    }
+                    observed_suggestions.push(*sid);
+                    (Some(*sid), suggestion.params, suggestion.unit)
+                }
+                (None, Some(params)) => {
+                    let unit = space.to_unit(params, &field("params"))?;
+                    if let Some(arms) = &config.arms
+                        && !arms.iter().any(|a| &a.params == params)
+                    {
+                        return Err(InvalidInput::new(
+                            field("params"),
+                            "is not one of this session's arms",
+                        )
+                        .into());
+                    }
+                    (None, params.clone(), unit)
+                }
+            };
+            let t = match (config.time.source, input.measured_at) {
+                (TimeSource::Wall, Some(at)) => {
+                    if input.t.is_some() {
+                        return Err(InvalidInput::new(
+                            field("t"),
+                            "this session uses wall-clock time; send measured_at, not t",
+                        )
+                        .into());
+                    }
+                    let t = wall_time(session.created_at, at);
+                    if t < 0.0 {
+                        return Err(InvalidInput::new(
+                            field("measured_at"),
+                            "is before the session was created",
+                        )
+                        .into());
+                    }
+                    if (at - now).num_milliseconds() as f64 / 1000.0 > MEASURED_AT_SKEW {
+                        return Err(
+                            InvalidInput::new(field("measured_at"), "is in the future").into()
+                        );
+                    }
+                    t
+                }
+                _ => resolve_time(
+                    config.time.source,
+                    input.t,
+                    session.created_at,
+                    now,
+                    &field("t"),
+                )?,
+            };
+            rows.push(ObservationRow {
+                seq: history.next_seq + i as i64,
+                suggestion_id,
+                params,
+                unit,
+                value: input.value,
+                t,
+                measured_at: input.measured_at,
+                regret: input.regret,
+                active: true,
+                removed_at: None,
+                removed_reason: None,
+                created_at: now,
+            });
+        }
+        let data = policy_data(config, &history.active);
+        let new = policy_data(config, &rows);
+        let mut state = policy_state(session)?;
+        let (removals, state) = {
+            let config = config.clone();
+            blocking(move || {
+                let policy = policy::policy_for(&config.algorithm);
+                let ctx = ObserveContext {
+                    model: &config.model,
+                    data: &data,
+                    new: &new,
+                    fixed_noise: config.model.noise,
+                };
+                policy
+                    .observe(&ctx, &mut state)
+                    .map(|removals| (removals, state))
+            })
+            .await??
+        };
+        let mut deactivate = Vec::new();
+        for (seq, reason) in removals {
+            match rows.iter_mut().find(|r| r.seq == seq) {
+                Some(row) => {
+                    row.active = false;
+                    row.removed_at = Some(now);
+                    row.removed_reason = Some(reason.as_str().to_string());
+                }
+                None => deactivate.push(Deactivation {
+                    seq,
+                    reason: reason.as_str().to_string(),
+                }),
+            }
+        }
+        let response = ObservationList {
+            observations: rows.iter().map(Into::into).collect(),
+            next_after: None,
+        };
+        let t_last = rows.last().map_or(0.0, |r| r.t);
+        let dataset_size = history.active.len() as i64;
+        let change = ChangeSet {
+            suggestion_status: observed_suggestions
+                .into_iter()
+                .map(|s| (s, SuggestionStatus::Observed))
+                .collect(),
+            new_observations: rows,
+            deactivate,
+            state: Some(serde_json::to_value(&state).expect("state serialises")),
+            calls: vec![CallRecord {
+                kind: "observe",
+                t: t_last,
+                dataset_size,
+                compute_seconds: started.elapsed().as_secs_f64(),
+            }],
+            ..ChangeSet::default()
+        };
+        Ok((change, response))
+    }
+
+    /// A page of observations with seq > `after`.
+    pub async fn list_observations(
+        &self,
+        id: Uuid,
+        after: i64,
+        limit: i64,
+        include_pruned: bool,
+    ) -> Result<ObservationList, ServiceError> {
+        if !(1..=10_000).contains(&limit) {
+            return Err(InvalidInput::new("limit", "must be between 1 and 10000").into());
+        }
+        self.session_row(id).await?;
+        let rows = self
+            .store
+            .list_observations(id, after, limit + 1, include_pruned)
+            .await?;
+        let more = rows.len() as i64 > limit;
+        let observations: Vec<_> = rows.iter().take(limit as usize).map(Into::into).collect();
+        let next_after = more
+            .then(|| observations.last().map(|o: &crate::session::views::Observation| o.seq))
+            .flatten();
+        Ok(ObservationList {
+            observations,
+            next_after,
+        })
+    }
+
+    /// The model of the session's active data with its saved hyperparameters (no refit).
+    fn current_surrogate(
+        config: &SessionConfig,
+        history: &History,
+    ) -> Result<Option<Surrogate>, ServiceError> {
+        if history.active.is_empty() || matches!(config.algorithm, AlgorithmConfig::Random {}) {
+            return Ok(None);
+        }
+        let data = policy_data(config, &history.active);
+        let state = policy_state(&history.session)?;
+        let hyper = state
+            .hyperparameters
+            .unwrap_or_else(|| default_hyperparameters(&data));
+        let policy = policy::policy_for(&config.algorithm);
+        let spec = policy.kernel(&config.model);
+        Ok(Some(Surrogate::with_hyperparameters(
+            spec,
+            config.parameters.len(),
+            &data,
+            hyper,
+        )?))
+    }
+
+    /// Regret per observation: reported by the client, or estimated as
+    /// max_x μ(x, t_i) − μ(x_i, t_i) under the current model.
+    pub async fn regret(&self, id: Uuid) -> Result<RegretReport, ServiceError> {
+        let history = self.history(id).await?;
+        let rows = self.store.list_observations(id, 0, i64::MAX, true).await?;
+        blocking(move || -> Result<RegretReport, ServiceError> {
+            let config = &history.session.config;
+            let surrogate = Self::current_surrogate(config, &history)?;
+            let space = config.space();
+            let candidates: Vec<Vec<f64>> = match arm_points(&space, config) {
+                Some(arms) => arms,
+                None => {
+                    let dim = space.dim() as u32;
+                    let mut points: Vec<Vec<f64>> = (0..REGRET_CANDIDATES as u32)
+                        .map(|i| {
+                            (0..dim)
+                                .map(|d| f64::from(sobol_burley::sample(i, d, 0x7476_626f)))
+                                .collect()
+                        })
+                        .collect();
+                    points.extend(history.active.iter().map(|o| o.unit.clone()));
+                    points
+                }
+            };
+            let mut cumulative = 0.0;
+            let mut counted = 0usize;
+            let mut best_by_time: HashMap<u64, f64> = HashMap::new();
+            let uses_time = surrogate
+                .as_ref()
+                .is_some_and(|s| s.gp().spec().temporal.is_some());
+            let points = rows
+                .iter()
+                .map(|row| {
+                    let (regret, estimated) = match (row.regret, &surrogate) {
+                        (Some(r), _) => (Some(r), false),
+                        (None, None) => (None, true),
+                        (None, Some(model)) => {
+                            let t = row.t;
+                            let key = if uses_time { t.to_bits() } else { 0 };
+                            let best = *best_by_time.entry(key).or_insert_with(|| {
+                                candidates
+                                    .iter()
+                                    .map(|x| model.mean(x, t))
+                                    .fold(f64::NEG_INFINITY, f64::max)
+                            });
+                            let here = model.mean(&row.unit, t);
+                            (Some((best.max(here) - here).max(0.0)), true)
+                        }
+                    };
+                    if let Some(r) = regret {
+                        cumulative += r;
+                        counted += 1;
+                    }
+                    RegretPoint {
+                        seq: row.seq,
+                        t: row.t,
+                        value: row.value,
+                        regret,
+                        estimated,
+                        cumulative_regret: cumulative,
+                    }
+                })
+                .collect();
+            Ok(RegretReport {
+                points,
+                cumulative_regret: cumulative,
+                average_regret: (counted > 0).then(|| cumulative / counted as f64),
+            })
+        })
+        .await?
+    }
+
+    /// The model's hyperparameters, dataset, response-time samples and policy state.
+    pub async fn model(&self, id: Uuid) -> Result<ModelView, ServiceError> {
+        let history = self.history(id).await?;
+        let samples = self.store.response_times(id).await?;
+        let session = &history.session;
+        let config = &session.config;
+        let state = policy_state(session)?;
+        let has_time = policy::policy_for(&config.algorithm)
+            .kernel(&config.model)
+            .temporal
+            .is_some();
+        let hyperparameters = state.hyperparameters.map(|h| {
+            let temporal = has_time.then_some(h.temporal_lengthscale);
+            HyperparametersView {
+                signal_variance: h.signal_variance,
+                spatial_lengthscale: h.spatial_lengthscale,
+                temporal_lengthscale: temporal,
+                noise_variance: h.noise_variance,
+                epsilon: match config.algorithm {
+                    AlgorithmConfig::TvGpUcb { .. } => temporal
+                        .map(crate::policy::tv_gp_ucb::epsilon_of_temporal_lengthscale),
+                    _ => None,
+                },
+            }
+        });
+        let points: Vec<(f64, f64)> = samples.iter().map(|s| (s.n as f64, s.seconds)).collect();
+        Ok(ModelView {
+            dataset_size: history.active.len() as i64,
+            max_dataset_size: None,
+            hyperparameters,
+            lead: config
+                .time
+                .lead
+                .unwrap_or_else(|| median_lead(&history.recent_delays)),
+            response_time: ResponseTimeView {
+                coefficients: fit_response_time(&points),
+                samples: samples
+                    .iter()
+                    .map(|s| ResponseTimeSampleView {
+                        n: s.n,
+                        seconds: s.seconds,
+                    })
+                    .collect(),
+            },
+            algorithm_state: state,
+        })
+    }
+
+    /// The time predict and best use when the client gives none.
+    fn default_time(history: &History, now: DateTime<Utc>) -> f64 {
+        match history.session.config.time.source {
+            TimeSource::Wall => wall_time(history.session.created_at, now),
+            TimeSource::Client => history.active.iter().map(|o| o.t).fold(0.0, f64::max),
+        }
+    }
+
+    fn query_time(history: &History, t: Option<f64>) -> Result<f64, ServiceError> {
+        match t {
+            Some(t) if !t.is_finite() => {
+                Err(InvalidInput::new("t", "must be a finite number of seconds").into())
+            }
+            Some(t) => Ok(t),
+            None => Ok(Self::default_time(history, Utc::now())),
+        }
+    }
+
+    /// Posterior mean and standard deviation of the objective at the given points.
+    pub async fn predict(
+        &self,
+        id: Uuid,
+        request: PredictRequest,
+    ) -> Result<PredictResponse, ServiceError> {
+        if request.points.is_empty() || request.points.len() > MAX_PREDICT_POINTS {
+            return Err(InvalidInput::new(
+                "points",
+                format!("must hold 1 to {MAX_PREDICT_POINTS} points"),
+            )
+            .into());
+        }
+        let history = self.history(id).await?;
+        let t = Self::query_time(&history, request.t)?;
+        let space = history.session.config.space();
+        let units = request
+            .points
+            .iter()
+            .enumerate()
+            .map(|(i, p)| space.to_unit(p, &format!("points[{i}]")))
+            .collect::<Result<Vec<_>, _>>()?;
+        blocking(move || -> Result<PredictResponse, ServiceError> {
+            let config = &history.session.config;
+            let surrogate = Self::current_surrogate(config, &history)?.ok_or_else(|| {
+                ServiceError::Conflict(InvalidInput::new(
+                    "session",
+                    "has no active observations to predict from",
+                ))
+            })?;
+            let sign = config.goal.sign();
+            let predictions = request
+                .points
+                .into_iter()
+                .zip(&units)
+                .map(|(params, x)| {
+                    let (mean, std) = surrogate.predict(x, t);
+                    Prediction {
+                        params,
+                        mean: sign * mean,
+                        std,
+                    }
+                })
+                .collect();
+            Ok(PredictResponse { t, predictions })
+        })
+        .await?
+    }
+
+    /// The maximiser of the posterior mean at time t (the arm with the best mean for arm
+    /// sessions).
+    pub async fn best(&self, id: Uuid, t: Option<f64>) -> Result<Best, ServiceError> {
+        let history = self.history(id).await?;
+        let t = Self::query_time(&history, t)?;
+        blocking(move || -> Result<Best, ServiceError> {
+            let config = &history.session.config;
+            let surrogate = Self::current_surrogate(config, &history)?.ok_or_else(|| {
+                ServiceError::Conflict(InvalidInput::new(
+                    "session",
+                    "has no active observations to recommend from",
+                ))
+            })?;
+            let space = config.space();
+            let (x, arm) = match arm_points(&space, config) {
+                Some(arms) => {
+                    let (index, _) = acquisition::best_arm_ucb(surrogate.gp(), 0.0, t, &arms);
+                    (
+                        arms[index].clone(),
+                        config.arms.as_ref().map(|a| a[index].name.clone()),
+                    )
+                }
+                None => {
+                    let mut rng = call_rng(config.seed, u64::MAX);
+                    let (x, _) = acquisition::maximize_mean(
+                        surrogate.gp(),
+                        t,
+                        &AcquisitionOptions::default(),
+                        &mut rng,
+                    );
+                    (space.snap(&x), None)
+                }
+            };
+            let (mean, std) = surrogate.predict(&x, t);
+            Ok(Best {
+                t,
+                params: space.from_unit(&x),
+                arm,
+                mean: config.goal.sign() * mean,
+                std,
+            })
+        })
+        .await?
+    }
+}
+
+fn parse_cursor(cursor: &str) -> Result<SessionCursor, ServiceError> {
+    let invalid = || InvalidInput::new("cursor", "is not a cursor this server handed out");
+    let (micros, id) = cursor.split_once('_').ok_or_else(invalid)?;
+    Ok(SessionCursor {
+        created_micros: micros.parse().map_err(|_| invalid())?,
+        id: Uuid::parse_str(id).map_err(|_| invalid())?,
+    })
+}

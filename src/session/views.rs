@@ -1,0 +1,293 @@
+//! Request and response bodies of the session API (DESIGN.md §5). Field names are part of
+//! the API contract: more may be added, these keep their names.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use crate::policy::PolicyState;
+use crate::session::config::{
+    AlgorithmConfig, Goal, ModelConfig, SessionConfig, TimeConfig,
+};
+use crate::session::space::{Arm, Params, ParameterSpec};
+use crate::store::{ObservationRow, SessionRow, SuggestionRow};
+
+/// A session: its filled-in configuration, status and counts.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+pub struct Session {
+    pub id: Uuid,
+    pub name: String,
+    pub goal: Goal,
+    pub parameters: Vec<ParameterSpec>,
+    pub arms: Option<Vec<Arm>>,
+    pub algorithm: AlgorithmConfig,
+    pub model: ModelConfig,
+    pub time: TimeConfig,
+    pub seed: u64,
+    pub status: String,
+    pub created_at: DateTime<Utc>,
+    /// Observations ever recorded, active or forgotten.
+    pub observation_count: i64,
+    /// Active observations: the model's dataset.
+    pub dataset_size: i64,
+    /// Suggestions handed out and not yet observed nor expired.
+    pub pending_count: i64,
+    /// The largest dataset the algorithm keeps (BOLT's n*); null where none.
+    pub max_dataset_size: Option<i64>,
+    /// Incremented by every committed change.
+    pub version: i64,
+}
+
+impl From<SessionRow> for Session {
+    fn from(row: SessionRow) -> Self {
+        let SessionConfig {
+            name,
+            goal,
+            parameters,
+            arms,
+            algorithm,
+            model,
+            time,
+            seed,
+        } = row.config;
+        Session {
+            id: row.id,
+            name,
+            goal,
+            parameters,
+            arms,
+            algorithm,
+            model,
+            time,
+            seed,
+            status: row.status,
+            created_at: row.created_at,
+            observation_count: row.observation_count,
+            dataset_size: row.dataset_size,
+            pending_count: row.pending_count,
+            max_dataset_size: None,
+            version: row.version,
+        }
+    }
+}
+
+/// A page of sessions, newest first.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+pub struct SessionList {
+    pub sessions: Vec<Session>,
+    /// Pass as `cursor` for the next page; null on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// Body of `POST /v1/sessions/{id}/suggestions`.
+#[derive(Clone, Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SuggestRequest {
+    /// How many suggestions, 1..=64 (default 1).
+    pub count: Option<i64>,
+    /// Session time in seconds (client-time sessions only, where it is required).
+    pub t: Option<f64>,
+}
+
+/// A suggested setting to evaluate.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Suggestion {
+    pub id: Uuid,
+    #[schema(value_type = BTreeMap<String, f64>)]
+    pub params: Params,
+    /// The session time the suggestion targets (now + lead).
+    pub t: f64,
+    /// Arm name, for arm sessions.
+    pub arm: Option<String>,
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<&SuggestionRow> for Suggestion {
+    fn from(row: &SuggestionRow) -> Self {
+        Suggestion {
+            id: row.id,
+            params: row.params.clone(),
+            t: row.t,
+            arm: row.arm.clone(),
+            created_at: row.created_at,
+        }
+    }
+}
+
+/// Response of a suggest call.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct SuggestResponse {
+    pub suggestions: Vec<Suggestion>,
+}
+
+/// One measured value, for a suggestion (`suggestion_id`) or for a setting the client
+/// chose itself (`params`).
+#[derive(Clone, Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ObservationInput {
+    pub suggestion_id: Option<Uuid>,
+    #[schema(value_type = Option<BTreeMap<String, f64>>)]
+    pub params: Option<Params>,
+    pub value: f64,
+    /// When the value was measured (wall-clock sessions; default: when the request arrived).
+    pub measured_at: Option<DateTime<Utc>>,
+    /// Session time of the measurement (client-time sessions, where it is required).
+    pub t: Option<f64>,
+    /// The true regret of this evaluation, if the client knows it (benchmarks).
+    pub regret: Option<f64>,
+}
+
+/// Body of `POST /v1/sessions/{id}/observations` with several observations (all or nothing).
+#[derive(Clone, Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ObservationBatch {
+    pub observations: Vec<ObservationInput>,
+}
+
+/// An observation as stored.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Observation {
+    pub seq: i64,
+    pub suggestion_id: Option<Uuid>,
+    #[schema(value_type = BTreeMap<String, f64>)]
+    pub params: Params,
+    pub value: f64,
+    pub t: f64,
+    pub measured_at: Option<DateTime<Utc>>,
+    pub regret: Option<f64>,
+    /// Whether it is in the model's dataset.
+    pub active: bool,
+    pub removed_at: Option<DateTime<Utc>>,
+    /// Why it was forgotten (`reset`, ...).
+    pub removed_reason: Option<String>,
+}
+
+impl From<&ObservationRow> for Observation {
+    fn from(row: &ObservationRow) -> Self {
+        Observation {
+            seq: row.seq,
+            suggestion_id: row.suggestion_id,
+            params: row.params.clone(),
+            value: row.value,
+            t: row.t,
+            measured_at: row.measured_at,
+            regret: row.regret,
+            active: row.active,
+            removed_at: row.removed_at,
+            removed_reason: row.removed_reason.clone(),
+        }
+    }
+}
+
+/// Response of an observe call and page of the observation listing.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ObservationList {
+    pub observations: Vec<Observation>,
+    /// For listings: pass as `after` for the next page; null on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_after: Option<i64>,
+}
+
+/// One point of the regret curve.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct RegretPoint {
+    pub seq: i64,
+    pub t: f64,
+    pub value: f64,
+    /// Reported by the client, or estimated from the model (null when no model exists).
+    pub regret: Option<f64>,
+    pub estimated: bool,
+    /// Sum of the regrets up to this point.
+    pub cumulative_regret: f64,
+}
+
+/// The regret of every observation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct RegretReport {
+    pub points: Vec<RegretPoint>,
+    pub cumulative_regret: f64,
+    /// Cumulative regret over the points that have one (null when none has).
+    pub average_regret: Option<f64>,
+}
+
+/// Hyperparameters of the model; variances on standardised values.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct HyperparametersView {
+    pub signal_variance: f64,
+    pub spatial_lengthscale: f64,
+    /// Seconds; null for kernels without time.
+    pub temporal_lengthscale: Option<f64>,
+    pub noise_variance: f64,
+    /// TV-GP-UCB's forgetting rate per second, ε = 1 − e^{−2/l_T}.
+    pub epsilon: Option<f64>,
+}
+
+/// A response-time sample: seconds between two consecutive suggests, n at the first.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ResponseTimeSampleView {
+    pub n: i64,
+    pub seconds: f64,
+}
+
+/// The response-time model R(n).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ResponseTimeView {
+    pub samples: Vec<ResponseTimeSampleView>,
+    /// [c0, c1, c2, c3] of R̂(n) = c0 + c1 n + c2 n² + c3 n³; null until 4 distinct n exist.
+    pub coefficients: Option<[f64; 4]>,
+}
+
+/// The model behind a session.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ModelView {
+    pub dataset_size: i64,
+    pub max_dataset_size: Option<i64>,
+    /// Null until the model has been fitted.
+    pub hyperparameters: Option<HyperparametersView>,
+    /// Seconds added to a suggestion's time (configured or the median past delay).
+    pub lead: f64,
+    pub response_time: ResponseTimeView,
+    pub algorithm_state: PolicyState,
+}
+
+/// Body of `POST /v1/sessions/{id}/predict`.
+#[derive(Clone, Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PredictRequest {
+    #[schema(value_type = Vec<BTreeMap<String, f64>>)]
+    pub points: Vec<Params>,
+    /// Session time (default: now for wall-clock sessions, the latest observation's time
+    /// for client-time sessions).
+    pub t: Option<f64>,
+}
+
+/// The posterior of the objective at one point.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Prediction {
+    #[schema(value_type = BTreeMap<String, f64>)]
+    pub params: Params,
+    pub mean: f64,
+    pub std: f64,
+}
+
+/// Response of predict.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct PredictResponse {
+    pub t: f64,
+    pub predictions: Vec<Prediction>,
+}
+
+/// The current recommendation: the maximiser (minimiser for `minimize`) of the posterior
+/// mean at time t.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Best {
+    pub t: f64,
+    #[schema(value_type = BTreeMap<String, f64>)]
+    pub params: Params,
+    pub arm: Option<String>,
+    pub mean: f64,
+    pub std: f64,
+}

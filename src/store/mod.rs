@@ -1,0 +1,250 @@
+//! Persistence: one [`Store`] trait, one implementation per SQL backend.
+//!
+//! The database is the truth. Observations are append-only; forgetting marks them
+//! inactive. Every change to a session goes through [`Store::commit`], which applies a
+//! [`ChangeSet`] atomically if and only if the session's version is still the one the
+//! change was computed from (optimistic concurrency), so that replicas sharing one
+//! database never interleave two changes of one session.
+
+pub mod sqlite;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use crate::session::config::SessionConfig;
+use crate::session::space::Params;
+
+pub use sqlite::SqliteStore;
+
+/// Storage failures.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The session changed since it was read; reload and recompute.
+    #[error("the session was changed concurrently")]
+    Conflict,
+    #[error("session not found")]
+    NotFound,
+    /// The idempotency key was taken by a concurrent request.
+    #[error("idempotency key already used")]
+    DuplicateKey,
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    #[error("migration error: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("corrupt stored data: {0}")]
+    Corrupt(String),
+}
+
+/// A session as stored, with its counts.
+#[derive(Clone, Debug)]
+pub struct SessionRow {
+    pub id: Uuid,
+    pub config: SessionConfig,
+    pub created_at: DateTime<Utc>,
+    pub status: String,
+    /// Incremented by every committed change.
+    pub version: i64,
+    /// The policy's saved state (JSON).
+    pub state: serde_json::Value,
+    /// Suggestions handed out so far.
+    pub suggest_count: i64,
+    /// Session time and active dataset size at the last suggest call.
+    pub last_suggest: Option<(f64, i64)>,
+    pub observation_count: i64,
+    pub dataset_size: i64,
+    pub pending_count: i64,
+}
+
+/// Status of a suggestion.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SuggestionStatus {
+    Pending,
+    Observed,
+    Expired,
+}
+
+impl SuggestionStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SuggestionStatus::Pending => "pending",
+            SuggestionStatus::Observed => "observed",
+            SuggestionStatus::Expired => "expired",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Self, StoreError> {
+        match s {
+            "pending" => Ok(SuggestionStatus::Pending),
+            "observed" => Ok(SuggestionStatus::Observed),
+            "expired" => Ok(SuggestionStatus::Expired),
+            other => Err(StoreError::Corrupt(format!("suggestion status {other:?}"))),
+        }
+    }
+}
+
+/// A suggestion handed out to a client.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SuggestionRow {
+    pub id: Uuid,
+    pub params: Params,
+    /// The point in [0,1]^d the model saw.
+    pub unit: Vec<f64>,
+    pub arm: Option<String>,
+    /// Session time when it was handed out.
+    pub issued_t: f64,
+    /// Session time it targets (issued_t + lead).
+    pub t: f64,
+    pub created_at: DateTime<Utc>,
+    pub status: SuggestionStatus,
+}
+
+/// An observation, active or forgotten.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ObservationRow {
+    /// 1, 2, ... per session, in the order observations were committed.
+    pub seq: i64,
+    pub suggestion_id: Option<Uuid>,
+    pub params: Params,
+    pub unit: Vec<f64>,
+    pub value: f64,
+    /// Session time of the measurement.
+    pub t: f64,
+    pub measured_at: Option<DateTime<Utc>>,
+    pub regret: Option<f64>,
+    pub active: bool,
+    pub removed_at: Option<DateTime<Utc>>,
+    pub removed_reason: Option<String>,
+    pub created_at: DateTime<Utc>,
+}
+
+/// One recorded response-time sample: n at the first of two consecutive suggests, and the
+/// seconds between them (BOLT, Section 4).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ResponseTimeSample {
+    pub n: i64,
+    pub seconds: f64,
+}
+
+/// Server compute time of one call.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CallRecord {
+    pub kind: &'static str,
+    pub t: f64,
+    pub dataset_size: i64,
+    pub compute_seconds: f64,
+}
+
+/// An observation being forgotten.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Deactivation {
+    pub seq: i64,
+    pub reason: String,
+}
+
+/// Everything a session needs to rebuild its model.
+#[derive(Clone, Debug)]
+pub struct History {
+    pub session: SessionRow,
+    pub active: Vec<ObservationRow>,
+    pub pending: Vec<SuggestionRow>,
+    /// Delays between handing out and measuring, of the latest observed suggestions.
+    pub recent_delays: Vec<f64>,
+    pub next_seq: i64,
+}
+
+/// An atomic change to one session.
+#[derive(Clone, Debug, Default)]
+pub struct ChangeSet {
+    pub new_suggestions: Vec<SuggestionRow>,
+    pub suggestion_status: Vec<(Uuid, SuggestionStatus)>,
+    pub new_observations: Vec<ObservationRow>,
+    pub deactivate: Vec<Deactivation>,
+    pub state: Option<serde_json::Value>,
+    pub last_suggest: Option<(f64, i64)>,
+    pub response_time: Option<ResponseTimeSample>,
+    pub calls: Vec<CallRecord>,
+}
+
+/// A stored response to replay for a retried request.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IdempotencyRecord {
+    /// `METHOD path`.
+    pub scope: String,
+    pub key: String,
+    /// SHA-256 of the request body (hex).
+    pub request_hash: String,
+    pub status: u16,
+    pub body: String,
+}
+
+/// Cursor of the session listing: sessions created strictly before this point.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SessionCursor {
+    pub created_micros: i64,
+    pub id: Uuid,
+}
+
+/// The storage interface shared by every backend.
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Inserts a session (and the idempotency record of its request) atomically.
+    async fn create_session(
+        &self,
+        session: &SessionRow,
+        idempotency: Option<&IdempotencyRecord>,
+    ) -> Result<(), StoreError>;
+    async fn get_session(&self, id: Uuid) -> Result<Option<SessionRow>, StoreError>;
+    /// Newest first.
+    async fn list_sessions(
+        &self,
+        limit: i64,
+        before: Option<SessionCursor>,
+    ) -> Result<Vec<SessionRow>, StoreError>;
+    /// Deletes a session and everything it owns; false if there was none.
+    async fn delete_session(&self, id: Uuid) -> Result<bool, StoreError>;
+    /// The session with its active observations and pending suggestions.
+    async fn load_history(&self, id: Uuid) -> Result<Option<History>, StoreError>;
+    /// Applies `change` if the session's version is still `expected_version`; bumps the
+    /// version. `Conflict` if it moved on, `NotFound` if it is gone.
+    async fn commit(
+        &self,
+        id: Uuid,
+        expected_version: i64,
+        change: &ChangeSet,
+        idempotency: Option<&IdempotencyRecord>,
+    ) -> Result<(), StoreError>;
+    async fn get_suggestion(
+        &self,
+        session_id: Uuid,
+        suggestion_id: Uuid,
+    ) -> Result<Option<SuggestionRow>, StoreError>;
+    /// Observations with seq > `after`, ascending, at most `limit`.
+    async fn list_observations(
+        &self,
+        session_id: Uuid,
+        after: i64,
+        limit: i64,
+        include_inactive: bool,
+    ) -> Result<Vec<ObservationRow>, StoreError>;
+    async fn response_times(&self, session_id: Uuid)
+    -> Result<Vec<ResponseTimeSample>, StoreError>;
+    async fn get_idempotency(
+        &self,
+        scope: &str,
+        key: &str,
+    ) -> Result<Option<IdempotencyRecord>, StoreError>;
+    /// Whether the database answers.
+    async fn ping(&self) -> Result<(), StoreError>;
+}
+
+/// Unix microseconds of a timestamp (the storage format of every time column).
+pub fn to_micros(at: DateTime<Utc>) -> i64 {
+    at.timestamp_micros()
+}
+
+/// The timestamp of unix microseconds.
+pub fn from_micros(micros: i64) -> Result<DateTime<Utc>, StoreError> {
+    DateTime::from_timestamp_micros(micros)
+        .ok_or_else(|| StoreError::Corrupt(format!("timestamp {micros}")))
+}
