@@ -1,0 +1,382 @@
+//! Upper-confidence-bound acquisition: exploration weights β and maximisation of
+//! μ + √β σ over the unit box or over a finite arm set.
+
+use rand::Rng;
+
+use crate::gp::Gp;
+use crate::optim::{BoundedOptions, minimize_bounded};
+
+/// Settings of [`maximize_ucb`] and [`maximize_mean`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct AcquisitionOptions {
+    /// Scrambled Sobol points evaluated first (default 512; at least 1, at most 2^16 are used).
+    pub raw_samples: usize,
+    /// How many of the best raw points are refined by L-BFGS (default 20).
+    pub restarts: usize,
+    /// Settings of each refinement (default [`BoundedOptions::default`]).
+    pub optimizer: BoundedOptions,
+}
+
+impl Default for AcquisitionOptions {
+    fn default() -> Self {
+        AcquisitionOptions {
+            raw_samples: 512,
+            restarts: 20,
+            optimizer: BoundedOptions::default(),
+        }
+    }
+}
+
+/// W-DBO's exploration weight β = 0.2 · d · ln(2n), with the logarithm floored at ln 2
+/// (so n = 0 behaves as n = 1).
+pub fn beta_wdbo(dim: usize, n: usize) -> f64 {
+    0.2 * dim as f64 * (2.0 * n as f64).ln().max(std::f64::consts::LN_2)
+}
+
+/// Srinivas et al. 2010 (paper 004), Theorem 1, for a finite domain D:
+/// β_t = 2 ln(|D| t² π² / (6δ)), with t ≥ 1 the round (t = 0 is read as 1) and
+/// δ ∈ (0, 1) the failure probability. Clamped at 0.
+pub fn beta_srinivas_finite(arms: usize, t: usize, delta: f64) -> f64 {
+    let t = t.max(1) as f64;
+    let arms = arms.max(1) as f64;
+    let pi2 = std::f64::consts::PI * std::f64::consts::PI;
+    (2.0 * (arms * t * t * pi2 / (6.0 * delta)).ln()).max(0.0)
+}
+
+/// Default `a` of [`beta_srinivas_continuous`] (the sample-path derivative tail constant).
+pub const SRINIVAS_DEFAULT_A: f64 = 1.0;
+/// Default `b` of [`beta_srinivas_continuous`] (the sample-path derivative scale).
+pub const SRINIVAS_DEFAULT_B: f64 = 1.0;
+/// Default `r` of [`beta_srinivas_continuous`]: the domain is `[0, 1]^d`.
+pub const SRINIVAS_DEFAULT_R: f64 = 1.0;
+/// Default failure probability δ for the Srinivas schedules.
+pub const SRINIVAS_DEFAULT_DELTA: f64 = 0.1;
+
+/// Srinivas et al. 2010 (paper 004), Theorem 2, for a compact convex D ⊂ [0, r]^d whose
+/// GP sample paths satisfy Pr{sup |∂f/∂x_j| > L} ≤ a e^{−(L/b)²}:
+/// β_t = 2 ln(t² 2π² / (3δ)) + 2d ln(t² d b r √(ln(4da/δ))).
+/// Inputs live in the unit cube, so [`SRINIVAS_DEFAULT_R`] = 1; a = b = 1
+/// ([`SRINIVAS_DEFAULT_A`], [`SRINIVAS_DEFAULT_B`]) and δ = 0.1 are the suggested defaults.
+/// t = 0 is read as 1; the result is clamped at 0.
+pub fn beta_srinivas_continuous(dim: usize, t: usize, delta: f64, a: f64, b: f64, r: f64) -> f64 {
+    let t = t.max(1) as f64;
+    let d = dim as f64;
+    let pi2 = std::f64::consts::PI * std::f64::consts::PI;
+    let first = 2.0 * (t * t * 2.0 * pi2 / (3.0 * delta)).ln();
+    let inner = (4.0 * d * a / delta).ln().max(0.0).sqrt();
+    let second = if dim == 0 {
+        0.0
+    } else {
+        2.0 * d * (t * t * d * b * r * inner).ln()
+    };
+    let beta = first + second;
+    if beta.is_finite() { beta.max(0.0) } else { 0.0 }
+}
+
+fn sobol_points<R: Rng + ?Sized>(count: usize, dim: usize, rng: &mut R) -> Vec<Vec<f64>> {
+    let seed = rng.next_u32();
+    (0..count.clamp(1, 1 << 16))
+        .map(|i| {
+            (0..dim)
+                .map(|j| {
+                    // Beyond the 256 tabulated dimensions, reuse them under a different scramble.
+                    let block = (j / 256) as u32;
+                    let s = seed.wrapping_add(block.wrapping_mul(0x9E37_79B9));
+                    f64::from(sobol_burley::sample(i as u32, (j % 256) as u32, s))
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn ucb_value(mean: f64, variance: f64, sqrt_beta: f64) -> f64 {
+    let v = mean + sqrt_beta * variance.max(0.0).sqrt();
+    if v.is_nan() { f64::NEG_INFINITY } else { v }
+}
+
+/// Negated UCB and its gradient, for minimisation.
+fn negated_ucb(gp: &Gp, x: &[f64], t: f64, sqrt_beta: f64) -> (f64, Vec<f64>) {
+    if sqrt_beta == 0.0 {
+        let (mean, grad) = gp.predict_mean_with_gradient(x, t);
+        return (-mean, grad.into_iter().map(|g| -g).collect());
+    }
+    let p = gp.predict_with_gradient(x, t);
+    let sigma = p.variance.sqrt();
+    let value = p.mean + sqrt_beta * sigma;
+    // dσ/dx = dvar/dx / (2σ) blows up as σ → 0; there the mean term dominates anyway.
+    let sigma_scale = if sigma > 1e-12 {
+        sqrt_beta / (2.0 * sigma)
+    } else {
+        0.0
+    };
+    let grad = p
+        .mean_gradient
+        .iter()
+        .zip(&p.variance_gradient)
+        .map(|(gm, gv)| -(gm + sigma_scale * gv))
+        .collect();
+    (-value, grad)
+}
+
+fn maximize<R: Rng + ?Sized>(
+    gp: &Gp,
+    beta: f64,
+    t: f64,
+    options: &AcquisitionOptions,
+    rng: &mut R,
+) -> (Vec<f64>, f64) {
+    let dim = gp.dim();
+    let sqrt_beta = if beta > 0.0 && beta.is_finite() {
+        beta.sqrt()
+    } else {
+        0.0
+    };
+    let raw = sobol_points(options.raw_samples, dim, rng);
+    let values: Vec<f64> = gp
+        .predict_many(&raw, t)
+        .into_iter()
+        .map(|(m, v)| ucb_value(m, v, sqrt_beta))
+        .collect();
+    let mut order: Vec<usize> = (0..raw.len()).collect();
+    order.sort_by(|&a, &b| values[b].total_cmp(&values[a]));
+    let mut best = raw[order[0]].clone();
+    let mut best_value = values[order[0]];
+    let lower = vec![0.0; dim];
+    let upper = vec![1.0; dim];
+    for &i in order.iter().take(options.restarts) {
+        let m = minimize_bounded(
+            |x: &[f64]| negated_ucb(gp, x, t, sqrt_beta),
+            &raw[i],
+            &lower,
+            &upper,
+            &options.optimizer,
+        );
+        let value = -m.value;
+        if value > best_value && m.x.iter().all(|v| (0.0..=1.0).contains(v)) {
+            best = m.x;
+            best_value = value;
+        }
+    }
+    (best, best_value)
+}
+
+/// Maximises UCB μ + √β σ (latent σ) at time t over `[0,1]^dim`: evaluates
+/// `raw_samples` scrambled Sobol points (scramble seed drawn from `rng`), refines the best
+/// `restarts` of them by [`minimize_bounded`] with analytic gradients, and returns the
+/// best point and its UCB value. The point is always inside the box and never NaN; its
+/// value is at least the best raw value. Deterministic given the rng state, including
+/// for an empty GP (where every point is equally good and the first Sobol point wins).
+/// A non-positive or non-finite β is treated as 0.
+pub fn maximize_ucb<R: Rng + ?Sized>(
+    gp: &Gp,
+    beta: f64,
+    t: f64,
+    options: &AcquisitionOptions,
+    rng: &mut R,
+) -> (Vec<f64>, f64) {
+    maximize(gp, beta, t, options, rng)
+}
+
+/// Finite arm set: the index of the arm with the highest UCB at time t and that value;
+/// ties go to the lowest index, NaN values rank lowest. An empty arm set gives
+/// (0, −∞), which the caller must not index with.
+pub fn best_arm_ucb(gp: &Gp, beta: f64, t: f64, arms: &[Vec<f64>]) -> (usize, f64) {
+    let sqrt_beta = if beta > 0.0 && beta.is_finite() {
+        beta.sqrt()
+    } else {
+        0.0
+    };
+    let mut best = (0, f64::NEG_INFINITY);
+    for (i, (m, v)) in gp.predict_many(arms, t).into_iter().enumerate() {
+        let value = ucb_value(m, v, sqrt_beta);
+        if value > best.1 {
+            best = (i, value);
+        }
+    }
+    best
+}
+
+/// Maximiser of the posterior mean at time t over `[0,1]^dim` (the same machinery as
+/// [`maximize_ucb`] with β = 0), for the "best so far" recommendation.
+pub fn maximize_mean<R: Rng + ?Sized>(
+    gp: &Gp,
+    t: f64,
+    options: &AcquisitionOptions,
+    rng: &mut R,
+) -> (Vec<f64>, f64) {
+    maximize(gp, 0.0, t, options, rng)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gp::{Hyperparameters, KernelKind, KernelSpec};
+    use rand::{RngExt, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    fn random_gp(n: usize, dim: usize, rng: &mut ChaCha8Rng) -> Gp {
+        let kinds = KernelKind::ALL;
+        let spec = KernelSpec {
+            spatial: kinds[rng.random_range(0..4)],
+            temporal: if rng.random::<bool>() {
+                Some(kinds[rng.random_range(0..4)])
+            } else {
+                None
+            },
+        };
+        let hyper = Hyperparameters {
+            signal_variance: 0.1 + 3.0 * rng.random::<f64>(),
+            spatial_lengthscale: 0.03 + rng.random::<f64>(),
+            temporal_lengthscale: 1.0 + 50.0 * rng.random::<f64>(),
+            noise_variance: 1e-4 + 0.1 * rng.random::<f64>(),
+        };
+        let xs = (0..n)
+            .map(|_| (0..dim).map(|_| rng.random::<f64>()).collect())
+            .collect();
+        let ts = (0..n).map(|_| 100.0 * rng.random::<f64>()).collect();
+        let ys = (0..n).map(|_| rng.random::<f64>() * 4.0 - 2.0).collect();
+        Gp::new(spec, hyper, dim, xs, ts, ys).unwrap()
+    }
+
+    fn small_options() -> AcquisitionOptions {
+        AcquisitionOptions {
+            raw_samples: 64,
+            restarts: 4,
+            ..AcquisitionOptions::default()
+        }
+    }
+
+    #[test]
+    fn beta_schedules() {
+        assert!((beta_wdbo(3, 10) - 0.6 * 20f64.ln()).abs() < 1e-12);
+        assert_eq!(beta_wdbo(2, 0), beta_wdbo(2, 1));
+        assert!((beta_wdbo(2, 1) - 0.4 * 2f64.ln()).abs() < 1e-12);
+        let pi2 = std::f64::consts::PI.powi(2);
+        assert!(
+            (beta_srinivas_finite(10, 5, 0.1) - 2.0 * (10.0 * 25.0 * pi2 / 0.6).ln()).abs() < 1e-12
+        );
+        assert!(beta_srinivas_finite(10, 6, 0.1) > beta_srinivas_finite(10, 5, 0.1));
+        let expected =
+            2.0 * (16.0 * 2.0 * pi2 / 0.3).ln() + 6.0 * (16.0 * 3.0 * (120f64).ln().sqrt()).ln();
+        assert!((beta_srinivas_continuous(3, 4, 0.1, 1.0, 1.0, 1.0) - expected).abs() < 1e-12);
+        assert!(beta_srinivas_continuous(3, 0, 0.1, 1.0, 1.0, 1.0) >= 0.0);
+    }
+
+    #[test]
+    fn suggestions_stay_in_the_box_and_beat_raw_samples() {
+        let mut rng = ChaCha8Rng::seed_from_u64(17);
+        let options = small_options();
+        for trial in 0..40 {
+            let dim = 1 + trial % 5;
+            let n = rng.random_range(0..30);
+            let gp = random_gp(n, dim, &mut rng);
+            let beta = 3.0 * rng.random::<f64>();
+            let t = 100.0 * rng.random::<f64>();
+            let state = rng.clone();
+            let (x, value) = maximize_ucb(&gp, beta, t, &options, &mut rng);
+            assert_eq!(x.len(), dim);
+            assert!(x.iter().all(|v| (0.0..=1.0).contains(v)), "{x:?}");
+            assert!(value.is_finite());
+            let (m, v) = gp.predict(&x, t);
+            assert!((m + beta.sqrt() * v.sqrt() - value).abs() < 1e-9);
+            let raw = sobol_points(options.raw_samples, dim, &mut state.clone());
+            let best_raw = raw
+                .iter()
+                .map(|p| {
+                    let (m, v) = gp.predict(p, t);
+                    m + beta.sqrt() * v.sqrt()
+                })
+                .fold(f64::NEG_INFINITY, f64::max);
+            assert!(value >= best_raw - 1e-12, "{value} < {best_raw}");
+            let (again, _) = maximize_ucb(&gp, beta, t, &options, &mut state.clone());
+            assert_eq!(again, x);
+        }
+    }
+
+    #[test]
+    fn empty_gp_is_deterministic() {
+        let gp = Gp::new(
+            KernelSpec::default(),
+            Hyperparameters::default(),
+            3,
+            vec![],
+            vec![],
+            vec![],
+        )
+        .unwrap();
+        let a = maximize_ucb(
+            &gp,
+            2.0,
+            0.0,
+            &small_options(),
+            &mut ChaCha8Rng::seed_from_u64(1),
+        );
+        let b = maximize_ucb(
+            &gp,
+            2.0,
+            0.0,
+            &small_options(),
+            &mut ChaCha8Rng::seed_from_u64(1),
+        );
+        assert_eq!(a, b);
+        assert!((a.1 - 2f64.sqrt()).abs() < 1e-12);
+    }
+
+    #[test]
+    fn maximize_mean_finds_the_peak() {
+        let xs: Vec<Vec<f64>> = (0..11).map(|i| vec![i as f64 / 10.0]).collect();
+        let ys: Vec<f64> = xs
+            .iter()
+            .map(|x| -(x[0] - 0.63f64).powi(2) * 10.0)
+            .collect();
+        let spec = KernelSpec {
+            spatial: KernelKind::Rbf,
+            temporal: None,
+        };
+        let hyper = Hyperparameters {
+            signal_variance: 1.0,
+            spatial_lengthscale: 0.3,
+            temporal_lengthscale: 1.0,
+            noise_variance: 1e-4,
+        };
+        let gp = Gp::new(spec, hyper, 1, xs, vec![0.0; 11], ys).unwrap();
+        let (x, value) = maximize_mean(
+            &gp,
+            0.0,
+            &small_options(),
+            &mut ChaCha8Rng::seed_from_u64(4),
+        );
+        assert!((x[0] - 0.63).abs() < 0.02, "{x:?}");
+        assert!((gp.predict(&x, 0.0).0 - value).abs() < 1e-12);
+    }
+
+    #[test]
+    fn best_arm_matches_brute_force() {
+        let mut rng = ChaCha8Rng::seed_from_u64(23);
+        for _ in 0..30 {
+            let dim = rng.random_range(1..4);
+            let gp = random_gp(rng.random_range(0..20), dim, &mut rng);
+            let arms: Vec<Vec<f64>> = (0..rng.random_range(1..40))
+                .map(|_| (0..dim).map(|_| rng.random::<f64>()).collect())
+                .collect();
+            let beta = 2.0 * rng.random::<f64>();
+            let (idx, value) = best_arm_ucb(&gp, beta, 5.0, &arms);
+            let mut expected = (0, f64::NEG_INFINITY);
+            for (i, a) in arms.iter().enumerate() {
+                let (m, v) = gp.predict(a, 5.0);
+                let u = m + beta.sqrt() * v.sqrt();
+                if u > expected.1 + 1e-12 {
+                    expected = (i, u);
+                }
+            }
+            assert_eq!(idx, expected.0);
+            assert!((value - expected.1).abs() < 1e-10);
+        }
+        let gp = random_gp(0, 2, &mut rng);
+        assert_eq!(
+            best_arm_ucb(&gp, 1.0, 0.0, &[vec![0.1, 0.1], vec![0.9, 0.9]]).0,
+            0
+        );
+        assert_eq!(best_arm_ucb(&gp, 1.0, 0.0, &[]), (0, f64::NEG_INFINITY));
+    }
+}

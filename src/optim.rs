@@ -1,0 +1,352 @@
+//! Box-constrained smooth minimisation by projected L-BFGS.
+
+use std::collections::VecDeque;
+
+/// Settings of [`minimize_bounded`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct BoundedOptions {
+    /// Maximum number of accepted steps (default 100).
+    pub max_iterations: usize,
+    /// Number of (s, y) correction pairs kept by L-BFGS (default 10).
+    pub memory: usize,
+    /// Stop when the infinity norm of the projected gradient falls to this (default 1e-6).
+    pub gradient_tolerance: f64,
+    /// Stop when one step decreases f by at most this fraction of max(|f|, 1) (default 1e-10).
+    pub relative_tolerance: f64,
+}
+
+impl Default for BoundedOptions {
+    fn default() -> Self {
+        BoundedOptions {
+            max_iterations: 100,
+            memory: 10,
+            gradient_tolerance: 1e-6,
+            relative_tolerance: 1e-10,
+        }
+    }
+}
+
+/// Result of [`minimize_bounded`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Minimum {
+    /// Best point found, inside the box.
+    pub x: Vec<f64>,
+    /// f at `x` (+∞ if f was not finite even at the start).
+    pub value: f64,
+    /// Number of accepted steps.
+    pub iterations: usize,
+    /// True when a tolerance was met (not when the iteration budget or the line search ran out).
+    pub converged: bool,
+}
+
+const ARMIJO: f64 = 1e-4;
+const MAX_BACKTRACKS: usize = 50;
+
+fn project(x: &[f64], lower: &[f64], upper: &[f64]) -> Vec<f64> {
+    x.iter()
+        .zip(lower.iter().zip(upper))
+        .map(|(&v, (&l, &u))| if v.is_nan() { l } else { v.clamp(l, u) })
+        .collect()
+}
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(p, q)| p * q).sum()
+}
+
+fn norm_inf(a: &[f64]) -> f64 {
+    a.iter().fold(0.0, |m, v| m.max(v.abs()))
+}
+
+/// Evaluates f and maps a non-finite value or gradient to +∞.
+fn evaluate<F: FnMut(&[f64]) -> (f64, Vec<f64>)>(f: &mut F, x: &[f64]) -> (f64, Vec<f64>) {
+    let (v, g) = f(x);
+    if v.is_finite() && g.len() == x.len() && g.iter().all(|d| d.is_finite()) {
+        (v, g)
+    } else {
+        (f64::INFINITY, vec![0.0; x.len()])
+    }
+}
+
+struct Pair {
+    s: Vec<f64>,
+    y: Vec<f64>,
+}
+
+/// Two-loop recursion restricted to the free coordinates; returns the descent direction
+/// −H g (zero on the fixed coordinates).
+fn lbfgs_direction(g: &[f64], free: &[bool], memory: &VecDeque<Pair>) -> Vec<f64> {
+    let masked = |v: &[f64]| -> Vec<f64> {
+        v.iter()
+            .zip(free)
+            .map(|(&a, &f)| if f { a } else { 0.0 })
+            .collect()
+    };
+    let mut q = masked(g);
+    let pairs: Vec<(Vec<f64>, Vec<f64>, f64)> = memory
+        .iter()
+        .filter_map(|p| {
+            let s = masked(&p.s);
+            let y = masked(&p.y);
+            let sy = dot(&s, &y);
+            (sy > f64::EPSILON * dot(&y, &y)).then(|| (s, y, 1.0 / sy))
+        })
+        .collect();
+    let mut alphas = vec![0.0; pairs.len()];
+    for (k, (s, y, rho)) in pairs.iter().enumerate().rev() {
+        let a = rho * dot(s, &q);
+        alphas[k] = a;
+        q.iter_mut().zip(y).for_each(|(qi, yi)| *qi -= a * yi);
+    }
+    if let Some((s, y, _)) = pairs.last() {
+        let gamma = dot(s, y) / dot(y, y);
+        q.iter_mut().for_each(|qi| *qi *= gamma);
+    }
+    for (k, (s, y, rho)) in pairs.iter().enumerate() {
+        let b = rho * dot(y, &q);
+        let c = alphas[k] - b;
+        q.iter_mut().zip(s).for_each(|(qi, si)| *qi += c * si);
+    }
+    q.iter_mut().for_each(|v| *v = -*v);
+    q
+}
+
+/// Minimises f within the box [lower, upper] by projected L-BFGS: the two-loop recursion
+/// on the free variables (those not held at a bound by their gradient), projection onto
+/// the box, and a backtracking Armijo line search along the projected path.
+///
+/// `f` returns the value and the gradient. Guarantees: f is never evaluated outside the
+/// box; the returned point is never worse than the projection of `x0`; non-finite values
+/// (or gradients) are treated as +∞, so the line search backs off from them.
+///
+/// # Panics
+/// If `x0`, `lower` and `upper` differ in length or some `lower[i] > upper[i]`.
+pub fn minimize_bounded<F: FnMut(&[f64]) -> (f64, Vec<f64>)>(
+    mut f: F,
+    x0: &[f64],
+    lower: &[f64],
+    upper: &[f64],
+    options: &BoundedOptions,
+) -> Minimum {
+    assert!(x0.len() == lower.len() && x0.len() == upper.len());
+    assert!(lower.iter().zip(upper).all(|(l, u)| l <= u));
+    let n = x0.len();
+    let mut x = project(x0, lower, upper);
+    let (mut fx, mut g) = evaluate(&mut f, &x);
+    if !fx.is_finite() {
+        return Minimum {
+            x,
+            value: fx,
+            iterations: 0,
+            converged: false,
+        };
+    }
+    let mut memory: VecDeque<Pair> = VecDeque::with_capacity(options.memory);
+    let mut iterations = 0;
+    let mut converged = false;
+    while iterations < options.max_iterations {
+        // A coordinate is held when it sits on a bound and −g points out of the box.
+        let free: Vec<bool> = (0..n)
+            .map(|i| {
+                !((x[i] <= lower[i] && g[i] > 0.0) || (x[i] >= upper[i] && g[i] < 0.0))
+                    && lower[i] < upper[i]
+            })
+            .collect();
+        let projected_gradient: Vec<f64> = g
+            .iter()
+            .zip(&free)
+            .map(|(&gi, &fr)| if fr { gi } else { 0.0 })
+            .collect();
+        if norm_inf(&projected_gradient) <= options.gradient_tolerance {
+            converged = true;
+            break;
+        }
+        let mut d = lbfgs_direction(&g, &free, &memory);
+        for i in 0..n {
+            if (x[i] <= lower[i] && d[i] < 0.0) || (x[i] >= upper[i] && d[i] > 0.0) {
+                d[i] = 0.0;
+            }
+        }
+        let mut steepest = memory.is_empty();
+        let slope = dot(&d, &g);
+        if !(slope < 0.0 && slope.is_finite()) {
+            d = projected_gradient.iter().map(|v| -v).collect();
+            memory.clear();
+            steepest = true;
+        }
+        let mut step = if steepest {
+            (1.0 / norm_inf(&d)).min(1.0)
+        } else {
+            1.0
+        };
+        let mut accepted = None;
+        for _ in 0..MAX_BACKTRACKS {
+            let trial: Vec<f64> = x.iter().zip(&d).map(|(xi, di)| xi + step * di).collect();
+            let trial = project(&trial, lower, upper);
+            let moved: Vec<f64> = trial.iter().zip(&x).map(|(a, b)| a - b).collect();
+            if moved.iter().all(|&m| m == 0.0) {
+                break;
+            }
+            let decrease = dot(&g, &moved);
+            if decrease < 0.0 {
+                let (ft, gt) = evaluate(&mut f, &trial);
+                if ft <= fx + ARMIJO * decrease {
+                    accepted = Some((trial, moved, ft, gt));
+                    break;
+                }
+            }
+            step *= 0.5;
+        }
+        let Some((trial, s, ft, gt)) = accepted else {
+            if steepest {
+                break;
+            }
+            memory.clear();
+            continue;
+        };
+        iterations += 1;
+        let y: Vec<f64> = gt.iter().zip(&g).map(|(a, b)| a - b).collect();
+        if dot(&s, &y) > f64::EPSILON * dot(&y, &y) && options.memory > 0 {
+            if memory.len() == options.memory {
+                memory.pop_front();
+            }
+            memory.push_back(Pair { s, y });
+        }
+        let small_decrease =
+            fx - ft <= options.relative_tolerance * fx.abs().max(ft.abs()).max(1.0);
+        x = trial;
+        fx = ft;
+        g = gt;
+        if small_decrease {
+            converged = true;
+            break;
+        }
+    }
+    Minimum {
+        x,
+        value: fx,
+        iterations,
+        converged,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rosenbrock(x: &[f64]) -> (f64, Vec<f64>) {
+        let (a, b) = (x[0], x[1]);
+        let v = (1.0 - a).powi(2) + 100.0 * (b - a * a).powi(2);
+        let g = vec![
+            -2.0 * (1.0 - a) - 400.0 * a * (b - a * a),
+            200.0 * (b - a * a),
+        ];
+        (v, g)
+    }
+
+    #[test]
+    fn finds_rosenbrock_minimum() {
+        let options = BoundedOptions {
+            max_iterations: 500,
+            ..BoundedOptions::default()
+        };
+        let m = minimize_bounded(
+            rosenbrock,
+            &[-1.2, 1.0],
+            &[-5.0, -5.0],
+            &[5.0, 5.0],
+            &options,
+        );
+        assert!(
+            (m.x[0] - 1.0).abs() < 1e-4 && (m.x[1] - 1.0).abs() < 1e-4,
+            "{m:?}"
+        );
+        assert!(m.converged);
+    }
+
+    #[test]
+    fn quadratic_with_optimum_outside_ends_on_face() {
+        // Minimum at (2, 0.3, −4); box [0,1]^3 → (1, 0.3, 0) with gradients pointing out.
+        let centre = [2.0, 0.3, -4.0];
+        let f = |x: &[f64]| {
+            let v = x.iter().zip(&centre).map(|(a, c)| (a - c).powi(2)).sum();
+            let g = x.iter().zip(&centre).map(|(a, c)| 2.0 * (a - c)).collect();
+            (v, g)
+        };
+        let m = minimize_bounded(
+            f,
+            &[0.5, 0.5, 0.5],
+            &[0.0; 3],
+            &[1.0; 3],
+            &BoundedOptions::default(),
+        );
+        assert_eq!(m.x[0], 1.0);
+        assert!((m.x[1] - 0.3).abs() < 1e-6);
+        assert_eq!(m.x[2], 0.0);
+        let (_, g) = f(&m.x);
+        assert!(g[0] < 0.0 && g[1].abs() < 1e-6 && g[2] > 0.0);
+    }
+
+    #[test]
+    fn iterates_never_leave_the_box() {
+        let lower = [-0.5, 0.2, 0.0];
+        let upper = [0.5, 0.9, 0.0];
+        let mut seen = Vec::new();
+        let f = |x: &[f64]| {
+            seen.push(x.to_vec());
+            let v = (x[0] + 3.0).powi(4) + (x[1] * 5.0).sin() * 3.0 + x[2];
+            (
+                v,
+                vec![4.0 * (x[0] + 3.0).powi(3), 15.0 * (x[1] * 5.0).cos(), 1.0],
+            )
+        };
+        let m = minimize_bounded(
+            f,
+            &[7.0, -3.0, 2.0],
+            &lower,
+            &upper,
+            &BoundedOptions::default(),
+        );
+        assert!(!seen.is_empty());
+        for p in &seen {
+            for i in 0..3 {
+                assert!(p[i] >= lower[i] && p[i] <= upper[i], "{p:?}");
+            }
+        }
+        assert_eq!(m.x[0], -0.5);
+    }
+
+    #[test]
+    fn never_worse_than_start_and_backs_off_from_nan() {
+        let f = |x: &[f64]| {
+            if x[0] > 0.3 {
+                (f64::NAN, vec![f64::NAN])
+            } else {
+                (-x[0], vec![-1.0])
+            }
+        };
+        let m = minimize_bounded(f, &[0.0], &[0.0], &[1.0], &BoundedOptions::default());
+        assert!(m.value <= 0.0);
+        assert!(m.x[0] <= 0.3 && m.x[0] > 0.2, "{m:?}");
+        let start_inf = minimize_bounded(
+            |_: &[f64]| (f64::INFINITY, vec![0.0]),
+            &[2.0],
+            &[0.0],
+            &[1.0],
+            &BoundedOptions::default(),
+        );
+        assert_eq!(start_inf.x, vec![1.0]);
+        assert!(!start_inf.converged);
+    }
+
+    #[test]
+    fn empty_problem_converges() {
+        let m = minimize_bounded(
+            |_: &[f64]| (1.0, vec![]),
+            &[],
+            &[],
+            &[],
+            &BoundedOptions::default(),
+        );
+        assert!(m.converged && m.x.is_empty() && m.value == 1.0);
+    }
+}

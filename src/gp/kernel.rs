@@ -1,0 +1,224 @@
+//! Stationary correlation functions used in space and in time.
+//!
+//! Every correlation is a function of the scaled distance `r = d / lengthscale >= 0`
+//! and equals 1 at `r = 0`. The full kernel is
+//! `k((x,t),(x',t')) = λ · k_S(‖x−x'‖/l_S) · k_T(|t−t'|/l_T)` with `k_T ≡ 1` when the
+//! spec has no temporal kernel.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+const SQRT3: f64 = 1.732_050_807_568_877_2;
+const SQRT5: f64 = 2.236_067_977_499_79;
+
+/// A stationary correlation function of the scaled distance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum KernelKind {
+    /// Matérn ν = 1/2 (exponential): `e^{−r}`.
+    Matern12,
+    /// Matérn ν = 3/2: `(1 + √3 r) e^{−√3 r}`.
+    Matern32,
+    /// Matérn ν = 5/2: `(1 + √5 r + 5r²/3) e^{−√5 r}`.
+    Matern52,
+    /// Squared exponential: `e^{−r²/2}`.
+    Rbf,
+}
+
+impl KernelKind {
+    /// Every kernel kind, in declaration order.
+    pub const ALL: [KernelKind; 4] = [
+        KernelKind::Matern12,
+        KernelKind::Matern32,
+        KernelKind::Matern52,
+        KernelKind::Rbf,
+    ];
+
+    /// Correlation k(r) of the scaled distance r = d / lengthscale >= 0, with k(0) = 1.
+    pub fn correlation(self, r: f64) -> f64 {
+        match self {
+            KernelKind::Matern12 => (-r).exp(),
+            KernelKind::Matern32 => {
+                let a = SQRT3 * r;
+                (1.0 + a) * (-a).exp()
+            }
+            KernelKind::Matern52 => {
+                let a = SQRT5 * r;
+                (1.0 + a + a * a / 3.0) * (-a).exp()
+            }
+            KernelKind::Rbf => (-0.5 * r * r).exp(),
+        }
+    }
+
+    /// dk/dr. For Matérn-1/2 at r = 0 this is the one-sided derivative −1.
+    pub fn derivative(self, r: f64) -> f64 {
+        match self {
+            KernelKind::Matern12 => -(-r).exp(),
+            KernelKind::Matern32 => -3.0 * r * (-SQRT3 * r).exp(),
+            KernelKind::Matern52 => {
+                let a = SQRT5 * r;
+                -(5.0 / 3.0) * r * (1.0 + a) * (-a).exp()
+            }
+            KernelKind::Rbf => -r * (-0.5 * r * r).exp(),
+        }
+    }
+
+    /// (dk/dr) / r, the factor that turns a distance gradient into an input gradient:
+    /// ∂k/∂x = (dk/dr / r) · (x − x') / l². Finite at r = 0 for every kind except
+    /// Matérn-1/2, whose gradient is undefined there; this returns 0 for it (a valid
+    /// subgradient by symmetry).
+    pub fn derivative_over_r(self, r: f64) -> f64 {
+        match self {
+            KernelKind::Matern12 => {
+                if r > 0.0 {
+                    -(-r).exp() / r
+                } else {
+                    0.0
+                }
+            }
+            KernelKind::Matern32 => -3.0 * (-SQRT3 * r).exp(),
+            KernelKind::Matern52 => {
+                let a = SQRT5 * r;
+                -(5.0 / 3.0) * (1.0 + a) * (-a).exp()
+            }
+            KernelKind::Rbf => -(-0.5 * r * r).exp(),
+        }
+    }
+
+    /// Correlation and dk/dr together, sharing the exponential.
+    pub fn correlation_and_derivative(self, r: f64) -> (f64, f64) {
+        match self {
+            KernelKind::Matern12 => {
+                let e = (-r).exp();
+                (e, -e)
+            }
+            KernelKind::Matern32 => {
+                let a = SQRT3 * r;
+                let e = (-a).exp();
+                ((1.0 + a) * e, -3.0 * r * e)
+            }
+            KernelKind::Matern52 => {
+                let a = SQRT5 * r;
+                let e = (-a).exp();
+                (
+                    (1.0 + a + a * a / 3.0) * e,
+                    -(5.0 / 3.0) * r * (1.0 + a) * e,
+                )
+            }
+            KernelKind::Rbf => {
+                let e = (-0.5 * r * r).exp();
+                (e, -r * e)
+            }
+        }
+    }
+}
+
+/// Which correlation is used in space and (optionally) in time.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct KernelSpec {
+    /// Correlation of the Euclidean distance between inputs in `[0,1]^d`.
+    pub spatial: KernelKind,
+    /// Correlation of the time difference; `None` means the model ignores time (k_T ≡ 1).
+    pub temporal: Option<KernelKind>,
+}
+
+impl Default for KernelSpec {
+    /// Matérn-5/2 in space × Matérn-3/2 in time, the design's default.
+    fn default() -> Self {
+        KernelSpec {
+            spatial: KernelKind::Matern52,
+            temporal: Some(KernelKind::Matern32),
+        }
+    }
+}
+
+impl KernelSpec {
+    /// The temporal correlation at scaled time distance `r`; 1 when there is no temporal kernel.
+    pub fn temporal_correlation(&self, r: f64) -> f64 {
+        self.temporal.map_or(1.0, |k| k.correlation(r))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nalgebra::DMatrix;
+    use rand::{RngExt, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    #[test]
+    fn correlation_is_one_at_zero_and_decreasing() {
+        for k in KernelKind::ALL {
+            assert!((k.correlation(0.0) - 1.0).abs() < 1e-15);
+            let mut prev = 1.0;
+            for i in 1..100 {
+                let c = k.correlation(i as f64 * 0.1);
+                assert!(c < prev && c > 0.0);
+                prev = c;
+            }
+        }
+    }
+
+    #[test]
+    fn derivative_matches_finite_differences() {
+        let h = 1e-6;
+        for k in KernelKind::ALL {
+            for i in 1..60 {
+                let r = i as f64 * 0.07;
+                let fd = (k.correlation(r + h) - k.correlation(r - h)) / (2.0 * h);
+                let d = k.derivative(r);
+                assert!((fd - d).abs() < 1e-8, "{k:?} r={r}: {fd} vs {d}");
+                assert!((k.derivative_over_r(r) * r - d).abs() < 1e-12);
+                let (c2, d2) = k.correlation_and_derivative(r);
+                assert_eq!(c2, k.correlation(r));
+                assert!((d2 - d).abs() < 1e-15);
+            }
+        }
+    }
+
+    #[test]
+    fn serialises_lowercase() {
+        let s = serde_json::to_string(&KernelKind::ALL).unwrap();
+        assert_eq!(s, r#"["matern12","matern32","matern52","rbf"]"#);
+        let back: Vec<KernelKind> = serde_json::from_str(&s).unwrap();
+        assert_eq!(back, KernelKind::ALL.to_vec());
+    }
+
+    #[test]
+    fn product_kernels_are_positive_definite() {
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let temporals = [
+            None,
+            Some(KernelKind::Matern12),
+            Some(KernelKind::Matern32),
+            Some(KernelKind::Matern52),
+            Some(KernelKind::Rbf),
+        ];
+        for spatial in KernelKind::ALL {
+            for temporal in temporals {
+                let spec = KernelSpec { spatial, temporal };
+                for dim in [1usize, 3] {
+                    let n = 40;
+                    let xs: Vec<Vec<f64>> = (0..n)
+                        .map(|_| (0..dim).map(|_| rng.random::<f64>()).collect())
+                        .collect();
+                    let ts: Vec<f64> = (0..n).map(|_| rng.random::<f64>() * 10.0).collect();
+                    let k = DMatrix::from_fn(n, n, |i, j| {
+                        let d: f64 = xs[i]
+                            .iter()
+                            .zip(&xs[j])
+                            .map(|(a, b)| (a - b) * (a - b))
+                            .sum::<f64>()
+                            .sqrt();
+                        spatial.correlation(d / 0.3)
+                            * spec.temporal_correlation((ts[i] - ts[j]).abs() / 4.0)
+                    });
+                    let min_eig = k.clone().symmetric_eigenvalues().min();
+                    assert!(min_eig >= -1e-10, "{spec:?} d={dim}: {min_eig}");
+                    let jittered = k + DMatrix::identity(n, n) * 1e-10;
+                    assert!(jittered.cholesky().is_some(), "{spec:?} d={dim}");
+                }
+            }
+        }
+    }
+}

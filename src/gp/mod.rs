@@ -1,1 +1,11 @@
+//! Gaussian-process model over (space × time): kernels, the exact model with an
+//! incrementally maintained Cholesky factor, and marginal-likelihood fitting.
+
+pub mod fit;
 pub mod kernel;
+mod linalg;
+pub mod model;
+
+pub use fit::{FitOptions, Fixed, HyperBounds, fit_hyperparameters, log_marginal_likelihood};
+pub use kernel::{KernelKind, KernelSpec};
+pub use model::{Gp, GpError, Hyperparameters, Prediction};

@@ -1,0 +1,631 @@
+//! Maximum-likelihood hyperparameters: the exact log marginal likelihood with analytic
+//! gradients in log space, maximised by bounded L-BFGS from several starts.
+
+use nalgebra::DMatrix;
+use rand::Rng;
+
+use super::kernel::KernelSpec;
+use super::linalg;
+use super::model::{
+    GpError, Hyperparameters, factorise_with_jitter, squared_distance, validate_data,
+    validate_hyperparameters,
+};
+use crate::optim::{BoundedOptions, minimize_bounded};
+
+/// Bounds of λ for standardised y.
+pub const SIGNAL_VARIANCE_BOUNDS: (f64, f64) = (0.05, 20.0);
+/// Bounds of l_S for inputs in `[0,1]^d`.
+pub const SPATIAL_LENGTHSCALE_BOUNDS: (f64, f64) = (0.01, 10.0);
+/// Bounds of l_T in seconds.
+pub const TEMPORAL_LENGTHSCALE_BOUNDS: (f64, f64) = (0.1, 1e7);
+/// Bounds of σ² for standardised y; the lower end is the design's noise floor.
+pub const NOISE_VARIANCE_BOUNDS: (f64, f64) = (1e-4, 1.0);
+
+/// Box (in natural units) within which each hyperparameter is fitted.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HyperBounds {
+    /// (min, max) of λ.
+    pub signal_variance: (f64, f64),
+    /// (min, max) of l_S.
+    pub spatial_lengthscale: (f64, f64),
+    /// (min, max) of l_T in seconds.
+    pub temporal_lengthscale: (f64, f64),
+    /// (min, max) of σ².
+    pub noise_variance: (f64, f64),
+}
+
+impl Default for HyperBounds {
+    /// The `*_BOUNDS` constants of this module.
+    fn default() -> Self {
+        HyperBounds {
+            signal_variance: SIGNAL_VARIANCE_BOUNDS,
+            spatial_lengthscale: SPATIAL_LENGTHSCALE_BOUNDS,
+            temporal_lengthscale: TEMPORAL_LENGTHSCALE_BOUNDS,
+            noise_variance: NOISE_VARIANCE_BOUNDS,
+        }
+    }
+}
+
+/// Which hyperparameters are held fixed instead of fitted.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Fixed {
+    /// Fixed l_T in seconds (only meaningful when the spec has a temporal kernel).
+    pub temporal_lengthscale: Option<f64>,
+    /// Fixed σ².
+    pub noise_variance: Option<f64>,
+}
+
+/// Settings of [`fit_hyperparameters`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct FitOptions {
+    /// Quasi-random starts in addition to the warm (or default) start (default 3).
+    pub restarts: usize,
+    /// L-BFGS iteration budget per start (default 50).
+    pub max_iterations: usize,
+    /// Fitting box (default [`HyperBounds::default`]).
+    pub bounds: HyperBounds,
+    /// Hyperparameters not fitted (default none).
+    pub fixed: Fixed,
+}
+
+impl Default for FitOptions {
+    fn default() -> Self {
+        FitOptions {
+            restarts: 3,
+            max_iterations: 50,
+            bounds: HyperBounds::default(),
+            fixed: Fixed::default(),
+        }
+    }
+}
+
+/// Which coordinates of the log-parameter vector are present.
+#[derive(Clone, Copy, Debug)]
+struct Layout {
+    temporal: bool,
+    noise: bool,
+}
+
+impl Layout {
+    fn new(spec: KernelSpec, fixed: &Fixed) -> Layout {
+        Layout {
+            temporal: spec.temporal.is_some() && fixed.temporal_lengthscale.is_none(),
+            noise: fixed.noise_variance.is_none(),
+        }
+    }
+
+    fn len(self) -> usize {
+        2 + usize::from(self.temporal) + usize::from(self.noise)
+    }
+
+    fn to_log(self, h: &Hyperparameters) -> Vec<f64> {
+        let mut v = vec![h.signal_variance.ln(), h.spatial_lengthscale.ln()];
+        if self.temporal {
+            v.push(h.temporal_lengthscale.ln());
+        }
+        if self.noise {
+            v.push(h.noise_variance.ln());
+        }
+        v
+    }
+
+    /// Overwrites the free fields of `base` from the log vector.
+    fn hyper_from_log(self, theta: &[f64], base: &Hyperparameters) -> Hyperparameters {
+        let mut h = *base;
+        h.signal_variance = theta[0].exp();
+        h.spatial_lengthscale = theta[1].exp();
+        let mut k = 2;
+        if self.temporal {
+            h.temporal_lengthscale = theta[k].exp();
+            k += 1;
+        }
+        if self.noise {
+            h.noise_variance = theta[k].exp();
+        }
+        h
+    }
+
+    fn log_bounds(self, b: &HyperBounds) -> (Vec<f64>, Vec<f64>) {
+        let mut pairs = vec![b.signal_variance, b.spatial_lengthscale];
+        if self.temporal {
+            pairs.push(b.temporal_lengthscale);
+        }
+        if self.noise {
+            pairs.push(b.noise_variance);
+        }
+        pairs.iter().map(|&(lo, hi)| (lo.ln(), hi.ln())).unzip()
+    }
+}
+
+/// Pairwise distances, which do not depend on the hyperparameters; strict lower
+/// triangle packed column by column.
+struct Pairs {
+    n: usize,
+    spatial: Vec<f64>,
+    temporal: Vec<f64>,
+}
+
+impl Pairs {
+    fn new(xs: &[Vec<f64>], ts: &[f64]) -> Pairs {
+        let n = xs.len();
+        let mut spatial = Vec::with_capacity(n * n.saturating_sub(1) / 2);
+        let mut temporal = Vec::with_capacity(spatial.capacity());
+        for j in 0..n {
+            for i in j + 1..n {
+                spatial.push(squared_distance(&xs[i], &xs[j]).sqrt());
+                temporal.push((ts[i] - ts[j]).abs());
+            }
+        }
+        Pairs {
+            n,
+            spatial,
+            temporal,
+        }
+    }
+}
+
+/// LML and its gradient in the layout's log coordinates.
+fn lml_and_gradient(
+    spec: KernelSpec,
+    h: &Hyperparameters,
+    layout: Layout,
+    pairs: &Pairs,
+    ys: &[f64],
+) -> Result<(f64, Vec<f64>), GpError> {
+    let n = pairs.n;
+    let lambda = h.signal_variance;
+    let ls = h.spatial_lengthscale;
+    let lt = h.temporal_lengthscale;
+    let m = pairs.spatial.len();
+    let mut kf = Vec::with_capacity(m);
+    let mut d_ls = Vec::with_capacity(m);
+    let mut d_lt = Vec::with_capacity(if layout.temporal { m } else { 0 });
+    let mut k = DMatrix::<f64>::zeros(n, n);
+    let mut p = 0;
+    for j in 0..n {
+        k[(j, j)] = lambda + h.noise_variance;
+        for i in j + 1..n {
+            let rs = pairs.spatial[p] / ls;
+            let (cs, dcs) = spec.spatial.correlation_and_derivative(rs);
+            let (ct, dct) = match spec.temporal {
+                Some(kind) => {
+                    let rt = pairs.temporal[p] / lt;
+                    let (c, d) = kind.correlation_and_derivative(rt);
+                    (c, d * rt)
+                }
+                None => (1.0, 0.0),
+            };
+            let v = lambda * cs * ct;
+            k[(i, j)] = v;
+            kf.push(v);
+            // ∂k/∂ln l = k'(r) · (−r).
+            d_ls.push(-lambda * ct * dcs * rs);
+            if layout.temporal {
+                d_lt.push(-lambda * cs * dct);
+            }
+            p += 1;
+        }
+    }
+    let (l, _) = factorise_with_jitter(&k, lambda)?;
+    let mut alpha = ys.to_vec();
+    linalg::forward_solve(&l, &mut alpha);
+    let data_fit = linalg::dot(&alpha, &alpha);
+    linalg::backward_solve_transposed(&l, &mut alpha);
+    let log_det: f64 = (0..n).map(|i| l[(i, i)].ln()).sum();
+    let lml = -0.5 * data_fit - log_det - 0.5 * n as f64 * (2.0 * std::f64::consts::PI).ln();
+    let kinv = linalg::inverse_from_cholesky(&l);
+    let kinv = kinv.as_slice();
+    // ∂LML/∂θ = ½ Σ_ij W_ij ∂K_ij/∂θ with W = ααᵀ − K⁻¹; off-diagonal pairs count twice.
+    let mut g_lambda = 0.0;
+    let mut g_ls = 0.0;
+    let mut g_lt = 0.0;
+    let mut trace_w = 0.0;
+    let mut p = 0;
+    for j in 0..n {
+        let col = &kinv[j * n..(j + 1) * n];
+        let aj = alpha[j];
+        trace_w += aj * aj - col[j];
+        let count = n - j - 1;
+        let w_range = &col[j + 1..];
+        let a_range = &alpha[j + 1..];
+        let kf_range = &kf[p..p + count];
+        let ls_range = &d_ls[p..p + count];
+        for q in 0..count {
+            let w = a_range[q] * aj - w_range[q];
+            g_lambda += w * kf_range[q];
+            g_ls += w * ls_range[q];
+        }
+        if layout.temporal {
+            let lt_range = &d_lt[p..p + count];
+            for q in 0..count {
+                g_lt += (a_range[q] * aj - w_range[q]) * lt_range[q];
+            }
+        }
+        p += count;
+    }
+    let mut grad = vec![g_lambda + 0.5 * lambda * trace_w, g_ls];
+    if layout.temporal {
+        grad.push(g_lt);
+    }
+    if layout.noise {
+        grad.push(0.5 * h.noise_variance * trace_w);
+    }
+    debug_assert_eq!(grad.len(), layout.len());
+    Ok((lml, grad))
+}
+
+/// Log marginal likelihood of standardised y, log p(y) = −½ yᵀα − ½ ln|K+σ²I| − n/2 ln 2π,
+/// and its gradient with respect to the log of each free hyperparameter, in the order
+/// ln λ, ln l_S, ln l_T (only if `spec.temporal` is Some and l_T is not fixed), ln σ²
+/// (unless fixed). Values in `fixed` replace the corresponding fields of `hyper`.
+/// Costs one Cholesky factorisation and one inverse, O(n³).
+pub fn log_marginal_likelihood(
+    spec: KernelSpec,
+    hyper: &Hyperparameters,
+    fixed: &Fixed,
+    xs: &[Vec<f64>],
+    ts: &[f64],
+    ys: &[f64],
+) -> Result<(f64, Vec<f64>), GpError> {
+    let dim = xs.first().map_or(0, Vec::len);
+    validate_data(dim, xs, ts, ys)?;
+    let h = apply_fixed(spec, hyper, fixed);
+    validate_hyperparameters(spec, &h)?;
+    let layout = Layout::new(spec, fixed);
+    lml_and_gradient(spec, &h, layout, &Pairs::new(xs, ts), ys)
+}
+
+fn apply_fixed(spec: KernelSpec, h: &Hyperparameters, fixed: &Fixed) -> Hyperparameters {
+    let mut h = *h;
+    if let (Some(_), Some(lt)) = (spec.temporal, fixed.temporal_lengthscale) {
+        h.temporal_lengthscale = lt;
+    }
+    if let Some(noise) = fixed.noise_variance {
+        h.noise_variance = noise;
+    }
+    h
+}
+
+fn clamp_into(h: &Hyperparameters, b: &HyperBounds) -> Hyperparameters {
+    let c = |v: f64, (lo, hi): (f64, f64)| if v.is_finite() { v.clamp(lo, hi) } else { lo };
+    Hyperparameters {
+        signal_variance: c(h.signal_variance, b.signal_variance),
+        spatial_lengthscale: c(h.spatial_lengthscale, b.spatial_lengthscale),
+        temporal_lengthscale: c(h.temporal_lengthscale, b.temporal_lengthscale),
+        noise_variance: c(h.noise_variance, b.noise_variance),
+    }
+}
+
+/// The default start: λ = 1, l_S = 0.3, l_T = max(time span of the data, 1 s),
+/// σ² = 0.01 (then clamped into the bounds).
+fn default_start(ts: &[f64], bounds: &HyperBounds) -> Hyperparameters {
+    let (lo, hi) = ts
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &t| {
+            (a.min(t), b.max(t))
+        });
+    let span = if hi > lo { hi - lo } else { 0.0 };
+    clamp_into(
+        &Hyperparameters {
+            signal_variance: 1.0,
+            spatial_lengthscale: 0.3,
+            temporal_lengthscale: span.max(1.0),
+            noise_variance: 0.01,
+        },
+        bounds,
+    )
+}
+
+/// Maximises the exact log marginal likelihood in log space within `options.bounds`
+/// using analytic gradients and [`minimize_bounded`], starting from `warm_start` (if
+/// Some, clamped into the bounds; otherwise the default start λ = 1, l_S = 0.3,
+/// l_T = max(time span, 1 s), σ² = 0.01) plus `options.restarts` scrambled-Sobol starts
+/// whose scramble seed is drawn from `rng`. The quasi-random starts cover, in log space,
+/// λ ∈ [0.2, 5], l_S ∈ [0.05, 2], l_T ∈ [span/10, 10·span], σ² ∈ [1e-3, 0.3] (each
+/// intersected with the bounds). Returns the best hyperparameters found; ties keep the
+/// earlier start. Deterministic for the same inputs and rng state.
+///
+/// Fixed values in `options.fixed` are applied to the result. With fewer than 2 points
+/// the warm start (or the default start) is returned unchanged apart from them.
+/// Fails only on invalid data or when no start gives a positive-definite kernel matrix.
+pub fn fit_hyperparameters<R: Rng + ?Sized>(
+    spec: KernelSpec,
+    xs: &[Vec<f64>],
+    ts: &[f64],
+    ys: &[f64],
+    warm_start: Option<&Hyperparameters>,
+    options: &FitOptions,
+    rng: &mut R,
+) -> Result<Hyperparameters, GpError> {
+    let dim = xs.first().map_or(0, Vec::len);
+    validate_data(dim, xs, ts, ys)?;
+    let bounds = &options.bounds;
+    let fixed = &options.fixed;
+    if xs.len() < 2 {
+        let start = warm_start
+            .copied()
+            .unwrap_or_else(|| default_start(ts, bounds));
+        return Ok(apply_fixed(spec, &start, fixed));
+    }
+    let layout = Layout::new(spec, fixed);
+    let base = apply_fixed(
+        spec,
+        &match warm_start {
+            Some(w) => clamp_into(w, bounds),
+            None => default_start(ts, bounds),
+        },
+        fixed,
+    );
+    validate_hyperparameters(spec, &base)?;
+    let (lower, upper) = layout.log_bounds(bounds);
+    let pairs = Pairs::new(xs, ts);
+
+    let mut starts = vec![layout.to_log(&base)];
+    if options.restarts > 0 {
+        let seed = rng.next_u32();
+        let span = default_start(ts, bounds).temporal_lengthscale;
+        let mut region = vec![(0.2f64, 5.0f64), (0.05, 2.0)];
+        if layout.temporal {
+            region.push((span / 10.0, span * 10.0));
+        }
+        if layout.noise {
+            region.push((1e-3, 0.3));
+        }
+        for s in 0..options.restarts {
+            let theta = region
+                .iter()
+                .enumerate()
+                .map(|(j, &(lo, hi))| {
+                    let lo = lo.ln().clamp(lower[j], upper[j]);
+                    let hi = hi.ln().clamp(lower[j], upper[j]);
+                    let u = f64::from(sobol_burley::sample(s as u32, j as u32, seed));
+                    lo + (hi - lo) * u
+                })
+                .collect();
+            starts.push(theta);
+        }
+    }
+
+    let optimizer = BoundedOptions {
+        max_iterations: options.max_iterations,
+        gradient_tolerance: 1e-5,
+        relative_tolerance: 1e-9,
+        ..BoundedOptions::default()
+    };
+    let mut best: Option<(f64, Vec<f64>)> = None;
+    for start in &starts {
+        let objective = |theta: &[f64]| {
+            let h = layout.hyper_from_log(theta, &base);
+            match lml_and_gradient(spec, &h, layout, &pairs, ys) {
+                Ok((v, g)) => (-v, g.into_iter().map(|d| -d).collect()),
+                Err(_) => (f64::INFINITY, vec![0.0; theta.len()]),
+            }
+        };
+        let m = minimize_bounded(objective, start, &lower, &upper, &optimizer);
+        if m.value.is_finite() && best.as_ref().is_none_or(|(v, _)| m.value < *v) {
+            best = Some((m.value, m.x));
+        }
+    }
+    let (_, theta) = best.ok_or(GpError::NotPositiveDefinite)?;
+    Ok(layout.hyper_from_log(&theta, &base))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gp::kernel::KernelKind;
+    use crate::gp::model::Gp;
+    use rand::{RngExt, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    fn standard_normal(rng: &mut ChaCha8Rng) -> f64 {
+        let u1: f64 = 1.0 - rng.random::<f64>();
+        let u2: f64 = rng.random();
+        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+    }
+
+    fn random_inputs(n: usize, dim: usize, rng: &mut ChaCha8Rng) -> (Vec<Vec<f64>>, Vec<f64>) {
+        let xs = (0..n)
+            .map(|_| (0..dim).map(|_| rng.random::<f64>()).collect())
+            .collect();
+        let ts = (0..n).map(|_| rng.random::<f64>() * 50.0).collect();
+        (xs, ts)
+    }
+
+    #[test]
+    fn gradient_matches_finite_differences() {
+        let mut rng = ChaCha8Rng::seed_from_u64(21);
+        let hyper = Hyperparameters {
+            signal_variance: 1.3,
+            spatial_lengthscale: 0.35,
+            temporal_lengthscale: 12.0,
+            noise_variance: 0.08,
+        };
+        let temporals = [
+            None,
+            Some(KernelKind::Matern12),
+            Some(KernelKind::Matern32),
+            Some(KernelKind::Matern52),
+            Some(KernelKind::Rbf),
+        ];
+        let fixeds = [
+            Fixed::default(),
+            Fixed {
+                temporal_lengthscale: Some(12.0),
+                noise_variance: Some(0.08),
+            },
+        ];
+        for spatial in KernelKind::ALL {
+            for temporal in temporals {
+                for fixed in fixeds {
+                    let spec = KernelSpec { spatial, temporal };
+                    let (xs, ts) = random_inputs(20, 2, &mut ChaCha8Rng::seed_from_u64(4));
+                    let ys: Vec<f64> = (0..20).map(|_| standard_normal(&mut rng)).collect();
+                    let (_, grad) =
+                        log_marginal_likelihood(spec, &hyper, &fixed, &xs, &ts, &ys).unwrap();
+                    let layout = Layout::new(spec, &fixed);
+                    assert_eq!(grad.len(), layout.len());
+                    let theta = layout.to_log(&hyper);
+                    let h = 1e-6;
+                    for j in 0..theta.len() {
+                        let lml_at = |delta: f64| {
+                            let mut t = theta.clone();
+                            t[j] += delta;
+                            let hp = layout.hyper_from_log(&t, &hyper);
+                            log_marginal_likelihood(spec, &hp, &fixed, &xs, &ts, &ys)
+                                .unwrap()
+                                .0
+                        };
+                        let fd = (lml_at(h) - lml_at(-h)) / (2.0 * h);
+                        assert!(
+                            (fd - grad[j]).abs() <= 1e-5 * fd.abs().max(1.0),
+                            "{spec:?} {fixed:?} coordinate {j}: {fd} vs {}",
+                            grad[j]
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn likelihood_matches_dense_formula() {
+        let mut rng = ChaCha8Rng::seed_from_u64(8);
+        let spec = KernelSpec::default();
+        let hyper = Hyperparameters::default();
+        let (xs, ts) = random_inputs(15, 3, &mut rng);
+        let ys: Vec<f64> = (0..15).map(|_| standard_normal(&mut rng)).collect();
+        let (lml, _) =
+            log_marginal_likelihood(spec, &hyper, &Fixed::default(), &xs, &ts, &ys).unwrap();
+        let gp = Gp::new(spec, hyper, 3, xs.clone(), ts.clone(), ys.clone()).unwrap();
+        let k = DMatrix::from_fn(15, 15, |i, j| {
+            gp.kernel(&xs[i], ts[i], &xs[j], ts[j])
+                + if i == j { hyper.noise_variance } else { 0.0 }
+        });
+        let y = nalgebra::DVector::from_vec(ys);
+        let expected = -0.5 * y.dot(&(k.clone().try_inverse().unwrap() * &y))
+            - 0.5 * k.determinant().ln()
+            - 7.5 * (2.0 * std::f64::consts::PI).ln();
+        assert!((lml - expected).abs() < 1e-9, "{lml} vs {expected}");
+    }
+
+    fn sample_gp(
+        spec: KernelSpec,
+        truth: &Hyperparameters,
+        n: usize,
+        dim: usize,
+        rng: &mut ChaCha8Rng,
+    ) -> (Vec<Vec<f64>>, Vec<f64>, Vec<f64>) {
+        let (xs, ts) = random_inputs(n, dim, rng);
+        let gp = Gp::new(spec, *truth, dim, xs.clone(), ts.clone(), vec![0.0; n]).unwrap();
+        let l = gp.cholesky_factor();
+        let z = nalgebra::DVector::from_iterator(n, (0..n).map(|_| standard_normal(rng)));
+        let ys = (l * z).iter().copied().collect();
+        (xs, ts, ys)
+    }
+
+    #[test]
+    fn fit_beats_true_hyperparameters() {
+        let mut rng = ChaCha8Rng::seed_from_u64(33);
+        let truth = Hyperparameters {
+            signal_variance: 1.0,
+            spatial_lengthscale: 0.25,
+            temporal_lengthscale: 20.0,
+            noise_variance: 0.01,
+        };
+        for spec in [
+            KernelSpec::default(),
+            KernelSpec {
+                spatial: KernelKind::Rbf,
+                temporal: None,
+            },
+        ] {
+            let (xs, ts, ys) = sample_gp(spec, &truth, 60, 2, &mut rng);
+            let options = FitOptions::default();
+            let fitted =
+                fit_hyperparameters(spec, &xs, &ts, &ys, None, &options, &mut rng).unwrap();
+            let none = Fixed::default();
+            let lml_fit = log_marginal_likelihood(spec, &fitted, &none, &xs, &ts, &ys)
+                .unwrap()
+                .0;
+            let lml_true = log_marginal_likelihood(spec, &truth, &none, &xs, &ts, &ys)
+                .unwrap()
+                .0;
+            assert!(
+                lml_fit >= lml_true - 1e-9,
+                "{spec:?}: {lml_fit} < {lml_true}"
+            );
+            let b = HyperBounds::default();
+            assert!(fitted.signal_variance >= b.signal_variance.0);
+            assert!(fitted.noise_variance >= b.noise_variance.0);
+            assert!(fitted.spatial_lengthscale <= b.spatial_lengthscale.1);
+        }
+    }
+
+    #[test]
+    fn fit_is_deterministic_and_respects_fixed() {
+        let truth = Hyperparameters {
+            signal_variance: 2.0,
+            spatial_lengthscale: 0.4,
+            temporal_lengthscale: 30.0,
+            noise_variance: 0.05,
+        };
+        let spec = KernelSpec::default();
+        let (xs, ts, ys) = sample_gp(spec, &truth, 30, 3, &mut ChaCha8Rng::seed_from_u64(2));
+        let options = FitOptions {
+            fixed: Fixed {
+                temporal_lengthscale: Some(17.0),
+                noise_variance: None,
+            },
+            ..FitOptions::default()
+        };
+        let fit = |seed| {
+            fit_hyperparameters(
+                spec,
+                &xs,
+                &ts,
+                &ys,
+                Some(&truth),
+                &options,
+                &mut ChaCha8Rng::seed_from_u64(seed),
+            )
+            .unwrap()
+        };
+        let a = fit(1);
+        assert_eq!(a, fit(1));
+        assert_eq!(a.temporal_lengthscale, 17.0);
+    }
+
+    #[test]
+    fn tiny_datasets_return_the_start() {
+        let spec = KernelSpec::default();
+        let mut rng = ChaCha8Rng::seed_from_u64(0);
+        let warm = Hyperparameters::default();
+        let out = fit_hyperparameters(
+            spec,
+            &[vec![0.5]],
+            &[0.0],
+            &[1.0],
+            Some(&warm),
+            &FitOptions::default(),
+            &mut rng,
+        )
+        .unwrap();
+        assert_eq!(out, warm);
+        let out = fit_hyperparameters(spec, &[], &[], &[], None, &FitOptions::default(), &mut rng)
+            .unwrap();
+        assert_eq!(out.temporal_lengthscale, 1.0);
+        assert!(
+            fit_hyperparameters(
+                spec,
+                &[vec![0.5]],
+                &[],
+                &[1.0],
+                None,
+                &FitOptions::default(),
+                &mut rng
+            )
+            .is_err()
+        );
+    }
+}

@@ -1,0 +1,822 @@
+//! Exact zero-mean Gaussian process over (x, t) whose Cholesky factor is maintained
+//! incrementally as observations are appended and removed.
+
+use nalgebra::{DMatrix, DVector};
+use serde::{Deserialize, Serialize};
+
+use super::kernel::KernelSpec;
+use super::linalg;
+
+/// Relative jitter added to the diagonal on the first retry of a failed factorisation
+/// (times λ); each further retry multiplies it by [`JITTER_GROWTH`].
+pub const JITTER_START: f64 = 1e-8;
+/// Growth factor of the jitter between retries.
+pub const JITTER_GROWTH: f64 = 10.0;
+/// Number of jittered retries after the plain factorisation fails.
+pub const JITTER_TRIES: usize = 3;
+
+/// Kernel hyperparameters. Outputs are assumed standardised and inputs to live in `[0,1]^d`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Hyperparameters {
+    /// λ, the prior variance of the latent function.
+    pub signal_variance: f64,
+    /// l_S, the isotropic spatial lengthscale.
+    pub spatial_lengthscale: f64,
+    /// l_T in seconds; ignored when the spec has no temporal kernel.
+    pub temporal_lengthscale: f64,
+    /// σ², the observation-noise variance (on standardised y).
+    pub noise_variance: f64,
+}
+
+impl Default for Hyperparameters {
+    /// λ = 1, l_S = 0.3, l_T = 600 s, σ² = 0.01.
+    fn default() -> Self {
+        Hyperparameters {
+            signal_variance: 1.0,
+            spatial_lengthscale: 0.3,
+            temporal_lengthscale: 600.0,
+            noise_variance: 0.01,
+        }
+    }
+}
+
+/// Errors of the GP model and its fitting.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum GpError {
+    /// K + σ²I could not be factorised even with the maximum jitter.
+    #[error("kernel matrix is not positive definite even with jitter")]
+    NotPositiveDefinite,
+    /// An input point has the wrong number of coordinates.
+    #[error("input has dimension {found}, expected {expected}")]
+    DimensionMismatch {
+        /// The model's input dimension.
+        expected: usize,
+        /// The offending input's length.
+        found: usize,
+    },
+    /// `xs`, `ts` and `ys` have different lengths.
+    #[error("inconsistent data lengths: {xs} inputs, {ts} times, {ys} outputs")]
+    LengthMismatch {
+        /// Number of inputs.
+        xs: usize,
+        /// Number of times.
+        ts: usize,
+        /// Number of outputs.
+        ys: usize,
+    },
+    /// An observation index past the end of the dataset.
+    #[error("index {index} out of range for {len} observations")]
+    IndexOutOfRange {
+        /// The requested index.
+        index: usize,
+        /// The dataset size.
+        len: usize,
+    },
+    /// An input, time or output is NaN or infinite.
+    #[error("non-finite input, time or output")]
+    NonFinite,
+    /// A hyperparameter is non-finite or out of its domain (λ, l_S, l_T > 0; σ² ≥ 0).
+    #[error("invalid hyperparameter {name} = {value}")]
+    InvalidHyperparameter {
+        /// Field name.
+        name: &'static str,
+        /// Offending value.
+        value: f64,
+    },
+}
+
+/// Posterior mean and latent variance with their gradients with respect to x.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Prediction {
+    /// Posterior mean μ(x, t).
+    pub mean: f64,
+    /// Latent posterior variance (without noise), clamped at 0.
+    pub variance: f64,
+    /// ∂μ/∂x.
+    pub mean_gradient: Vec<f64>,
+    /// ∂variance/∂x (zero where the variance is clamped).
+    pub variance_gradient: Vec<f64>,
+}
+
+/// Exact zero-mean GP over (x, t) with a Cholesky factor of K + σ² I that grows and shrinks in O(n²).
+#[derive(Clone, Debug)]
+pub struct Gp {
+    spec: KernelSpec,
+    hyper: Hyperparameters,
+    dim: usize,
+    xs: Vec<Vec<f64>>,
+    ts: Vec<f64>,
+    ys: Vec<f64>,
+    chol: DMatrix<f64>,
+    alpha: DVector<f64>,
+    jitter: f64,
+}
+
+pub(crate) fn validate_hyperparameters(
+    spec: KernelSpec,
+    h: &Hyperparameters,
+) -> Result<(), GpError> {
+    let positive = |name: &'static str, value: f64| {
+        if value.is_finite() && value > 0.0 {
+            Ok(())
+        } else {
+            Err(GpError::InvalidHyperparameter { name, value })
+        }
+    };
+    positive("signal_variance", h.signal_variance)?;
+    positive("spatial_lengthscale", h.spatial_lengthscale)?;
+    if spec.temporal.is_some() {
+        positive("temporal_lengthscale", h.temporal_lengthscale)?;
+    }
+    if !(h.noise_variance.is_finite() && h.noise_variance >= 0.0) {
+        return Err(GpError::InvalidHyperparameter {
+            name: "noise_variance",
+            value: h.noise_variance,
+        });
+    }
+    Ok(())
+}
+
+pub(crate) fn validate_data(
+    dim: usize,
+    xs: &[Vec<f64>],
+    ts: &[f64],
+    ys: &[f64],
+) -> Result<(), GpError> {
+    if xs.len() != ts.len() || xs.len() != ys.len() {
+        return Err(GpError::LengthMismatch {
+            xs: xs.len(),
+            ts: ts.len(),
+            ys: ys.len(),
+        });
+    }
+    for x in xs {
+        validate_point(dim, x)?;
+    }
+    if ts.iter().chain(ys).any(|v| !v.is_finite()) {
+        return Err(GpError::NonFinite);
+    }
+    Ok(())
+}
+
+fn validate_point(dim: usize, x: &[f64]) -> Result<(), GpError> {
+    if x.len() != dim {
+        return Err(GpError::DimensionMismatch {
+            expected: dim,
+            found: x.len(),
+        });
+    }
+    if x.iter().any(|v| !v.is_finite()) {
+        return Err(GpError::NonFinite);
+    }
+    Ok(())
+}
+
+pub(crate) fn squared_distance(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(p, q)| (p - q) * (p - q)).sum()
+}
+
+/// Factorises K + (σ² + jitter) I, retrying with growing jitter. Returns the factor and
+/// the jitter used.
+pub(crate) fn factorise_with_jitter(
+    k: &DMatrix<f64>,
+    signal_variance: f64,
+) -> Result<(DMatrix<f64>, f64), GpError> {
+    let n = k.nrows();
+    let mut jitter = 0.0;
+    for attempt in 0..=JITTER_TRIES {
+        if attempt > 0 {
+            jitter = if attempt == 1 {
+                JITTER_START * signal_variance
+            } else {
+                jitter * JITTER_GROWTH
+            };
+        }
+        let mut l = k.clone();
+        for i in 0..n {
+            l[(i, i)] += jitter;
+        }
+        if linalg::cholesky_in_place(&mut l) {
+            return Ok((l, jitter));
+        }
+    }
+    Err(GpError::NotPositiveDefinite)
+}
+
+impl Gp {
+    /// Builds the GP and factorises K + σ²I from scratch in O(n³). When the plain
+    /// factorisation fails, retries with jitter 1e-8·λ, 1e-7·λ, 1e-6·λ on the diagonal
+    /// (DESIGN.md §3) and keeps that jitter for later updates.
+    ///
+    /// Every `xs[i]` must have length `dim`; `xs`, `ts`, `ys` must have equal lengths and
+    /// finite entries.
+    pub fn new(
+        spec: KernelSpec,
+        hyper: Hyperparameters,
+        dim: usize,
+        xs: Vec<Vec<f64>>,
+        ts: Vec<f64>,
+        ys: Vec<f64>,
+    ) -> Result<Gp, GpError> {
+        validate_hyperparameters(spec, &hyper)?;
+        validate_data(dim, &xs, &ts, &ys)?;
+        let mut gp = Gp {
+            spec,
+            hyper,
+            dim,
+            xs,
+            ts,
+            ys,
+            chol: DMatrix::zeros(0, 0),
+            alpha: DVector::zeros(0),
+            jitter: 0.0,
+        };
+        gp.refactorise()?;
+        Ok(gp)
+    }
+
+    /// Number of observations.
+    pub fn len(&self) -> usize {
+        self.ys.len()
+    }
+
+    /// True when the GP holds no observation.
+    pub fn is_empty(&self) -> bool {
+        self.ys.is_empty()
+    }
+
+    /// Input dimension d.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// The kernel spec.
+    pub fn spec(&self) -> KernelSpec {
+        self.spec
+    }
+
+    /// The hyperparameters.
+    pub fn hyperparameters(&self) -> &Hyperparameters {
+        &self.hyper
+    }
+
+    /// Diagonal jitter currently added on top of σ² (0 unless a factorisation failed).
+    pub fn jitter(&self) -> f64 {
+        self.jitter
+    }
+
+    /// Lower Cholesky factor L of K + (σ² + jitter) I.
+    pub fn cholesky_factor(&self) -> &DMatrix<f64> {
+        &self.chol
+    }
+
+    /// The stored inputs.
+    pub fn xs(&self) -> &[Vec<f64>] {
+        &self.xs
+    }
+
+    /// The stored observation times.
+    pub fn ts(&self) -> &[f64] {
+        &self.ts
+    }
+
+    /// The stored outputs.
+    pub fn ys(&self) -> &[f64] {
+        &self.ys
+    }
+
+    /// α = (K + σ²I)⁻¹ y.
+    pub fn alpha(&self) -> &DVector<f64> {
+        &self.alpha
+    }
+
+    /// The full kernel λ · k_S(‖x−x2‖/l_S) · k_T(|t−t2|/l_T) with these hyperparameters.
+    pub fn kernel(&self, x: &[f64], t: f64, x2: &[f64], t2: f64) -> f64 {
+        let r = squared_distance(x, x2).sqrt() / self.hyper.spatial_lengthscale;
+        self.hyper.signal_variance * self.spec.spatial.correlation(r) * self.temporal(t, t2)
+    }
+
+    fn temporal(&self, t: f64, t2: f64) -> f64 {
+        match self.spec.temporal {
+            Some(k) => k.correlation((t - t2).abs() / self.hyper.temporal_lengthscale),
+            None => 1.0,
+        }
+    }
+
+    fn diagonal(&self) -> f64 {
+        self.hyper.signal_variance + self.hyper.noise_variance + self.jitter
+    }
+
+    fn refactorise(&mut self) -> Result<(), GpError> {
+        let n = self.len();
+        let mut k = DMatrix::zeros(n, n);
+        for j in 0..n {
+            for i in j + 1..n {
+                let v = self.kernel(&self.xs[i], self.ts[i], &self.xs[j], self.ts[j]);
+                k[(i, j)] = v;
+                k[(j, i)] = v;
+            }
+            k[(j, j)] = self.hyper.signal_variance + self.hyper.noise_variance;
+        }
+        let (l, jitter) = factorise_with_jitter(&k, self.hyper.signal_variance)?;
+        self.chol = l;
+        self.jitter = jitter;
+        self.update_alpha();
+        Ok(())
+    }
+
+    fn update_alpha(&mut self) {
+        let mut a = self.ys.clone();
+        linalg::forward_solve(&self.chol, &mut a);
+        linalg::backward_solve_transposed(&self.chol, &mut a);
+        self.alpha = DVector::from_vec(a);
+    }
+
+    fn cross_covariance(&self, x: &[f64], t: f64) -> Vec<f64> {
+        self.xs
+            .iter()
+            .zip(&self.ts)
+            .map(|(xi, &ti)| self.kernel(x, t, xi, ti))
+            .collect()
+    }
+
+    /// Appends one observation in O(n²) by extending the Cholesky factor with one row;
+    /// when the new pivot is not positive, refactorises everything with jitter. On error
+    /// the GP is left unchanged.
+    pub fn push(&mut self, x: &[f64], t: f64, y: f64) -> Result<(), GpError> {
+        validate_point(self.dim, x)?;
+        if !(t.is_finite() && y.is_finite()) {
+            return Err(GpError::NonFinite);
+        }
+        let n = self.len();
+        let mut row = self.cross_covariance(x, t);
+        linalg::forward_solve(&self.chol, &mut row);
+        let pivot = self.diagonal() - linalg::dot(&row, &row);
+        self.xs.push(x.to_vec());
+        self.ts.push(t);
+        self.ys.push(y);
+        if pivot > linalg::MIN_RELATIVE_PIVOT * self.diagonal() && pivot.is_finite() {
+            self.chol.resize_mut(n + 1, n + 1, 0.0);
+            for (j, v) in row.into_iter().enumerate() {
+                self.chol[(n, j)] = v;
+            }
+            self.chol[(n, n)] = pivot.sqrt();
+            self.update_alpha();
+            return Ok(());
+        }
+        let saved = (self.chol.clone(), self.jitter);
+        if let Err(e) = self.refactorise() {
+            self.xs.pop();
+            self.ts.pop();
+            self.ys.pop();
+            (self.chol, self.jitter) = saved;
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Removes observation `index` in O(n²): deletes its row and column of the factor and
+    /// folds the removed column into the trailing block with a rank-one Cholesky update.
+    /// Refactorises from scratch if that update meets a non-positive pivot. On error the
+    /// GP is left unchanged.
+    pub fn remove(&mut self, index: usize) -> Result<(), GpError> {
+        let n = self.len();
+        if index >= n {
+            return Err(GpError::IndexOutOfRange { index, len: n });
+        }
+        let m = n - 1;
+        let tail = m - index;
+        let l = &self.chol;
+        let mut reduced = DMatrix::zeros(m, m);
+        for j in 0..index {
+            for i in j..index {
+                reduced[(i, j)] = l[(i, j)];
+            }
+            for i in index..m {
+                reduced[(i, j)] = l[(i + 1, j)];
+            }
+        }
+        let mut block = DMatrix::zeros(tail, tail);
+        for j in 0..tail {
+            for i in j..tail {
+                block[(i, j)] = l[(index + 1 + i, index + 1 + j)];
+            }
+        }
+        let mut column: Vec<f64> = (0..tail).map(|i| l[(index + 1 + i, index)]).collect();
+        let updated = linalg::rank_one_update(&mut block, &mut column);
+        let x = self.xs.remove(index);
+        let t = self.ts.remove(index);
+        let y = self.ys.remove(index);
+        if updated {
+            for j in 0..tail {
+                for i in j..tail {
+                    reduced[(index + i, index + j)] = block[(i, j)];
+                }
+            }
+            self.chol = reduced;
+            self.update_alpha();
+            return Ok(());
+        }
+        let saved = (self.chol.clone(), self.jitter);
+        if let Err(e) = self.refactorise() {
+            self.xs.insert(index, x);
+            self.ts.insert(index, t);
+            self.ys.insert(index, y);
+            (self.chol, self.jitter) = saved;
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Posterior mean and latent variance (without noise, clamped ≥ 0) at (x, t).
+    /// An empty GP gives (0, λ). `x` must have length `dim`.
+    pub fn predict(&self, x: &[f64], t: f64) -> (f64, f64) {
+        debug_assert_eq!(x.len(), self.dim);
+        if self.is_empty() {
+            return (0.0, self.hyper.signal_variance);
+        }
+        let mut k = self.cross_covariance(x, t);
+        let mean = linalg::dot(&k, self.alpha.as_slice());
+        linalg::forward_solve(&self.chol, &mut k);
+        let var = self.hyper.signal_variance - linalg::dot(&k, &k);
+        (mean, var.max(0.0))
+    }
+
+    /// Posterior mean and latent variance at (x, t) with their gradients with respect to x.
+    /// At points coinciding with a stored input the Matérn-1/2 kernel is not
+    /// differentiable; its contribution to the gradient is taken as 0 there.
+    pub fn predict_with_gradient(&self, x: &[f64], t: f64) -> Prediction {
+        debug_assert_eq!(x.len(), self.dim);
+        let d = self.dim;
+        if self.is_empty() {
+            return Prediction {
+                mean: 0.0,
+                variance: self.hyper.signal_variance,
+                mean_gradient: vec![0.0; d],
+                variance_gradient: vec![0.0; d],
+            };
+        }
+        let lambda = self.hyper.signal_variance;
+        let ls = self.hyper.spatial_lengthscale;
+        let n = self.len();
+        let mut k = Vec::with_capacity(n);
+        let mut coef = Vec::with_capacity(n);
+        for (xi, &ti) in self.xs.iter().zip(&self.ts) {
+            let r = squared_distance(x, xi).sqrt() / ls;
+            let scale = lambda * self.temporal(t, ti);
+            k.push(scale * self.spec.spatial.correlation(r));
+            coef.push(scale * self.spec.spatial.derivative_over_r(r) / (ls * ls));
+        }
+        let mean = linalg::dot(&k, self.alpha.as_slice());
+        linalg::forward_solve(&self.chol, &mut k);
+        let raw_var = lambda - linalg::dot(&k, &k);
+        linalg::backward_solve_transposed(&self.chol, &mut k);
+        let mut mean_gradient = vec![0.0; d];
+        let mut variance_gradient = vec![0.0; d];
+        for (i, xi) in self.xs.iter().enumerate() {
+            let cm = coef[i] * self.alpha[i];
+            let cv = -2.0 * coef[i] * k[i];
+            for j in 0..d {
+                let diff = x[j] - xi[j];
+                mean_gradient[j] += cm * diff;
+                variance_gradient[j] += cv * diff;
+            }
+        }
+        if raw_var <= 0.0 {
+            variance_gradient.iter_mut().for_each(|g| *g = 0.0);
+        }
+        Prediction {
+            mean,
+            variance: raw_var.max(0.0),
+            mean_gradient,
+            variance_gradient,
+        }
+    }
+
+    /// Posterior mean at (x, t) and its gradient with respect to x, in O(n·d) (no
+    /// triangular solve).
+    pub fn predict_mean_with_gradient(&self, x: &[f64], t: f64) -> (f64, Vec<f64>) {
+        debug_assert_eq!(x.len(), self.dim);
+        let lambda = self.hyper.signal_variance;
+        let ls = self.hyper.spatial_lengthscale;
+        let mut mean = 0.0;
+        let mut gradient = vec![0.0; self.dim];
+        for ((xi, &ti), &a) in self.xs.iter().zip(&self.ts).zip(self.alpha.iter()) {
+            let r = squared_distance(x, xi).sqrt() / ls;
+            let scale = lambda * self.temporal(t, ti) * a;
+            mean += scale * self.spec.spatial.correlation(r);
+            let c = scale * self.spec.spatial.derivative_over_r(r) / (ls * ls);
+            for ((g, xj), xij) in gradient.iter_mut().zip(x).zip(xi) {
+                *g += c * (xj - xij);
+            }
+        }
+        (mean, gradient)
+    }
+
+    /// Posterior (mean, latent variance) of many points at one time t, with one
+    /// triangular solve against the n×m cross-covariance matrix.
+    pub fn predict_many(&self, xs: &[Vec<f64>], t: f64) -> Vec<(f64, f64)> {
+        let lambda = self.hyper.signal_variance;
+        if self.is_empty() {
+            return vec![(0.0, lambda); xs.len()];
+        }
+        let n = self.len();
+        let temporal: Vec<f64> = self.ts.iter().map(|&ti| self.temporal(t, ti)).collect();
+        let ls = self.hyper.spatial_lengthscale;
+        let mut k = DMatrix::zeros(n, xs.len());
+        for (col, x) in k.as_mut_slice().chunks_exact_mut(n).zip(xs) {
+            debug_assert_eq!(x.len(), self.dim);
+            for ((c, xi), kt) in col.iter_mut().zip(&self.xs).zip(&temporal) {
+                let r = squared_distance(x, xi).sqrt() / ls;
+                *c = lambda * kt * self.spec.spatial.correlation(r);
+            }
+        }
+        let means: Vec<f64> = k
+            .as_slice()
+            .chunks_exact(n)
+            .map(|col| linalg::dot(col, self.alpha.as_slice()))
+            .collect();
+        linalg::forward_solve_matrix(&self.chol, &mut k);
+        k.as_slice()
+            .chunks_exact(n)
+            .zip(means)
+            .map(|(col, mean)| (mean, (lambda - linalg::dot(col, col)).max(0.0)))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gp::kernel::KernelKind;
+    use rand::{RngExt, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    fn specs() -> Vec<KernelSpec> {
+        let mut out = Vec::new();
+        for spatial in KernelKind::ALL {
+            out.push(KernelSpec {
+                spatial,
+                temporal: None,
+            });
+            for temporal in KernelKind::ALL {
+                out.push(KernelSpec {
+                    spatial,
+                    temporal: Some(temporal),
+                });
+            }
+        }
+        out
+    }
+
+    fn hyper() -> Hyperparameters {
+        Hyperparameters {
+            signal_variance: 1.7,
+            spatial_lengthscale: 0.4,
+            temporal_lengthscale: 5.0,
+            noise_variance: 0.05,
+        }
+    }
+
+    type Data = (Vec<Vec<f64>>, Vec<f64>, Vec<f64>);
+
+    fn random_data(n: usize, dim: usize, rng: &mut ChaCha8Rng) -> Data {
+        let xs: Vec<Vec<f64>> = (0..n)
+            .map(|_| (0..dim).map(|_| rng.random::<f64>()).collect())
+            .collect();
+        let ts: Vec<f64> = (0..n).map(|_| rng.random::<f64>() * 20.0).collect();
+        let ys: Vec<f64> = (0..n).map(|_| rng.random::<f64>() * 2.0 - 1.0).collect();
+        (xs, ts, ys)
+    }
+
+    fn dense_kernel(gp: &Gp) -> DMatrix<f64> {
+        let n = gp.len();
+        DMatrix::from_fn(n, n, |i, j| {
+            gp.kernel(&gp.xs()[i], gp.ts()[i], &gp.xs()[j], gp.ts()[j])
+                + if i == j {
+                    gp.hyperparameters().noise_variance
+                } else {
+                    0.0
+                }
+        })
+    }
+
+    #[test]
+    fn posterior_matches_dense_solve() {
+        let mut rng = ChaCha8Rng::seed_from_u64(11);
+        for spec in specs() {
+            let dim = 3;
+            let (xs, ts, ys) = random_data(25, dim, &mut rng);
+            let gp = Gp::new(spec, hyper(), dim, xs, ts, ys.clone()).unwrap();
+            let kinv = dense_kernel(&gp).try_inverse().unwrap();
+            let y = DVector::from_vec(ys);
+            let alpha = &kinv * &y;
+            assert!((&alpha - gp.alpha()).amax() < 1e-8);
+            for _ in 0..10 {
+                let x: Vec<f64> = (0..dim).map(|_| rng.random::<f64>()).collect();
+                let t = rng.random::<f64>() * 25.0;
+                let kx = DVector::from_iterator(
+                    gp.len(),
+                    (0..gp.len()).map(|i| gp.kernel(&x, t, &gp.xs()[i], gp.ts()[i])),
+                );
+                let mean = kx.dot(&alpha);
+                let var = gp.hyperparameters().signal_variance - kx.dot(&(&kinv * &kx));
+                let (m, v) = gp.predict(&x, t);
+                assert!((m - mean).abs() < 1e-8, "{spec:?}");
+                assert!((v - var.max(0.0)).abs() < 1e-8, "{spec:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn empty_gp_predicts_prior() {
+        let gp = Gp::new(KernelSpec::default(), hyper(), 2, vec![], vec![], vec![]).unwrap();
+        assert!(gp.is_empty());
+        assert_eq!(gp.predict(&[0.3, 0.2], 1.0), (0.0, 1.7));
+        let p = gp.predict_with_gradient(&[0.3, 0.2], 1.0);
+        assert_eq!(p.variance, 1.7);
+        assert_eq!(p.mean_gradient, vec![0.0, 0.0]);
+        assert_eq!(gp.predict_many(&[vec![0.1, 0.1]], 0.0), vec![(0.0, 1.7)]);
+    }
+
+    #[test]
+    fn rejects_bad_input() {
+        let spec = KernelSpec::default();
+        assert!(matches!(
+            Gp::new(spec, hyper(), 2, vec![vec![0.1]], vec![0.0], vec![1.0]),
+            Err(GpError::DimensionMismatch {
+                expected: 2,
+                found: 1
+            })
+        ));
+        assert!(matches!(
+            Gp::new(spec, hyper(), 1, vec![vec![0.1]], vec![], vec![1.0]),
+            Err(GpError::LengthMismatch { .. })
+        ));
+        assert!(matches!(
+            Gp::new(spec, hyper(), 1, vec![vec![f64::NAN]], vec![0.0], vec![1.0]),
+            Err(GpError::NonFinite)
+        ));
+        let mut bad = hyper();
+        bad.spatial_lengthscale = 0.0;
+        assert!(matches!(
+            Gp::new(spec, bad, 1, vec![], vec![], vec![]),
+            Err(GpError::InvalidHyperparameter { .. })
+        ));
+        let mut gp = Gp::new(spec, hyper(), 1, vec![vec![0.5]], vec![0.0], vec![1.0]).unwrap();
+        assert!(matches!(
+            gp.remove(1),
+            Err(GpError::IndexOutOfRange { index: 1, len: 1 })
+        ));
+        assert!(gp.push(&[0.1, 0.2], 0.0, 0.0).is_err());
+        assert!(gp.push(&[0.1], f64::INFINITY, 0.0).is_err());
+        assert_eq!(gp.len(), 1);
+    }
+
+    fn assert_matches_fresh(gp: &Gp) {
+        let fresh = Gp::new(
+            gp.spec(),
+            *gp.hyperparameters(),
+            gp.dim(),
+            gp.xs().to_vec(),
+            gp.ts().to_vec(),
+            gp.ys().to_vec(),
+        )
+        .unwrap();
+        assert_eq!(
+            gp.cholesky_factor().shape(),
+            fresh.cholesky_factor().shape()
+        );
+        if !gp.is_empty() {
+            assert!((gp.cholesky_factor() - fresh.cholesky_factor()).amax() < 1e-8);
+            assert!((gp.alpha() - fresh.alpha()).amax() < 1e-8);
+        }
+    }
+
+    #[test]
+    fn push_and_remove_track_fresh_factorisation() {
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        for spec in [
+            KernelSpec::default(),
+            KernelSpec {
+                spatial: KernelKind::Rbf,
+                temporal: None,
+            },
+            KernelSpec {
+                spatial: KernelKind::Matern12,
+                temporal: Some(KernelKind::Rbf),
+            },
+        ] {
+            let dim = 2;
+            let (xs, ts, ys) = random_data(8, dim, &mut rng);
+            let mut gp = Gp::new(spec, hyper(), dim, xs, ts, ys).unwrap();
+            for _ in 0..80 {
+                if gp.len() > 2 && rng.random::<f64>() < 0.45 {
+                    let i = rng.random_range(0..gp.len());
+                    gp.remove(i).unwrap();
+                } else {
+                    let x: Vec<f64> = (0..dim).map(|_| rng.random::<f64>()).collect();
+                    gp.push(&x, rng.random::<f64>() * 30.0, rng.random::<f64>())
+                        .unwrap();
+                }
+                assert_matches_fresh(&gp);
+            }
+            while !gp.is_empty() {
+                gp.remove(0).unwrap();
+                assert_matches_fresh(&gp);
+            }
+            gp.push(&[0.5, 0.5], 0.0, 1.0).unwrap();
+            assert_matches_fresh(&gp);
+        }
+    }
+
+    #[test]
+    fn duplicate_points_survive_with_jitter() {
+        let h = Hyperparameters {
+            noise_variance: 0.0,
+            ..hyper()
+        };
+        let spec = KernelSpec {
+            spatial: KernelKind::Rbf,
+            temporal: None,
+        };
+        let mut gp = Gp::new(spec, h, 1, vec![vec![0.5]], vec![0.0], vec![1.0]).unwrap();
+        gp.push(&[0.5], 0.0, 1.0).unwrap();
+        assert!(gp.jitter() > 0.0);
+        assert_eq!(gp.len(), 2);
+        let (m, v) = gp.predict(&[0.5], 0.0);
+        assert!(m.is_finite() && v.is_finite());
+    }
+
+    #[test]
+    fn gradients_match_finite_differences() {
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        let h = 1e-6;
+        for spec in specs() {
+            let dim = 3;
+            let (xs, ts, ys) = random_data(15, dim, &mut rng);
+            let gp = Gp::new(spec, hyper(), dim, xs, ts, ys).unwrap();
+            for _ in 0..5 {
+                let x: Vec<f64> = (0..dim).map(|_| 0.1 + 0.8 * rng.random::<f64>()).collect();
+                let t = rng.random::<f64>() * 20.0;
+                let p = gp.predict_with_gradient(&x, t);
+                let (m, v) = gp.predict(&x, t);
+                let (m2, g2) = gp.predict_mean_with_gradient(&x, t);
+                assert!((m2 - m).abs() < 1e-12);
+                for (a, b) in g2.iter().zip(&p.mean_gradient) {
+                    assert!((a - b).abs() < 1e-12);
+                }
+                assert!((p.mean - m).abs() < 1e-12 && (p.variance - v).abs() < 1e-12);
+                for j in 0..dim {
+                    let mut xp = x.clone();
+                    let mut xm = x.clone();
+                    xp[j] += h;
+                    xm[j] -= h;
+                    let (mp, vp) = gp.predict(&xp, t);
+                    let (mm, vm) = gp.predict(&xm, t);
+                    let gm = (mp - mm) / (2.0 * h);
+                    let gv = (vp - vm) / (2.0 * h);
+                    assert!(
+                        (gm - p.mean_gradient[j]).abs() < 1e-5 * (1.0 + gm.abs()),
+                        "{spec:?} mean {gm} vs {}",
+                        p.mean_gradient[j]
+                    );
+                    assert!(
+                        (gv - p.variance_gradient[j]).abs() < 1e-5 * (1.0 + gv.abs()),
+                        "{spec:?} var {gv} vs {}",
+                        p.variance_gradient[j]
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn gradient_at_a_data_point_is_finite() {
+        let spec = KernelSpec {
+            spatial: KernelKind::Matern12,
+            temporal: None,
+        };
+        let gp = Gp::new(spec, hyper(), 2, vec![vec![0.3, 0.3]], vec![0.0], vec![1.0]).unwrap();
+        let p = gp.predict_with_gradient(&[0.3, 0.3], 0.0);
+        assert!(p.mean_gradient.iter().all(|g| g.is_finite()));
+        assert!(p.variance_gradient.iter().all(|g| g.is_finite()));
+    }
+
+    #[test]
+    fn predict_many_matches_predict() {
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        for spec in specs() {
+            let dim = 2;
+            let (xs, ts, ys) = random_data(30, dim, &mut rng);
+            let gp = Gp::new(spec, hyper(), dim, xs, ts, ys).unwrap();
+            let (queries, _, _) = random_data(17, dim, &mut rng);
+            let batch = gp.predict_many(&queries, 7.5);
+            assert_eq!(batch.len(), queries.len());
+            for (q, (m, v)) in queries.iter().zip(batch) {
+                let (m2, v2) = gp.predict(q, 7.5);
+                assert!((m - m2).abs() < 1e-12 && (v - v2).abs() < 1e-12);
+            }
+        }
+    }
+}
