@@ -17,13 +17,18 @@ pub const MAX_BODY_BYTES: usize = 1 << 20;
 
 /// Parses JSON, naming the field of a type error or unknown field by its path.
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let malformed = |e: serde_json::Error| {
+        ApiError::field_error(
+            StatusCode::BAD_REQUEST,
+            "malformed-json",
+            InvalidInput::new("body", format!("is not valid JSON: {e}")),
+        )
+    };
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
-    let value = serde_path_to_error::deserialize(&mut deserializer).and_then(|v| {
-        deserializer
-            .end()
-            .map_err(|e| serde_path_to_error::Error::new(Default::default(), e))
-            .map(|()| v)
-    });
+    let value: Result<T, _> = serde_path_to_error::deserialize(&mut deserializer);
+    if value.is_ok() {
+        deserializer.end().map_err(malformed)?;
+    }
     value.map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
@@ -39,11 +44,7 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
                 };
                 ApiError::invalid(InvalidInput::new(field, message))
             }
-            _ => ApiError::field_error(
-                StatusCode::BAD_REQUEST,
-                "malformed-json",
-                InvalidInput::new("body", format!("is not valid JSON: {inner}")),
-            ),
+            _ => malformed(inner),
         }
     })
 }

@@ -75,6 +75,12 @@ impl From<StoreError> for ServiceError {
     }
 }
 
+impl From<crate::gp::GpError> for ServiceError {
+    fn from(e: crate::gp::GpError) -> Self {
+        ServiceError::Policy(PolicyError::Gp(e))
+    }
+}
+
 /// An idempotency key and the fingerprint of the request that carried it.
 #[derive(Clone, Debug)]
 pub struct IdempotencyKey {

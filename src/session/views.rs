@@ -1,8 +1,6 @@
 //! Request and response bodies of the session API (DESIGN.md §5). Field names are part of
 //! the API contract: more may be added, these keep their names.
 
-use std::collections::BTreeMap;
-
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -96,7 +94,7 @@ pub struct SuggestRequest {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Suggestion {
     pub id: Uuid,
-    #[schema(value_type = BTreeMap<String, f64>)]
+    #[schema(value_type = std::collections::BTreeMap<String, f64>)]
     pub params: Params,
     /// The session time the suggestion targets (now + lead).
     pub t: f64,
@@ -129,7 +127,7 @@ pub struct SuggestResponse {
 #[serde(deny_unknown_fields)]
 pub struct ObservationInput {
     pub suggestion_id: Option<Uuid>,
-    #[schema(value_type = Option<BTreeMap<String, f64>>)]
+    #[schema(value_type = Option<std::collections::BTreeMap<String, f64>>)]
     pub params: Option<Params>,
     pub value: f64,
     /// When the value was measured (wall-clock sessions; default: when the request arrived).
@@ -152,7 +150,7 @@ pub struct ObservationBatch {
 pub struct Observation {
     pub seq: i64,
     pub suggestion_id: Option<Uuid>,
-    #[schema(value_type = BTreeMap<String, f64>)]
+    #[schema(value_type = std::collections::BTreeMap<String, f64>)]
     pub params: Params,
     pub value: f64,
     pub t: f64,
@@ -257,7 +255,7 @@ pub struct ModelView {
 #[derive(Clone, Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PredictRequest {
-    #[schema(value_type = Vec<BTreeMap<String, f64>>)]
+    #[schema(value_type = Vec<std::collections::BTreeMap<String, f64>>)]
     pub points: Vec<Params>,
     /// Session time (default: now for wall-clock sessions, the latest observation's time
     /// for client-time sessions).
@@ -267,7 +265,7 @@ pub struct PredictRequest {
 /// The posterior of the objective at one point.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Prediction {
-    #[schema(value_type = BTreeMap<String, f64>)]
+    #[schema(value_type = std::collections::BTreeMap<String, f64>)]
     pub params: Params,
     pub mean: f64,
     pub std: f64,
@@ -285,7 +283,7 @@ pub struct PredictResponse {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Best {
     pub t: f64,
-    #[schema(value_type = BTreeMap<String, f64>)]
+    #[schema(value_type = std::collections::BTreeMap<String, f64>)]
     pub params: Params,
     pub arm: Option<String>,
     pub mean: f64,
