@@ -41,7 +41,12 @@ pub enum Command {
 #[derive(Clone, Debug, clap::Args)]
 pub struct ServeArgs {
     /// Address to listen on.
-    #[arg(long, env = "TVBO_BIND", default_value = "127.0.0.1:8080", global = true)]
+    #[arg(
+        long,
+        env = "TVBO_BIND",
+        default_value = "127.0.0.1:8080",
+        global = true
+    )]
     pub bind: SocketAddr,
     /// Database: `sqlite://path` (created if missing) or `sqlite::memory:`.
     #[arg(

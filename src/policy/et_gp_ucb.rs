@@ -9,7 +9,7 @@
 use rand::SeedableRng;
 
 use super::{
-    ObserveContext, Observation, Policy, PolicyError, PolicyRng, PolicyState, Proposal,
+    Observation, ObserveContext, Policy, PolicyError, PolicyRng, PolicyState, Proposal,
     RemovalReason, SuggestContext, Surrogate, ucb_proposals,
 };
 use crate::session::config::Beta;

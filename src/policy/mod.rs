@@ -266,8 +266,7 @@ pub(crate) fn ucb_proposals(
                 }
             }
             None => {
-                let (x, _) =
-                    acquisition::maximize_ucb(surrogate.gp(), beta, ctx.t, &options, rng);
+                let (x, _) = acquisition::maximize_ucb(surrogate.gp(), beta, ctx.t, &options, rng);
                 Proposal {
                     x: ctx.space.snap(&x),
                     arm: None,

@@ -1,6 +1,8 @@
 //! Uniform random search: the floor every algorithm must beat.
 
-use super::{Policy, PolicyError, PolicyRng, PolicyState, Proposal, SuggestContext, random_proposal};
+use super::{
+    Policy, PolicyError, PolicyRng, PolicyState, Proposal, SuggestContext, random_proposal,
+};
 
 /// Draws every suggestion uniformly from the box (or the arm set).
 pub struct RandomSearch;

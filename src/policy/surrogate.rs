@@ -38,7 +38,14 @@ fn standardisation(data: &[Observation]) -> (f64, f64) {
     let mean = data.iter().map(|o| o.y).sum::<f64>() / n;
     let variance = data.iter().map(|o| (o.y - mean).powi(2)).sum::<f64>() / n;
     let scale = variance.sqrt();
-    (mean, if scale > 1e-12 * mean.abs().max(1.0) { scale } else { 1.0 })
+    (
+        mean,
+        if scale > 1e-12 * mean.abs().max(1.0) {
+            scale
+        } else {
+            1.0
+        },
+    )
 }
 
 impl Surrogate {
@@ -69,7 +76,11 @@ impl Surrogate {
             .unwrap_or_else(|| default_hyperparameters(data));
         let hyper = fit_hyperparameters(spec, &xs, &ts, &ys, Some(&start), &options, rng)?;
         let gp = Gp::new(spec, hyper, dim, xs, ts, ys)?;
-        Ok(Surrogate { gp, y_mean, y_scale })
+        Ok(Surrogate {
+            gp,
+            y_mean,
+            y_scale,
+        })
     }
 
     /// Builds the GP with given hyperparameters, without fitting.
@@ -88,7 +99,11 @@ impl Surrogate {
             data.iter().map(|o| o.t).collect(),
             data.iter().map(|o| (o.y - y_mean) / y_scale).collect(),
         )?;
-        Ok(Surrogate { gp, y_mean, y_scale })
+        Ok(Surrogate {
+            gp,
+            y_mean,
+            y_scale,
+        })
     }
 
     /// The GP on standardised values.

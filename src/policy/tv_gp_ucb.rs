@@ -6,9 +6,7 @@
 //! with the other hyperparameters, as the paper does on its real data (Section 5.2), and
 //! reported back as ε = 1 − e^{−2/l_T}.
 
-use super::{
-    Policy, PolicyError, PolicyRng, PolicyState, Proposal, SuggestContext, ucb_proposals,
-};
+use super::{Policy, PolicyError, PolicyRng, PolicyState, Proposal, SuggestContext, ucb_proposals};
 use crate::session::config::Beta;
 
 /// TV-GP-UCB with ε learned (None) or fixed.

@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::gp::{KernelKind, KernelSpec};
-use crate::session::space::{Arm, ArmSpec, ParameterSpec, SearchSpace};
 use crate::session::InvalidInput;
+use crate::session::space::{Arm, ArmSpec, ParameterSpec, SearchSpace};
 
 /// Whether larger or smaller objective values are better.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]

@@ -146,7 +146,11 @@ fn policy_data(config: &SessionConfig, rows: &[ObservationRow]) -> Vec<Observati
 fn arm_points(space: &SearchSpace, config: &SessionConfig) -> Option<Vec<Vec<f64>>> {
     config.arms.as_ref().map(|arms| {
         arms.iter()
-            .map(|a| space.to_unit(&a.params, "arms").expect("arms were validated"))
+            .map(|a| {
+                space
+                    .to_unit(&a.params, "arms")
+                    .expect("arms were validated")
+            })
             .collect()
     })
 }
@@ -439,7 +443,9 @@ impl SessionService {
             if let Some(regret) = input.regret
                 && !(regret.is_finite() && regret >= 0.0)
             {
-                return Err(InvalidInput::new(field("regret"), "must be a finite number ≥ 0").into());
+                return Err(
+                    InvalidInput::new(field("regret"), "must be a finite number ≥ 0").into(),
+                );
             }
             let (suggestion_id, params, unit) = match (&input.suggestion_id, &input.params) {
                 (Some(_), Some(_)) => {
@@ -616,7 +622,11 @@ impl SessionService {
         let more = rows.len() as i64 > limit;
         let observations: Vec<_> = rows.iter().take(limit as usize).map(Into::into).collect();
         let next_after = more
-            .then(|| observations.last().map(|o: &crate::session::views::Observation| o.seq))
+            .then(|| {
+                observations
+                    .last()
+                    .map(|o: &crate::session::views::Observation| o.seq)
+            })
             .flatten();
         Ok(ObservationList {
             observations,
@@ -738,8 +748,9 @@ impl SessionService {
                 temporal_lengthscale: temporal,
                 noise_variance: h.noise_variance,
                 epsilon: match config.algorithm {
-                    AlgorithmConfig::TvGpUcb { .. } => temporal
-                        .map(crate::policy::tv_gp_ucb::epsilon_of_temporal_lengthscale),
+                    AlgorithmConfig::TvGpUcb { .. } => {
+                        temporal.map(crate::policy::tv_gp_ucb::epsilon_of_temporal_lengthscale)
+                    }
                     _ => None,
                 },
             }

@@ -75,7 +75,10 @@ impl SearchSpace {
     /// scale, integral for integers) and the dimension (1..=32).
     pub fn new(parameters: Vec<ParameterSpec>) -> Result<Self, InvalidInput> {
         if parameters.is_empty() {
-            return Err(InvalidInput::new("parameters", "needs at least one parameter"));
+            return Err(InvalidInput::new(
+                "parameters",
+                "needs at least one parameter",
+            ));
         }
         if parameters.len() > MAX_DIMENSION {
             return Err(InvalidInput::new(
@@ -87,7 +90,10 @@ impl SearchSpace {
         for (i, p) in parameters.iter().enumerate() {
             let field = |f: &str| format!("parameters[{i}].{f}");
             if p.name.is_empty() || p.name.len() > 100 {
-                return Err(InvalidInput::new(field("name"), "must be 1 to 100 characters"));
+                return Err(InvalidInput::new(
+                    field("name"),
+                    "must be 1 to 100 characters",
+                ));
             }
             if !names.insert(p.name.as_str()) {
                 return Err(InvalidInput::new(
@@ -175,7 +181,11 @@ impl SearchSpace {
             .iter()
             .zip(unit)
             .map(|(p, &u)| {
-                let u = if u.is_finite() { u.clamp(0.0, 1.0) } else { 0.5 };
+                let u = if u.is_finite() {
+                    u.clamp(0.0, 1.0)
+                } else {
+                    0.5
+                };
                 let raw = match p.scale {
                     Scale::Linear => p.low + u * (p.high - p.low),
                     Scale::Log => (p.low.ln() + u * (p.high.ln() - p.low.ln())).exp(),
@@ -265,7 +275,10 @@ mod tests {
     fn bad_params_name_the_field() {
         let s = space();
         let missing: Params = [("lr".to_string(), 0.01)].into();
-        assert_eq!(s.to_unit(&missing, "params").unwrap_err().field, "params.workers");
+        assert_eq!(
+            s.to_unit(&missing, "params").unwrap_err().field,
+            "params.workers"
+        );
         let extra: Params = [
             ("lr".to_string(), 0.01),
             ("workers".to_string(), 2.0),
@@ -274,7 +287,10 @@ mod tests {
         .into();
         assert_eq!(s.to_unit(&extra, "params").unwrap_err().field, "params.zzz");
         let outside: Params = [("lr".to_string(), 2.0), ("workers".to_string(), 2.0)].into();
-        assert_eq!(s.to_unit(&outside, "params").unwrap_err().field, "params.lr");
+        assert_eq!(
+            s.to_unit(&outside, "params").unwrap_err().field,
+            "params.lr"
+        );
         let fractional: Params = [("lr".to_string(), 0.1), ("workers".to_string(), 2.5)].into();
         assert_eq!(
             s.to_unit(&fractional, "params").unwrap_err().field,

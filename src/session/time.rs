@@ -107,7 +107,10 @@ mod tests {
         let samples: Vec<(f64, f64)> = (1..40)
             .map(|i| {
                 let n = (i * 10) as f64;
-                (n, truth[0] + truth[1] * n + truth[2] * n * n + truth[3] * n * n * n)
+                (
+                    n,
+                    truth[0] + truth[1] * n + truth[2] * n * n + truth[3] * n * n * n,
+                )
             })
             .collect();
         let fit = fit_response_time(&samples).unwrap();

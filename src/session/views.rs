@@ -7,10 +7,8 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::policy::PolicyState;
-use crate::session::config::{
-    AlgorithmConfig, Goal, ModelConfig, SessionConfig, TimeConfig,
-};
-use crate::session::space::{Arm, Params, ParameterSpec};
+use crate::session::config::{AlgorithmConfig, Goal, ModelConfig, SessionConfig, TimeConfig};
+use crate::session::space::{Arm, ParameterSpec, Params};
 use crate::store::{ObservationRow, SessionRow, SuggestionRow};
 
 /// A session: its filled-in configuration, status and counts.

@@ -126,8 +126,14 @@ impl TestServer {
                 for i in 0..row.len() {
                     let cell: Option<String> = row
                         .try_get::<Option<String>, _>(i)
-                        .or_else(|_| row.try_get::<Option<i64>, _>(i).map(|v| v.map(|v| v.to_string())))
-                        .or_else(|_| row.try_get::<Option<f64>, _>(i).map(|v| v.map(|v| format!("{v:?}"))))
+                        .or_else(|_| {
+                            row.try_get::<Option<i64>, _>(i)
+                                .map(|v| v.map(|v| v.to_string()))
+                        })
+                        .or_else(|_| {
+                            row.try_get::<Option<f64>, _>(i)
+                                .map(|v| v.map(|v| format!("{v:?}")))
+                        })
                         .unwrap_or_else(|_| Some("<blob>".into()));
                     cells.push(cell.unwrap_or_else(|| "NULL".into()));
                 }
