@@ -143,38 +143,50 @@ pub(crate) fn dot(a: &[f64], b: &[f64]) -> f64 {
 }
 
 /// The inverse of the lower-triangular L (itself lower triangular), by row blocks:
-/// X[I, :I] = L_II⁻¹ (−L[I, :I] X[:I, :I]) and X[I, I] = L_II⁻¹.
+/// X[I, I] = L_II⁻¹ and X[I, :I] = −L_II⁻¹ (L[I, :I] X[:I, :I]), both products through
+/// the matrix-product kernel.
 pub(crate) fn lower_inverse(l: &DMatrix<f64>) -> DMatrix<f64> {
     let n = l.nrows();
     let mut x = DMatrix::<f64>::zeros(n, n);
     let mut i0 = 0;
     while i0 < n {
         let ib = BLOCK.min(n - i0);
+        let diagonal_inverse = small_lower_inverse(&l.view((i0, i0), (ib, ib)).clone_owned());
         if i0 > 0 {
             let t = l.view((i0, 0), (ib, i0)) * x.view((0, 0), (i0, i0));
-            x.view_mut((i0, 0), (ib, i0)).copy_from(&(-t));
+            x.view_mut((i0, 0), (ib, i0))
+                .gemm(-1.0, &diagonal_inverse, &t, 0.0);
         }
-        for d in 0..ib {
-            x[(i0 + d, i0 + d)] = 1.0;
-        }
-        let ld = l.as_slice();
-        let xd = x.as_mut_slice();
-        for c in 0..i0 + ib {
-            let seg = &mut xd[c * n + i0..c * n + i0 + ib];
-            for j in 0..ib {
-                let col = &ld[(i0 + j) * n + i0..(i0 + j) * n + i0 + ib];
-                let z = seg[j] / col[j];
-                seg[j] = z;
-                if z != 0.0 {
-                    for (s, &lij) in seg[j + 1..].iter_mut().zip(&col[j + 1..]) {
-                        *s -= z * lij;
-                    }
-                }
-            }
-        }
+        x.view_mut((i0, i0), (ib, ib)).copy_from(&diagonal_inverse);
         i0 += ib;
     }
     x
+}
+
+/// Column-by-column forward substitution against the identity, for small blocks.
+fn small_lower_inverse(l: &DMatrix<f64>) -> DMatrix<f64> {
+    let n = l.nrows();
+    let mut inv = DMatrix::<f64>::zeros(n, n);
+    let ld = l.as_slice();
+    for (j, col) in inv
+        .as_mut_slice()
+        .chunks_exact_mut(n.max(1))
+        .enumerate()
+        .take(n)
+    {
+        col[j] = 1.0;
+        for k in j..n {
+            let lcol = &ld[k * n..(k + 1) * n];
+            let z = col[k] / lcol[k];
+            col[k] = z;
+            if z != 0.0 {
+                for (c, &lik) in col[k + 1..].iter_mut().zip(&lcol[k + 1..]) {
+                    *c -= z * lik;
+                }
+            }
+        }
+    }
+    inv
 }
 
 /// (L Lᵀ)⁻¹ = L⁻ᵀ L⁻¹ as a full symmetric matrix.
