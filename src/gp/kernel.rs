@@ -131,7 +131,7 @@ impl KernelKind {
 }
 
 /// Which correlation is used in space and (optionally) in time.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct KernelSpec {
     /// Correlation of the Euclidean distance between inputs in `[0,1]^d`.
     pub spatial: KernelKind,
