@@ -1,1 +1,128 @@
-fn main() {}
+//! GP core benchmarks at the design's reference setting: d = 3 plus time,
+//! Matérn-5/2 × Matérn-3/2, n ∈ {25, 100, 200, 400}.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use tvbo::acquisition::{AcquisitionOptions, beta_wdbo, maximize_ucb};
+use tvbo::gp::{FitOptions, Gp, Hyperparameters, KernelKind, KernelSpec, fit_hyperparameters};
+
+const SIZES: [usize; 4] = [25, 100, 200, 400];
+const DIM: usize = 3;
+
+fn spec() -> KernelSpec {
+    KernelSpec {
+        spatial: KernelKind::Matern52,
+        temporal: Some(KernelKind::Matern32),
+    }
+}
+
+/// A drifting smooth objective sampled at random points over a 600 s horizon, standardised.
+fn data(n: usize) -> (Vec<Vec<f64>>, Vec<f64>, Vec<f64>) {
+    let mut rng = ChaCha8Rng::seed_from_u64(n as u64);
+    let xs: Vec<Vec<f64>> = (0..n)
+        .map(|_| (0..DIM).map(|_| rng.random::<f64>()).collect())
+        .collect();
+    let ts: Vec<f64> = (0..n).map(|i| 600.0 * i as f64 / n as f64).collect();
+    let raw: Vec<f64> = xs
+        .iter()
+        .zip(&ts)
+        .map(|(x, t)| {
+            let shift = 0.3 * (t / 200.0).sin();
+            -(x[0] - 0.5 - shift).powi(2) - (x[1] - 0.3).powi(2)
+                + (6.0 * x[2]).sin() * 0.2
+                + 0.05 * (rng.random::<f64>() - 0.5)
+        })
+        .collect();
+    let mean = raw.iter().sum::<f64>() / n as f64;
+    let sd = (raw.iter().map(|y| (y - mean).powi(2)).sum::<f64>() / n as f64).sqrt();
+    let ys = raw.iter().map(|y| (y - mean) / sd).collect();
+    (xs, ts, ys)
+}
+
+fn hyper() -> Hyperparameters {
+    Hyperparameters {
+        signal_variance: 1.0,
+        spatial_lengthscale: 0.3,
+        temporal_lengthscale: 300.0,
+        noise_variance: 0.01,
+    }
+}
+
+fn bench_fit(c: &mut Criterion) {
+    let mut group = c.benchmark_group("fit_hyperparameters");
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3));
+    for n in SIZES {
+        let (xs, ts, ys) = data(n);
+        let warm = hyper();
+        group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
+            b.iter(|| {
+                let mut rng = ChaCha8Rng::seed_from_u64(1);
+                fit_hyperparameters(
+                    spec(),
+                    &xs,
+                    &ts,
+                    &ys,
+                    Some(&warm),
+                    &FitOptions::default(),
+                    &mut rng,
+                )
+                .unwrap()
+            })
+        });
+    }
+    group.finish();
+}
+
+fn bench_ucb(c: &mut Criterion) {
+    let mut group = c.benchmark_group("maximize_ucb");
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3));
+    for n in SIZES {
+        let (xs, ts, ys) = data(n);
+        let gp = Gp::new(spec(), hyper(), DIM, xs, ts, ys).unwrap();
+        let beta = beta_wdbo(DIM, n);
+        let options = AcquisitionOptions::default();
+        group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
+            b.iter(|| {
+                let mut rng = ChaCha8Rng::seed_from_u64(2);
+                maximize_ucb(&gp, beta, 610.0, &options, &mut rng)
+            })
+        });
+    }
+    group.finish();
+}
+
+fn bench_push_remove(c: &mut Criterion) {
+    let mut group = c.benchmark_group("push_remove");
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(2));
+    for n in SIZES {
+        let (xs, ts, ys) = data(n);
+        let gp = Gp::new(spec(), hyper(), DIM, xs, ts, ys).unwrap();
+        group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
+            b.iter_batched_ref(
+                || gp.clone(),
+                |g| {
+                    g.push(black_box(&[0.4, 0.5, 0.6]), 605.0, 0.1).unwrap();
+                    g.remove(black_box(0)).unwrap();
+                },
+                BatchSize::SmallInput,
+            )
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_fit, bench_ucb, bench_push_remove);
+criterion_main!(benches);

@@ -186,22 +186,23 @@ fn lml_and_gradient(
         k[(j, j)] = lambda + h.noise_variance;
         for i in j + 1..n {
             let rs = pairs.spatial[p] / ls;
-            let (cs, dcs) = spec.spatial.correlation_and_derivative(rs);
-            let (ct, dct) = match spec.temporal {
+            let (ps, ms, qs) = spec.spatial.factors(rs);
+            // k = λ p_S p_T e^{−(q_S+q_T)}; ∂k/∂ln l = k'(r)·(−r) for each factor.
+            let (pt, mt_rt, qt) = match spec.temporal {
                 Some(kind) => {
                     let rt = pairs.temporal[p] / lt;
-                    let (c, d) = kind.correlation_and_derivative(rt);
-                    (c, d * rt)
+                    let (pt, mt, qt) = kind.factors(rt);
+                    (pt, mt * rt, qt)
                 }
-                None => (1.0, 0.0),
+                None => (1.0, 0.0, 0.0),
             };
-            let v = lambda * cs * ct;
+            let e = lambda * (-(qs + qt)).exp();
+            let v = ps * pt * e;
             k[(i, j)] = v;
             kf.push(v);
-            // ∂k/∂ln l = k'(r) · (−r).
-            d_ls.push(-lambda * ct * dcs * rs);
+            d_ls.push(-ms * rs * pt * e);
             if layout.temporal {
-                d_lt.push(-lambda * cs * dct);
+                d_lt.push(-ps * mt_rt * e);
             }
             p += 1;
         }

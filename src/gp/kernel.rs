@@ -85,6 +85,23 @@ impl KernelKind {
         }
     }
 
+    /// Splits k(r) = p(r)·e^{−q(r)} and dk/dr = m(r)·e^{−q(r)}, returning (p, m, q), so
+    /// that products of kernels need a single exponential.
+    pub(crate) fn factors(self, r: f64) -> (f64, f64, f64) {
+        match self {
+            KernelKind::Matern12 => (1.0, -1.0, r),
+            KernelKind::Matern32 => {
+                let a = SQRT3 * r;
+                (1.0 + a, -3.0 * r, a)
+            }
+            KernelKind::Matern52 => {
+                let a = SQRT5 * r;
+                (1.0 + a + a * a / 3.0, -(5.0 / 3.0) * r * (1.0 + a), a)
+            }
+            KernelKind::Rbf => (1.0, -r, 0.5 * r * r),
+        }
+    }
+
     /// Correlation and dk/dr together, sharing the exponential.
     pub fn correlation_and_derivative(self, r: f64) -> (f64, f64) {
         match self {
@@ -114,7 +131,7 @@ impl KernelKind {
 }
 
 /// Which correlation is used in space and (optionally) in time.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct KernelSpec {
     /// Correlation of the Euclidean distance between inputs in `[0,1]^d`.
     pub spatial: KernelKind,
@@ -172,6 +189,9 @@ mod tests {
                 let (c2, d2) = k.correlation_and_derivative(r);
                 assert_eq!(c2, k.correlation(r));
                 assert!((d2 - d).abs() < 1e-15);
+                let (p, m, q) = k.factors(r);
+                assert!((p * (-q).exp() - c2).abs() < 1e-15);
+                assert!((m * (-q).exp() - d).abs() < 1e-15);
             }
         }
     }

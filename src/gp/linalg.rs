@@ -7,6 +7,10 @@ use nalgebra::DMatrix;
 /// this the factor has lost essentially all significant digits.
 pub(crate) const MIN_RELATIVE_PIVOT: f64 = 1e-12;
 
+/// Block size of the blocked factorisation and inversion: panels are factorised
+/// column by column, trailing updates go through the SIMD matrix product.
+const BLOCK: usize = 64;
+
 /// Overwrites the lower triangle of the symmetric matrix `a` with its Cholesky factor L
 /// (A = L Lᵀ) and zeroes the strict upper triangle. Returns false, leaving `a` in an
 /// unspecified state, when a pivot is not finite or below [`MIN_RELATIVE_PIVOT`] times
@@ -14,12 +18,48 @@ pub(crate) const MIN_RELATIVE_PIVOT: f64 = 1e-12;
 pub(crate) fn cholesky_in_place(a: &mut DMatrix<f64>) -> bool {
     let n = a.nrows();
     debug_assert_eq!(n, a.ncols());
+    let original: Vec<f64> = a.diagonal().iter().copied().collect();
+    let mut k0 = 0;
+    while k0 < n {
+        let kb = BLOCK.min(n - k0);
+        if !factor_panel(a, k0, kb, &original) {
+            return false;
+        }
+        let rest = n - k0 - kb;
+        if rest > 0 {
+            // A22 −= P Pᵀ on the lower triangle, one column strip at a time.
+            let panel = a.view((k0 + kb, k0), (rest, kb)).clone_owned();
+            let mut c0 = 0;
+            while c0 < rest {
+                let cb = BLOCK.min(rest - c0);
+                a.view_mut((k0 + kb + c0, k0 + kb + c0), (rest - c0, cb))
+                    .gemm(
+                        -1.0,
+                        &panel.rows(c0, rest - c0),
+                        &panel.rows(c0, cb).transpose(),
+                        1.0,
+                    );
+                c0 += cb;
+            }
+        }
+        k0 += kb;
+    }
     let data = a.as_mut_slice();
     for j in 0..n {
+        data[j * n..j * n + j].fill(0.0);
+    }
+    true
+}
+
+/// Left-looking Cholesky of columns k0..k0+kb (all rows below the diagonal), using only
+/// the contributions of earlier columns of the same panel.
+fn factor_panel(a: &mut DMatrix<f64>, k0: usize, kb: usize, original: &[f64]) -> bool {
+    let n = a.nrows();
+    let data = a.as_mut_slice();
+    for j in k0..k0 + kb {
         let (done, rest) = data.split_at_mut(j * n);
         let col_j = &mut rest[..n];
-        let original = col_j[j];
-        for k in 0..j {
+        for k in k0..j {
             let col_k = &done[k * n..(k + 1) * n];
             let ljk = col_k[j];
             if ljk != 0.0 {
@@ -29,7 +69,7 @@ pub(crate) fn cholesky_in_place(a: &mut DMatrix<f64>) -> bool {
             }
         }
         let d = col_j[j];
-        if !(d > MIN_RELATIVE_PIVOT * original && d > 0.0 && d.is_finite()) {
+        if !(d > MIN_RELATIVE_PIVOT * original[j] && d > 0.0 && d.is_finite()) {
             return false;
         }
         let d = d.sqrt();
@@ -37,9 +77,6 @@ pub(crate) fn cholesky_in_place(a: &mut DMatrix<f64>) -> bool {
         let inv = 1.0 / d;
         for c in &mut col_j[j + 1..] {
             *c *= inv;
-        }
-        for c in &mut col_j[..j] {
-            *c = 0.0;
         }
     }
     true
@@ -105,13 +142,38 @@ pub(crate) fn dot(a: &[f64], b: &[f64]) -> f64 {
     s
 }
 
-/// The inverse of the lower-triangular L (itself lower triangular).
+/// The inverse of the lower-triangular L (itself lower triangular), by row blocks:
+/// X[I, I] = L_II⁻¹ and X[I, :I] = −L_II⁻¹ (L[I, :I] X[:I, :I]), both products through
+/// the matrix-product kernel.
 pub(crate) fn lower_inverse(l: &DMatrix<f64>) -> DMatrix<f64> {
+    let n = l.nrows();
+    let mut x = DMatrix::<f64>::zeros(n, n);
+    let mut i0 = 0;
+    while i0 < n {
+        let ib = BLOCK.min(n - i0);
+        let diagonal_inverse = small_lower_inverse(&l.view((i0, i0), (ib, ib)).clone_owned());
+        if i0 > 0 {
+            let t = l.view((i0, 0), (ib, i0)) * x.view((0, 0), (i0, i0));
+            x.view_mut((i0, 0), (ib, i0))
+                .gemm(-1.0, &diagonal_inverse, &t, 0.0);
+        }
+        x.view_mut((i0, i0), (ib, ib)).copy_from(&diagonal_inverse);
+        i0 += ib;
+    }
+    x
+}
+
+/// Column-by-column forward substitution against the identity, for small blocks.
+fn small_lower_inverse(l: &DMatrix<f64>) -> DMatrix<f64> {
     let n = l.nrows();
     let mut inv = DMatrix::<f64>::zeros(n, n);
     let ld = l.as_slice();
-    let data = inv.as_mut_slice();
-    for (j, col) in data.chunks_exact_mut(n.max(1)).enumerate().take(n) {
+    for (j, col) in inv
+        .as_mut_slice()
+        .chunks_exact_mut(n.max(1))
+        .enumerate()
+        .take(n)
+    {
         col[j] = 1.0;
         for k in j..n {
             let lcol = &ld[k * n..(k + 1) * n];
@@ -130,17 +192,24 @@ pub(crate) fn lower_inverse(l: &DMatrix<f64>) -> DMatrix<f64> {
 /// (L Lᵀ)⁻¹ = L⁻ᵀ L⁻¹ as a full symmetric matrix.
 pub(crate) fn inverse_from_cholesky(l: &DMatrix<f64>) -> DMatrix<f64> {
     let n = l.nrows();
-    let li = lower_inverse(l);
-    let ld = li.as_slice();
+    let x = lower_inverse(l);
     let mut out = DMatrix::<f64>::zeros(n, n);
+    let mut j0 = 0;
+    while j0 < n {
+        let jb = BLOCK.min(n - j0);
+        let m = n - j0;
+        // Column j of L⁻¹ vanishes above row j, so rows ≥ j0 carry the whole sum.
+        out.view_mut((j0, j0), (m, jb)).gemm(
+            1.0,
+            &x.view((j0, j0), (m, m)).transpose(),
+            &x.view((j0, j0), (m, jb)),
+            0.0,
+        );
+        j0 += jb;
+    }
     for j in 0..n {
-        let cj = &ld[j * n..(j + 1) * n];
-        for i in 0..=j {
-            let ci = &ld[i * n..(i + 1) * n];
-            // Column i of L⁻¹ is zero above row i, so rows ≥ j ≥ i carry the sum.
-            let v = dot(&ci[j..], &cj[j..]);
-            out[(i, j)] = v;
-            out[(j, i)] = v;
+        for i in 0..j {
+            out[(i, j)] = out[(j, i)];
         }
     }
     out
@@ -187,7 +256,7 @@ mod tests {
     #[test]
     fn cholesky_matches_nalgebra() {
         let mut rng = ChaCha8Rng::seed_from_u64(1);
-        for n in [0usize, 1, 2, 7, 30] {
+        for n in [0usize, 1, 2, 7, 30, 64, 65, 150] {
             let a = random_spd(n, &mut rng);
             let mut l = a.clone();
             assert!(cholesky_in_place(&mut l));
@@ -195,8 +264,10 @@ mod tests {
                 let reference = a.clone().cholesky().unwrap().l();
                 assert!((&l - reference).amax() < 1e-10);
                 let inv = inverse_from_cholesky(&l);
-                let reference_inv = a.try_inverse().unwrap();
-                assert!((inv - reference_inv).amax() < 1e-8);
+                let reference_inv = a.clone().try_inverse().unwrap();
+                assert!((inv - &reference_inv).amax() < 1e-8 * reference_inv.amax());
+                let li = lower_inverse(&l);
+                assert!((&l * li - DMatrix::identity(n, n)).amax() < 1e-9);
             }
         }
         let mut not_pd = DMatrix::from_row_slice(2, 2, &[1.0, 2.0, 2.0, 1.0]);
