@@ -4,11 +4,9 @@ mod common;
 
 #[test]
 fn committed_openapi_document_is_current() {
-    let committed = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/openapi/openapi.json"
-    ))
-    .expect("openapi/openapi.json exists");
+    let committed =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/openapi/openapi.json"))
+            .expect("openapi/openapi.json exists");
     assert!(
         committed == tvbo::api::openapi_json(),
         "openapi/openapi.json is stale: run `cargo run -- openapi` and commit the result"

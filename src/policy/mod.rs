@@ -208,17 +208,21 @@ pub(crate) fn random_proposal(ctx: &SuggestContext<'_>, rng: &mut PolicyRng) -> 
 
 /// The exploration weight β for a dataset of `n` points in `dim` dimensions.
 pub fn beta_value(beta: Beta, dim: usize, n: usize, arms: Option<usize>) -> f64 {
-    /// δ of Srinivas et al.'s schedules.
-    const SRINIVAS_DELTA: f64 = 0.1;
     match beta {
         Beta::Constant(b) => b,
         Beta::Schedule(BetaSchedule::Wdbo) => acquisition::beta_wdbo(dim, n.max(1)),
         Beta::Schedule(BetaSchedule::Srinivas) => match arms {
-            Some(arms) => acquisition::beta_srinivas_finite(arms, n + 1, SRINIVAS_DELTA),
-            // Theorem 2 on [0,1]^d (r = 1) with unit Lipschitz constants a = b = 1.
-            None => {
-                acquisition::beta_srinivas_continuous(dim, n + 1, SRINIVAS_DELTA, 1.0, 1.0, 1.0)
+            Some(arms) => {
+                acquisition::beta_srinivas_finite(arms, n + 1, acquisition::SRINIVAS_DEFAULT_DELTA)
             }
+            None => acquisition::beta_srinivas_continuous(
+                dim,
+                n + 1,
+                acquisition::SRINIVAS_DEFAULT_DELTA,
+                acquisition::SRINIVAS_DEFAULT_A,
+                acquisition::SRINIVAS_DEFAULT_B,
+                acquisition::SRINIVAS_DEFAULT_R,
+            ),
         },
     }
 }

@@ -21,6 +21,9 @@ pub fn default_hyperparameters(data: &[Observation]) -> Hyperparameters {
     }
 }
 
+/// Dataset sizes that are multiples of this get a fit with random restarts.
+pub const FULL_REFIT_EVERY: usize = 10;
+
 /// A GP over standardised values y' = (y − mean) / scale, with the map back.
 #[derive(Clone, Debug)]
 pub struct Surrogate {
@@ -49,8 +52,14 @@ fn standardisation(data: &[Observation]) -> (f64, f64) {
 }
 
 impl Surrogate {
-    /// Fits the hyperparameters by maximum marginal likelihood (warm-started) and builds the
-    /// GP. `fixed_noise` is in objective units squared.
+    /// Fits the hyperparameters by maximum marginal likelihood and builds the GP.
+    /// `fixed_noise` is in objective units squared.
+    ///
+    /// With a warm start, the fit refines it alone, except on every
+    /// [`FULL_REFIT_EVERY`]-th dataset size, where it also tries quasi-random restarts (as
+    /// it always does without a warm start): a warm-started local search tracks a slowly
+    /// moving optimum at a fraction of the cost, and the periodic restarts let it escape
+    /// a local one.
     pub fn fit(
         spec: KernelSpec,
         dim: usize,
@@ -64,7 +73,13 @@ impl Surrogate {
         let xs: Vec<Vec<f64>> = data.iter().map(|o| o.x.clone()).collect();
         let ts: Vec<f64> = data.iter().map(|o| o.t).collect();
         let ys: Vec<f64> = data.iter().map(|o| (o.y - y_mean) / y_scale).collect();
+        let full_refit = warm_start.is_none() || data.len() % FULL_REFIT_EVERY == 0;
         let options = FitOptions {
+            restarts: if full_refit {
+                FitOptions::default().restarts
+            } else {
+                0
+            },
             fixed: Fixed {
                 temporal_lengthscale: fixed_temporal_lengthscale,
                 noise_variance: fixed_noise.map(|v| v / (y_scale * y_scale)),
