@@ -73,7 +73,7 @@ impl Surrogate {
         let xs: Vec<Vec<f64>> = data.iter().map(|o| o.x.clone()).collect();
         let ts: Vec<f64> = data.iter().map(|o| o.t).collect();
         let ys: Vec<f64> = data.iter().map(|o| (o.y - y_mean) / y_scale).collect();
-        let full_refit = warm_start.is_none() || data.len() % FULL_REFIT_EVERY == 0;
+        let full_refit = warm_start.is_none() || data.len().is_multiple_of(FULL_REFIT_EVERY);
         let options = FitOptions {
             restarts: if full_refit {
                 FitOptions::default().restarts
