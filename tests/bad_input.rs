@@ -25,21 +25,11 @@ struct Case {
     /// Accepted values of the problem's `field` member; empty: no field is required
     /// (unknown routes and sessions, wrong methods).
     fields: &'static [&'static str],
-    /// A server bug this case is known to reveal (the case still asserts the correct
-    /// behaviour, and fails until the server is fixed).
-    bug: Option<&'static str>,
 }
 
 /// parse_json appends the name of an unknown field to a path that already ends with it.
-const BUG_DOUBLED_FIELD: &str =
-    "BUG 1: an unknown body field is named twice (`bogus.bogus`) by api::extract::parse_json";
 /// query_error picks the first known parameter name that occurs anywhere in the message.
-const BUG_QUERY_FIELD: &str =
-    "BUG 2: an unknown query parameter is named as another one by api::handlers::query_error";
 /// observe decides "batch or single" by parsing into a Map, which fails on 1e999.
-const BUG_BATCH_SNIFF: &str =
-    "BUG 3: a batch holding an out-of-range number is parsed as a single observation";
-
 fn case(what: impl Into<String>, method: Method, path: impl Into<String>) -> Case {
     Case {
         what: what.into(),
@@ -49,7 +39,6 @@ fn case(what: impl Into<String>, method: Method, path: impl Into<String>) -> Cas
         body: None,
         statuses: Vec::new(),
         fields: &[],
-        bug: None,
     }
 }
 
@@ -88,12 +77,6 @@ impl Case {
     /// 400 or 422: a query string that does not parse, or a value out of range.
     fn expect_4xx(self, fields: &'static [&'static str]) -> Case {
         self.expect(422, fields).or_status(400)
-    }
-
-    /// Marks the case as revealing a known server bug.
-    fn bug(mut self, bug: &'static str) -> Case {
-        self.bug = Some(bug);
-        self
     }
 
     /// Sends the case to another path.
@@ -272,10 +255,7 @@ async fn run(server: &TestServer, cases: Vec<Case>) {
             &before,
             &after,
         ) {
-            failures.push(match c.bug {
-                Some(bug) => format!("KNOWN SERVER {bug}\n{e}"),
-                None => e,
-            });
+            failures.push(e);
         }
     }
     assert!(
@@ -337,7 +317,6 @@ async fn session_create_rejects_bad_configurations() {
             "unknown top-level field",
             with(wall_session(), "bogus", json!(1)),
         )
-        .bug(BUG_DOUBLED_FIELD)
         .expect(422, &["bogus"]),
         create(
             "unknown field in algorithm",
@@ -366,7 +345,6 @@ async fn session_create_rejects_bad_configurations() {
                 json!({"warmup": 5, "kernel": "rbf"}),
             ),
         )
-        .bug(BUG_DOUBLED_FIELD)
         .expect(422, &["model.kernel"]),
         create(
             "unknown field in time",
@@ -376,7 +354,6 @@ async fn session_create_rejects_bad_configurations() {
                 json!({"source": "wall", "zone": "UTC"}),
             ),
         )
-        .bug(BUG_DOUBLED_FIELD)
         .expect(422, &["time.zone"]),
         create(
             "unknown time source",
@@ -442,7 +419,6 @@ async fn session_create_rejects_bad_configurations() {
             "unknown field in a parameter",
             with_parameters(json!([{"name": "x", "low": 0, "high": 1, "step": 0.1}])),
         )
-        .bug(BUG_DOUBLED_FIELD)
         .expect(422, &["parameters[0].step"]),
         create(
             "tv-gp-ucb epsilon 1.5",
@@ -757,9 +733,7 @@ async fn suggest_rejects_bad_requests() {
         suggest("missing t with count", &client_path, json!({"count": 2})).expect(422, &["t"]),
         suggest("t as a string", &client_path, json!({"t": "soon"})).expect(422, &["t"]),
         suggest("t beyond 1e10", &client_path, json!({"t": 1e11})).expect(422, &["t"]),
-        suggest("unknown field", &wall_path, json!({"cuont": 2}))
-            .bug(BUG_DOUBLED_FIELD)
-            .expect(422, &["cuont"]),
+        suggest("unknown field", &wall_path, json!({"cuont": 2})).expect(422, &["cuont"]),
         suggest("body is an array", &wall_path, json!([1])).expect(422, &["body"]),
         case("NaN t", Method::POST, client_path.clone())
             .raw(Some("application/json"), "{\"t\": NaN}")
@@ -913,21 +887,18 @@ async fn observe_rejects_bad_requests() {
              {\"params\": {\"x\": 0.2, \"y\": 0.2}, \"value\": 1e999}, \
              {\"params\": {\"x\": 0.3, \"y\": 0.3}, \"value\": 3}]}",
         )
-        .bug(BUG_BATCH_SNIFF)
         .expect(400, &["body", "observations[1].value"])
         .or_status(422),
         observe(
             "batch: unknown field in item 1",
             json!({"observations": [{"params": p(0.1, 0.1), "value": 1.0, "vaule": 2}]}),
         )
-        .bug(BUG_DOUBLED_FIELD)
         .expect(422, &["observations[0].vaule"]),
         observe("batch: empty", json!({"observations": []})).expect(422, &["observations"]),
         observe(
             "batch and single fields mixed",
             json!({"observations": [{"params": p(0.1, 0.1), "value": 1.0}], "value": 1.0}),
         )
-        .bug(BUG_DOUBLED_FIELD)
         .expect(422, &["value"]),
         observe(
             "batch is not an array",
@@ -991,7 +962,6 @@ async fn observe_rejects_bad_requests() {
             "unknown field",
             json!({"params": p(0.5, 0.5), "value": 1.0, "weight": 2}),
         )
-        .bug(BUG_DOUBLED_FIELD)
         .expect(422, &["weight"]),
     ];
     run(&server, cases).await;
@@ -1046,7 +1016,6 @@ async fn predict_and_list_queries_reject_bad_requests() {
             "predict: unknown field",
             json!({"points": [{"x": 0.5, "y": 0.5}], "at": 3}),
         )
-        .bug(BUG_DOUBLED_FIELD)
         .expect(422, &["at"]),
         post(
             "predict: t as a string",
@@ -1067,7 +1036,6 @@ async fn predict_and_list_queries_reject_bad_requests() {
             "sessions: unknown query parameter",
             "/v1/sessions?page=2".into(),
         )
-        .bug(BUG_QUERY_FIELD)
         .expect_4xx(&["page"]),
         get("observations: limit=0", format!("{observations}?limit=0")).expect_4xx(&["limit"]),
         get(
@@ -1089,14 +1057,11 @@ async fn predict_and_list_queries_reject_bad_requests() {
             "observations: unknown query parameter",
             format!("{observations}?cursor=1"),
         )
-        .bug(BUG_QUERY_FIELD)
         .expect_4xx(&["cursor"]),
         get("best: t=abc", format!("{best}?t=abc")).expect_4xx(&["t"]),
         get("best: t=NaN", format!("{best}?t=NaN")).expect_4xx(&["t"]),
         get("best: t=inf", format!("{best}?t=inf")).expect_4xx(&["t"]),
-        get("best: unknown query parameter", format!("{best}?at=3"))
-            .bug(BUG_QUERY_FIELD)
-            .expect_4xx(&["at"]),
+        get("best: unknown query parameter", format!("{best}?at=3")).expect_4xx(&["at"]),
     ];
     run(&server, cases).await;
     server.stop().await;
@@ -1273,9 +1238,6 @@ async fn a_rejected_request_does_not_burn_its_idempotency_key() {
 
 /// Finite but extreme numbers are valid JSON and pass the field checks; whatever the
 /// server makes of them, it must not answer 5xx, on the request or on later ones.
-///
-/// KNOWN SERVER BUG 4: bounds ±1e308 are accepted (their width overflows to infinity)
-/// and an observation inside them is then answered 500. Fails until the server is fixed.
 #[tokio::test]
 async fn extreme_finite_numbers_never_answer_5xx() {
     let server = TestServer::start().await;

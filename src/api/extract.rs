@@ -37,6 +37,8 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
                 let message = strip_position(&inner.to_string());
                 let base = if path == "." { String::new() } else { path };
                 let field = match named_field(&message) {
+                    // serde_path_to_error's path already ends at an unknown field.
+                    Some(name) if base == name || base.ends_with(&format!(".{name}")) => base,
                     Some(name) if base.is_empty() => name.to_string(),
                     Some(name) => format!("{base}.{name}"),
                     None if base.is_empty() => "body".to_string(),
@@ -50,11 +52,18 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
 }
 
 /// The field an "unknown field `x`" or "missing field `x`" message is about.
-fn named_field(message: &str) -> Option<&str> {
-    let rest = message
-        .strip_prefix("unknown field `")
-        .or_else(|| message.strip_prefix("missing field `"))?;
-    rest.split('`').next()
+pub fn named_field(message: &str) -> Option<&str> {
+    let start = ["unknown field `", "missing field `"]
+        .iter()
+        .find_map(|prefix| message.find(prefix).map(|i| i + prefix.len()))?;
+    message[start..].split('`').next()
+}
+
+/// Whether a JSON body is an object with a top-level member `name` (values are skipped,
+/// not parsed, so an out-of-range number elsewhere does not hide the member).
+pub fn has_member(bytes: &[u8], name: &str) -> bool {
+    serde_json::from_slice::<std::collections::HashMap<String, serde::de::IgnoredAny>>(bytes)
+        .is_ok_and(|object| object.contains_key(name))
 }
 
 /// serde_json appends " at line L column C" to data errors; the field path says more.
@@ -180,6 +189,7 @@ mod tests {
         assert_eq!(err.field.as_deref(), Some("count"));
         let err = parse_json::<SuggestRequest>(br#"{"cuont": 2}"#).unwrap_err();
         assert_eq!(err.field.as_deref(), Some("cuont"));
+        assert!(err.detail.starts_with("cuont: "), "{}", err.detail);
         assert!(err.detail.contains("unknown field"), "{}", err.detail);
     }
 

@@ -10,7 +10,9 @@ use utoipa::IntoParams;
 
 use crate::api::AppState;
 use crate::api::error::{ApiError, Problem};
-use crate::api::extract::{IdempotencyHeader, JsonBody, RawJson, parse_json, session_id};
+use crate::api::extract::{
+    IdempotencyHeader, JsonBody, RawJson, has_member, named_field, parse_json, session_id,
+};
 use crate::session::InvalidInput;
 use crate::session::config::CreateSession;
 use crate::session::service::{IdempotencyKey, ServiceError};
@@ -24,10 +26,14 @@ type ApiResult<T> = Result<T, ApiError>;
 /// A query string that failed to parse: 400 naming the parameter serde complained about.
 fn query_error(rejection: QueryRejection) -> ApiError {
     let text = rejection.body_text();
-    let field = ["limit", "cursor", "after", "include_pruned", "t"]
-        .into_iter()
-        .find(|name| text.contains(name))
-        .unwrap_or("query");
+    let field = named_field(&text)
+        .or_else(|| {
+            ["limit", "cursor", "after", "include_pruned", "t"]
+                .into_iter()
+                .find(|name| text.contains(&format!("`{name}`")) || text.contains(name))
+        })
+        .unwrap_or("query")
+        .to_string();
     ApiError::field_error(
         StatusCode::BAD_REQUEST,
         "invalid-query",
@@ -222,8 +228,7 @@ pub async fn observe(
     RawJson(bytes): RawJson,
 ) -> ApiResult<Response> {
     let id = session_id(&id)?;
-    let is_batch = serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(&bytes)
-        .is_ok_and(|object| object.contains_key("observations"));
+    let is_batch = has_member(&bytes, "observations");
     let inputs: Vec<(String, ObservationInput)> = if is_batch {
         parse_json::<ObservationBatch>(&bytes)?
             .observations

@@ -16,7 +16,7 @@ use crate::policy::{self, Observation, ObserveContext, PolicyRng, PolicyState, S
 use crate::policy::{PolicyError, SuggestContext};
 use crate::session::InvalidInput;
 use crate::session::config::{AlgorithmConfig, CreateSession, SessionConfig, TimeSource};
-use crate::session::space::SearchSpace;
+use crate::session::space::{MAX_MAGNITUDE, SearchSpace};
 use crate::session::time::{fit_response_time, median_lead, resolve_time, wall_time};
 use crate::session::views::{
     Best, HyperparametersView, ModelView, ObservationInput, ObservationList, PredictRequest,
@@ -437,8 +437,12 @@ impl SessionService {
         let mut observed_suggestions = Vec::new();
         for (i, (prefix, input)) in inputs.iter().enumerate() {
             let field = |name: &str| format!("{prefix}{name}");
-            if !input.value.is_finite() {
-                return Err(InvalidInput::new(field("value"), "must be a finite number").into());
+            if !(input.value.is_finite() && input.value.abs() <= MAX_MAGNITUDE) {
+                return Err(InvalidInput::new(
+                    field("value"),
+                    format!("must be a finite number within ±{MAX_MAGNITUDE:e}"),
+                )
+                .into());
             }
             if let Some(regret) = input.regret
                 && !(regret.is_finite() && regret >= 0.0)

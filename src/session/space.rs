@@ -59,6 +59,10 @@ pub struct Arm {
     pub params: Params,
 }
 
+/// Largest magnitude of a bound or an observed value: squares and differences of numbers
+/// beyond it overflow f64.
+pub const MAX_MAGNITUDE: f64 = 1e100;
+
 /// Maximum number of parameters of a session.
 pub const MAX_DIMENSION: usize = 32;
 /// Maximum number of arms of a session.
@@ -101,13 +105,16 @@ impl SearchSpace {
                     format!("duplicate parameter name {:?}", p.name),
                 ));
             }
-            if !p.low.is_finite() {
-                return Err(InvalidInput::new(field("low"), "must be a finite number"));
+            if !(p.low.is_finite() && p.low.abs() <= MAX_MAGNITUDE) {
+                return Err(InvalidInput::new(
+                    field("low"),
+                    format!("must be a finite number within ±{MAX_MAGNITUDE:e}"),
+                ));
             }
-            if !p.high.is_finite() || p.high <= p.low {
+            if !(p.high.is_finite() && p.high.abs() <= MAX_MAGNITUDE) || p.high <= p.low {
                 return Err(InvalidInput::new(
                     field("high"),
-                    "must be a finite number greater than low",
+                    format!("must be a finite number within ±{MAX_MAGNITUDE:e}, greater than low"),
                 ));
             }
             if p.scale == Scale::Log && p.low <= 0.0 {
