@@ -11,7 +11,6 @@ use rand::SeedableRng;
 use uuid::Uuid;
 
 use crate::acquisition::{self, AcquisitionOptions};
-use crate::policy::surrogate::default_hyperparameters;
 use crate::policy::{self, Observation, ObserveContext, PolicyRng, PolicyState, Surrogate};
 use crate::policy::{PolicyError, SuggestContext};
 use crate::session::InvalidInput;
@@ -643,22 +642,28 @@ impl SessionService {
         config: &SessionConfig,
         history: &History,
     ) -> Result<Option<Surrogate>, ServiceError> {
-        if history.active.is_empty() || matches!(config.algorithm, AlgorithmConfig::Random {}) {
+        if history.active.is_empty() {
             return Ok(None);
         }
         let data = policy_data(config, &history.active);
         let state = policy_state(&history.session)?;
-        let hyper = state
-            .hyperparameters
-            .unwrap_or_else(|| default_hyperparameters(&data));
         let policy = policy::policy_for(&config.algorithm);
         let spec = policy.kernel(&config.model);
-        Ok(Some(Surrogate::with_hyperparameters(
-            spec,
-            config.parameters.len(),
-            &data,
-            hyper,
-        )?))
+        let dim = config.parameters.len();
+        let surrogate = match state.hyperparameters {
+            Some(hyper) => Surrogate::with_hyperparameters(spec, dim, &data, hyper)?,
+            // Nothing fitted yet (warm-up, random search): fit now, reproducibly.
+            None => Surrogate::fit(
+                spec,
+                dim,
+                &data,
+                None,
+                config.model.noise,
+                policy.fixed_temporal_lengthscale(),
+                &mut call_rng(config.seed, u64::MAX - 1),
+            )?,
+        };
+        Ok(Some(surrogate))
     }
 
     /// Regret per observation: reported by the client, or estimated as
