@@ -430,6 +430,20 @@ async fn session_create_rejects_bad_configurations() {
         )
         .expect(422, &["algorithm.epsilon"]),
         create(
+            "tv-gp-ucb epsilon so small that 1 - epsilon rounds to 1",
+            with(
+                wall_session(),
+                "algorithm",
+                json!({"name": "tv-gp-ucb", "epsilon": 1e-17}),
+            ),
+        )
+        .expect(422, &["algorithm.epsilon"]),
+        create(
+            "noise beyond 1e100",
+            with(wall_session(), "model", json!({"noise": 1e300})),
+        )
+        .expect(422, &["model.noise"]),
+        create(
             "tv-gp-ucb epsilon 0",
             with(
                 wall_session(),
@@ -916,6 +930,13 @@ async fn observe_rejects_bad_requests() {
                    "measured_at": chrono::Utc::now().to_rfc3339()}),
         )
         .expect(422, &["t"]),
+        observe(
+            "measured_at in a client session",
+            json!({"params": p(0.5, 0.5), "value": 1.0, "t": 3.0,
+                   "measured_at": chrono::Utc::now().to_rfc3339()}),
+        )
+        .at(client_path.clone())
+        .expect(422, &["measured_at"]),
         observe(
             "missing t in a client session",
             json!({"params": p(0.5, 0.5), "value": 1.0}),

@@ -232,3 +232,72 @@ async fn wall_clock_sessions_place_observations_at_their_measurement() {
     assert!((t - expected).abs() < 1e-5, "t = {t}, expected {expected}");
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_a_session_forgets_its_idempotency_records() {
+    let server = TestServer::start().await;
+    let id = server.create(client_session("gp-ucb", 9)).await;
+    let path = format!("/v1/sessions/{id}/suggestions");
+    let send = || {
+        server
+            .client
+            .post(server.url(&path))
+            .header("idempotency-key", "retry-me")
+            .json(&json!({"t": 1.0}))
+            .send()
+    };
+    assert_eq!(send().await.unwrap().status().as_u16(), 201);
+    let response = server
+        .client
+        .delete(server.url(&format!("/v1/sessions/{id}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 204);
+    assert!(
+        server
+            .dump()
+            .await
+            .iter()
+            .all(|row| !row.starts_with("idempotency|"))
+    );
+    let (status, body) = TestServer::read(send().await.unwrap()).await;
+    assert_eq!(
+        status, 404,
+        "a retry after deletion must not replay: {body}"
+    );
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_reports_server_compute_time() {
+    let server = TestServer::start().await;
+    let id = server.create(client_session("gp-ucb", 4)).await;
+    for step in 0..3 {
+        let (status, body) = server
+            .post(
+                &format!("/v1/sessions/{id}/suggestions"),
+                &json!({"t": f64::from(step)}),
+            )
+            .await;
+        assert_eq!(status, 201);
+        let (status, _) = server
+            .post(
+                &format!("/v1/sessions/{id}/observations"),
+                &json!({"suggestion_id": body["suggestions"][0]["id"], "value": 1.0, "t": f64::from(step)}),
+            )
+            .await;
+        assert_eq!(status, 201);
+    }
+    let (_, model) = server.get(&format!("/v1/sessions/{id}/model")).await;
+    let calls = model["compute_time"].as_array().unwrap();
+    assert_eq!(calls.len(), 2, "{model}");
+    assert_eq!(calls[0]["kind"], "observe");
+    assert_eq!(calls[1]["kind"], "suggest");
+    assert!(
+        calls
+            .iter()
+            .all(|c| c["count"] == 3 && c["mean_seconds"].as_f64().unwrap() >= 0.0)
+    );
+    server.stop().await;
+}

@@ -16,6 +16,7 @@ CREATE INDEX sessions_by_creation ON sessions (created_micros DESC, id DESC);
 CREATE TABLE suggestions (
     id              TEXT PRIMARY KEY,
     session_id      TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    ordinal         INTEGER NOT NULL,
     params          TEXT NOT NULL,
     unit            TEXT NOT NULL,
     arm             TEXT,
@@ -24,7 +25,7 @@ CREATE TABLE suggestions (
     created_micros  INTEGER NOT NULL,
     status          TEXT NOT NULL CHECK (status IN ('pending', 'observed', 'expired'))
 );
-CREATE INDEX suggestions_by_session ON suggestions (session_id, status);
+CREATE INDEX suggestions_by_session ON suggestions (session_id, status, ordinal);
 
 CREATE TABLE observations (
     session_id      TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
@@ -61,8 +62,11 @@ CREATE TABLE calls (
 );
 CREATE INDEX calls_by_session ON calls (session_id);
 
+-- Stored answers of POSTs that carried an Idempotency-Key; session_id (when the request
+-- concerns one) lets them go with their session.
 CREATE TABLE idempotency (
     scope           TEXT NOT NULL,
+    session_id      TEXT,
     key             TEXT NOT NULL,
     request_hash    TEXT NOT NULL,
     status          INTEGER NOT NULL,
@@ -70,3 +74,5 @@ CREATE TABLE idempotency (
     created_micros  INTEGER NOT NULL,
     PRIMARY KEY (scope, key)
 );
+CREATE INDEX idempotency_by_age ON idempotency (created_micros);
+CREATE INDEX idempotency_by_session ON idempotency (session_id);

@@ -30,7 +30,9 @@ fn query_error(rejection: QueryRejection) -> ApiError {
         .or_else(|| {
             ["limit", "cursor", "after", "include_pruned", "t"]
                 .into_iter()
-                .find(|name| text.contains(&format!("`{name}`")) || text.contains(name))
+                .find(|name| {
+                    text.contains(&format!("`{name}`")) || text.contains(&format!(" {name}: "))
+                })
         })
         .unwrap_or("query")
         .to_string();

@@ -49,22 +49,25 @@ impl Policy for EtGpUcb {
         let spec = self.kernel(ctx.model);
         let mut dataset: Vec<Observation> = ctx.data.to_vec();
         let mut removed = Vec::new();
-        // The trigger needs a model of the data; its hyperparameter restarts draw from a
-        // fixed seed so that the decision is reproducible.
+        // One fit per call (its restarts draw from a fixed seed, so the decision is
+        // reproducible); each new observation then enters the model in O(n²).
         let mut rng = PolicyRng::seed_from_u64(0);
+        let mut model = if dataset.len() >= 2 {
+            Some(Surrogate::fit(
+                spec,
+                ctx.new[0].x.len(),
+                &dataset,
+                state.hyperparameters.as_ref(),
+                ctx.fixed_noise,
+                None,
+                &mut rng,
+            )?)
+        } else {
+            None
+        };
         for observation in ctx.new {
             state.steps_since_reset += 1;
-            if dataset.len() >= 2 {
-                let dim = observation.x.len();
-                let surrogate = Surrogate::fit(
-                    spec,
-                    dim,
-                    &dataset,
-                    state.hyperparameters.as_ref(),
-                    ctx.fixed_noise,
-                    None,
-                    &mut rng,
-                )?;
+            if let Some(surrogate) = &model {
                 let (mean, sigma) = surrogate.predict(&observation.x, observation.t);
                 let noise_std =
                     surrogate.hyperparameters().noise_variance.sqrt() * surrogate.y_scale();
@@ -73,9 +76,25 @@ impl Policy for EtGpUcb {
                     removed.extend(dataset.drain(..).map(|o| (o.seq, RemovalReason::Reset)));
                     state.steps_since_reset = 1;
                     state.resets += 1;
+                    model = None;
                 }
             }
             dataset.push(observation.clone());
+            match &mut model {
+                Some(surrogate) => surrogate.push(&observation.x, observation.t, observation.y)?,
+                None if dataset.len() >= 2 => {
+                    model = Some(Surrogate::fit(
+                        spec,
+                        observation.x.len(),
+                        &dataset,
+                        state.hyperparameters.as_ref(),
+                        ctx.fixed_noise,
+                        None,
+                        &mut rng,
+                    )?);
+                }
+                None => {}
+            }
         }
         Ok(removed)
     }

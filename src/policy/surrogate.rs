@@ -1,25 +1,8 @@
 //! The surrogate model of a session: a GP on standardised values (DESIGN.md §3).
 
-use crate::gp::fit::{FitOptions, Fixed, fit_hyperparameters};
+use crate::gp::fit::{FitOptions, Fixed, NOISE_VARIANCE_BOUNDS, fit_hyperparameters};
 use crate::gp::{Gp, GpError, Hyperparameters, KernelSpec};
 use crate::policy::{Observation, PolicyRng};
-
-/// Starting hyperparameters before any fit, on standardised values over [0,1]^d.
-pub fn default_hyperparameters(data: &[Observation]) -> Hyperparameters {
-    let span = data
-        .iter()
-        .map(|o| o.t)
-        .fold(None, |acc: Option<(f64, f64)>, t| {
-            Some(acc.map_or((t, t), |(lo, hi)| (lo.min(t), hi.max(t))))
-        })
-        .map_or(0.0, |(lo, hi)| hi - lo);
-    Hyperparameters {
-        signal_variance: 1.0,
-        spatial_lengthscale: 0.2,
-        temporal_lengthscale: span.max(1.0),
-        noise_variance: 1e-2,
-    }
-}
 
 /// Dataset sizes that are multiples of this get a fit with random restarts.
 pub const FULL_REFIT_EVERY: usize = 10;
@@ -32,22 +15,25 @@ pub struct Surrogate {
     y_scale: f64,
 }
 
-/// Mean and standard deviation used to standardise values (scale 1 when they do not vary).
-fn standardisation(data: &[Observation]) -> (f64, f64) {
-    if data.is_empty() {
-        return (0.0, 1.0);
-    }
-    let n = data.len() as f64;
+/// The data's mean and standard deviation (scale 1 when the values do not vary), inputs,
+/// times and standardised values.
+#[allow(clippy::type_complexity)]
+fn standardised(data: &[Observation]) -> (f64, f64, Vec<Vec<f64>>, Vec<f64>, Vec<f64>) {
+    let n = data.len().max(1) as f64;
     let mean = data.iter().map(|o| o.y).sum::<f64>() / n;
     let variance = data.iter().map(|o| (o.y - mean).powi(2)).sum::<f64>() / n;
     let scale = variance.sqrt();
+    let scale = if scale > 1e-12 * mean.abs().max(1.0) {
+        scale
+    } else {
+        1.0
+    };
     (
         mean,
-        if scale > 1e-12 * mean.abs().max(1.0) {
-            scale
-        } else {
-            1.0
-        },
+        scale,
+        data.iter().map(|o| o.x.clone()).collect(),
+        data.iter().map(|o| o.t).collect(),
+        data.iter().map(|o| (o.y - mean) / scale).collect(),
     )
 }
 
@@ -69,10 +55,7 @@ impl Surrogate {
         fixed_temporal_lengthscale: Option<f64>,
         rng: &mut PolicyRng,
     ) -> Result<Self, GpError> {
-        let (y_mean, y_scale) = standardisation(data);
-        let xs: Vec<Vec<f64>> = data.iter().map(|o| o.x.clone()).collect();
-        let ts: Vec<f64> = data.iter().map(|o| o.t).collect();
-        let ys: Vec<f64> = data.iter().map(|o| (o.y - y_mean) / y_scale).collect();
+        let (y_mean, y_scale, xs, ts, ys) = standardised(data);
         let full_refit = warm_start.is_none() || data.len().is_multiple_of(FULL_REFIT_EVERY);
         let options = FitOptions {
             restarts: if full_refit {
@@ -82,14 +65,13 @@ impl Surrogate {
             },
             fixed: Fixed {
                 temporal_lengthscale: fixed_temporal_lengthscale,
-                noise_variance: fixed_noise.map(|v| v / (y_scale * y_scale)),
+                // The noise floor of DESIGN.md §3 holds for a configured noise too.
+                noise_variance: fixed_noise
+                    .map(|v| (v / (y_scale * y_scale)).clamp(NOISE_VARIANCE_BOUNDS.0, 1e6)),
             },
             ..FitOptions::default()
         };
-        let start = warm_start
-            .copied()
-            .unwrap_or_else(|| default_hyperparameters(data));
-        let hyper = fit_hyperparameters(spec, &xs, &ts, &ys, Some(&start), &options, rng)?;
+        let hyper = fit_hyperparameters(spec, &xs, &ts, &ys, warm_start, &options, rng)?;
         let gp = Gp::new(spec, hyper, dim, xs, ts, ys)?;
         Ok(Surrogate {
             gp,
@@ -105,15 +87,8 @@ impl Surrogate {
         data: &[Observation],
         hyper: Hyperparameters,
     ) -> Result<Self, GpError> {
-        let (y_mean, y_scale) = standardisation(data);
-        let gp = Gp::new(
-            spec,
-            hyper,
-            dim,
-            data.iter().map(|o| o.x.clone()).collect(),
-            data.iter().map(|o| o.t).collect(),
-            data.iter().map(|o| (o.y - y_mean) / y_scale).collect(),
-        )?;
+        let (y_mean, y_scale, xs, ts, ys) = standardised(data);
+        let gp = Gp::new(spec, hyper, dim, xs, ts, ys)?;
         Ok(Surrogate {
             gp,
             y_mean,
@@ -155,6 +130,12 @@ impl Surrogate {
             .map(|((xi, &ti), a)| gp.kernel(x, t, xi, ti) * a)
             .sum();
         self.y_mean + self.y_scale * latent
+    }
+
+    /// Adds an observation (value on the internal scale) in O(n²), keeping the
+    /// standardisation and hyperparameters of the fit.
+    pub fn push(&mut self, x: &[f64], t: f64, y: f64) -> Result<(), GpError> {
+        self.gp.push(x, t, (y - self.y_mean) / self.y_scale)
     }
 
     /// Adds (x, t) with y = μ(x, t): the mean is unchanged and the variance shrinks, as if

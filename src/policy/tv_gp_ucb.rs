@@ -17,12 +17,12 @@ pub struct TvGpUcb {
 
 /// l_T of the forgetting rate ε (per second).
 pub fn temporal_lengthscale_of_epsilon(epsilon: f64) -> f64 {
-    -2.0 / (1.0 - epsilon).ln()
+    -2.0 / (-epsilon).ln_1p()
 }
 
 /// ε (per second) of the temporal lengthscale l_T.
 pub fn epsilon_of_temporal_lengthscale(temporal_lengthscale: f64) -> f64 {
-    1.0 - (-2.0 / temporal_lengthscale).exp()
+    -(-2.0 / temporal_lengthscale).exp_m1()
 }
 
 impl Policy for TvGpUcb {

@@ -6,9 +6,11 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use crate::gp::fit::TEMPORAL_LENGTHSCALE_BOUNDS;
 use crate::gp::{KernelKind, KernelSpec};
+use crate::policy::tv_gp_ucb::epsilon_of_temporal_lengthscale;
 use crate::session::InvalidInput;
-use crate::session::space::{Arm, ArmSpec, ParameterSpec, SearchSpace};
+use crate::session::space::{Arm, ArmSpec, MAX_MAGNITUDE, ParameterSpec, SearchSpace};
 
 /// Whether larger or smaller objective values are better.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -147,13 +149,19 @@ impl AlgorithmConfig {
                 beta
             }
             AlgorithmConfig::TvGpUcb { epsilon, beta } => {
-                if let Some(e) = epsilon
-                    && !(e.is_finite() && *e > 0.0 && *e < 1.0)
-                {
-                    return Err(InvalidInput::new(
-                        "algorithm.epsilon",
-                        "must lie strictly between 0 and 1",
-                    ));
+                if let Some(e) = epsilon {
+                    // ε ↔ l_T = −2/ln(1−ε), and l_T must lie within the fit's bounds.
+                    let (shortest, longest) = TEMPORAL_LENGTHSCALE_BOUNDS;
+                    let (low, high) = (
+                        epsilon_of_temporal_lengthscale(longest),
+                        epsilon_of_temporal_lengthscale(shortest),
+                    );
+                    if !(e.is_finite() && *e >= low && *e <= high) {
+                        return Err(InvalidInput::new(
+                            "algorithm.epsilon",
+                            format!("must lie within [{low:.3e}, {high:.6}] (per second)"),
+                        ));
+                    }
                 }
                 beta
             }
@@ -325,9 +333,12 @@ impl SessionConfig {
             (true, None, given) => Some(given.unwrap_or(KernelKind::Matern32)),
         };
         if let Some(noise) = model_request.noise
-            && !(noise.is_finite() && noise > 0.0)
+            && !(noise.is_finite() && noise > 0.0 && noise <= MAX_MAGNITUDE)
         {
-            return Err(InvalidInput::new("model.noise", "must be a number > 0"));
+            return Err(InvalidInput::new(
+                "model.noise",
+                format!("must be a number in (0, {MAX_MAGNITUDE:e}]"),
+            ));
         }
         let warmup = model_request.warmup.unwrap_or(DEFAULT_WARMUP);
         if warmup > 10_000 {

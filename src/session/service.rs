@@ -18,8 +18,8 @@ use crate::session::config::{AlgorithmConfig, CreateSession, SessionConfig, Time
 use crate::session::space::{MAX_MAGNITUDE, SearchSpace};
 use crate::session::time::{fit_response_time, median_lead, resolve_time, wall_time};
 use crate::session::views::{
-    Best, HyperparametersView, ModelView, ObservationInput, ObservationList, PredictRequest,
-    PredictResponse, Prediction, RegretPoint, RegretReport, ResponseTimeSampleView,
+    Best, ComputeTimeView, HyperparametersView, ModelView, ObservationInput, ObservationList,
+    PredictRequest, PredictResponse, Prediction, RegretPoint, RegretReport, ResponseTimeSampleView,
     ResponseTimeView, Session, SessionList, SuggestRequest, SuggestResponse, Suggestion,
 };
 use crate::store::{
@@ -89,9 +89,15 @@ pub struct IdempotencyKey {
 }
 
 impl IdempotencyKey {
-    fn record<T: serde::Serialize>(&self, status: u16, body: &T) -> IdempotencyRecord {
+    fn record<T: serde::Serialize>(
+        &self,
+        session_id: Uuid,
+        status: u16,
+        body: &T,
+    ) -> IdempotencyRecord {
         IdempotencyRecord {
             scope: self.scope.clone(),
+            session_id: Some(session_id),
             key: self.key.clone(),
             request_hash: self.request_hash.clone(),
             status,
@@ -105,15 +111,9 @@ impl IdempotencyKey {
 pub struct SessionService {
     store: Arc<dyn Store>,
     locks: Arc<Mutex<HashMap<Uuid, Arc<tokio::sync::Mutex<()>>>>>,
-}
-
-/// Runs CPU-heavy model work on the blocking pool, off the async runtime.
-async fn blocking<T: Send + 'static>(
-    work: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, ServiceError> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(|e| ServiceError::Internal(format!("model task failed: {e}")))
+    /// One permit per core: model work queues here instead of piling onto the blocking
+    /// pool (a request that timed out keeps its permit until its work ends).
+    model_permits: Arc<tokio::sync::Semaphore>,
 }
 
 /// The RNG of the `ordinal`-th call of a session with `seed` (splitmix64 of both).
@@ -142,6 +142,17 @@ fn policy_data(config: &SessionConfig, rows: &[ObservationRow]) -> Vec<Observati
         .collect()
 }
 
+/// Seconds between handing a suggestion out and its measurement: configured, or the
+/// median of the session's recent delays.
+fn lead(history: &History) -> f64 {
+    history
+        .session
+        .config
+        .time
+        .lead
+        .unwrap_or_else(|| median_lead(&history.recent_delays))
+}
+
 fn arm_points(space: &SearchSpace, config: &SessionConfig) -> Option<Vec<Vec<f64>>> {
     config.arms.as_ref().map(|arms| {
         arms.iter()
@@ -156,10 +167,31 @@ fn arm_points(space: &SearchSpace, config: &SessionConfig) -> Option<Vec<Vec<f64
 
 impl SessionService {
     pub fn new(store: Arc<dyn Store>) -> Self {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         SessionService {
             store,
             locks: Arc::default(),
+            model_permits: Arc::new(tokio::sync::Semaphore::new(cores)),
         }
+    }
+
+    /// Runs CPU-heavy model work on the blocking pool, off the async runtime.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, ServiceError> {
+        let permit = self
+            .model_permits
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|e| ServiceError::Internal(format!("model permits closed: {e}")))?;
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            work()
+        })
+        .await
+        .map_err(|e| ServiceError::Internal(format!("model task failed: {e}")))
     }
 
     pub fn store(&self) -> &Arc<dyn Store> {
@@ -212,7 +244,7 @@ impl SessionService {
             pending_count: 0,
         };
         let session = Session::from(row.clone());
-        let record = idempotency.map(|k| k.record(201, &session));
+        let record = idempotency.map(|k| k.record(row.id, 201, &session));
         self.store.create_session(&row, record.as_ref()).await?;
         Ok(session)
     }
@@ -272,14 +304,35 @@ impl SessionService {
             )
             .into());
         }
+        let arrived = Utc::now();
         let _guard = self.lock(id).await;
+        self.commit_with_retry(id, idempotency, |history| {
+            self.plan_suggest(history, &request, count, arrived)
+        })
+        .await
+    }
+
+    /// Plans a change from a fresh snapshot and commits it with the snapshot's version;
+    /// when another writer got there first, plans again from a newer snapshot.
+    async fn commit_with_retry<T, F, Fut>(
+        &self,
+        id: Uuid,
+        idempotency: Option<&IdempotencyKey>,
+        plan: F,
+    ) -> Result<T, ServiceError>
+    where
+        T: serde::Serialize,
+        F: Fn(History) -> Fut,
+        Fut: Future<Output = Result<(ChangeSet, T), ServiceError>>,
+    {
         for _ in 0..COMMIT_ATTEMPTS {
             let history = self.history(id).await?;
-            let (change, response) = self.plan_suggest(history.clone(), &request, count).await?;
-            let record = idempotency.map(|k| k.record(201, &response));
+            let version = history.session.version;
+            let (change, response) = plan(history).await?;
+            let record = idempotency.map(|k| k.record(id, 201, &response));
             match self
                 .store
-                .commit(id, history.session.version, &change, record.as_ref())
+                .commit(id, version, &change, record.as_ref())
                 .await
             {
                 Ok(()) => return Ok(response),
@@ -295,21 +348,17 @@ impl SessionService {
         history: History,
         request: &SuggestRequest,
         count: i64,
+        now: DateTime<Utc>,
     ) -> Result<(ChangeSet, SuggestResponse), ServiceError> {
         let started = Instant::now();
         let session = &history.session;
         let config = session.config.clone();
-        let now = Utc::now();
         let t_now = resolve_time(config.time.source, request.t, session.created_at, now, "t")?;
         let (expired, pending): (Vec<&SuggestionRow>, Vec<&SuggestionRow>) = history
             .pending
             .iter()
             .partition(|s| t_now - s.issued_t > config.time.pending_timeout);
-        let lead = config
-            .time
-            .lead
-            .unwrap_or_else(|| median_lead(&history.recent_delays));
-        let target = t_now + lead;
+        let target = t_now + lead(&history);
         let data = policy_data(&config, &history.active);
         let pending_points: Vec<(Vec<f64>, f64)> =
             pending.iter().map(|s| (s.unit.clone(), s.t)).collect();
@@ -318,7 +367,7 @@ impl SessionService {
         let issued_before = ordinal;
         let (proposals, state) = {
             let config = config.clone();
-            blocking(move || {
+            self.blocking(move || {
                 let space = config.space();
                 let arms = arm_points(&space, &config);
                 let ctx = SuggestContext {
@@ -342,8 +391,10 @@ impl SessionService {
         let space = config.space();
         let rows: Vec<SuggestionRow> = proposals
             .into_iter()
-            .map(|p| SuggestionRow {
+            .enumerate()
+            .map(|(i, p)| SuggestionRow {
                 id: Uuid::new_v4(),
+                ordinal: session.suggest_count + i as i64,
                 params: space.from_unit(&p.x),
                 arm: p
                     .arm
@@ -403,34 +454,25 @@ impl SessionService {
             )
             .into());
         }
+        let arrived = Utc::now();
         let _guard = self.lock(id).await;
-        for _ in 0..COMMIT_ATTEMPTS {
-            let history = self.history(id).await?;
-            let (change, response) = self.plan_observe(&history, &inputs).await?;
-            let record = idempotency.map(|k| k.record(201, &response));
-            match self
-                .store
-                .commit(id, history.session.version, &change, record.as_ref())
-                .await
-            {
-                Ok(()) => return Ok(response),
-                Err(StoreError::Conflict) => continue,
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Err(ServiceError::Store(StoreError::Conflict))
+        self.commit_with_retry(id, idempotency, |history| {
+            let inputs = &inputs;
+            async move { self.plan_observe(&history, inputs, arrived).await }
+        })
+        .await
     }
 
     async fn plan_observe(
         &self,
         history: &History,
         inputs: &[(String, ObservationInput)],
+        now: DateTime<Utc>,
     ) -> Result<(ChangeSet, ObservationList), ServiceError> {
         let started = Instant::now();
         let session = &history.session;
         let config = &session.config;
         let space = config.space();
-        let now = Utc::now();
         let mut seen_suggestions = BTreeSet::new();
         let mut rows = Vec::with_capacity(inputs.len());
         let mut observed_suggestions = Vec::new();
@@ -525,7 +567,14 @@ impl SessionService {
                     }
                     t
                 }
-                _ => resolve_time(
+                (TimeSource::Client, Some(_)) => {
+                    return Err(InvalidInput::new(
+                        field("measured_at"),
+                        "this session uses client time; send t (seconds), not measured_at",
+                    )
+                    .into());
+                }
+                (_, None) => resolve_time(
                     config.time.source,
                     input.t,
                     session.created_at,
@@ -553,7 +602,7 @@ impl SessionService {
         let mut state = policy_state(session)?;
         let (removals, state) = {
             let config = config.clone();
-            blocking(move || {
+            self.blocking(move || {
                 let policy = policy::policy_for(&config.algorithm);
                 let ctx = ObserveContext {
                     model: &config.model,
@@ -671,7 +720,7 @@ impl SessionService {
     pub async fn regret(&self, id: Uuid) -> Result<RegretReport, ServiceError> {
         let history = self.history(id).await?;
         let rows = self.store.list_observations(id, 0, i64::MAX, true).await?;
-        blocking(move || -> Result<RegretReport, ServiceError> {
+        self.blocking(move || -> Result<RegretReport, ServiceError> {
             let config = &history.session.config;
             let surrogate = Self::current_surrogate(config, &history)?;
             let space = config.space();
@@ -742,6 +791,7 @@ impl SessionService {
     pub async fn model(&self, id: Uuid) -> Result<ModelView, ServiceError> {
         let history = self.history(id).await?;
         let samples = self.store.response_times(id).await?;
+        let calls = self.store.call_stats(id).await?;
         let session = &history.session;
         let config = &session.config;
         let state = policy_state(session)?;
@@ -769,10 +819,7 @@ impl SessionService {
             dataset_size: history.active.len() as i64,
             max_dataset_size: None,
             hyperparameters,
-            lead: config
-                .time
-                .lead
-                .unwrap_or_else(|| median_lead(&history.recent_delays)),
+            lead: lead(&history),
             response_time: ResponseTimeView {
                 coefficients: fit_response_time(&points),
                 samples: samples
@@ -783,6 +830,15 @@ impl SessionService {
                     })
                     .collect(),
             },
+            compute_time: calls
+                .into_iter()
+                .map(|c| ComputeTimeView {
+                    kind: c.kind,
+                    count: c.count,
+                    mean_seconds: c.mean_seconds,
+                    max_seconds: c.max_seconds,
+                })
+                .collect(),
             algorithm_state: state,
         })
     }
@@ -827,7 +883,7 @@ impl SessionService {
             .enumerate()
             .map(|(i, p)| space.to_unit(p, &format!("points[{i}]")))
             .collect::<Result<Vec<_>, _>>()?;
-        blocking(move || -> Result<PredictResponse, ServiceError> {
+        self.blocking(move || -> Result<PredictResponse, ServiceError> {
             let config = &history.session.config;
             let surrogate = Self::current_surrogate(config, &history)?.ok_or_else(|| {
                 ServiceError::Conflict(InvalidInput::new(
@@ -859,7 +915,7 @@ impl SessionService {
     pub async fn best(&self, id: Uuid, t: Option<f64>) -> Result<Best, ServiceError> {
         let history = self.history(id).await?;
         let t = Self::query_time(&history, t)?;
-        blocking(move || -> Result<Best, ServiceError> {
+        self.blocking(move || -> Result<Best, ServiceError> {
             let config = &history.session.config;
             let surrogate = Self::current_surrogate(config, &history)?.ok_or_else(|| {
                 ServiceError::Conflict(InvalidInput::new(

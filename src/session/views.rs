@@ -236,6 +236,16 @@ pub struct ResponseTimeView {
     pub coefficients: Option<[f64; 4]>,
 }
 
+/// The server's own compute time for one kind of call (not the network, not the client).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ComputeTimeView {
+    /// `suggest` or `observe`.
+    pub kind: String,
+    pub count: i64,
+    pub mean_seconds: f64,
+    pub max_seconds: f64,
+}
+
 /// The model behind a session.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct ModelView {
@@ -246,6 +256,7 @@ pub struct ModelView {
     /// Seconds added to a suggestion's time (configured or the median past delay).
     pub lead: f64,
     pub response_time: ResponseTimeView,
+    pub compute_time: Vec<ComputeTimeView>,
     pub algorithm_state: PolicyState,
 }
 

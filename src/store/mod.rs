@@ -87,6 +87,8 @@ impl SuggestionStatus {
 #[derive(Clone, Debug, PartialEq)]
 pub struct SuggestionRow {
     pub id: Uuid,
+    /// 0, 1, ... per session, in the order suggestions were handed out.
+    pub ordinal: i64,
     pub params: Params,
     /// The point in [0,1]^d the model saw.
     pub unit: Vec<f64>,
@@ -171,11 +173,25 @@ pub struct ChangeSet {
 pub struct IdempotencyRecord {
     /// `METHOD path`.
     pub scope: String,
+    /// The session the request concerns: the record is deleted with it.
+    pub session_id: Option<Uuid>,
     pub key: String,
     /// SHA-256 of the request body (hex).
     pub request_hash: String,
     pub status: u16,
     pub body: String,
+}
+
+/// How long an idempotency record is kept: retries come within minutes, not days.
+pub const IDEMPOTENCY_TTL_MICROS: i64 = 24 * 3600 * 1_000_000;
+
+/// Server compute time of one kind of call of a session.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CallStats {
+    pub kind: String,
+    pub count: i64,
+    pub mean_seconds: f64,
+    pub max_seconds: f64,
 }
 
 /// Cursor of the session listing: sessions created strictly before this point.
@@ -229,6 +245,8 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<Vec<ObservationRow>, StoreError>;
     async fn response_times(&self, session_id: Uuid)
     -> Result<Vec<ResponseTimeSample>, StoreError>;
+    /// Compute-time statistics per kind of call.
+    async fn call_stats(&self, session_id: Uuid) -> Result<Vec<CallStats>, StoreError>;
     async fn get_idempotency(
         &self,
         scope: &str,

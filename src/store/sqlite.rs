@@ -12,8 +12,9 @@ use sqlx::{Row, SqlitePool};
 use uuid::Uuid;
 
 use super::{
-    ChangeSet, History, IdempotencyRecord, ObservationRow, ResponseTimeSample, SessionCursor,
-    SessionRow, Store, StoreError, SuggestionRow, SuggestionStatus, from_micros, to_micros,
+    CallStats, ChangeSet, History, IDEMPOTENCY_TTL_MICROS, IdempotencyRecord, ObservationRow,
+    ResponseTimeSample, SessionCursor, SessionRow, Store, StoreError, SuggestionRow,
+    SuggestionStatus, from_micros, to_micros,
 };
 
 /// How many recent measurement delays feed the lead-time estimate.
@@ -38,7 +39,8 @@ impl SqliteStore {
         let options = SqliteConnectOptions::from_str(url)?
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Normal)
+            // FULL: a committed transaction survives a power loss (NORMAL in WAL does not).
+            .synchronous(SqliteSynchronous::Full)
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(10));
         let in_memory = url.contains(":memory:") || url.contains("mode=memory");
@@ -95,6 +97,7 @@ fn session_from_row(row: &SqliteRow) -> Result<SessionRow, StoreError> {
 fn suggestion_from_row(row: &SqliteRow) -> Result<SuggestionRow, StoreError> {
     Ok(SuggestionRow {
         id: parse_uuid(row.try_get("id")?)?,
+        ordinal: row.try_get("ordinal")?,
         params: serde_json::from_str(row.try_get("params")?).map_err(|e| corrupt("params", e))?,
         unit: serde_json::from_str(row.try_get("unit")?).map_err(|e| corrupt("unit", e))?,
         arm: row.try_get("arm")?,
@@ -133,16 +136,22 @@ async fn insert_idempotency(
     tx: &mut sqlx::SqliteConnection,
     record: &IdempotencyRecord,
 ) -> Result<(), StoreError> {
+    let now = to_micros(Utc::now());
+    sqlx::query("DELETE FROM idempotency WHERE created_micros < ?1")
+        .bind(now - IDEMPOTENCY_TTL_MICROS)
+        .execute(&mut *tx)
+        .await?;
     let result = sqlx::query(
-        "INSERT INTO idempotency (scope, key, request_hash, status, body, created_micros) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (scope, key) DO NOTHING",
+        "INSERT INTO idempotency (scope, session_id, key, request_hash, status, body, \
+         created_micros) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (scope, key) DO NOTHING",
     )
     .bind(&record.scope)
+    .bind(record.session_id.map(|id| id.to_string()))
     .bind(&record.key)
     .bind(&record.request_hash)
     .bind(i64::from(record.status))
     .bind(&record.body)
-    .bind(to_micros(Utc::now()))
+    .bind(now)
     .execute(&mut *tx)
     .await?;
     if result.rows_affected() == 0 {
@@ -228,13 +237,11 @@ impl Store for SqliteStore {
     async fn delete_session(&self, id: Uuid) -> Result<bool, StoreError> {
         let mut tx = self.pool.begin().await?;
         let id = id.to_string();
-        for table in ["observations", "suggestions", "response_times", "calls"] {
-            let sql = format!("DELETE FROM {table} WHERE session_id = ?1");
-            sqlx::query(sqlx::AssertSqlSafe(sql))
-                .bind(&id)
-                .execute(&mut *tx)
-                .await?;
-        }
+        // Suggestions, observations, response times and calls go by ON DELETE CASCADE.
+        sqlx::query("DELETE FROM idempotency WHERE session_id = ?1")
+            .bind(&id)
+            .execute(&mut *tx)
+            .await?;
         let deleted = sqlx::query("DELETE FROM sessions WHERE id = ?1")
             .bind(&id)
             .execute(&mut *tx)
@@ -268,7 +275,7 @@ impl Store for SqliteStore {
         .collect::<Result<Vec<_>, _>>()?;
         let pending = sqlx::query(
             "SELECT * FROM suggestions WHERE session_id = ?1 AND status = 'pending' \
-             ORDER BY created_micros, id",
+             ORDER BY ordinal",
         )
         .bind(&key)
         .fetch_all(&mut *tx)
@@ -346,11 +353,12 @@ impl Store for SqliteStore {
         }
         for s in &change.new_suggestions {
             sqlx::query(
-                "INSERT INTO suggestions (id, session_id, params, unit, arm, issued_t, t, \
-                 created_micros, status) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                "INSERT INTO suggestions (id, session_id, ordinal, params, unit, arm, issued_t, \
+                 t, created_micros, status) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             )
             .bind(s.id.to_string())
             .bind(&key)
+            .bind(s.ordinal)
             .bind(to_json(&s.params))
             .bind(to_json(&s.unit))
             .bind(&s.arm)
@@ -489,13 +497,34 @@ impl Store for SqliteStore {
             .collect()
     }
 
+    async fn call_stats(&self, session_id: Uuid) -> Result<Vec<CallStats>, StoreError> {
+        sqlx::query(
+            "SELECT kind, COUNT(*) AS count, AVG(compute_seconds) AS mean, \
+             MAX(compute_seconds) AS max FROM calls WHERE session_id = ?1 \
+             GROUP BY kind ORDER BY kind",
+        )
+        .bind(session_id.to_string())
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(|r| {
+            Ok(CallStats {
+                kind: r.try_get("kind")?,
+                count: r.try_get("count")?,
+                mean_seconds: r.try_get("mean")?,
+                max_seconds: r.try_get("max")?,
+            })
+        })
+        .collect()
+    }
+
     async fn get_idempotency(
         &self,
         scope: &str,
         key: &str,
     ) -> Result<Option<IdempotencyRecord>, StoreError> {
         let row = sqlx::query(
-            "SELECT scope, key, request_hash, status, body FROM idempotency \
+            "SELECT scope, session_id, key, request_hash, status, body FROM idempotency \
              WHERE scope = ?1 AND key = ?2",
         )
         .bind(scope)
@@ -503,8 +532,10 @@ impl Store for SqliteStore {
         .fetch_optional(&self.pool)
         .await?;
         row.map(|r| {
+            let session_id: Option<&str> = r.try_get("session_id")?;
             Ok(IdempotencyRecord {
                 scope: r.try_get("scope")?,
+                session_id: session_id.map(parse_uuid).transpose()?,
                 key: r.try_get("key")?,
                 request_hash: r.try_get("request_hash")?,
                 status: u16::try_from(r.try_get::<i64, _>("status")?)
