@@ -124,5 +124,79 @@ fn bench_push_remove(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_fit, bench_ucb, bench_push_remove);
+/// One suggest of the production policy (TV-GP-UCB): warm-started fit (the state of the
+/// previous call), factorisation, UCB maximisation — DESIGN.md §9's "one iteration".
+fn bench_suggest(c: &mut Criterion) {
+    use tvbo::policy::{self, Observation, PolicyState, SuggestContext};
+    use tvbo::session::config::ModelConfig;
+    use tvbo::session::space::{ParameterSpec, ParameterType, Scale, SearchSpace};
+
+    let mut group = c.benchmark_group("suggest_iteration");
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3));
+    let space = SearchSpace::new(
+        (0..DIM)
+            .map(|i| ParameterSpec {
+                name: format!("x{i}"),
+                kind: ParameterType::Float,
+                low: 0.0,
+                high: 1.0,
+                scale: Scale::Linear,
+            })
+            .collect(),
+    )
+    .unwrap();
+    let model = ModelConfig {
+        spatial_kernel: KernelKind::Matern52,
+        temporal_kernel: Some(KernelKind::Matern12),
+        noise: None,
+        warmup: 0,
+    };
+    let algorithm = tvbo::session::config::AlgorithmConfig::default();
+    let tv_gp_ucb = policy::policy_for(&algorithm);
+    // Sizes off the multiples of FULL_REFIT_EVERY: the warm-started fit of most calls.
+    for n in [25, 101, 201, 401, 801] {
+        let (xs, ts, ys) = data(n);
+        let observations: Vec<Observation> = (0..n)
+            .map(|i| Observation {
+                seq: i as i64 + 1,
+                x: xs[i].clone(),
+                t: ts[i],
+                y: ys[i],
+            })
+            .collect();
+        let ctx = SuggestContext {
+            space: &space,
+            arms: None,
+            model: &model,
+            data: &observations,
+            pending: &[],
+            t: 600.0,
+            count: 1,
+            issued_before: n as u64,
+            fixed_noise: None,
+        };
+        let mut warm = PolicyState::default();
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        policy::suggest(tv_gp_ucb.as_ref(), &ctx, &mut warm, &mut rng).unwrap();
+        group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
+            b.iter(|| {
+                let mut state = warm.clone();
+                let mut rng = ChaCha8Rng::seed_from_u64(4);
+                black_box(policy::suggest(tv_gp_ucb.as_ref(), &ctx, &mut state, &mut rng).unwrap())
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    bench_fit,
+    bench_ucb,
+    bench_push_remove,
+    bench_suggest
+);
 criterion_main!(benches);
