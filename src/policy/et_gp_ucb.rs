@@ -9,8 +9,8 @@
 use rand::SeedableRng;
 
 use super::{
-    Observation, ObserveContext, Policy, PolicyError, PolicyRng, PolicyState, Proposal,
-    RemovalReason, SuggestContext, Surrogate, ucb_proposals,
+    Observation, ObserveContext, Policy, PolicyError, PolicyRng, PolicyState, RemovalReason,
+    Surrogate,
 };
 use crate::session::config::Beta;
 
@@ -32,13 +32,8 @@ impl EtGpUcb {
 }
 
 impl Policy for EtGpUcb {
-    fn propose(
-        &self,
-        ctx: &SuggestContext<'_>,
-        state: &mut PolicyState,
-        rng: &mut PolicyRng,
-    ) -> Result<Vec<Proposal>, PolicyError> {
-        ucb_proposals(self, self.beta, ctx, state, rng)
+    fn beta(&self) -> Beta {
+        self.beta
     }
 
     fn observe(

@@ -1,7 +1,7 @@
 //! GP-UCB (Srinivas et al. 2010, paper 004, Section 3 and Algorithm 1): x_t = argmax
 //! μ_{t−1}(x) + √β_t σ_{t−1}(x) under a static kernel; every observation is kept forever.
 
-use super::{Policy, PolicyError, PolicyRng, PolicyState, Proposal, SuggestContext, ucb_proposals};
+use super::Policy;
 use crate::session::config::Beta;
 
 /// GP-UCB with a static kernel (k_T ≡ 1).
@@ -10,12 +10,7 @@ pub struct GpUcb {
 }
 
 impl Policy for GpUcb {
-    fn propose(
-        &self,
-        ctx: &SuggestContext<'_>,
-        state: &mut PolicyState,
-        rng: &mut PolicyRng,
-    ) -> Result<Vec<Proposal>, PolicyError> {
-        ucb_proposals(self, self.beta, ctx, state, rng)
+    fn beta(&self) -> Beta {
+        self.beta
     }
 }

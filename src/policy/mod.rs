@@ -111,13 +111,28 @@ pub enum PolicyError {
 
 /// An optimisation algorithm.
 pub trait Policy: Send + Sync {
-    /// Proposes `ctx.count` distinct points after the warm-up (see [`suggest`]).
+    /// Proposes `ctx.count` distinct points after the warm-up (see [`suggest`]). The
+    /// default is the UCB step shared by the GP-UCB family ([`ucb_proposals`]).
     fn propose(
         &self,
         ctx: &SuggestContext<'_>,
         state: &mut PolicyState,
         rng: &mut PolicyRng,
-    ) -> Result<Vec<Proposal>, PolicyError>;
+    ) -> Result<Vec<Proposal>, PolicyError> {
+        ucb_proposals(
+            self.kernel(ctx.model),
+            self.fixed_temporal_lengthscale(),
+            self.beta(),
+            ctx,
+            state,
+            rng,
+        )
+    }
+
+    /// The exploration weight of the UCB step.
+    fn beta(&self) -> Beta {
+        Beta::default()
+    }
 
     /// Called with new observations before they are stored; returns the seqs (old or new)
     /// to forget. The default forgets nothing.
@@ -231,21 +246,21 @@ pub fn beta_value(beta: Beta, dim: usize, n: usize, arms: Option<usize>) -> f64 
 /// points as hallucinated observations (GP-BUCB, Desautels et al. 2014: y = μ(x), which
 /// leaves the mean unchanged and shrinks the variance), and pick `count` maximisers of
 /// μ + √β σ at the target time, each hallucinated before the next.
-pub(crate) fn ucb_proposals(
-    policy: &dyn Policy,
+pub fn ucb_proposals(
+    spec: KernelSpec,
+    fixed_temporal_lengthscale: Option<f64>,
     beta: Beta,
     ctx: &SuggestContext<'_>,
     state: &mut PolicyState,
     rng: &mut PolicyRng,
 ) -> Result<Vec<Proposal>, PolicyError> {
-    let spec = policy.kernel(ctx.model);
     let mut surrogate = Surrogate::fit(
         spec,
         ctx.space.dim(),
         ctx.data,
         state.hyperparameters.as_ref(),
         ctx.fixed_noise,
-        policy.fixed_temporal_lengthscale(),
+        fixed_temporal_lengthscale,
         rng,
     )?;
     state.hyperparameters = Some(*surrogate.hyperparameters());

@@ -2,10 +2,7 @@
 //! blocks of N observations, the posterior reset to the prior at the start of each block.
 //! The default N = 15 is the block length their Section 5.2 picks by cross-validation.
 
-use super::{
-    ObserveContext, Policy, PolicyError, PolicyRng, PolicyState, Proposal, RemovalReason,
-    SuggestContext, ucb_proposals,
-};
+use super::{ObserveContext, Policy, PolicyError, PolicyState, RemovalReason};
 use crate::session::config::Beta;
 
 /// GP-UCB that forgets everything every `reset_every` observations.
@@ -15,13 +12,8 @@ pub struct RGpUcb {
 }
 
 impl Policy for RGpUcb {
-    fn propose(
-        &self,
-        ctx: &SuggestContext<'_>,
-        state: &mut PolicyState,
-        rng: &mut PolicyRng,
-    ) -> Result<Vec<Proposal>, PolicyError> {
-        ucb_proposals(self, self.beta, ctx, state, rng)
+    fn beta(&self) -> Beta {
+        self.beta
     }
 
     /// Each observation fills the current block; when the block holds N observations the

@@ -6,7 +6,7 @@
 //! with the other hyperparameters, as the paper does on its real data (Section 5.2), and
 //! reported back as ε = 1 − e^{−2/l_T}.
 
-use super::{Policy, PolicyError, PolicyRng, PolicyState, Proposal, SuggestContext, ucb_proposals};
+use super::Policy;
 use crate::session::config::Beta;
 
 /// TV-GP-UCB with ε learned (None) or fixed.
@@ -26,13 +26,8 @@ pub fn epsilon_of_temporal_lengthscale(temporal_lengthscale: f64) -> f64 {
 }
 
 impl Policy for TvGpUcb {
-    fn propose(
-        &self,
-        ctx: &SuggestContext<'_>,
-        state: &mut PolicyState,
-        rng: &mut PolicyRng,
-    ) -> Result<Vec<Proposal>, PolicyError> {
-        ucb_proposals(self, self.beta, ctx, state, rng)
+    fn beta(&self) -> Beta {
+        self.beta
     }
 
     fn fixed_temporal_lengthscale(&self) -> Option<f64> {
