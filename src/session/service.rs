@@ -364,7 +364,6 @@ impl SessionService {
             pending.iter().map(|s| (s.unit.clone(), s.t)).collect();
         let mut state = policy_state(session)?;
         let ordinal = session.suggest_count as u64;
-        let issued_before = ordinal;
         let (proposals, state) = {
             let config = config.clone();
             self.blocking(move || {
@@ -378,7 +377,7 @@ impl SessionService {
                     pending: &pending_points,
                     t: target,
                     count: count as usize,
-                    issued_before,
+                    issued_before: ordinal,
                     fixed_noise: config.model.noise,
                 };
                 let policy = policy::policy_for(&config.algorithm);
