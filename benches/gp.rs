@@ -192,11 +192,109 @@ fn bench_suggest(c: &mut Criterion) {
     group.finish();
 }
 
+/// One BOLT iteration at a full dataset: suggest (warm-started fit, UCB maximisation),
+/// then observe the suggestion, which pushes the dataset above n* and removes the least
+/// relevant observation (relevance of all, one removal).
+fn bench_bolt_iteration(c: &mut Criterion) {
+    use tvbo::policy::{self, Observation, ObserveContext, PolicyState, SuggestContext};
+    use tvbo::session::config::{AlgorithmConfig, Beta, ModelConfig};
+    use tvbo::session::space::{ParameterSpec, ParameterType, Scale, SearchSpace};
+
+    let mut group = c.benchmark_group("bolt_iteration");
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3));
+    let space = SearchSpace::new(
+        (0..DIM)
+            .map(|i| ParameterSpec {
+                name: format!("x{i}"),
+                kind: ParameterType::Float,
+                low: 0.0,
+                high: 1.0,
+                scale: Scale::Linear,
+            })
+            .collect(),
+    )
+    .unwrap();
+    let model = ModelConfig {
+        spatial_kernel: KernelKind::Matern52,
+        temporal_kernel: Some(KernelKind::Matern32),
+        noise: None,
+        warmup: 0,
+    };
+    for n in [101, 401] {
+        let bolt = policy::policy_for(&AlgorithmConfig::Bolt {
+            min_dataset_size: 1,
+            max_dataset_size: n as u64,
+            beta: Beta::default(),
+        });
+        let (xs, ts, ys) = data(n);
+        let observations: Vec<Observation> = (0..n)
+            .map(|i| Observation {
+                seq: i as i64 + 1,
+                x: xs[i].clone(),
+                t: ts[i],
+                y: ys[i],
+            })
+            .collect();
+        let ctx = SuggestContext {
+            space: &space,
+            arms: None,
+            model: &model,
+            data: &observations,
+            pending: &[],
+            t: 600.0,
+            count: 1,
+            issued_before: n as u64,
+            fixed_noise: None,
+        };
+        let mut warm = PolicyState::default();
+        policy::suggest(bolt.as_ref(), &ctx, &mut warm, &mut ChaCha8Rng::seed_from_u64(3)).unwrap();
+        group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
+            b.iter(|| {
+                let mut state = warm.clone();
+                let proposal = policy::suggest(
+                    bolt.as_ref(),
+                    &ctx,
+                    &mut state,
+                    &mut ChaCha8Rng::seed_from_u64(4),
+                )
+                .unwrap()
+                .remove(0);
+                let new = [Observation {
+                    seq: n as i64 + 1,
+                    x: proposal.x,
+                    t: 600.0,
+                    y: 0.0,
+                }];
+                let removed = bolt
+                    .observe(
+                        &ObserveContext {
+                            model: &model,
+                            data: &observations,
+                            new: &new,
+                            fixed_noise: None,
+                            t: 600.0,
+                            response_times: &[],
+                        },
+                        &mut state,
+                    )
+                    .unwrap();
+                assert_eq!(removed.len(), 1);
+                black_box(removed)
+            })
+        });
+    }
+    group.finish();
+}
+
 criterion_group!(
     benches,
     bench_fit,
     bench_ucb,
     bench_push_remove,
-    bench_suggest
+    bench_suggest,
+    bench_bolt_iteration
 );
 criterion_main!(benches);

@@ -143,6 +143,8 @@ mod tests {
                     data: &data,
                     new: &new,
                     fixed_noise: None,
+                    t: 20.0,
+                    response_times: &[],
                 },
                 &mut state,
             )

@@ -5,12 +5,14 @@
 //! arrives, says which observations to forget. It does no IO; the session service loads
 //! and commits around it.
 
+pub mod bolt;
 mod et_gp_ucb;
 mod gp_ucb;
 mod r_gp_ucb;
 mod random;
 pub mod surrogate;
 pub mod tv_gp_ucb;
+mod w_dbo;
 
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
@@ -49,6 +51,15 @@ pub struct PolicyState {
     /// Resets so far (R-GP-UCB, ET-GP-UCB).
     #[serde(default)]
     pub resets: u64,
+    /// BOLT's recommended dataset size n* (null until computed).
+    #[serde(default)]
+    pub max_dataset_size: Option<u64>,
+    /// W-DBO's removal budget (in units of ln(1 + relevance)).
+    #[serde(default)]
+    pub budget: f64,
+    /// Session time of the latest observation seen by W-DBO's budget.
+    #[serde(default)]
+    pub last_observation_t: Option<f64>,
 }
 
 /// What a suggest call works from.
@@ -85,6 +96,10 @@ pub struct ObserveContext<'a> {
     /// The observations of this call, in order.
     pub new: &'a [Observation],
     pub fixed_noise: Option<f64>,
+    /// Session time now: relevance integrates over [t, ∞).
+    pub t: f64,
+    /// Response-time samples (n, seconds) of the session (BOLT's R(n)).
+    pub response_times: &'a [(f64, f64)],
 }
 
 /// Why an observation left the active dataset.
@@ -92,12 +107,18 @@ pub struct ObserveContext<'a> {
 pub enum RemovalReason {
     /// A scheduled or event-triggered reset (R-GP-UCB, ET-GP-UCB).
     Reset,
+    /// Least relevant while the dataset exceeded n* (BOLT).
+    Relevance,
+    /// Relevance below the accumulated budget (W-DBO).
+    Budget,
 }
 
 impl RemovalReason {
     pub fn as_str(self) -> &'static str {
         match self {
             RemovalReason::Reset => "reset",
+            RemovalReason::Relevance => "relevance",
+            RemovalReason::Budget => "budget",
         }
     }
 }
@@ -158,6 +179,24 @@ pub trait Policy: Send + Sync {
 /// The policy of an algorithm configuration.
 pub fn policy_for(config: &AlgorithmConfig) -> Box<dyn Policy> {
     match config {
+        AlgorithmConfig::Bolt {
+            min_dataset_size,
+            max_dataset_size,
+            beta,
+        } => Box::new(bolt::Bolt {
+            min_dataset_size: *min_dataset_size,
+            max_dataset_size: *max_dataset_size,
+            beta: *beta,
+        }),
+        AlgorithmConfig::WDbo {
+            alpha,
+            min_dataset_size,
+            beta,
+        } => Box::new(w_dbo::WDbo {
+            alpha: *alpha,
+            min_dataset_size: *min_dataset_size,
+            beta: *beta,
+        }),
         AlgorithmConfig::Random {} => Box::new(random::RandomSearch),
         AlgorithmConfig::GpUcb { beta } => Box::new(gp_ucb::GpUcb { beta: *beta }),
         AlgorithmConfig::RGpUcb { reset_every, beta } => Box::new(r_gp_ucb::RGpUcb {
@@ -240,6 +279,37 @@ pub fn beta_value(beta: Beta, dim: usize, n: usize, arms: Option<usize>) -> f64 
             ),
         },
     }
+}
+
+/// The model of the active data after this call's observations, with the saved
+/// hyperparameters (fitted now, reproducibly, when there are none yet), for the
+/// relevance-based forgetting of BOLT and W-DBO.
+pub(crate) fn model_after(
+    policy: &dyn Policy,
+    ctx: &ObserveContext<'_>,
+    state: &mut PolicyState,
+) -> Result<(Vec<Observation>, Surrogate), PolicyError> {
+    use rand::SeedableRng;
+    let data: Vec<Observation> = ctx.data.iter().chain(ctx.new).cloned().collect();
+    let dim = data.first().map_or(0, |o| o.x.len());
+    let spec = policy.kernel(ctx.model);
+    let surrogate = match state.hyperparameters {
+        Some(hyper) => Surrogate::with_hyperparameters(spec, dim, &data, hyper)?,
+        None => {
+            let surrogate = Surrogate::fit(
+                spec,
+                dim,
+                &data,
+                None,
+                ctx.fixed_noise,
+                policy.fixed_temporal_lengthscale(),
+                &mut PolicyRng::seed_from_u64(0),
+            )?;
+            state.hyperparameters = Some(*surrogate.hyperparameters());
+            surrogate
+        }
+    };
+    Ok((data, surrogate))
 }
 
 /// The UCB step shared by the GP-UCB family: fit the model to the data, add the pending

@@ -64,10 +64,43 @@ fn default_et_delta() -> f64 {
     0.1
 }
 
+fn default_min_dataset_size() -> u64 {
+    15
+}
+
+fn default_max_dataset_size() -> u64 {
+    5000
+}
+
+fn default_wdbo_alpha() -> f64 {
+    0.25
+}
+
 /// The algorithm of a session and its options (`{"name": ..., options...}`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(tag = "name", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum AlgorithmConfig {
+    /// BOLT (Bardou & Thiran, Algorithm 1): spatio-temporal UCB that keeps at most n*
+    /// observations, n* = argmax_n Σ_{i≤n} k_T²(i·R̂(n)) (their Eq. (9)) from the measured
+    /// response time R̂(n), and forgets the least relevant ones.
+    Bolt {
+        #[serde(default = "default_min_dataset_size")]
+        min_dataset_size: u64,
+        #[serde(default = "default_max_dataset_size")]
+        max_dataset_size: u64,
+        #[serde(default)]
+        beta: Beta,
+    },
+    /// W-DBO (Bardou et al. 2024): spatio-temporal UCB that forgets observations whose
+    /// relevance is below a budget growing with time at rate ln(1+α) per temporal lengthscale.
+    WDbo {
+        #[serde(default = "default_wdbo_alpha")]
+        alpha: f64,
+        #[serde(default = "default_min_dataset_size")]
+        min_dataset_size: u64,
+        #[serde(default)]
+        beta: Beta,
+    },
     /// Uniform random search: the floor every algorithm must beat.
     Random {},
     /// GP-UCB (Srinivas et al. 2010): static kernel, never forgets.
@@ -102,8 +135,9 @@ pub enum AlgorithmConfig {
 
 impl Default for AlgorithmConfig {
     fn default() -> Self {
-        AlgorithmConfig::TvGpUcb {
-            epsilon: None,
+        AlgorithmConfig::Bolt {
+            min_dataset_size: default_min_dataset_size(),
+            max_dataset_size: default_max_dataset_size(),
             beta: Beta::default(),
         }
     }
@@ -113,6 +147,8 @@ impl AlgorithmConfig {
     /// The name used in the API.
     pub fn name(&self) -> &'static str {
         match self {
+            AlgorithmConfig::Bolt { .. } => "bolt",
+            AlgorithmConfig::WDbo { .. } => "w-dbo",
             AlgorithmConfig::Random {} => "random",
             AlgorithmConfig::GpUcb { .. } => "gp-ucb",
             AlgorithmConfig::RGpUcb { .. } => "r-gp-ucb",
@@ -123,7 +159,10 @@ impl AlgorithmConfig {
 
     /// Whether the model has a temporal kernel (spatio-temporal algorithms) or k_T ≡ 1.
     pub fn uses_time(&self) -> bool {
-        matches!(self, AlgorithmConfig::TvGpUcb { .. })
+        matches!(
+            self,
+            AlgorithmConfig::TvGpUcb { .. } | AlgorithmConfig::Bolt { .. } | AlgorithmConfig::WDbo { .. }
+        )
     }
 
     /// The temporal kernel an algorithm fixes, if it fixes one.
@@ -138,6 +177,34 @@ impl AlgorithmConfig {
     fn validate(&self) -> Result<(), InvalidInput> {
         let beta = match self {
             AlgorithmConfig::Random {} => return Ok(()),
+            AlgorithmConfig::Bolt {
+                min_dataset_size,
+                max_dataset_size,
+                beta,
+            } => {
+                validate_dataset_floor(*min_dataset_size)?;
+                if !(*min_dataset_size..=MAX_DATASET_SIZE).contains(max_dataset_size) {
+                    return Err(InvalidInput::new(
+                        "algorithm.max_dataset_size",
+                        format!("must lie within [min_dataset_size, {MAX_DATASET_SIZE}]"),
+                    ));
+                }
+                beta
+            }
+            AlgorithmConfig::WDbo {
+                alpha,
+                min_dataset_size,
+                beta,
+            } => {
+                validate_dataset_floor(*min_dataset_size)?;
+                if !(alpha.is_finite() && *alpha > 0.0 && *alpha <= 1e6) {
+                    return Err(InvalidInput::new(
+                        "algorithm.alpha",
+                        "must be a number in (0, 1e6]",
+                    ));
+                }
+                beta
+            }
             AlgorithmConfig::GpUcb { beta } => beta,
             AlgorithmConfig::RGpUcb { reset_every, beta } => {
                 if *reset_every == 0 {
@@ -185,6 +252,19 @@ impl AlgorithmConfig {
         }
         Ok(())
     }
+}
+
+/// Largest dataset a session may keep (BOLT's `max_dataset_size` bound).
+pub const MAX_DATASET_SIZE: u64 = 20_000;
+
+fn validate_dataset_floor(min_dataset_size: u64) -> Result<(), InvalidInput> {
+    if !(1..=MAX_DATASET_SIZE).contains(&min_dataset_size) {
+        return Err(InvalidInput::new(
+            "algorithm.min_dataset_size",
+            format!("must lie within [1, {MAX_DATASET_SIZE}]"),
+        ));
+    }
+    Ok(())
 }
 
 /// The surrogate model's settings as sent by a client; absent fields take defaults.
@@ -410,7 +490,8 @@ mod tests {
     fn defaults_are_filled_in() {
         let config = parse(r#"{"parameters":[{"name":"x","low":0,"high":1}]}"#).unwrap();
         assert_eq!(config.algorithm, AlgorithmConfig::default());
-        assert_eq!(config.model.temporal_kernel, Some(KernelKind::Matern12));
+        assert_eq!(config.algorithm.name(), "bolt");
+        assert_eq!(config.model.temporal_kernel, Some(KernelKind::Matern32));
         assert_eq!(config.model.spatial_kernel, KernelKind::Matern52);
         assert_eq!(config.model.warmup, 15);
         assert_eq!(config.seed, 7);

@@ -11,6 +11,7 @@ use rand::SeedableRng;
 use uuid::Uuid;
 
 use crate::acquisition::{self, AcquisitionOptions};
+use crate::gp::relevance::Relevance;
 use crate::policy::{self, Observation, ObserveContext, PolicyRng, PolicyState, Surrogate};
 use crate::policy::{PolicyError, SuggestContext};
 use crate::session::InvalidInput;
@@ -18,7 +19,7 @@ use crate::session::config::{AlgorithmConfig, CreateSession, SessionConfig, Time
 use crate::session::space::{MAX_MAGNITUDE, SearchSpace};
 use crate::session::time::{fit_response_time, median_lead, resolve_time, wall_time};
 use crate::session::views::{
-    Best, ComputeTimeView, HyperparametersView, ModelView, ObservationInput, ObservationList,
+    Best, ComputeTimeView, HyperparametersView, RelevanceView, ModelView, ObservationInput, ObservationList,
     PredictRequest, PredictResponse, Prediction, RegretPoint, RegretReport, ResponseTimeSampleView,
     ResponseTimeView, Session, SessionList, SuggestRequest, SuggestResponse, Suggestion,
 };
@@ -599,6 +600,17 @@ impl SessionService {
         let data = policy_data(config, &history.active);
         let new = policy_data(config, &rows);
         let mut state = policy_state(session)?;
+        let t_now = match config.time.source {
+            TimeSource::Wall => wall_time(session.created_at, now),
+            TimeSource::Client => rows.iter().map(|r| r.t).fold(f64::NEG_INFINITY, f64::max),
+        };
+        let response_times: Vec<(f64, f64)> = self
+            .store
+            .response_times(session.id)
+            .await?
+            .iter()
+            .map(|s| (s.n as f64, s.seconds))
+            .collect();
         let (removals, state) = {
             let config = config.clone();
             self.blocking(move || {
@@ -608,6 +620,8 @@ impl SessionService {
                     data: &data,
                     new: &new,
                     fixed_noise: config.model.noise,
+                    t: t_now,
+                    response_times: &response_times,
                 };
                 policy
                     .observe(&ctx, &mut state)
@@ -790,6 +804,30 @@ impl SessionService {
     pub async fn model(&self, id: Uuid) -> Result<ModelView, ServiceError> {
         let history = self.history(id).await?;
         let samples = self.store.response_times(id).await?;
+        let relevance = {
+            let history = history.clone();
+            let t = Self::default_time(&history, Utc::now());
+            self.blocking(move || -> Result<Vec<RelevanceView>, ServiceError> {
+                let config = &history.session.config;
+                let Some(surrogate) = Self::current_surrogate(config, &history)? else {
+                    return Ok(Vec::new());
+                };
+                if surrogate.gp().spec().temporal.is_none() {
+                    return Ok(Vec::new());
+                }
+                let values = Relevance::new(surrogate.gp(), t)?.values();
+                Ok(history
+                    .active
+                    .iter()
+                    .zip(values)
+                    .map(|(o, relevance)| RelevanceView {
+                        seq: o.seq,
+                        relevance,
+                    })
+                    .collect())
+            })
+            .await??
+        };
         let calls = self.store.call_stats(id).await?;
         let session = &history.session;
         let config = &session.config;
@@ -816,7 +854,7 @@ impl SessionService {
         let points: Vec<(f64, f64)> = samples.iter().map(|s| (s.n as f64, s.seconds)).collect();
         Ok(ModelView {
             dataset_size: history.active.len() as i64,
-            max_dataset_size: None,
+            max_dataset_size: state.max_dataset_size.map(|n| n as i64),
             hyperparameters,
             lead: lead(&history),
             response_time: ResponseTimeView {
@@ -838,6 +876,7 @@ impl SessionService {
                     max_seconds: c.max_seconds,
                 })
                 .collect(),
+            relevance,
             algorithm_state: state,
         })
     }

@@ -64,7 +64,10 @@ impl From<SessionRow> for Session {
             observation_count: row.observation_count,
             dataset_size: row.dataset_size,
             pending_count: row.pending_count,
-            max_dataset_size: None,
+            max_dataset_size: row
+                .state
+                .get("max_dataset_size")
+                .and_then(serde_json::Value::as_i64),
             version: row.version,
         }
     }
@@ -246,6 +249,16 @@ pub struct ComputeTimeView {
     pub max_seconds: f64,
 }
 
+/// How much the posterior would move without one active observation (W-DBO / BOLT).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct RelevanceView {
+    pub seq: i64,
+    /// R_i = √(W̄²_i / W̄²_∅): the integrated Wasserstein distance between the posteriors
+    /// with and without the observation over [0,1]^d × [now, ∞), relative to the
+    /// posterior's own size.
+    pub relevance: f64,
+}
+
 /// The model behind a session.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct ModelView {
@@ -257,6 +270,8 @@ pub struct ModelView {
     pub lead: f64,
     pub response_time: ResponseTimeView,
     pub compute_time: Vec<ComputeTimeView>,
+    /// Relevance of each active observation now (spatio-temporal models only), oldest first.
+    pub relevance: Vec<RelevanceView>,
     pub algorithm_state: PolicyState,
 }
 
