@@ -9,3 +9,4 @@ pub mod model;
 pub use fit::{FitOptions, Fixed, HyperBounds, fit_hyperparameters, log_marginal_likelihood};
 pub use kernel::{KernelKind, KernelSpec};
 pub use model::{Gp, GpError, Hyperparameters, Prediction};
+pub mod relevance;

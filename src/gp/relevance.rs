@@ -1,0 +1,1 @@
+//! W-DBO / BOLT relevance (issue 3).
