@@ -307,25 +307,15 @@ impl Relevance {
     pub fn remove(&mut self, index: usize) {
         let n = self.len();
         assert!(index < n, "index {index} out of range for {n} observations");
-        let m = n - 1;
         let pk: Vec<f64> = self.p.column(index).iter().copied().collect();
         let qk: Vec<f64> = self.q.column(index).iter().copied().collect();
         let pi = pk[index];
         let qkk = qk[index];
-        let old = |a: usize| if a < index { a } else { a + 1 };
-        let p = &self.p;
-        let new_p = DMatrix::from_fn(m, m, |a, b| {
-            let (i, j) = (old(a), old(b));
-            p[(i, j)] - pk[i] * pk[j] / pi
+        compact(&mut self.p, index, |i, j, v| v - pk[i] * pk[j] / pi);
+        compact(&mut self.q, index, |i, j, v| {
+            v - (pk[i] * qk[j] + qk[i] * pk[j]) / pi + pk[i] * pk[j] * qkk / (pi * pi)
         });
-        let q = &self.q;
-        let new_q = DMatrix::from_fn(m, m, |a, b| {
-            let (i, j) = (old(a), old(b));
-            q[(i, j)] - (pk[i] * qk[j] + qk[i] * pk[j]) / pi + pk[i] * pk[j] * qkk / (pi * pi)
-        });
-        self.c = self.c.clone().remove_row(index).remove_column(index);
-        self.p = new_p;
-        self.q = new_q;
+        compact(&mut self.c, index, |_, _, v| v);
         self.ys.remove(index);
         self.alpha = mat_vec(&self.p, &self.ys);
     }
@@ -346,6 +336,25 @@ fn mat_vec(m: &DMatrix<f64>, v: &[f64]) -> Vec<f64> {
         .chunks_exact(n)
         .map(|col| linalg::dot(col, v))
         .collect()
+}
+
+/// Deletes row and column `index` of the square matrix `m` in place, in one pass,
+/// storing `update(i, j, m[(i, j)])` (old indices) for every kept entry. Column-major
+/// compaction only moves entries to lower addresses, and each is read before its slot
+/// can be overwritten.
+fn compact(m: &mut DMatrix<f64>, index: usize, update: impl Fn(usize, usize, f64) -> f64) {
+    let n = m.nrows();
+    let mut data: Vec<f64> = std::mem::replace(m, DMatrix::zeros(0, 0)).data.into();
+    let mut w = 0;
+    for j in (0..n).filter(|&j| j != index) {
+        let base = j * n;
+        for i in (0..index).chain(index + 1..n) {
+            data[w] = update(i, j, data[base + i]);
+            w += 1;
+        }
+    }
+    data.truncate(w);
+    *m = DMatrix::from_vec(n - 1, n - 1, data);
 }
 
 fn symmetrise(m: &mut DMatrix<f64>) {
