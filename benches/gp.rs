@@ -250,7 +250,13 @@ fn bench_bolt_iteration(c: &mut Criterion) {
             fixed_noise: None,
         };
         let mut warm = PolicyState::default();
-        policy::suggest(bolt.as_ref(), &ctx, &mut warm, &mut ChaCha8Rng::seed_from_u64(3)).unwrap();
+        policy::suggest(
+            bolt.as_ref(),
+            &ctx,
+            &mut warm,
+            &mut ChaCha8Rng::seed_from_u64(3),
+        )
+        .unwrap();
         group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
             b.iter(|| {
                 let mut state = warm.clone();

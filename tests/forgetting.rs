@@ -16,10 +16,20 @@ fn one_dimensional(algorithm: Value) -> Value {
     })
 }
 
-/// A bump whose peak drifts across the interval every two minutes.
-fn drifting(x: f64, t: f64) -> f64 {
-    let centre = 0.5 + 0.35 * (2.0 * std::f64::consts::PI * t / 120.0).sin();
+/// A bump whose peak drifts across the interval with the given period (seconds).
+fn bump(x: f64, t: f64, period: f64) -> f64 {
+    let centre = 0.5 + 0.35 * (2.0 * std::f64::consts::PI * t / period).sin();
     (-(x - centre).powi(2) / (2.0 * 0.15f64.powi(2))).exp()
+}
+
+/// Drift with a two-minute period.
+fn drifting(x: f64, t: f64) -> f64 {
+    bump(x, t, 120.0)
+}
+
+/// Drift with a ten-minute period: over 20 s the objective barely moves.
+fn slow(x: f64, t: f64) -> f64 {
+    bump(x, t, 600.0)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -32,7 +42,7 @@ async fn bolt_shrinks_its_dataset_when_suggest_intervals_grow() {
         .await;
     let mut t = 0.0;
     let mut sizes = Vec::new();
-    for _ in 0..45 {
+    for _ in 0..60 {
         let (status, body) = server
             .post(&format!("/v1/sessions/{id}/suggestions"), &json!({"t": t}))
             .await;
@@ -42,7 +52,7 @@ async fn bolt_shrinks_its_dataset_when_suggest_intervals_grow() {
         let (status, body) = server
             .post(
                 &format!("/v1/sessions/{id}/observations"),
-                &json!({"suggestion_id": suggestion["id"], "value": drifting(x, t), "t": t}),
+                &json!({"suggestion_id": suggestion["id"], "value": slow(x, t), "t": t}),
             )
             .await;
         assert_eq!(status, 201, "{body}");
@@ -52,12 +62,14 @@ async fn bolt_shrinks_its_dataset_when_suggest_intervals_grow() {
             sizes.push(limit);
             assert!(n as i64 <= limit.max(5), "dataset {n} above n* {limit}");
         }
-        // The client's evaluation gets slower as the dataset grows: R(n) = 1 + 0.02 n³ s.
-        t += 1.0 + 0.02 * n.powi(3);
+        // The client's evaluation gets slower as the dataset grows: R(n) = 0.5 + 2e-4 n³ s.
+        t += 0.5 + 2e-4 * n.powi(3);
     }
+    println!("n* after each observation: {sizes:?}");
     let peak = *sizes.iter().max().unwrap();
     let last = *sizes.last().unwrap();
     assert!(last < peak, "n* never fell: {sizes:?}");
+    assert!(last > 5 && last < 500, "n* pinned to a bound: {sizes:?}");
     let (_, model) = server.get(&format!("/v1/sessions/{id}/model")).await;
     assert_eq!(model["max_dataset_size"], last);
     assert!(model["response_time"]["coefficients"].is_array(), "{model}");
@@ -66,7 +78,9 @@ async fn bolt_shrinks_its_dataset_when_suggest_intervals_grow() {
         model["dataset_size"].as_i64().unwrap()
     );
     let (_, all) = server
-        .get(&format!("/v1/sessions/{id}/observations?include_pruned=true"))
+        .get(&format!(
+            "/v1/sessions/{id}/observations?include_pruned=true"
+        ))
         .await;
     let pruned: Vec<&Value> = all["observations"]
         .as_array()
@@ -82,23 +96,24 @@ async fn bolt_shrinks_its_dataset_when_suggest_intervals_grow() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_old_duplicate_is_forgotten_before_a_recent_distinct_point() {
     let server = TestServer::start().await;
-    // Dataset capped at 12: the 13th observation forces exactly one removal.
+    // Dataset capped at 5: the 6th observation forces exactly one removal.
     let id = server
         .create(one_dimensional(
-            json!({"name": "bolt", "min_dataset_size": 12, "max_dataset_size": 12}),
+            json!({"name": "bolt", "min_dataset_size": 5, "max_dataset_size": 5}),
         ))
         .await;
-    let mut batch = Vec::new();
-    // seq 1: the old observation at x = 0.5 (t = 0).
-    batch.push(json!({"params": {"x": 0.5}, "value": drifting(0.5, 0.0), "t": 0.0}));
-    for i in 0..10 {
-        let x = 0.05 + 0.1 * f64::from(i);
-        let t = 2.0 * f64::from(i);
-        batch.push(json!({"params": {"x": x}, "value": drifting(x, t), "t": t}));
-    }
-    // seq 12: its recent duplicate; seq 13: a recent point at a distinct x.
-    batch.push(json!({"params": {"x": 0.5}, "value": drifting(0.5, 20.0), "t": 20.0}));
-    batch.push(json!({"params": {"x": 0.72}, "value": drifting(0.72, 20.0), "t": 20.0}));
+    let point = |x: f64, t: f64| json!({"params": {"x": x}, "value": slow(x, t), "t": t});
+    let batch = vec![
+        // seq 1 and 2: an old observation and its duplicate (same x, same time).
+        point(0.5, 0.0),
+        point(0.5, 0.0),
+        // seq 3–5: observations at distinct places, the last one recent.
+        point(0.1, 6.0),
+        point(0.9, 12.0),
+        point(0.3, 20.0),
+        // seq 6: a recent point at another distinct place.
+        point(0.7, 20.0),
+    ];
     let (status, body) = server
         .post(
             &format!("/v1/sessions/{id}/observations"),
@@ -113,9 +128,12 @@ async fn an_old_duplicate_is_forgotten_before_a_recent_distinct_point() {
         .filter(|o| o["active"] == false)
         .map(|o| o["seq"].as_i64().unwrap())
         .collect();
-    assert_eq!(removed, vec![1], "{body}");
+    assert!(
+        removed == [1] || removed == [2],
+        "removed {removed:?}: {body}"
+    );
     let (_, session) = server.get(&format!("/v1/sessions/{id}")).await;
-    assert_eq!(session["dataset_size"], 12);
+    assert_eq!(session["dataset_size"], 5);
     server.stop().await;
 }
 
@@ -145,10 +163,15 @@ async fn w_dbo_spends_its_budget_on_stale_observations() {
         t += 10.0;
     }
     let (_, all) = server
-        .get(&format!("/v1/sessions/{id}/observations?include_pruned=true"))
+        .get(&format!(
+            "/v1/sessions/{id}/observations?include_pruned=true"
+        ))
         .await;
     let observations = all["observations"].as_array().unwrap();
-    let pruned: Vec<&Value> = observations.iter().filter(|o| o["active"] == false).collect();
+    let pruned: Vec<&Value> = observations
+        .iter()
+        .filter(|o| o["active"] == false)
+        .collect();
     assert!(!pruned.is_empty(), "W-DBO forgot nothing in 400 s of drift");
     assert!(pruned.iter().all(|o| o["removed_reason"] == "budget"));
     assert!(observations.len() - pruned.len() >= 5);

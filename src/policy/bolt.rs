@@ -4,9 +4,7 @@
 //! larger, the observation whose removal moves the posterior least in integrated
 //! Wasserstein distance (Section 3.4, W-DBO's relevance).
 
-use super::{
-    ObserveContext, Policy, PolicyError, PolicyState, RemovalReason, model_after,
-};
+use super::{ObserveContext, Policy, PolicyError, PolicyState, RemovalReason, model_after};
 use crate::gp::KernelKind;
 use crate::gp::relevance::Relevance;
 use crate::session::config::Beta;
@@ -34,8 +32,10 @@ fn information(kind: KernelKind, temporal_lengthscale: f64, n: u64, response_tim
     sum
 }
 
-/// n* = argmax over n in [min, max] of Σ_{i=1..n} k_T²(i·R(n)/l_T) (Eq. (9)), by a scan
-/// (the smallest maximiser on ties). A non-positive R(n) is taken as 1 µs.
+/// n* = argmax over n in [min, max] of Σ_{i=1..n} k_T²(i·R(n)/l_T) (Eq. (9)), by a scan.
+/// On ties (once further terms no longer change the sum in f64, as with a constant R)
+/// the largest maximiser wins: the paper recommends an unbounded dataset for a constant
+/// response time (Section 4). A non-positive R(n) is taken as 1 µs.
 pub fn optimal_dataset_size(
     kind: KernelKind,
     temporal_lengthscale: f64,
@@ -47,7 +47,7 @@ pub fn optimal_dataset_size(
     for n in min..=max.max(min) {
         let r = response_time(n as f64).max(1e-6);
         let value = information(kind, temporal_lengthscale, n, r);
-        if value > best.1 {
+        if value >= best.1 {
             best = (n, value);
         }
     }
@@ -109,7 +109,9 @@ mod tests {
 
     /// The brute-force sum, without early stopping.
     fn full_information(kind: KernelKind, l: f64, n: u64, r: f64) -> f64 {
-        (1..=n).map(|i| kind.correlation(i as f64 * r / l).powi(2)).sum()
+        (1..=n)
+            .map(|i| kind.correlation(i as f64 * r / l).powi(2))
+            .sum()
     }
 
     #[test]
@@ -123,14 +125,15 @@ mod tests {
                     .max_by(|&m, &n| {
                         full_information(kind, 60.0, m, response(m as f64))
                             .total_cmp(&full_information(kind, 60.0, n, response(n as f64)))
-                            .then(n.cmp(&m))
                     })
                     .unwrap();
                 assert_eq!(fast, brute, "{kind:?} b = {b}");
                 assert!(fast <= previous, "{kind:?}: n* grew with b = {b}");
                 previous = fast;
             }
-            assert!(previous < optimal_dataset_size(kind, 60.0, |n| 0.1 + 1e-9 * n * n * n, 1, 1500));
+            assert!(
+                previous < optimal_dataset_size(kind, 60.0, |n| 0.1 + 1e-9 * n * n * n, 1, 1500)
+            );
         }
     }
 

@@ -5,9 +5,7 @@
 //! (DESIGN.md §4). A floor `min_dataset_size` keeps a collapsing temporal lengthscale from
 //! emptying the dataset.
 
-use super::{
-    ObserveContext, Policy, PolicyError, PolicyState, RemovalReason, model_after,
-};
+use super::{ObserveContext, Policy, PolicyError, PolicyState, RemovalReason, model_after};
 use crate::gp::relevance::Relevance;
 use crate::session::config::Beta;
 

@@ -161,7 +161,9 @@ impl AlgorithmConfig {
     pub fn uses_time(&self) -> bool {
         matches!(
             self,
-            AlgorithmConfig::TvGpUcb { .. } | AlgorithmConfig::Bolt { .. } | AlgorithmConfig::WDbo { .. }
+            AlgorithmConfig::TvGpUcb { .. }
+                | AlgorithmConfig::Bolt { .. }
+                | AlgorithmConfig::WDbo { .. }
         )
     }
 

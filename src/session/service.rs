@@ -19,9 +19,10 @@ use crate::session::config::{AlgorithmConfig, CreateSession, SessionConfig, Time
 use crate::session::space::{MAX_MAGNITUDE, SearchSpace};
 use crate::session::time::{fit_response_time, median_lead, resolve_time, wall_time};
 use crate::session::views::{
-    Best, ComputeTimeView, HyperparametersView, RelevanceView, ModelView, ObservationInput, ObservationList,
-    PredictRequest, PredictResponse, Prediction, RegretPoint, RegretReport, ResponseTimeSampleView,
-    ResponseTimeView, Session, SessionList, SuggestRequest, SuggestResponse, Suggestion,
+    Best, ComputeTimeView, HyperparametersView, ModelView, ObservationInput, ObservationList,
+    PredictRequest, PredictResponse, Prediction, RegretPoint, RegretReport, RelevanceView,
+    ResponseTimeSampleView, ResponseTimeView, Session, SessionList, SuggestRequest,
+    SuggestResponse, Suggestion,
 };
 use crate::store::{
     CallRecord, ChangeSet, Deactivation, History, IdempotencyRecord, ObservationRow,
