@@ -90,6 +90,14 @@ async fn bolt_shrinks_its_dataset_when_suggest_intervals_grow() {
         .collect();
     assert!(!pruned.is_empty());
     assert!(pruned.iter().all(|o| o["removed_reason"] == "relevance"));
+    let (_, regret) = server.get(&format!("/v1/sessions/{id}/regret")).await;
+    let inactive = regret["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["active"] == false)
+        .count();
+    assert_eq!(inactive, pruned.len());
     server.stop().await;
 }
 

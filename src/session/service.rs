@@ -788,6 +788,7 @@ impl SessionService {
                         value: row.value,
                         regret,
                         estimated,
+                        active: row.active,
                         cumulative_regret: cumulative,
                     }
                 })

@@ -199,6 +199,8 @@ pub struct RegretPoint {
     /// Reported by the client, or estimated from the model (null when no model exists).
     pub regret: Option<f64>,
     pub estimated: bool,
+    /// Whether the observation is in the model's dataset.
+    pub active: bool,
     /// Sum of the regrets up to this point.
     pub cumulative_regret: f64,
 }
