@@ -4,53 +4,16 @@
 use std::hint::black_box;
 use std::time::Duration;
 
+mod common;
+
+use common::{DIM, data, hyper, model, observations, spec, unit_space};
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
-use rand::{RngExt, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use tvbo::acquisition::{AcquisitionOptions, beta_wdbo, maximize_ucb};
-use tvbo::gp::{FitOptions, Gp, Hyperparameters, KernelKind, KernelSpec, fit_hyperparameters};
+use tvbo::gp::{FitOptions, Gp, KernelKind, fit_hyperparameters};
 
 const SIZES: [usize; 4] = [25, 100, 200, 400];
-const DIM: usize = 3;
-
-fn spec() -> KernelSpec {
-    KernelSpec {
-        spatial: KernelKind::Matern52,
-        temporal: Some(KernelKind::Matern32),
-    }
-}
-
-/// A drifting smooth objective sampled at random points over a 600 s horizon, standardised.
-fn data(n: usize) -> (Vec<Vec<f64>>, Vec<f64>, Vec<f64>) {
-    let mut rng = ChaCha8Rng::seed_from_u64(n as u64);
-    let xs: Vec<Vec<f64>> = (0..n)
-        .map(|_| (0..DIM).map(|_| rng.random::<f64>()).collect())
-        .collect();
-    let ts: Vec<f64> = (0..n).map(|i| 600.0 * i as f64 / n as f64).collect();
-    let raw: Vec<f64> = xs
-        .iter()
-        .zip(&ts)
-        .map(|(x, t)| {
-            let shift = 0.3 * (t / 200.0).sin();
-            -(x[0] - 0.5 - shift).powi(2) - (x[1] - 0.3).powi(2)
-                + (6.0 * x[2]).sin() * 0.2
-                + 0.05 * (rng.random::<f64>() - 0.5)
-        })
-        .collect();
-    let mean = raw.iter().sum::<f64>() / n as f64;
-    let sd = (raw.iter().map(|y| (y - mean).powi(2)).sum::<f64>() / n as f64).sqrt();
-    let ys = raw.iter().map(|y| (y - mean) / sd).collect();
-    (xs, ts, ys)
-}
-
-fn hyper() -> Hyperparameters {
-    Hyperparameters {
-        signal_variance: 1.0,
-        spatial_lengthscale: 0.3,
-        temporal_lengthscale: 300.0,
-        noise_variance: 0.01,
-    }
-}
 
 fn bench_fit(c: &mut Criterion) {
     let mut group = c.benchmark_group("fit_hyperparameters");
@@ -127,46 +90,20 @@ fn bench_push_remove(c: &mut Criterion) {
 /// One suggest of the production policy (TV-GP-UCB): warm-started fit (the state of the
 /// previous call), factorisation, UCB maximisation — DESIGN.md §9's "one iteration".
 fn bench_suggest(c: &mut Criterion) {
-    use tvbo::policy::{self, Observation, PolicyState, SuggestContext};
-    use tvbo::session::config::ModelConfig;
-    use tvbo::session::space::{ParameterSpec, ParameterType, Scale, SearchSpace};
+    use tvbo::policy::{self, PolicyState, SuggestContext};
 
     let mut group = c.benchmark_group("suggest_iteration");
     group
         .sample_size(10)
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(3));
-    let space = SearchSpace::new(
-        (0..DIM)
-            .map(|i| ParameterSpec {
-                name: format!("x{i}"),
-                kind: ParameterType::Float,
-                low: 0.0,
-                high: 1.0,
-                scale: Scale::Linear,
-            })
-            .collect(),
-    )
-    .unwrap();
-    let model = ModelConfig {
-        spatial_kernel: KernelKind::Matern52,
-        temporal_kernel: Some(KernelKind::Matern12),
-        noise: None,
-        warmup: 0,
-    };
+    let space = unit_space();
+    let model = model(KernelKind::Matern12);
     let algorithm = tvbo::session::config::AlgorithmConfig::default();
     let tv_gp_ucb = policy::policy_for(&algorithm);
     // Sizes off the multiples of FULL_REFIT_EVERY: the warm-started fit of most calls.
     for n in [25, 101, 201, 401, 801] {
-        let (xs, ts, ys) = data(n);
-        let observations: Vec<Observation> = (0..n)
-            .map(|i| Observation {
-                seq: i as i64 + 1,
-                x: xs[i].clone(),
-                t: ts[i],
-                y: ys[i],
-            })
-            .collect();
+        let observations = observations(n);
         let ctx = SuggestContext {
             space: &space,
             arms: None,
@@ -197,47 +134,22 @@ fn bench_suggest(c: &mut Criterion) {
 /// relevant observation (relevance of all, one removal).
 fn bench_bolt_iteration(c: &mut Criterion) {
     use tvbo::policy::{self, Observation, ObserveContext, PolicyState, SuggestContext};
-    use tvbo::session::config::{AlgorithmConfig, Beta, ModelConfig};
-    use tvbo::session::space::{ParameterSpec, ParameterType, Scale, SearchSpace};
+    use tvbo::session::config::{AlgorithmConfig, Beta};
 
     let mut group = c.benchmark_group("bolt_iteration");
     group
         .sample_size(10)
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(3));
-    let space = SearchSpace::new(
-        (0..DIM)
-            .map(|i| ParameterSpec {
-                name: format!("x{i}"),
-                kind: ParameterType::Float,
-                low: 0.0,
-                high: 1.0,
-                scale: Scale::Linear,
-            })
-            .collect(),
-    )
-    .unwrap();
-    let model = ModelConfig {
-        spatial_kernel: KernelKind::Matern52,
-        temporal_kernel: Some(KernelKind::Matern32),
-        noise: None,
-        warmup: 0,
-    };
+    let space = unit_space();
+    let model = model(KernelKind::Matern32);
     for n in [101, 401] {
         let bolt = policy::policy_for(&AlgorithmConfig::Bolt {
             min_dataset_size: 1,
             max_dataset_size: n as u64,
             beta: Beta::default(),
         });
-        let (xs, ts, ys) = data(n);
-        let observations: Vec<Observation> = (0..n)
-            .map(|i| Observation {
-                seq: i as i64 + 1,
-                x: xs[i].clone(),
-                t: ts[i],
-                y: ys[i],
-            })
-            .collect();
+        let observations = observations(n);
         let ctx = SuggestContext {
             space: &space,
             arms: None,

@@ -7,43 +7,11 @@
 use std::hint::black_box;
 use std::time::Duration;
 
+mod common;
+
+use common::{HORIZON, gp};
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
-use rand::{RngExt, SeedableRng};
-use rand_chacha::ChaCha8Rng;
 use tvbo::gp::relevance::Relevance;
-use tvbo::gp::{Gp, Hyperparameters, KernelKind, KernelSpec};
-
-const DIM: usize = 3;
-const HORIZON: f64 = 600.0;
-
-fn gp(n: usize) -> Gp {
-    let mut rng = ChaCha8Rng::seed_from_u64(n as u64);
-    let xs: Vec<Vec<f64>> = (0..n)
-        .map(|_| (0..DIM).map(|_| rng.random::<f64>()).collect())
-        .collect();
-    let ts: Vec<f64> = (0..n).map(|i| HORIZON * i as f64 / n as f64).collect();
-    let ys: Vec<f64> = xs
-        .iter()
-        .zip(&ts)
-        .map(|(x, t)| {
-            let shift = 0.3 * (t / 200.0).sin();
-            -(x[0] - 0.5 - shift).powi(2) - (x[1] - 0.3).powi(2)
-                + (6.0 * x[2]).sin() * 0.2
-                + 0.05 * (rng.random::<f64>() - 0.5)
-        })
-        .collect();
-    let spec = KernelSpec {
-        spatial: KernelKind::Matern52,
-        temporal: Some(KernelKind::Matern32),
-    };
-    let hyper = Hyperparameters {
-        signal_variance: 1.0,
-        spatial_lengthscale: 0.3,
-        temporal_lengthscale: 300.0,
-        noise_variance: 0.01,
-    };
-    Gp::new(spec, hyper, DIM, xs, ts, ys).expect("benchmark GP")
-}
 
 fn bench_all(c: &mut Criterion) {
     let mut group = c.benchmark_group("relevance_all");

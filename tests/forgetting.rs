@@ -32,6 +32,28 @@ fn slow(x: f64, t: f64) -> f64 {
     bump(x, t, 600.0)
 }
 
+/// One round at time t: suggest, evaluate `objective`, observe.
+async fn suggest_and_observe(
+    server: &TestServer,
+    id: &str,
+    t: f64,
+    objective: fn(f64, f64) -> f64,
+) {
+    let (status, body) = server
+        .post(&format!("/v1/sessions/{id}/suggestions"), &json!({"t": t}))
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let suggestion = &body["suggestions"][0];
+    let x = suggestion["params"]["x"].as_f64().unwrap();
+    let (status, body) = server
+        .post(
+            &format!("/v1/sessions/{id}/observations"),
+            &json!({"suggestion_id": suggestion["id"], "value": objective(x, t), "t": t}),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bolt_shrinks_its_dataset_when_suggest_intervals_grow() {
     let server = TestServer::start().await;
@@ -43,19 +65,7 @@ async fn bolt_shrinks_its_dataset_when_suggest_intervals_grow() {
     let mut t = 0.0;
     let mut sizes = Vec::new();
     for _ in 0..60 {
-        let (status, body) = server
-            .post(&format!("/v1/sessions/{id}/suggestions"), &json!({"t": t}))
-            .await;
-        assert_eq!(status, 201, "{body}");
-        let suggestion = &body["suggestions"][0];
-        let x = suggestion["params"]["x"].as_f64().unwrap();
-        let (status, body) = server
-            .post(
-                &format!("/v1/sessions/{id}/observations"),
-                &json!({"suggestion_id": suggestion["id"], "value": slow(x, t), "t": t}),
-            )
-            .await;
-        assert_eq!(status, 201, "{body}");
+        suggest_and_observe(&server, &id, t, slow).await;
         let (_, session) = server.get(&format!("/v1/sessions/{id}")).await;
         let n = session["dataset_size"].as_f64().unwrap();
         if let Some(limit) = session["max_dataset_size"].as_i64() {
@@ -155,19 +165,7 @@ async fn w_dbo_spends_its_budget_on_stale_observations() {
         .await;
     let mut t = 0.0;
     for _ in 0..40 {
-        let (status, body) = server
-            .post(&format!("/v1/sessions/{id}/suggestions"), &json!({"t": t}))
-            .await;
-        assert_eq!(status, 201, "{body}");
-        let suggestion = &body["suggestions"][0];
-        let x = suggestion["params"]["x"].as_f64().unwrap();
-        let (status, body) = server
-            .post(
-                &format!("/v1/sessions/{id}/observations"),
-                &json!({"suggestion_id": suggestion["id"], "value": drifting(x, t), "t": t}),
-            )
-            .await;
-        assert_eq!(status, 201, "{body}");
+        suggest_and_observe(&server, &id, t, drifting).await;
         t += 10.0;
     }
     let (_, all) = server
