@@ -11,7 +11,7 @@ use rand::SeedableRng;
 use uuid::Uuid;
 
 use crate::acquisition::{self, AcquisitionOptions};
-use crate::gp::relevance::Relevance;
+use crate::gp::relevance::relevances;
 use crate::policy::{self, Observation, ObserveContext, PolicyRng, PolicyState, Surrogate};
 use crate::policy::{PolicyError, SuggestContext};
 use crate::session::InvalidInput;
@@ -817,7 +817,7 @@ impl SessionService {
                 if surrogate.gp().spec().temporal.is_none() {
                     return Ok(Vec::new());
                 }
-                let values = Relevance::new(surrogate.gp(), t)?.values();
+                let values = relevances(surrogate.gp(), t)?;
                 Ok(history
                     .active
                     .iter()
