@@ -11,3 +11,4 @@ pub use fit::{FitOptions, Fixed, HyperBounds, fit_hyperparameters, log_marginal_
 pub use kernel::{KernelKind, KernelSpec};
 pub use model::{Gp, GpError, Hyperparameters, Prediction};
 pub mod relevance;
+pub mod sample;
