@@ -1,4 +1,5 @@
-//! Shared test harness: a real server on port 0 over a temporary SQLite file.
+//! Shared test harness: a real server on port 0 over a temporary SQLite file, and fresh
+//! PostgreSQL databases for the tests that run against PostgreSQL too.
 #![allow(dead_code)]
 
 use std::net::SocketAddr;
@@ -157,4 +158,75 @@ pub fn client_session(algorithm: &str, seed: u64) -> Value {
         "time": {"source": "client"},
         "seed": seed
     })
+}
+
+/// The environment variable naming the PostgreSQL server the tests may use (an admin URL:
+/// its user may create and drop databases).
+pub const POSTGRES_URL_VAR: &str = "TVBO_TEST_POSTGRES_URL";
+
+/// The admin URL of the test PostgreSQL server: `TVBO_TEST_POSTGRES_URL`, else
+/// `DATABASE_URL` if it is a PostgreSQL URL; None (after printing why `test` is skipped)
+/// when neither is set.
+pub fn postgres_admin_url(test: &str) -> Option<String> {
+    let url = std::env::var(POSTGRES_URL_VAR).ok().or_else(|| {
+        std::env::var("DATABASE_URL")
+            .ok()
+            .filter(|u| u.starts_with("postgres://") || u.starts_with("postgresql://"))
+    });
+    if url.is_none() {
+        eprintln!(
+            "SKIPPED {test} on PostgreSQL: set {POSTGRES_URL_VAR} (or DATABASE_URL) to \
+             postgres://user@host:port/db to run it"
+        );
+    }
+    url
+}
+
+/// A fresh, empty database on the test PostgreSQL server, dropped by [`PgDatabase::drop`].
+pub struct PgDatabase {
+    admin_url: String,
+    name: String,
+    /// The URL of the fresh database.
+    pub url: String,
+}
+
+impl PgDatabase {
+    /// Creates `tvbo_test_<random>`; None (with a printed skip reason) when no server is
+    /// configured.
+    pub async fn create(test: &str) -> Option<PgDatabase> {
+        use sqlx::Connection;
+        let admin_url = postgres_admin_url(test)?;
+        let name = format!("tvbo_test_{}", uuid::Uuid::new_v4().simple());
+        let mut admin = sqlx::PgConnection::connect(&admin_url)
+            .await
+            .expect("connect to the test PostgreSQL server");
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+            .execute(&mut admin)
+            .await
+            .expect("create a test database");
+        admin.close().await.expect("close admin connection");
+        let mut url = reqwest::Url::parse(&admin_url).expect("a PostgreSQL URL");
+        url.set_path(&format!("/{name}"));
+        Some(PgDatabase {
+            admin_url,
+            name,
+            url: url.to_string(),
+        })
+    }
+
+    /// Drops the database, disconnecting whoever still uses it.
+    pub async fn drop(self) {
+        use sqlx::Connection;
+        let mut admin = sqlx::PgConnection::connect(&self.admin_url)
+            .await
+            .expect("connect to the test PostgreSQL server");
+        let name = &self.name;
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+        )))
+        .execute(&mut admin)
+        .await
+        .expect("drop the test database");
+        admin.close().await.expect("close admin connection");
+    }
 }
