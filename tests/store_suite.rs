@@ -21,7 +21,7 @@ use uuid::Uuid;
 async fn on_sqlite<F, Fut>(check: F)
 where
     F: FnOnce(Arc<dyn Store>) -> Fut,
-    Fut: Future<Output = ()> + Send + 'static,
+    Fut: Future<Output = ()>,
 {
     let dir = tempfile::tempdir().expect("temp dir");
     let url = format!("sqlite://{}", dir.path().join("tvbo.db").display());
@@ -30,12 +30,12 @@ where
     store.pool().close().await;
 }
 
-/// Runs `check` on a store over a fresh PostgreSQL database, dropped afterwards even when
-/// the check panics; prints a skip reason and returns when no server is configured.
+/// Runs `check` on a store over a fresh PostgreSQL database (dropped afterwards, also when
+/// the check panics); prints a skip reason and returns when no server is configured.
 async fn on_postgres<F, Fut>(test: &str, check: F)
 where
     F: FnOnce(Arc<dyn Store>) -> Fut,
-    Fut: Future<Output = ()> + Send + 'static,
+    Fut: Future<Output = ()>,
 {
     let Some(db) = common::PgDatabase::create(test).await else {
         return;
@@ -43,14 +43,8 @@ where
     let store = PostgresStore::connect(&db.url)
         .await
         .expect("open PostgreSQL");
-    // A task, so that a failed check is caught, the database dropped, then the panic
-    // resumed.
-    let outcome = tokio::spawn(check(Arc::new(store.clone()))).await;
+    check(Arc::new(store.clone())).await;
     store.pool().close().await;
-    db.drop().await;
-    if let Err(e) = outcome {
-        std::panic::resume_unwind(e.into_panic());
-    }
 }
 
 /// One `#[tokio::test]` per check and backend: `sqlite::<check>` and `postgres::<check>`.
