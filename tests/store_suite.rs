@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
 use serde_json::json;
+use tvbo::server::open_store;
 use tvbo::session::config::{CreateSession, SessionConfig};
 use tvbo::store::{
     CallRecord, ChangeSet, Deactivation, IdempotencyRecord, ObservationRow, PostgresStore,
@@ -77,6 +78,7 @@ store_tests!(
     check_delete_cascades,
     check_commit_applies_every_part,
     check_commit_version_conflict,
+    check_concurrent_commits_one_wins,
     check_commit_missing_session,
     check_idempotency_records,
     check_load_history,
@@ -404,6 +406,40 @@ async fn check_commit_version_conflict(store: &dyn Store) {
     assert_eq!(store.get_session(row.id).await.unwrap().unwrap().version, 2);
 }
 
+async fn check_concurrent_commits_one_wins(store: &dyn Store) {
+    let row = created(store, "s", 1).await;
+    // Three changes computed from version 0, committed at once: each stores observation 1.
+    let change = |value: f64| ChangeSet {
+        new_observations: vec![ObservationRow {
+            value,
+            ..observation(1, None, 0.5)
+        }],
+        state: Some(json!({"by": value})),
+        ..ChangeSet::default()
+    };
+    let (a, b, c) = (change(1.0), change(2.0), change(3.0));
+    let outcomes = tokio::join!(
+        store.commit(row.id, 0, &a, None),
+        store.commit(row.id, 0, &b, None),
+        store.commit(row.id, 0, &c, None),
+    );
+    let outcomes = [outcomes.0, outcomes.1, outcomes.2];
+    let winners: Vec<usize> = (0..3).filter(|&i| outcomes[i].is_ok()).collect();
+    assert_eq!(winners.len(), 1, "{outcomes:?}");
+    assert!(
+        outcomes
+            .iter()
+            .all(|o| matches!(o, Ok(()) | Err(StoreError::Conflict))),
+        "{outcomes:?}"
+    );
+    let value = [1.0, 2.0, 3.0][winners[0]];
+    let got = store.get_session(row.id).await.unwrap().unwrap();
+    assert_eq!((got.version, got.state), (1, json!({"by": value})));
+    let stored = store.list_observations(row.id, 0, 10, true).await.unwrap();
+    assert_eq!(stored.len(), 1);
+    assert_eq!(stored[0].value, value);
+}
+
 async fn check_commit_missing_session(store: &dyn Store) {
     let outcome = store
         .commit(Uuid::new_v4(), 0, &ChangeSet::default(), None)
@@ -629,4 +665,22 @@ async fn check_call_stats(store: &dyn Store) {
         summary,
         vec![("observe", 1, 0.25, 0.25), ("suggest", 3, 1.0, 1.5)]
     );
+}
+
+#[tokio::test]
+async fn open_store_picks_the_backend_by_scheme() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sqlite = format!("sqlite://{}", dir.path().join("tvbo.db").display());
+    open_store(&sqlite).await.unwrap().ping().await.unwrap();
+    let unsupported = open_store("mysql://root@127.0.0.1/tvbo").await;
+    assert!(unsupported.is_err());
+    let Some(db) = common::PgDatabase::create("open_store_picks_the_backend_by_scheme").await
+    else {
+        return;
+    };
+    let (_, rest) = db.url.split_once("://").unwrap();
+    for scheme in ["postgres", "postgresql"] {
+        let store = open_store(&format!("{scheme}://{rest}")).await.unwrap();
+        store.ping().await.unwrap();
+    }
 }
