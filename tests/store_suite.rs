@@ -186,6 +186,8 @@ fn call(kind: &'static str, seconds: f64) -> CallRecord {
     }
 }
 
+/// A created session reads back as stored; the listing is newest first (ties by id) and
+/// its cursor pages through every session once; deleting answers whether there was one.
 async fn check_session_create_get_list_delete(store: &dyn Store) {
     assert!(store.get_session(Uuid::new_v4()).await.unwrap().is_none());
     assert!(store.list_sessions(10, None).await.unwrap().is_empty());
@@ -244,6 +246,8 @@ async fn check_session_create_get_list_delete(store: &dyn Store) {
     assert_eq!(store.list_sessions(10, None).await.unwrap().len(), 3);
 }
 
+/// Deleting a session deletes its suggestions, observations, response times, calls and
+/// idempotency records, and nothing of another session.
 async fn check_delete_cascades(store: &dyn Store) {
     let kept = created(store, "kept", 1).await;
     let gone = created(store, "gone", 2).await;
@@ -284,6 +288,7 @@ async fn check_delete_cascades(store: &dyn Store) {
     }
 }
 
+/// Every part of a ChangeSet is stored, and the session's counts follow.
 async fn check_commit_applies_every_part(store: &dyn Store) {
     let row = created(store, "s", 1).await;
     let s0 = suggestion(0, 0.0);
@@ -371,6 +376,8 @@ async fn check_commit_applies_every_part(store: &dyn Store) {
     );
 }
 
+/// A commit computed from an old version is a Conflict and stores nothing, idempotency
+/// record included.
 async fn check_commit_version_conflict(store: &dyn Store) {
     let row = created(store, "s", 1).await;
     let first = ChangeSet {
@@ -406,6 +413,8 @@ async fn check_commit_version_conflict(store: &dyn Store) {
     assert_eq!(store.get_session(row.id).await.unwrap().unwrap().version, 2);
 }
 
+/// Of concurrent commits computed from one version, exactly one is stored; the others are
+/// Conflicts.
 async fn check_concurrent_commits_one_wins(store: &dyn Store) {
     let row = created(store, "s", 1).await;
     // Three changes computed from version 0, committed at once: each stores observation 1.
@@ -440,6 +449,7 @@ async fn check_concurrent_commits_one_wins(store: &dyn Store) {
     assert_eq!(stored[0].value, value);
 }
 
+/// A missing session: commit is NotFound, load_history None.
 async fn check_commit_missing_session(store: &dyn Store) {
     let outcome = store
         .commit(Uuid::new_v4(), 0, &ChangeSet::default(), None)
@@ -448,6 +458,8 @@ async fn check_commit_missing_session(store: &dyn Store) {
     assert!(store.load_history(Uuid::new_v4()).await.unwrap().is_none());
 }
 
+/// Idempotency records round-trip; a taken key is DuplicateKey and rolls back the whole
+/// change; records go with their session.
 async fn check_idempotency_records(store: &dyn Store) {
     let scope = "POST /v1/sessions";
     let first = session("first", 1);
@@ -523,6 +535,8 @@ async fn check_idempotency_records(store: &dyn Store) {
     );
 }
 
+/// load_history: the active observations by seq, the pending suggestions by ordinal, the
+/// latest delays first, the next seq.
 async fn check_load_history(store: &dyn Store) {
     let row = created(store, "s", 1).await;
     let empty = store.load_history(row.id).await.unwrap().unwrap();
@@ -572,6 +586,7 @@ async fn check_load_history(store: &dyn Store) {
     assert_eq!(history.next_seq, 5);
 }
 
+/// list_observations pages by seq, with and without forgotten observations.
 async fn check_list_observations(store: &dyn Store) {
     let row = created(store, "s", 1).await;
     let change = ChangeSet {
@@ -610,6 +625,7 @@ async fn check_list_observations(store: &dyn Store) {
     );
 }
 
+/// Response-time samples come back in the order they were stored.
 async fn check_response_times_in_order(store: &dyn Store) {
     let row = created(store, "s", 1).await;
     // n deliberately not monotone: the order is the order of insertion.
@@ -638,6 +654,7 @@ async fn check_response_times_in_order(store: &dyn Store) {
     );
 }
 
+/// Compute-time statistics per kind of call, of one session only.
 async fn check_call_stats(store: &dyn Store) {
     let row = created(store, "s", 1).await;
     let other = created(store, "other", 2).await;
@@ -667,6 +684,8 @@ async fn check_call_stats(store: &dyn Store) {
     );
 }
 
+/// `open_store` opens SQLite for `sqlite:` URLs, PostgreSQL for `postgres://` and
+/// `postgresql://`, and rejects other schemes.
 #[tokio::test]
 async fn open_store_picks_the_backend_by_scheme() {
     let dir = tempfile::tempdir().expect("temp dir");

@@ -1,4 +1,5 @@
--- tvbo schema (PostgreSQL), column for column the SQLite schema. Every time column is unix
+-- tvbo schema (PostgreSQL): the SQLite schema, plus an id standing in for rowid where rows
+-- are read in insertion order. Every time column is unix
 -- microseconds (BIGINT); session time t is DOUBLE PRECISION seconds; ids are UUID text and
 -- JSON documents are TEXT, so that both backends read and write the same Rust values.
 -- COLLATE "C": ids sort bytewise, as in SQLite (the listing cursor relies on the order).
