@@ -48,7 +48,8 @@ pub struct ServeArgs {
         global = true
     )]
     pub bind: SocketAddr,
-    /// Database: `sqlite://path` (created if missing) or `sqlite::memory:`.
+    /// Database: `sqlite://path` (created if missing), `sqlite::memory:`, or
+    /// `postgres://user@host:port/db` (`postgresql://` too; the database must exist).
     #[arg(
         long,
         env = "DATABASE_URL",

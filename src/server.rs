@@ -6,18 +6,26 @@ use anyhow::Context;
 use tokio::net::TcpListener;
 
 use crate::api;
-use crate::store::{SqliteStore, Store};
+use crate::store::{PostgresStore, SqliteStore, Store};
 
-/// Opens the store named by a database URL.
+/// Opens the store named by a database URL: `sqlite:` URLs open SQLite, `postgres://` and
+/// `postgresql://` URLs open PostgreSQL; any other scheme is an error.
 pub async fn open_store(database_url: &str) -> anyhow::Result<Arc<dyn Store>> {
     if database_url.starts_with("sqlite:") {
         let store = SqliteStore::connect(database_url)
             .await
             .with_context(|| format!("opening {database_url}"))?;
         Ok(Arc::new(store))
+    } else if database_url.starts_with("postgres://") || database_url.starts_with("postgresql://") {
+        // Not the URL: it may carry a password.
+        let store = PostgresStore::connect(database_url)
+            .await
+            .context("opening the PostgreSQL database")?;
+        Ok(Arc::new(store))
     } else {
         anyhow::bail!(
-            "unsupported DATABASE_URL {database_url:?}: this build supports sqlite://path"
+            "unsupported DATABASE_URL {database_url:?}: expected sqlite://path, \
+             sqlite::memory: or postgres://user@host/database"
         )
     }
 }

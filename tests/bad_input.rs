@@ -7,11 +7,27 @@
 //! accepted field names); every failing case is reported with its description, the
 //! request and the actual answer, and all failures of a table are reported together.
 
+#[macro_use]
 mod common;
 
 use common::TestServer;
 use reqwest::Method;
 use serde_json::{Value, json};
+
+backend_tests!(
+    #[tokio::test]
+    session_create_rejects_bad_configurations,
+    transport_errors_name_body_or_header,
+    unknown_sessions_routes_and_methods,
+    suggest_rejects_bad_requests,
+    observe_rejects_bad_requests,
+    predict_and_list_queries_reject_bad_requests,
+    idempotent_observation_acts_once,
+    idempotent_suggestion_acts_once,
+    idempotent_session_create_acts_once,
+    a_rejected_request_does_not_burn_its_idempotency_key,
+    extreme_finite_numbers_never_answer_5xx,
+);
 
 /// One bad request and what the server must answer.
 struct Case {
@@ -306,9 +322,7 @@ async fn suggestion_id(server: &TestServer, session: &str) -> String {
     body["suggestions"][0]["id"].as_str().unwrap().to_string()
 }
 
-#[tokio::test]
-async fn session_create_rejects_bad_configurations() {
-    let server = TestServer::start().await;
+async fn session_create_rejects_bad_configurations(server: TestServer) {
     // Something stored already, so that "nothing changed" is a real check.
     server.create(wall_session()).await;
     let create = |what: &str, body: Value| case(what, Method::POST, "/v1/sessions").json(body);
@@ -538,9 +552,7 @@ async fn session_create_rejects_bad_configurations() {
     server.stop().await;
 }
 
-#[tokio::test]
-async fn transport_errors_name_body_or_header() {
-    let server = TestServer::start().await;
+async fn transport_errors_name_body_or_header(server: TestServer) {
     let session = server.create(wall_session()).await;
     let suggestions = format!("/v1/sessions/{session}/suggestions");
     let observations = format!("/v1/sessions/{session}/observations");
@@ -621,9 +633,7 @@ async fn transport_errors_name_body_or_header() {
     server.stop().await;
 }
 
-#[tokio::test]
-async fn unknown_sessions_routes_and_methods() {
-    let server = TestServer::start().await;
+async fn unknown_sessions_routes_and_methods(server: TestServer) {
     let session = server.create(wall_session()).await;
     let observed = suggestion_id(&server, &session).await;
     let (status, body) = server
@@ -718,9 +728,7 @@ async fn unknown_sessions_routes_and_methods() {
     server.stop().await;
 }
 
-#[tokio::test]
-async fn suggest_rejects_bad_requests() {
-    let server = TestServer::start().await;
+async fn suggest_rejects_bad_requests(server: TestServer) {
     let wall = server.create(wall_session()).await;
     let client = server.create(common::client_session("gp-ucb", 1)).await;
     let wall_path = format!("/v1/sessions/{wall}/suggestions");
@@ -757,9 +765,7 @@ async fn suggest_rejects_bad_requests() {
     server.stop().await;
 }
 
-#[tokio::test]
-async fn observe_rejects_bad_requests() {
-    let server = TestServer::start().await;
+async fn observe_rejects_bad_requests(server: TestServer) {
     let wall = server.create(wall_session()).await;
     let client = server.create(common::client_session("gp-ucb", 1)).await;
     let wall_path = format!("/v1/sessions/{wall}/observations");
@@ -998,9 +1004,7 @@ async fn observe_rejects_bad_requests() {
     server.stop().await;
 }
 
-#[tokio::test]
-async fn predict_and_list_queries_reject_bad_requests() {
-    let server = TestServer::start().await;
+async fn predict_and_list_queries_reject_bad_requests(server: TestServer) {
     let wall = server.create(wall_session()).await;
     server.create(wall_session()).await;
     let (status, body) = server
@@ -1088,9 +1092,7 @@ async fn predict_and_list_queries_reject_bad_requests() {
     server.stop().await;
 }
 
-#[tokio::test]
-async fn idempotent_observation_acts_once() {
-    let server = TestServer::start().await;
+async fn idempotent_observation_acts_once(server: TestServer) {
     let wall = server.create(wall_session()).await;
     let path = format!("/v1/sessions/{wall}/observations");
     let sid = suggestion_id(&server, &wall).await;
@@ -1149,9 +1151,7 @@ async fn idempotent_observation_acts_once() {
     server.stop().await;
 }
 
-#[tokio::test]
-async fn idempotent_suggestion_acts_once() {
-    let server = TestServer::start().await;
+async fn idempotent_suggestion_acts_once(server: TestServer) {
     let wall = server.create(wall_session()).await;
     let path = format!("/v1/sessions/{wall}/suggestions");
     let body = json!({"count": 2});
@@ -1197,9 +1197,7 @@ async fn idempotent_suggestion_acts_once() {
     server.stop().await;
 }
 
-#[tokio::test]
-async fn idempotent_session_create_acts_once() {
-    let server = TestServer::start().await;
+async fn idempotent_session_create_acts_once(server: TestServer) {
     let first = post_with(&server, "/v1/sessions", Some("c1"), &wall_session()).await;
     assert_eq!(first.status, 201, "{}", first.text);
     let stored = server.dump().await;
@@ -1231,9 +1229,7 @@ async fn idempotent_session_create_acts_once() {
     server.stop().await;
 }
 
-#[tokio::test]
-async fn a_rejected_request_does_not_burn_its_idempotency_key() {
-    let server = TestServer::start().await;
+async fn a_rejected_request_does_not_burn_its_idempotency_key(server: TestServer) {
     let wall = server.create(wall_session()).await;
     let path = format!("/v1/sessions/{wall}/observations");
     let bad = json!({"params": {"x": 5.0, "y": 0.5}, "value": 1.0});
@@ -1259,9 +1255,7 @@ async fn a_rejected_request_does_not_burn_its_idempotency_key() {
 
 /// Finite but extreme numbers are valid JSON and pass the field checks; whatever the
 /// server makes of them, it must not answer 5xx, on the request or on later ones.
-#[tokio::test]
-async fn extreme_finite_numbers_never_answer_5xx() {
-    let server = TestServer::start().await;
+async fn extreme_finite_numbers_never_answer_5xx(server: TestServer) {
     let mut answers = Vec::new();
     let session = server
         .create(with(wall_session(), "model", json!({"warmup": 0})))

@@ -1,13 +1,22 @@
 //! The life of a session over HTTP: listing, batches, pending points, time, insight, deletion.
 
+#[macro_use]
 mod common;
 
 use common::{TestServer, client_session};
 use serde_json::json;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sessions_are_listed_newest_first_with_cursor_paging() {
-    let server = TestServer::start().await;
+backend_tests!(
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    sessions_are_listed_newest_first_with_cursor_paging,
+    batches_pending_points_and_insight,
+    resets_mark_observations_inactive_with_a_reason,
+    wall_clock_sessions_place_observations_at_their_measurement,
+    deleting_a_session_forgets_its_idempotency_records,
+    the_model_reports_server_compute_time,
+);
+
+async fn sessions_are_listed_newest_first_with_cursor_paging(server: TestServer) {
     let mut ids = Vec::new();
     for seed in 0..5 {
         ids.push(server.create(client_session("gp-ucb", seed)).await);
@@ -44,9 +53,7 @@ async fn sessions_are_listed_newest_first_with_cursor_paging() {
     server.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn batches_pending_points_and_insight() {
-    let server = TestServer::start().await;
+async fn batches_pending_points_and_insight(server: TestServer) {
     let id = server.create(client_session("tv-gp-ucb", 3)).await;
     let objective = |x: f64, y: f64| -(x - 0.3).powi(2) - (y - 0.6).powi(2);
     let mut t = 0.0;
@@ -165,9 +172,7 @@ async fn batches_pending_points_and_insight() {
     server.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn resets_mark_observations_inactive_with_a_reason() {
-    let server = TestServer::start().await;
+async fn resets_mark_observations_inactive_with_a_reason(server: TestServer) {
     let mut body = client_session("r-gp-ucb", 1);
     body["algorithm"] = json!({"name": "r-gp-ucb", "reset_every": 4});
     let id = server.create(body).await;
@@ -202,9 +207,7 @@ async fn resets_mark_observations_inactive_with_a_reason() {
     server.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn wall_clock_sessions_place_observations_at_their_measurement() {
-    let server = TestServer::start().await;
+async fn wall_clock_sessions_place_observations_at_their_measurement(server: TestServer) {
     let id = server
         .create(json!({"parameters": [{"name": "x", "low": 0, "high": 1}], "model": {"warmup": 2}}))
         .await;
@@ -233,9 +236,7 @@ async fn wall_clock_sessions_place_observations_at_their_measurement() {
     server.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn deleting_a_session_forgets_its_idempotency_records() {
-    let server = TestServer::start().await;
+async fn deleting_a_session_forgets_its_idempotency_records(server: TestServer) {
     let id = server.create(client_session("gp-ucb", 9)).await;
     let path = format!("/v1/sessions/{id}/suggestions");
     let send = || {
@@ -269,9 +270,7 @@ async fn deleting_a_session_forgets_its_idempotency_records() {
     server.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_model_reports_server_compute_time() {
-    let server = TestServer::start().await;
+async fn the_model_reports_server_compute_time(server: TestServer) {
     let id = server.create(client_session("gp-ucb", 4)).await;
     for step in 0..3 {
         let (status, body) = server

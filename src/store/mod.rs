@@ -6,6 +6,7 @@
 //! change was computed from (optimistic concurrency), so that replicas sharing one
 //! database never interleave two changes of one session.
 
+pub mod postgres;
 pub mod sqlite;
 
 use async_trait::async_trait;
@@ -15,6 +16,7 @@ use uuid::Uuid;
 use crate::session::config::SessionConfig;
 use crate::session::space::Params;
 
+pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 
 /// Storage failures.

@@ -1,4 +1,5 @@
-//! Shared test harness: a real server on port 0 over a temporary SQLite file.
+//! Shared test harness: a real server on port 0 over a temporary SQLite file, and fresh
+//! PostgreSQL databases for the tests that run against PostgreSQL too.
 #![allow(dead_code)]
 
 use std::net::SocketAddr;
@@ -6,40 +7,78 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use sqlx::Row;
+use sqlx::{ColumnIndex, Decode, Row, Type};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
-use tvbo::store::{SqliteStore, Store};
+use tvbo::store::{PostgresStore, SqliteStore, Store};
 
-/// A running server and the database file behind it.
+/// The database behind a [`TestServer`].
+enum Backend {
+    Sqlite {
+        store: SqliteStore,
+        dir: Option<tempfile::TempDir>,
+    },
+    Postgres {
+        store: PostgresStore,
+        db: PgDatabase,
+    },
+}
+
+/// Every table, with the columns that order its rows (SQLite, PostgreSQL): keys where
+/// there are keys, insertion order (SQLite's rowid, PostgreSQL's id) where there are none.
+const TABLES: [(&str, &str, &str); 6] = [
+    ("sessions", "id", "id"),
+    ("suggestions", "id", "id"),
+    ("observations", "session_id, seq", "session_id, seq"),
+    ("response_times", "rowid", "id"),
+    ("calls", "rowid", "id"),
+    ("idempotency", "scope, key", "scope, key"),
+];
+
+/// A running server and the database behind it.
 pub struct TestServer {
     pub base: String,
     pub client: reqwest::Client,
-    pub store: SqliteStore,
-    pub db_path: PathBuf,
+    backend: Backend,
     shutdown: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<()>>,
-    _dir: Option<tempfile::TempDir>,
 }
 
 impl TestServer {
-    /// A server over a fresh database.
+    /// A server over a fresh SQLite database.
     pub async fn start() -> TestServer {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("tvbo.db");
         let mut server = Self::start_on(path).await;
-        server._dir = Some(dir);
+        if let Backend::Sqlite { dir: kept, .. } = &mut server.backend {
+            *kept = Some(dir);
+        }
         server
     }
 
-    /// A server over the database file at `path` (created if missing).
+    /// A server over the SQLite database file at `path` (created if missing).
     pub async fn start_on(path: PathBuf) -> TestServer {
         let url = format!("sqlite://{}", path.display());
         let store = SqliteStore::connect(&url).await.expect("open store");
+        let shared: Arc<dyn Store> = Arc::new(store.clone());
+        Self::serve(shared, Backend::Sqlite { store, dir: None }).await
+    }
+
+    /// A server over a fresh PostgreSQL database (dropped with the server); None, after
+    /// printing why `test` is skipped, when no PostgreSQL server is configured.
+    pub async fn start_postgres(test: &str) -> Option<TestServer> {
+        let db = PgDatabase::create(test).await?;
+        let store = PostgresStore::connect(&db.url)
+            .await
+            .expect("open PostgreSQL store");
+        let shared: Arc<dyn Store> = Arc::new(store.clone());
+        Some(Self::serve(shared, Backend::Postgres { store, db }).await)
+    }
+
+    async fn serve(shared: Arc<dyn Store>, backend: Backend) -> TestServer {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr: SocketAddr = listener.local_addr().unwrap();
         let (tx, rx) = oneshot::channel::<()>();
-        let shared: Arc<dyn Store> = Arc::new(store.clone());
         let task = tokio::spawn(async move {
             tvbo::server::serve(listener, shared, async {
                 let _ = rx.await;
@@ -50,16 +89,14 @@ impl TestServer {
         TestServer {
             base: format!("http://{addr}"),
             client: reqwest::Client::new(),
-            store,
-            db_path: path,
+            backend,
             shutdown: Some(tx),
             task: Some(task),
-            _dir: None,
         }
     }
 
-    /// Stops the server and closes its database; keeps the file (unless it is temporary
-    /// and this value is dropped).
+    /// Stops the server and closes its database. A SQLite file is kept (unless it is
+    /// temporary and the returned directory is dropped); a PostgreSQL database is dropped.
     pub async fn stop(mut self) -> Option<tempfile::TempDir> {
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
@@ -67,8 +104,17 @@ impl TestServer {
         if let Some(task) = self.task.take() {
             task.await.unwrap();
         }
-        self.store.pool().close().await;
-        self._dir.take()
+        match self.backend {
+            Backend::Sqlite { store, dir } => {
+                store.pool().close().await;
+                dir
+            }
+            Backend::Postgres { store, db } => {
+                store.pool().close().await;
+                drop(db);
+                None
+            }
+        }
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -105,43 +151,93 @@ impl TestServer {
         session["id"].as_str().unwrap().to_string()
     }
 
-    /// Every row of every table, as text, for before/after comparisons.
+    /// Every row of every table, as text (`table|cell|cell...`, NULL for nulls), each
+    /// table ordered as [`TABLES`] says, for before/after comparisons.
     pub async fn dump(&self) -> Vec<String> {
         let mut rows = Vec::new();
-        for table in [
-            "sessions",
-            "suggestions",
-            "observations",
-            "response_times",
-            "calls",
-            "idempotency",
-        ] {
-            let sql = format!("SELECT * FROM {table} ORDER BY rowid");
-            for row in sqlx::query(sqlx::AssertSqlSafe(sql))
-                .fetch_all(self.store.pool())
-                .await
-                .unwrap()
-            {
-                let mut cells = vec![table.to_string()];
-                for i in 0..row.len() {
-                    let cell: Option<String> = row
-                        .try_get::<Option<String>, _>(i)
-                        .or_else(|_| {
-                            row.try_get::<Option<i64>, _>(i)
-                                .map(|v| v.map(|v| v.to_string()))
-                        })
-                        .or_else(|_| {
-                            row.try_get::<Option<f64>, _>(i)
-                                .map(|v| v.map(|v| format!("{v:?}")))
-                        })
-                        .unwrap_or_else(|_| Some("<blob>".into()));
-                    cells.push(cell.unwrap_or_else(|| "NULL".into()));
+        for (table, sqlite_order, postgres_order) in TABLES {
+            match &self.backend {
+                Backend::Sqlite { store, .. } => {
+                    let sql = format!("SELECT * FROM {table} ORDER BY {sqlite_order}");
+                    let fetched = sqlx::query(sqlx::AssertSqlSafe(sql))
+                        .fetch_all(store.pool())
+                        .await
+                        .unwrap();
+                    rows.extend(fetched.iter().map(|row| render(table, row)));
                 }
-                rows.push(cells.join("|"));
+                Backend::Postgres { store, .. } => {
+                    let sql = format!("SELECT * FROM {table} ORDER BY {postgres_order}");
+                    let fetched = sqlx::query(sqlx::AssertSqlSafe(sql))
+                        .fetch_all(store.pool())
+                        .await
+                        .unwrap();
+                    rows.extend(fetched.iter().map(|row| render(table, row)));
+                }
             }
         }
         rows
     }
+}
+
+/// Cell `i` of `row` as `T`, or None if its SQL type is not `T`'s.
+fn cell<'r, R, T>(row: &'r R, i: usize) -> Option<Option<T>>
+where
+    R: Row,
+    usize: ColumnIndex<R>,
+    T: Decode<'r, R::Database> + Type<R::Database>,
+{
+    row.try_get::<Option<T>, _>(i).ok()
+}
+
+/// A row as `table|cell|cell...`: text, integers, floats (`{:?}`), booleans, NULL.
+fn render<R>(table: &str, row: &R) -> String
+where
+    R: Row,
+    usize: ColumnIndex<R>,
+    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> f64: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> bool: Decode<'r, R::Database> + Type<R::Database>,
+{
+    let mut cells = vec![table.to_string()];
+    for i in 0..row.len() {
+        let text = cell::<R, String>(row, i)
+            .or_else(|| cell::<R, i64>(row, i).map(|v| v.map(|v| v.to_string())))
+            .or_else(|| cell::<R, f64>(row, i).map(|v| v.map(|v| format!("{v:?}"))))
+            .or_else(|| cell::<R, bool>(row, i).map(|v| v.map(|v| v.to_string())))
+            .unwrap_or_else(|| Some("<other>".into()));
+        cells.push(text.unwrap_or_else(|| "NULL".into()));
+    }
+    cells.join("|")
+}
+
+/// For each `async fn name(server: TestServer)` of the test file, one test per backend:
+/// `sqlite::name` over a fresh SQLite file and `postgres::name` over a fresh PostgreSQL
+/// database (skipped, saying so, when no PostgreSQL server is configured). The first
+/// argument is the test attribute, e.g. `#[tokio::test]`.
+#[allow(unused_macros)]
+macro_rules! backend_tests {
+    (#[$test:meta] $($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[$test]
+                async fn $name() {
+                    super::$name(super::common::TestServer::start().await).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[$test]
+                async fn $name() {
+                    let name = stringify!($name);
+                    if let Some(server) = super::common::TestServer::start_postgres(name).await {
+                        super::$name(server).await;
+                    }
+                }
+            )*
+        }
+    };
 }
 
 /// A 2-D client-time session body.
@@ -157,4 +253,93 @@ pub fn client_session(algorithm: &str, seed: u64) -> Value {
         "time": {"source": "client"},
         "seed": seed
     })
+}
+
+/// The environment variable naming the PostgreSQL server the tests may use (an admin URL:
+/// its user may create and drop databases).
+pub const POSTGRES_URL_VAR: &str = "TVBO_TEST_POSTGRES_URL";
+
+/// The admin URL of the test PostgreSQL server: `TVBO_TEST_POSTGRES_URL`, else
+/// `DATABASE_URL` if it is a PostgreSQL URL; None (after printing why `test` is skipped)
+/// when neither is set.
+pub fn postgres_admin_url(test: &str) -> Option<String> {
+    let url = std::env::var(POSTGRES_URL_VAR).ok().or_else(|| {
+        std::env::var("DATABASE_URL")
+            .ok()
+            .filter(|u| u.starts_with("postgres://") || u.starts_with("postgresql://"))
+    });
+    if url.is_none() {
+        eprintln!(
+            "SKIPPED {test} on PostgreSQL: set {POSTGRES_URL_VAR} (or DATABASE_URL) to \
+             postgres://user@host:port/db to run it"
+        );
+    }
+    url
+}
+
+/// A fresh, empty database on the test PostgreSQL server, dropped with this value.
+pub struct PgDatabase {
+    admin_url: String,
+    name: String,
+    /// The URL of the fresh database.
+    pub url: String,
+}
+
+impl PgDatabase {
+    /// Creates `tvbo_test_<random>`; None (with a printed skip reason) when no server is
+    /// configured.
+    pub async fn create(test: &str) -> Option<PgDatabase> {
+        use sqlx::Connection;
+        let admin_url = postgres_admin_url(test)?;
+        let name = format!("tvbo_test_{}", uuid::Uuid::new_v4().simple());
+        let mut admin = sqlx::PgConnection::connect(&admin_url)
+            .await
+            .expect("connect to the test PostgreSQL server");
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+            .execute(&mut admin)
+            .await
+            .expect("create a test database");
+        admin.close().await.expect("close admin connection");
+        let mut url = reqwest::Url::parse(&admin_url).expect("a PostgreSQL URL");
+        url.set_path(&format!("/{name}"));
+        Some(PgDatabase {
+            admin_url,
+            name,
+            url: url.to_string(),
+        })
+    }
+}
+
+/// Drops the database, disconnecting whoever still uses it, also when a test panics (then
+/// a failure to drop is printed, not raised).
+impl Drop for PgDatabase {
+    fn drop(&mut self) {
+        let admin_url = self.admin_url.clone();
+        let name = self.name.clone();
+        // A thread with its own runtime: Drop cannot await, and may run on a runtime thread.
+        let dropped = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            runtime.block_on(async {
+                use sqlx::Connection;
+                let mut admin = sqlx::PgConnection::connect(&admin_url).await?;
+                let sql = format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)");
+                sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .execute(&mut admin)
+                    .await?;
+                admin.close().await
+            })?;
+            Ok::<(), Box<dyn std::error::Error + Send + Sync>>(())
+        })
+        .join();
+        match dropped {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => eprintln!("cannot drop test database {}: {e}", self.name),
+            Err(_) => eprintln!(
+                "cannot drop test database {}: the dropper panicked",
+                self.name
+            ),
+        }
+    }
 }

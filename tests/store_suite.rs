@@ -1,0 +1,705 @@
+//! The store contract, checked against every backend: each `check_*` function takes a
+//! `&dyn Store` over an empty database and runs once on SQLite (a temporary file) and once
+//! on PostgreSQL (a fresh database, skipped with a printed reason when no server is set).
+
+mod common;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use chrono::{DateTime, Duration, Utc};
+use serde_json::json;
+use tvbo::server::open_store;
+use tvbo::session::config::{CreateSession, SessionConfig};
+use tvbo::store::{
+    CallRecord, ChangeSet, Deactivation, IdempotencyRecord, ObservationRow, PostgresStore,
+    ResponseTimeSample, SessionCursor, SessionRow, SqliteStore, Store, StoreError, SuggestionRow,
+    SuggestionStatus,
+};
+use uuid::Uuid;
+
+/// Runs `check` on a store over a fresh SQLite file.
+async fn on_sqlite<F, Fut>(check: F)
+where
+    F: FnOnce(Arc<dyn Store>) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = format!("sqlite://{}", dir.path().join("tvbo.db").display());
+    let store = SqliteStore::connect(&url).await.expect("open SQLite");
+    check(Arc::new(store.clone())).await;
+    store.pool().close().await;
+}
+
+/// Runs `check` on a store over a fresh PostgreSQL database (dropped afterwards, also when
+/// the check panics); prints a skip reason and returns when no server is configured.
+async fn on_postgres<F, Fut>(test: &str, check: F)
+where
+    F: FnOnce(Arc<dyn Store>) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let Some(db) = common::PgDatabase::create(test).await else {
+        return;
+    };
+    let store = PostgresStore::connect(&db.url)
+        .await
+        .expect("open PostgreSQL");
+    check(Arc::new(store.clone())).await;
+    store.pool().close().await;
+}
+
+/// One `#[tokio::test]` per check and backend: `sqlite::<check>` and `postgres::<check>`.
+macro_rules! store_tests {
+    ($($check:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test]
+                async fn $check() {
+                    super::on_sqlite(|s| async move { super::$check(&*s).await }).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test]
+                async fn $check() {
+                    super::on_postgres(stringify!($check), |s| async move {
+                        super::$check(&*s).await
+                    })
+                    .await;
+                }
+            )*
+        }
+    };
+}
+
+store_tests!(
+    check_session_create_get_list_delete,
+    check_delete_cascades,
+    check_commit_applies_every_part,
+    check_commit_version_conflict,
+    check_concurrent_commits_one_wins,
+    check_commit_missing_session,
+    check_idempotency_records,
+    check_load_history,
+    check_list_observations,
+    check_response_times_in_order,
+    check_call_stats,
+);
+
+/// A timestamp with whole microseconds (the stored precision).
+fn at(micros: i64) -> DateTime<Utc> {
+    DateTime::from_timestamp_micros(micros).unwrap()
+}
+
+fn config(name: &str) -> SessionConfig {
+    let request: CreateSession = serde_json::from_value(json!({
+        "name": name,
+        "parameters": [
+            {"name": "x", "low": 0.0, "high": 1.0},
+            {"name": "y", "low": 0.0, "high": 1.0}
+        ],
+        "algorithm": {"name": "gp-ucb"},
+        "time": {"source": "client"},
+        "seed": 7
+    }))
+    .unwrap();
+    SessionConfig::from_request(request, 1).unwrap()
+}
+
+fn session(name: &str, created_micros: i64) -> SessionRow {
+    SessionRow {
+        id: Uuid::new_v4(),
+        config: config(name),
+        created_at: at(created_micros),
+        status: "active".into(),
+        version: 0,
+        state: json!({"initial": true}),
+        suggest_count: 0,
+        last_suggest: None,
+        observation_count: 0,
+        dataset_size: 0,
+        pending_count: 0,
+    }
+}
+
+fn suggestion(ordinal: i64, issued_t: f64) -> SuggestionRow {
+    let x = 0.1 * (ordinal + 1) as f64;
+    SuggestionRow {
+        id: Uuid::new_v4(),
+        ordinal,
+        params: [("x".to_string(), x), ("y".to_string(), 0.5)].into(),
+        unit: vec![x, 0.5],
+        arm: (ordinal % 2 == 1).then(|| format!("arm{ordinal}")),
+        issued_t,
+        t: issued_t + 1.0,
+        created_at: at(1_700_000_000_000_000 + ordinal),
+        status: SuggestionStatus::Pending,
+    }
+}
+
+fn observation(seq: i64, of: Option<&SuggestionRow>, t: f64) -> ObservationRow {
+    ObservationRow {
+        seq,
+        suggestion_id: of.map(|s| s.id),
+        params: [
+            ("x".to_string(), 0.25),
+            ("y".to_string(), seq as f64 / 100.0),
+        ]
+        .into(),
+        unit: vec![0.25, seq as f64 / 100.0],
+        value: -(seq as f64) / 3.0,
+        t,
+        measured_at: Some(at(1_700_000_100_000_000 + seq)),
+        regret: (seq % 2 == 0).then_some(0.5 * seq as f64),
+        active: true,
+        removed_at: None,
+        removed_reason: None,
+        created_at: at(1_700_000_200_000_000 + seq),
+    }
+}
+
+fn record(scope: &str, session_id: Option<Uuid>, key: &str) -> IdempotencyRecord {
+    IdempotencyRecord {
+        scope: scope.into(),
+        session_id,
+        key: key.into(),
+        request_hash: "ab".repeat(32),
+        status: 201,
+        body: r#"{"ok":true}"#.into(),
+    }
+}
+
+/// A session created in `store`, with its row as stored.
+async fn created(store: &dyn Store, name: &str, created_micros: i64) -> SessionRow {
+    let row = session(name, created_micros);
+    store.create_session(&row, None).await.unwrap();
+    row
+}
+
+fn call(kind: &'static str, seconds: f64) -> CallRecord {
+    CallRecord {
+        kind,
+        t: 1.0,
+        dataset_size: 3,
+        compute_seconds: seconds,
+    }
+}
+
+/// A created session reads back as stored; the listing is newest first (ties by id) and
+/// its cursor pages through every session once; deleting answers whether there was one.
+async fn check_session_create_get_list_delete(store: &dyn Store) {
+    assert!(store.get_session(Uuid::new_v4()).await.unwrap().is_none());
+    assert!(store.list_sessions(10, None).await.unwrap().is_empty());
+    // Two sessions share a creation time: the id breaks the tie.
+    let base = 1_700_000_000_000_000;
+    let mut rows = [
+        created(store, "a", base).await,
+        created(store, "b", base + 5).await,
+        created(store, "c", base + 5).await,
+        created(store, "d", base + 9).await,
+    ];
+    let got = store.get_session(rows[0].id).await.unwrap().unwrap();
+    assert_eq!(got.id, rows[0].id);
+    assert_eq!(got.config, rows[0].config);
+    assert_eq!(got.created_at, rows[0].created_at);
+    assert_eq!(got.status, "active");
+    assert_eq!(got.version, 0);
+    assert_eq!(got.state, json!({"initial": true}));
+    assert_eq!(
+        (got.suggest_count, got.last_suggest, got.observation_count),
+        (0, None, 0)
+    );
+    assert_eq!((got.dataset_size, got.pending_count), (0, 0));
+
+    // Newest first, ties by id descending; pages of two follow the cursor.
+    rows.sort_by_key(|r| std::cmp::Reverse((r.created_at, r.id.to_string())));
+    let expected: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
+    let all: Vec<Uuid> = store
+        .list_sessions(10, None)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(all, expected);
+    let mut paged = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = store.list_sessions(2, cursor).await.unwrap();
+        if page.is_empty() {
+            break;
+        }
+        assert!(page.len() <= 2);
+        let last = page.last().unwrap();
+        cursor = Some(SessionCursor {
+            created_micros: last.created_at.timestamp_micros(),
+            id: last.id,
+        });
+        paged.extend(page.iter().map(|r| r.id));
+    }
+    assert_eq!(paged, expected);
+
+    assert!(store.delete_session(rows[1].id).await.unwrap());
+    assert!(!store.delete_session(rows[1].id).await.unwrap());
+    assert!(store.get_session(rows[1].id).await.unwrap().is_none());
+    assert_eq!(store.list_sessions(10, None).await.unwrap().len(), 3);
+}
+
+/// Deleting a session deletes its suggestions, observations, response times, calls and
+/// idempotency records, and nothing of another session.
+async fn check_delete_cascades(store: &dyn Store) {
+    let kept = created(store, "kept", 1).await;
+    let gone = created(store, "gone", 2).await;
+    let scope = "POST /v1/sessions/x/observations";
+    let mut suggestions = Vec::new();
+    for row in [&kept, &gone] {
+        let s = suggestion(0, 0.0);
+        let change = ChangeSet {
+            new_suggestions: vec![s.clone()],
+            new_observations: vec![observation(1, None, 0.5)],
+            response_time: Some(ResponseTimeSample { n: 1, seconds: 0.2 }),
+            calls: vec![call("suggest", 0.01)],
+            ..ChangeSet::default()
+        };
+        let key = row.id.to_string();
+        store
+            .commit(row.id, 0, &change, Some(&record(scope, Some(row.id), &key)))
+            .await
+            .unwrap();
+        suggestions.push(s);
+    }
+    assert!(store.delete_session(gone.id).await.unwrap());
+    for ((row, s), present) in [&kept, &gone]
+        .into_iter()
+        .zip(&suggestions)
+        .zip([true, false])
+    {
+        let count = usize::from(present);
+        assert_eq!(store.load_history(row.id).await.unwrap().is_some(), present);
+        let stored = store.get_suggestion(row.id, s.id).await.unwrap();
+        assert_eq!(stored.is_some(), present);
+        let observations = store.list_observations(row.id, 0, 10, true).await.unwrap();
+        assert_eq!(observations.len(), count);
+        assert_eq!(store.response_times(row.id).await.unwrap().len(), count);
+        assert_eq!(store.call_stats(row.id).await.unwrap().len(), count);
+        let idem = store.get_idempotency(scope, &row.id.to_string()).await;
+        assert_eq!(idem.unwrap().is_some(), present);
+    }
+}
+
+/// Every part of a ChangeSet is stored, and the session's counts follow.
+async fn check_commit_applies_every_part(store: &dyn Store) {
+    let row = created(store, "s", 1).await;
+    let s0 = suggestion(0, 0.0);
+    let s1 = suggestion(1, 1.0);
+    let first = ChangeSet {
+        new_suggestions: vec![s0.clone(), s1.clone()],
+        new_observations: vec![observation(1, None, 0.5), observation(2, None, 0.7)],
+        state: Some(json!({"step": 1})),
+        last_suggest: Some((1.0, 2)),
+        ..ChangeSet::default()
+    };
+    store.commit(row.id, 0, &first, None).await.unwrap();
+    let second = ChangeSet {
+        suggestion_status: vec![(s0.id, SuggestionStatus::Observed)],
+        new_observations: vec![observation(3, Some(&s0), 2.0)],
+        deactivate: vec![Deactivation {
+            seq: 1,
+            reason: "stale".into(),
+        }],
+        response_time: Some(ResponseTimeSample { n: 2, seconds: 0.5 }),
+        calls: vec![call("observe", 0.25)],
+        ..ChangeSet::default()
+    };
+    let before = Utc::now() - Duration::seconds(1);
+    store.commit(row.id, 1, &second, None).await.unwrap();
+
+    let got = store.get_session(row.id).await.unwrap().unwrap();
+    assert_eq!(got.version, 2);
+    // A change without a state or last suggest keeps the stored ones.
+    assert_eq!(got.state, json!({"step": 1}));
+    assert_eq!(got.last_suggest, Some((1.0, 2)));
+    assert_eq!(got.suggest_count, 2);
+    assert_eq!(got.observation_count, 3);
+    assert_eq!(got.dataset_size, 2);
+    assert_eq!(got.pending_count, 1);
+
+    let stored_s0 = store.get_suggestion(row.id, s0.id).await.unwrap().unwrap();
+    assert_eq!(
+        stored_s0,
+        SuggestionRow {
+            status: SuggestionStatus::Observed,
+            ..s0.clone()
+        }
+    );
+    assert_eq!(
+        store.get_suggestion(row.id, s1.id).await.unwrap(),
+        Some(s1.clone())
+    );
+    // Suggestions belong to their session.
+    let other = created(store, "other", 2).await;
+    assert!(
+        store
+            .get_suggestion(other.id, s1.id)
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    let all = store.list_observations(row.id, 0, 10, true).await.unwrap();
+    assert_eq!(all.len(), 3);
+    let forgotten = &all[0];
+    assert!(!forgotten.active);
+    assert_eq!(forgotten.removed_reason.as_deref(), Some("stale"));
+    assert!(forgotten.removed_at.unwrap() >= before);
+    assert_eq!(
+        ObservationRow {
+            active: true,
+            removed_at: None,
+            removed_reason: None,
+            ..forgotten.clone()
+        },
+        observation(1, None, 0.5)
+    );
+    assert_eq!(all[1], observation(2, None, 0.7));
+    assert_eq!(all[2], observation(3, Some(&s0), 2.0));
+    assert_eq!(
+        store.response_times(row.id).await.unwrap(),
+        vec![ResponseTimeSample { n: 2, seconds: 0.5 }]
+    );
+    let stats = store.call_stats(row.id).await.unwrap();
+    assert_eq!(stats.len(), 1);
+    assert_eq!(
+        (stats[0].kind.as_str(), stats[0].count, stats[0].max_seconds),
+        ("observe", 1, 0.25)
+    );
+}
+
+/// A commit computed from an old version is a Conflict and stores nothing, idempotency
+/// record included.
+async fn check_commit_version_conflict(store: &dyn Store) {
+    let row = created(store, "s", 1).await;
+    let first = ChangeSet {
+        state: Some(json!({"by": "first"})),
+        ..ChangeSet::default()
+    };
+    store.commit(row.id, 0, &first, None).await.unwrap();
+    let late = ChangeSet {
+        new_suggestions: vec![suggestion(0, 0.0)],
+        new_observations: vec![observation(1, None, 0.5)],
+        state: Some(json!({"by": "late"})),
+        last_suggest: Some((3.0, 1)),
+        response_time: Some(ResponseTimeSample { n: 0, seconds: 1.0 }),
+        calls: vec![call("suggest", 0.1)],
+        ..ChangeSet::default()
+    };
+    let scope = "POST /v1/sessions/x/suggestions";
+    let outcome = store
+        .commit(row.id, 0, &late, Some(&record(scope, Some(row.id), "k")))
+        .await;
+    assert!(matches!(outcome, Err(StoreError::Conflict)), "{outcome:?}");
+    // Nothing of the late change was stored.
+    let got = store.get_session(row.id).await.unwrap().unwrap();
+    assert_eq!(got.version, 1);
+    assert_eq!(got.state, json!({"by": "first"}));
+    assert_eq!((got.suggest_count, got.last_suggest), (0, None));
+    assert_eq!((got.observation_count, got.pending_count), (0, 0));
+    assert!(store.response_times(row.id).await.unwrap().is_empty());
+    assert!(store.call_stats(row.id).await.unwrap().is_empty());
+    assert!(store.get_idempotency(scope, "k").await.unwrap().is_none());
+    // The current version still commits.
+    store.commit(row.id, 1, &late, None).await.unwrap();
+    assert_eq!(store.get_session(row.id).await.unwrap().unwrap().version, 2);
+}
+
+/// Of concurrent commits computed from one version, exactly one is stored; the others are
+/// Conflicts.
+async fn check_concurrent_commits_one_wins(store: &dyn Store) {
+    let row = created(store, "s", 1).await;
+    // Three changes computed from version 0, committed at once: each stores observation 1.
+    let change = |value: f64| ChangeSet {
+        new_observations: vec![ObservationRow {
+            value,
+            ..observation(1, None, 0.5)
+        }],
+        state: Some(json!({"by": value})),
+        ..ChangeSet::default()
+    };
+    let (a, b, c) = (change(1.0), change(2.0), change(3.0));
+    let outcomes = tokio::join!(
+        store.commit(row.id, 0, &a, None),
+        store.commit(row.id, 0, &b, None),
+        store.commit(row.id, 0, &c, None),
+    );
+    let outcomes = [outcomes.0, outcomes.1, outcomes.2];
+    let winners: Vec<usize> = (0..3).filter(|&i| outcomes[i].is_ok()).collect();
+    assert_eq!(winners.len(), 1, "{outcomes:?}");
+    assert!(
+        outcomes
+            .iter()
+            .all(|o| matches!(o, Ok(()) | Err(StoreError::Conflict))),
+        "{outcomes:?}"
+    );
+    let value = [1.0, 2.0, 3.0][winners[0]];
+    let got = store.get_session(row.id).await.unwrap().unwrap();
+    assert_eq!((got.version, got.state), (1, json!({"by": value})));
+    let stored = store.list_observations(row.id, 0, 10, true).await.unwrap();
+    assert_eq!(stored.len(), 1);
+    assert_eq!(stored[0].value, value);
+}
+
+/// A missing session: commit is NotFound, load_history None.
+async fn check_commit_missing_session(store: &dyn Store) {
+    let outcome = store
+        .commit(Uuid::new_v4(), 0, &ChangeSet::default(), None)
+        .await;
+    assert!(matches!(outcome, Err(StoreError::NotFound)), "{outcome:?}");
+    assert!(store.load_history(Uuid::new_v4()).await.unwrap().is_none());
+}
+
+/// Idempotency records round-trip; a taken key is DuplicateKey and rolls back the whole
+/// change; records go with their session.
+async fn check_idempotency_records(store: &dyn Store) {
+    let scope = "POST /v1/sessions";
+    let first = session("first", 1);
+    let with_key = record(scope, Some(first.id), "key-1");
+    store.create_session(&first, Some(&with_key)).await.unwrap();
+    assert_eq!(
+        store.get_idempotency(scope, "key-1").await.unwrap(),
+        Some(with_key.clone())
+    );
+    assert!(
+        store
+            .get_idempotency(scope, "key-2")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        store
+            .get_idempotency("GET /", "key-1")
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    // The same key again: DuplicateKey, and the second session is not created.
+    let second = session("second", 2);
+    let outcome = store
+        .create_session(&second, Some(&record(scope, Some(second.id), "key-1")))
+        .await;
+    assert!(
+        matches!(outcome, Err(StoreError::DuplicateKey)),
+        "{outcome:?}"
+    );
+    assert!(store.get_session(second.id).await.unwrap().is_none());
+
+    // In a commit: DuplicateKey rolls the whole change back.
+    let commit_scope = "POST /v1/sessions/x/observations";
+    let taken = record(commit_scope, None, "key-3");
+    let change = ChangeSet {
+        state: Some(json!({"n": 1})),
+        ..ChangeSet::default()
+    };
+    store
+        .commit(first.id, 0, &change, Some(&taken))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.get_idempotency(commit_scope, "key-3").await.unwrap(),
+        Some(taken.clone())
+    );
+    let outcome = store.commit(first.id, 1, &change, Some(&taken)).await;
+    assert!(
+        matches!(outcome, Err(StoreError::DuplicateKey)),
+        "{outcome:?}"
+    );
+    assert_eq!(
+        store.get_session(first.id).await.unwrap().unwrap().version,
+        1
+    );
+
+    // Records go with their session; records of no session stay.
+    assert!(store.delete_session(first.id).await.unwrap());
+    assert!(
+        store
+            .get_idempotency(scope, "key-1")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert_eq!(
+        store.get_idempotency(commit_scope, "key-3").await.unwrap(),
+        Some(taken)
+    );
+}
+
+/// load_history: the active observations by seq, the pending suggestions by ordinal, the
+/// latest delays first, the next seq.
+async fn check_load_history(store: &dyn Store) {
+    let row = created(store, "s", 1).await;
+    let empty = store.load_history(row.id).await.unwrap().unwrap();
+    assert!(empty.active.is_empty() && empty.pending.is_empty());
+    assert!(empty.recent_delays.is_empty());
+    assert_eq!(empty.next_seq, 1);
+
+    // Suggestions committed out of ordinal order; two are measured, one expires.
+    let s: Vec<SuggestionRow> = (0..5).map(|i| suggestion(i, i as f64)).collect();
+    let first = ChangeSet {
+        new_suggestions: [2, 4, 0, 3, 1].map(|i| s[i].clone()).to_vec(),
+        ..ChangeSet::default()
+    };
+    store.commit(row.id, 0, &first, None).await.unwrap();
+    let second = ChangeSet {
+        suggestion_status: vec![
+            (s[0].id, SuggestionStatus::Observed),
+            (s[2].id, SuggestionStatus::Observed),
+            (s[4].id, SuggestionStatus::Expired),
+        ],
+        new_observations: vec![
+            observation(1, Some(&s[0]), 0.5),
+            observation(2, None, 4.0),
+            observation(3, Some(&s[2]), 5.0),
+            observation(4, None, 6.0),
+        ],
+        deactivate: vec![Deactivation {
+            seq: 2,
+            reason: "forgotten".into(),
+        }],
+        state: Some(json!({"saved": [1, 2]})),
+        ..ChangeSet::default()
+    };
+    store.commit(row.id, 1, &second, None).await.unwrap();
+
+    let history = store.load_history(row.id).await.unwrap().unwrap();
+    assert_eq!(history.session.version, 2);
+    assert_eq!(history.session.state, json!({"saved": [1, 2]}));
+    let active: Vec<i64> = history.active.iter().map(|o| o.seq).collect();
+    assert_eq!(active, vec![1, 3, 4]);
+    assert_eq!(history.active[1], observation(3, Some(&s[2]), 5.0));
+    let pending: Vec<i64> = history.pending.iter().map(|g| g.ordinal).collect();
+    assert_eq!(pending, vec![1, 3]);
+    assert_eq!(history.pending, vec![s[1].clone(), s[3].clone()]);
+    // Latest observation first: seq 3 measured 3 s after issue, seq 1 0.5 s after.
+    assert_eq!(history.recent_delays, vec![3.0, 0.5]);
+    assert_eq!(history.next_seq, 5);
+}
+
+/// list_observations pages by seq, with and without forgotten observations.
+async fn check_list_observations(store: &dyn Store) {
+    let row = created(store, "s", 1).await;
+    let change = ChangeSet {
+        new_observations: (1..=7)
+            .map(|seq| observation(seq, None, seq as f64))
+            .collect(),
+        deactivate: [2, 3, 6]
+            .into_iter()
+            .map(|seq| Deactivation {
+                seq,
+                reason: "window".into(),
+            })
+            .collect(),
+        ..ChangeSet::default()
+    };
+    store.commit(row.id, 0, &change, None).await.unwrap();
+    let seqs = |rows: Vec<ObservationRow>| rows.iter().map(|o| o.seq).collect::<Vec<_>>();
+    let list = |after, limit, inactive| store.list_observations(row.id, after, limit, inactive);
+    assert_eq!(
+        seqs(list(0, 100, true).await.unwrap()),
+        (1..=7).collect::<Vec<_>>()
+    );
+    assert_eq!(seqs(list(0, 100, false).await.unwrap()), vec![1, 4, 5, 7]);
+    assert_eq!(seqs(list(0, 3, true).await.unwrap()), vec![1, 2, 3]);
+    assert_eq!(seqs(list(3, 3, true).await.unwrap()), vec![4, 5, 6]);
+    assert_eq!(seqs(list(6, 3, true).await.unwrap()), vec![7]);
+    assert_eq!(seqs(list(1, 2, false).await.unwrap()), vec![4, 5]);
+    assert_eq!(seqs(list(5, 2, false).await.unwrap()), vec![7]);
+    assert!(list(7, 10, true).await.unwrap().is_empty());
+    assert!(
+        store
+            .list_observations(Uuid::new_v4(), 0, 10, true)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+/// Response-time samples come back in the order they were stored.
+async fn check_response_times_in_order(store: &dyn Store) {
+    let row = created(store, "s", 1).await;
+    // n deliberately not monotone: the order is the order of insertion.
+    let samples = [(5, 0.5), (2, 0.25), (9, 1.5), (2, 0.125)]
+        .map(|(n, seconds)| ResponseTimeSample { n, seconds });
+    for (version, sample) in samples.iter().enumerate() {
+        let change = ChangeSet {
+            response_time: Some(*sample),
+            ..ChangeSet::default()
+        };
+        store
+            .commit(row.id, version as i64, &change, None)
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        store.response_times(row.id).await.unwrap(),
+        samples.to_vec()
+    );
+    assert!(
+        store
+            .response_times(Uuid::new_v4())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+/// Compute-time statistics per kind of call, of one session only.
+async fn check_call_stats(store: &dyn Store) {
+    let row = created(store, "s", 1).await;
+    let other = created(store, "other", 2).await;
+    let change = ChangeSet {
+        calls: vec![
+            call("suggest", 0.5),
+            call("observe", 0.25),
+            call("suggest", 1.5),
+            call("suggest", 1.0),
+        ],
+        ..ChangeSet::default()
+    };
+    store.commit(row.id, 0, &change, None).await.unwrap();
+    let noise = ChangeSet {
+        calls: vec![call("suggest", 100.0)],
+        ..ChangeSet::default()
+    };
+    store.commit(other.id, 0, &noise, None).await.unwrap();
+    let stats = store.call_stats(row.id).await.unwrap();
+    let summary: Vec<(&str, i64, f64, f64)> = stats
+        .iter()
+        .map(|s| (s.kind.as_str(), s.count, s.mean_seconds, s.max_seconds))
+        .collect();
+    assert_eq!(
+        summary,
+        vec![("observe", 1, 0.25, 0.25), ("suggest", 3, 1.0, 1.5)]
+    );
+}
+
+/// `open_store` opens SQLite for `sqlite:` URLs, PostgreSQL for `postgres://` and
+/// `postgresql://`, and rejects other schemes.
+#[tokio::test]
+async fn open_store_picks_the_backend_by_scheme() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let sqlite = format!("sqlite://{}", dir.path().join("tvbo.db").display());
+    open_store(&sqlite).await.unwrap().ping().await.unwrap();
+    let unsupported = open_store("mysql://root@127.0.0.1/tvbo").await;
+    assert!(unsupported.is_err());
+    let Some(db) = common::PgDatabase::create("open_store_picks_the_backend_by_scheme").await
+    else {
+        return;
+    };
+    let (_, rest) = db.url.split_once("://").unwrap();
+    for scheme in ["postgres", "postgresql"] {
+        let store = open_store(&format!("{scheme}://{rest}")).await.unwrap();
+        store.ping().await.unwrap();
+    }
+}
