@@ -57,7 +57,43 @@ pub struct ServeArgs {
         global = true
     )]
     pub database_url: String,
+    /// Most database connections this process opens.
+    #[arg(
+        long,
+        env = "TVBO_DB_MAX_CONNECTIONS",
+        default_value_t = 10,
+        global = true
+    )]
+    pub db_max_connections: u32,
+    /// Seconds a request waits for a free database connection before it fails with 503.
+    #[arg(
+        long,
+        env = "TVBO_DB_ACQUIRE_TIMEOUT",
+        default_value_t = 5.0,
+        global = true
+    )]
+    pub db_acquire_timeout: f64,
     /// Log format.
     #[arg(long, env = "TVBO_LOG_FORMAT", value_enum, default_value_t = LogFormat::Human, global = true)]
     pub log_format: LogFormat,
+}
+
+impl ServeArgs {
+    /// The connection-pool settings of these arguments.
+    pub fn pool_settings(&self) -> anyhow::Result<crate::store::PoolSettings> {
+        anyhow::ensure!(
+            self.db_max_connections >= 1,
+            "TVBO_DB_MAX_CONNECTIONS must be at least 1"
+        );
+        let acquire_timeout = std::time::Duration::try_from_secs_f64(self.db_acquire_timeout)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| {
+                anyhow::anyhow!("TVBO_DB_ACQUIRE_TIMEOUT must be a positive number of seconds")
+            })?;
+        Ok(crate::store::PoolSettings {
+            max_connections: self.db_max_connections,
+            acquire_timeout,
+        })
+    }
 }

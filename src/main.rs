@@ -33,7 +33,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Serve => {
             let args = cli.serve;
             init_logging(args.log_format);
-            let store = server::open_store(&args.database_url).await?;
+            let store = server::open_store(&args.database_url, &args.pool_settings()?).await?;
             let listener = tokio::net::TcpListener::bind(args.bind)
                 .await
                 .with_context(|| format!("binding {}", args.bind))?;

@@ -6,19 +6,19 @@ use anyhow::Context;
 use tokio::net::TcpListener;
 
 use crate::api;
-use crate::store::{PostgresStore, SqliteStore, Store};
+use crate::store::{PoolSettings, PostgresStore, SqliteStore, Store};
 
 /// Opens the store named by a database URL: `sqlite:` URLs open SQLite, `postgres://` and
 /// `postgresql://` URLs open PostgreSQL; any other scheme is an error.
-pub async fn open_store(database_url: &str) -> anyhow::Result<Arc<dyn Store>> {
+pub async fn open_store(database_url: &str, pool: &PoolSettings) -> anyhow::Result<Arc<dyn Store>> {
     if database_url.starts_with("sqlite:") {
-        let store = SqliteStore::connect(database_url)
+        let store = SqliteStore::connect(database_url, pool)
             .await
             .with_context(|| format!("opening {database_url}"))?;
         Ok(Arc::new(store))
     } else if database_url.starts_with("postgres://") || database_url.starts_with("postgresql://") {
         // Not the URL: it may carry a password.
-        let store = PostgresStore::connect(database_url)
+        let store = PostgresStore::connect(database_url, pool)
             .await
             .context("opening the PostgreSQL database")?;
         Ok(Arc::new(store))

@@ -12,9 +12,9 @@ use serde_json::json;
 use tvbo::server::open_store;
 use tvbo::session::config::{CreateSession, SessionConfig};
 use tvbo::store::{
-    CallRecord, ChangeSet, Deactivation, IdempotencyRecord, ObservationRow, PostgresStore,
-    ResponseTimeSample, SessionCursor, SessionRow, SqliteStore, Store, StoreError, SuggestionRow,
-    SuggestionStatus,
+    CallRecord, ChangeSet, Deactivation, IdempotencyRecord, ObservationRow, PoolSettings,
+    PostgresStore, ResponseTimeSample, SessionCursor, SessionRow, SqliteStore, Store, StoreError,
+    SuggestionRow, SuggestionStatus,
 };
 use uuid::Uuid;
 
@@ -26,7 +26,9 @@ where
 {
     let dir = tempfile::tempdir().expect("temp dir");
     let url = format!("sqlite://{}", dir.path().join("tvbo.db").display());
-    let store = SqliteStore::connect(&url).await.expect("open SQLite");
+    let store = SqliteStore::connect(&url, &PoolSettings::default())
+        .await
+        .expect("open SQLite");
     check(Arc::new(store.clone())).await;
     store.pool().close().await;
 }
@@ -41,7 +43,7 @@ where
     let Some(db) = common::PgDatabase::create(test).await else {
         return;
     };
-    let store = PostgresStore::connect(&db.url)
+    let store = PostgresStore::connect(&db.url, &PoolSettings::default())
         .await
         .expect("open PostgreSQL");
     check(Arc::new(store.clone())).await;
@@ -690,8 +692,13 @@ async fn check_call_stats(store: &dyn Store) {
 async fn open_store_picks_the_backend_by_scheme() {
     let dir = tempfile::tempdir().expect("temp dir");
     let sqlite = format!("sqlite://{}", dir.path().join("tvbo.db").display());
-    open_store(&sqlite).await.unwrap().ping().await.unwrap();
-    let unsupported = open_store("mysql://root@127.0.0.1/tvbo").await;
+    open_store(&sqlite, &PoolSettings::default())
+        .await
+        .unwrap()
+        .ping()
+        .await
+        .unwrap();
+    let unsupported = open_store("mysql://root@127.0.0.1/tvbo", &PoolSettings::default()).await;
     assert!(unsupported.is_err());
     let Some(db) = common::PgDatabase::create("open_store_picks_the_backend_by_scheme").await
     else {
@@ -699,7 +706,9 @@ async fn open_store_picks_the_backend_by_scheme() {
     };
     let (_, rest) = db.url.split_once("://").unwrap();
     for scheme in ["postgres", "postgresql"] {
-        let store = open_store(&format!("{scheme}://{rest}")).await.unwrap();
+        let store = open_store(&format!("{scheme}://{rest}"), &PoolSettings::default())
+            .await
+            .unwrap();
         store.ping().await.unwrap();
     }
 }

@@ -184,6 +184,25 @@ pub struct IdempotencyRecord {
     pub body: String,
 }
 
+/// Connection-pool settings of a store (per process: each replica has its own pool).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PoolSettings {
+    /// Most connections open at once.
+    pub max_connections: u32,
+    /// How long a query waits for a free connection before failing (503 to the client).
+    pub acquire_timeout: std::time::Duration,
+}
+
+impl Default for PoolSettings {
+    /// 10 connections, 5 s.
+    fn default() -> Self {
+        PoolSettings {
+            max_connections: 10,
+            acquire_timeout: std::time::Duration::from_secs(5),
+        }
+    }
+}
+
 /// How long an idempotency record is kept: retries come within minutes, not days.
 pub const IDEMPOTENCY_TTL_MICROS: i64 = 24 * 3600 * 1_000_000;
 

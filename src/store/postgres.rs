@@ -5,8 +5,6 @@
 //! same session waits for it, then finds the version moved on and returns
 //! [`StoreError::Conflict`].
 
-use std::time::Duration;
-
 use async_trait::async_trait;
 use chrono::Utc;
 use sqlx::postgres::{PgPoolOptions, PgRow};
@@ -15,18 +13,12 @@ use uuid::Uuid;
 
 use super::{
     CallStats, ChangeSet, History, IDEMPOTENCY_TTL_MICROS, IdempotencyRecord, ObservationRow,
-    ResponseTimeSample, SessionCursor, SessionRow, Store, StoreError, SuggestionRow,
+    PoolSettings, ResponseTimeSample, SessionCursor, SessionRow, Store, StoreError, SuggestionRow,
     SuggestionStatus, from_micros, to_micros,
 };
 
 /// How many recent measurement delays feed the lead-time estimate.
 const RECENT_DELAYS: i64 = 50;
-
-/// Connections per process (each replica has its own pool).
-const MAX_CONNECTIONS: u32 = 10;
-
-/// How long a query waits for a free connection before failing.
-const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// SQLSTATE of a serialization failure and of a detected deadlock: the transaction lost a
 /// race and may be retried.
@@ -47,10 +39,10 @@ pub struct PostgresStore {
 impl PostgresStore {
     /// Connects to the database at `url` (`postgres://` or `postgresql://`) and applies the
     /// migrations (concurrent replicas are serialised by sqlx's migration lock).
-    pub async fn connect(url: &str) -> Result<Self, StoreError> {
+    pub async fn connect(url: &str, settings: &PoolSettings) -> Result<Self, StoreError> {
         let pool = PgPoolOptions::new()
-            .max_connections(MAX_CONNECTIONS)
-            .acquire_timeout(ACQUIRE_TIMEOUT)
+            .max_connections(settings.max_connections)
+            .acquire_timeout(settings.acquire_timeout)
             .connect(url)
             .await?;
         sqlx::migrate!("./migrations/postgres").run(&pool).await?;

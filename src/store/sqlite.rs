@@ -13,7 +13,7 @@ use uuid::Uuid;
 
 use super::{
     CallStats, ChangeSet, History, IDEMPOTENCY_TTL_MICROS, IdempotencyRecord, ObservationRow,
-    ResponseTimeSample, SessionCursor, SessionRow, Store, StoreError, SuggestionRow,
+    PoolSettings, ResponseTimeSample, SessionCursor, SessionRow, Store, StoreError, SuggestionRow,
     SuggestionStatus, from_micros, to_micros,
 };
 
@@ -35,7 +35,7 @@ pub struct SqliteStore {
 impl SqliteStore {
     /// Opens (creating if missing) the database at `url` (`sqlite://path` or
     /// `sqlite::memory:`) and applies the migrations.
-    pub async fn connect(url: &str) -> Result<Self, StoreError> {
+    pub async fn connect(url: &str, settings: &PoolSettings) -> Result<Self, StoreError> {
         let options = SqliteConnectOptions::from_str(url)?
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
@@ -46,7 +46,12 @@ impl SqliteStore {
         let in_memory = url.contains(":memory:") || url.contains("mode=memory");
         let pool = SqlitePoolOptions::new()
             // An in-memory database lives and dies with its one connection.
-            .max_connections(if in_memory { 1 } else { 8 })
+            .max_connections(if in_memory {
+                1
+            } else {
+                settings.max_connections
+            })
+            .acquire_timeout(settings.acquire_timeout)
             .min_connections(if in_memory { 1 } else { 0 })
             .idle_timeout(if in_memory {
                 None

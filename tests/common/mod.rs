@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use sqlx::{ColumnIndex, Decode, Row, Type};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
-use tvbo::store::{PostgresStore, SqliteStore, Store};
+use tvbo::store::{PoolSettings, PostgresStore, SqliteStore, Store};
 
 /// The database behind a [`TestServer`].
 enum Backend {
@@ -59,7 +59,9 @@ impl TestServer {
     /// A server over the SQLite database file at `path` (created if missing).
     pub async fn start_on(path: PathBuf) -> TestServer {
         let url = format!("sqlite://{}", path.display());
-        let store = SqliteStore::connect(&url).await.expect("open store");
+        let store = SqliteStore::connect(&url, &PoolSettings::default())
+            .await
+            .expect("open store");
         let shared: Arc<dyn Store> = Arc::new(store.clone());
         Self::serve(shared, Backend::Sqlite { store, dir: None }).await
     }
@@ -68,7 +70,7 @@ impl TestServer {
     /// printing why `test` is skipped, when no PostgreSQL server is configured.
     pub async fn start_postgres(test: &str) -> Option<TestServer> {
         let db = PgDatabase::create(test).await?;
-        let store = PostgresStore::connect(&db.url)
+        let store = PostgresStore::connect(&db.url, &PoolSettings::default())
             .await
             .expect("open PostgreSQL store");
         let shared: Arc<dyn Store> = Arc::new(store.clone());
