@@ -7,6 +7,7 @@
 //! database never interleave two changes of one session.
 
 pub mod postgres;
+mod rows;
 pub mod sqlite;
 
 use async_trait::async_trait;

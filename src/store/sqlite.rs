@@ -5,20 +5,19 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::Utc;
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
-};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Row, SqlitePool};
 use uuid::Uuid;
 
+use super::rows::{
+    RECENT_DELAYS, corrupt, observation_from_row, parse_uuid, session_from_row,
+    suggestion_from_row, to_json,
+};
 use super::{
     CallStats, ChangeSet, History, IDEMPOTENCY_TTL_MICROS, IdempotencyRecord, ObservationRow,
     PoolSettings, ResponseTimeSample, SessionCursor, SessionRow, Store, StoreError, SuggestionRow,
-    SuggestionStatus, from_micros, to_micros,
+    to_micros,
 };
-
-/// How many recent measurement delays feed the lead-time estimate.
-const RECENT_DELAYS: i64 = 50;
 
 const SESSION_COLUMNS: &str = "s.id, s.config, s.created_micros, s.status, s.version, s.state, \
      s.suggest_count, s.last_suggest_t, s.last_suggest_n, \
@@ -69,72 +68,6 @@ impl SqliteStore {
     pub fn pool(&self) -> &SqlitePool {
         &self.pool
     }
-}
-
-fn corrupt(what: &str, e: impl std::fmt::Display) -> StoreError {
-    StoreError::Corrupt(format!("{what}: {e}"))
-}
-
-fn parse_uuid(s: &str) -> Result<Uuid, StoreError> {
-    Uuid::parse_str(s).map_err(|e| corrupt("uuid", e))
-}
-
-fn session_from_row(row: &SqliteRow) -> Result<SessionRow, StoreError> {
-    let last_t: Option<f64> = row.try_get("last_suggest_t")?;
-    let last_n: Option<i64> = row.try_get("last_suggest_n")?;
-    Ok(SessionRow {
-        id: parse_uuid(row.try_get("id")?)?,
-        config: serde_json::from_str(row.try_get("config")?)
-            .map_err(|e| corrupt("session config", e))?,
-        created_at: from_micros(row.try_get("created_micros")?)?,
-        status: row.try_get("status")?,
-        version: row.try_get("version")?,
-        state: serde_json::from_str(row.try_get("state")?)
-            .map_err(|e| corrupt("session state", e))?,
-        suggest_count: row.try_get("suggest_count")?,
-        last_suggest: last_t.zip(last_n),
-        observation_count: row.try_get("observation_count")?,
-        dataset_size: row.try_get("dataset_size")?,
-        pending_count: row.try_get("pending_count")?,
-    })
-}
-
-fn suggestion_from_row(row: &SqliteRow) -> Result<SuggestionRow, StoreError> {
-    Ok(SuggestionRow {
-        id: parse_uuid(row.try_get("id")?)?,
-        ordinal: row.try_get("ordinal")?,
-        params: serde_json::from_str(row.try_get("params")?).map_err(|e| corrupt("params", e))?,
-        unit: serde_json::from_str(row.try_get("unit")?).map_err(|e| corrupt("unit", e))?,
-        arm: row.try_get("arm")?,
-        issued_t: row.try_get("issued_t")?,
-        t: row.try_get("t")?,
-        created_at: from_micros(row.try_get("created_micros")?)?,
-        status: SuggestionStatus::parse(row.try_get("status")?)?,
-    })
-}
-
-fn observation_from_row(row: &SqliteRow) -> Result<ObservationRow, StoreError> {
-    let suggestion_id: Option<&str> = row.try_get("suggestion_id")?;
-    let measured: Option<i64> = row.try_get("measured_micros")?;
-    let removed: Option<i64> = row.try_get("removed_micros")?;
-    Ok(ObservationRow {
-        seq: row.try_get("seq")?,
-        suggestion_id: suggestion_id.map(parse_uuid).transpose()?,
-        params: serde_json::from_str(row.try_get("params")?).map_err(|e| corrupt("params", e))?,
-        unit: serde_json::from_str(row.try_get("unit")?).map_err(|e| corrupt("unit", e))?,
-        value: row.try_get("value")?,
-        t: row.try_get("t")?,
-        measured_at: measured.map(from_micros).transpose()?,
-        regret: row.try_get("regret")?,
-        active: row.try_get::<i64, _>("active")? != 0,
-        removed_at: removed.map(from_micros).transpose()?,
-        removed_reason: row.try_get("removed_reason")?,
-        created_at: from_micros(row.try_get("created_micros")?)?,
-    })
-}
-
-fn to_json<T: serde::Serialize>(value: &T) -> String {
-    serde_json::to_string(value).expect("plain data serialises")
 }
 
 async fn insert_idempotency(

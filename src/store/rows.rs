@@ -1,0 +1,126 @@
+//! Decoding stored rows, once for both backends: each backend's row type only says how to
+//! read a column of each primitive type ([`Columns`]).
+
+use sqlx::Row;
+use sqlx::postgres::PgRow;
+use sqlx::sqlite::SqliteRow;
+use uuid::Uuid;
+
+use super::{ObservationRow, SessionRow, StoreError, SuggestionRow, SuggestionStatus, from_micros};
+
+/// How many recent measurement delays feed the lead-time estimate.
+pub(crate) const RECENT_DELAYS: i64 = 50;
+
+/// Typed access to a row's columns by name.
+pub(crate) trait Columns {
+    fn text(&self, name: &str) -> Result<&str, StoreError>;
+    fn opt_text(&self, name: &str) -> Result<Option<&str>, StoreError>;
+    fn int(&self, name: &str) -> Result<i64, StoreError>;
+    fn opt_int(&self, name: &str) -> Result<Option<i64>, StoreError>;
+    fn real(&self, name: &str) -> Result<f64, StoreError>;
+    fn opt_real(&self, name: &str) -> Result<Option<f64>, StoreError>;
+    /// A boolean column (INTEGER 0/1 in SQLite, BOOLEAN in PostgreSQL).
+    fn flag(&self, name: &str) -> Result<bool, StoreError>;
+}
+
+macro_rules! columns_by_try_get {
+    ($row:ty) => {
+        impl Columns for $row {
+            fn text(&self, name: &str) -> Result<&str, StoreError> {
+                Ok(self.try_get(name)?)
+            }
+            fn opt_text(&self, name: &str) -> Result<Option<&str>, StoreError> {
+                Ok(self.try_get(name)?)
+            }
+            fn int(&self, name: &str) -> Result<i64, StoreError> {
+                Ok(self.try_get(name)?)
+            }
+            fn opt_int(&self, name: &str) -> Result<Option<i64>, StoreError> {
+                Ok(self.try_get(name)?)
+            }
+            fn real(&self, name: &str) -> Result<f64, StoreError> {
+                Ok(self.try_get(name)?)
+            }
+            fn opt_real(&self, name: &str) -> Result<Option<f64>, StoreError> {
+                Ok(self.try_get(name)?)
+            }
+            fn flag(&self, name: &str) -> Result<bool, StoreError> {
+                Ok(self.try_get(name)?)
+            }
+        }
+    };
+}
+
+columns_by_try_get!(SqliteRow);
+columns_by_try_get!(PgRow);
+
+pub(crate) fn corrupt(what: &str, e: impl std::fmt::Display) -> StoreError {
+    StoreError::Corrupt(format!("{what}: {e}"))
+}
+
+pub(crate) fn parse_uuid(s: &str) -> Result<Uuid, StoreError> {
+    Uuid::parse_str(s).map_err(|e| corrupt("uuid", e))
+}
+
+pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_string(value).expect("plain data serialises")
+}
+
+fn from_json<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> Result<T, StoreError> {
+    serde_json::from_str(text).map_err(|e| corrupt(what, e))
+}
+
+pub(crate) fn session_from_row(row: &impl Columns) -> Result<SessionRow, StoreError> {
+    Ok(SessionRow {
+        id: parse_uuid(row.text("id")?)?,
+        config: from_json(row.text("config")?, "session config")?,
+        created_at: from_micros(row.int("created_micros")?)?,
+        status: row.text("status")?.to_string(),
+        version: row.int("version")?,
+        state: from_json(row.text("state")?, "session state")?,
+        suggest_count: row.int("suggest_count")?,
+        last_suggest: row
+            .opt_real("last_suggest_t")?
+            .zip(row.opt_int("last_suggest_n")?),
+        observation_count: row.int("observation_count")?,
+        dataset_size: row.int("dataset_size")?,
+        pending_count: row.int("pending_count")?,
+    })
+}
+
+pub(crate) fn suggestion_from_row(row: &impl Columns) -> Result<SuggestionRow, StoreError> {
+    Ok(SuggestionRow {
+        id: parse_uuid(row.text("id")?)?,
+        ordinal: row.int("ordinal")?,
+        params: from_json(row.text("params")?, "params")?,
+        unit: from_json(row.text("unit")?, "unit")?,
+        arm: row.opt_text("arm")?.map(str::to_string),
+        issued_t: row.real("issued_t")?,
+        t: row.real("t")?,
+        created_at: from_micros(row.int("created_micros")?)?,
+        status: SuggestionStatus::parse(row.text("status")?)?,
+    })
+}
+
+pub(crate) fn observation_from_row(row: &impl Columns) -> Result<ObservationRow, StoreError> {
+    Ok(ObservationRow {
+        seq: row.int("seq")?,
+        suggestion_id: row.opt_text("suggestion_id")?.map(parse_uuid).transpose()?,
+        params: from_json(row.text("params")?, "params")?,
+        unit: from_json(row.text("unit")?, "unit")?,
+        value: row.real("value")?,
+        t: row.real("t")?,
+        measured_at: row
+            .opt_int("measured_micros")?
+            .map(from_micros)
+            .transpose()?,
+        regret: row.opt_real("regret")?,
+        active: row.flag("active")?,
+        removed_at: row
+            .opt_int("removed_micros")?
+            .map(from_micros)
+            .transpose()?,
+        removed_reason: row.opt_text("removed_reason")?.map(str::to_string),
+        created_at: from_micros(row.int("created_micros")?)?,
+    })
+}
