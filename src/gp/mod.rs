@@ -1,6 +1,7 @@
 //! Gaussian-process model over (space × time): kernels, the exact model with an
 //! incrementally maintained Cholesky factor, and marginal-likelihood fitting.
 
+pub mod arms;
 pub mod fit;
 pub mod kernel;
 mod linalg;
@@ -11,4 +12,3 @@ pub use fit::{FitOptions, Fixed, HyperBounds, fit_hyperparameters, log_marginal_
 pub use kernel::{KernelKind, KernelSpec};
 pub use model::{Gp, GpError, Hyperparameters, Prediction};
 pub mod relevance;
-pub mod sample;
