@@ -100,7 +100,7 @@ fn bench_suggest(c: &mut Criterion) {
     let space = unit_space();
     let model = model(KernelKind::Matern12);
     let algorithm = tvbo::session::config::AlgorithmConfig::default();
-    let tv_gp_ucb = policy::policy_for(&algorithm);
+    let tv_gp_ucb = policy::policy_for(&common::session(algorithm));
     // Sizes off the multiples of FULL_REFIT_EVERY: the warm-started fit of most calls.
     for n in [25, 101, 201, 401, 801] {
         let observations = observations(n);
@@ -144,11 +144,11 @@ fn bench_bolt_iteration(c: &mut Criterion) {
     let space = unit_space();
     let model = model(KernelKind::Matern32);
     for n in [101, 401] {
-        let bolt = policy::policy_for(&AlgorithmConfig::Bolt {
+        let bolt = policy::policy_for(&common::session(AlgorithmConfig::Bolt {
             min_dataset_size: 1,
             max_dataset_size: n as u64,
             beta: Beta::default(),
-        });
+        }));
         let observations = observations(n);
         let ctx = SuggestContext {
             space: &space,
@@ -192,6 +192,7 @@ fn bench_bolt_iteration(c: &mut Criterion) {
                             model: &model,
                             data: &observations,
                             new: &new,
+                            suggestion_ordinals: &[None],
                             fixed_noise: None,
                             t: 600.0,
                             response_times: &[],

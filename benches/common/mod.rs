@@ -6,7 +6,7 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tvbo::gp::{Gp, Hyperparameters, KernelKind, KernelSpec};
 use tvbo::policy::Observation;
-use tvbo::session::config::ModelConfig;
+use tvbo::session::config::{AlgorithmConfig, CreateSession, ModelConfig, SessionConfig};
 use tvbo::session::space::{ParameterSpec, ParameterType, Scale, SearchSpace};
 
 pub const DIM: usize = 3;
@@ -99,4 +99,16 @@ pub fn model(temporal: KernelKind) -> ModelConfig {
         noise: None,
         warmup: 0,
     }
+}
+
+/// A session over DIM unit parameters running `algorithm`.
+pub fn session(algorithm: AlgorithmConfig) -> SessionConfig {
+    let parameters: Vec<serde_json::Value> = (0..DIM)
+        .map(|i| serde_json::json!({"name": format!("x{i}"), "low": 0, "high": 1}))
+        .collect();
+    let request: CreateSession =
+        serde_json::from_value(serde_json::json!({ "parameters": parameters })).expect("request");
+    let mut config = SessionConfig::from_request(request, 0).expect("benchmark session");
+    config.algorithm = algorithm;
+    config
 }

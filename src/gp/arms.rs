@@ -101,7 +101,11 @@ impl KernelPriorParams {
                 let sum: f64 = x
                     .iter()
                     .zip(y)
-                    .map(|(a, b)| (std::f64::consts::PI * (a - b).abs() / self.period).sin().powi(2))
+                    .map(|(a, b)| {
+                        (std::f64::consts::PI * (a - b).abs() / self.period)
+                            .sin()
+                            .powi(2)
+                    })
                     .sum();
                 self.variance * (-2.0 * sum / (self.lengthscale * self.lengthscale)).exp()
             }
@@ -313,9 +317,14 @@ impl ArmGp {
             }
             cross.push(value / pivot);
         }
-        for j in 0..m {
-            self.posterior_mean[j] += cross[j] * whitened;
-            self.explained[j] += cross[j] * cross[j];
+        for ((mean, explained), b) in self
+            .posterior_mean
+            .iter_mut()
+            .zip(&mut self.explained)
+            .zip(&cross)
+        {
+            *mean += b * whitened;
+            *explained += b * b;
         }
         self.arms.push(arm);
         self.values.push(y);
@@ -347,7 +356,11 @@ impl ArmGp {
             .collect();
         for k in 0..residual.len() {
             let row = &self.factor_rows[k];
-            let partial: f64 = row[..k].iter().zip(&residual[..k]).map(|(l, u)| l * u).sum();
+            let partial: f64 = row[..k]
+                .iter()
+                .zip(&residual[..k])
+                .map(|(l, u)| l * u)
+                .sum();
             residual[k] = (residual[k] - partial) / row[k];
         }
         for (b, u) in self.cross_rows.iter().zip(&residual) {
@@ -376,7 +389,9 @@ mod tests {
     use rand_chacha::ChaCha8Rng;
 
     fn points(m: usize) -> Vec<Vec<f64>> {
-        (0..m).map(|i| vec![i as f64 * 0.7, (i as f64).sin()]).collect()
+        (0..m)
+            .map(|i| vec![i as f64 * 0.7, (i as f64).sin()])
+            .collect()
     }
 
     fn kernel_prior(kernel: PriorKernel, m: usize) -> ArmPrior {

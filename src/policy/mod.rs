@@ -8,6 +8,7 @@
 pub mod bolt;
 mod et_gp_ucb;
 mod gp_ucb;
+pub mod prior_selection;
 mod r_gp_ucb;
 mod random;
 pub mod surrogate;
@@ -20,9 +21,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::acquisition::{self, AcquisitionOptions};
 use crate::gp::{GpError, Hyperparameters, KernelSpec};
-use crate::session::config::{AlgorithmConfig, Beta, BetaSchedule, ModelConfig};
+use crate::session::config::{AlgorithmConfig, Beta, BetaSchedule, ModelConfig, SessionConfig};
 use crate::session::space::SearchSpace;
 
+pub use prior_selection::{PriorSelection, PriorSelectionState, SelectionRule};
 pub use surrogate::Surrogate;
 
 /// The random-number generator every policy draws from. Seeded per call from the
@@ -60,6 +62,9 @@ pub struct PolicyState {
     /// Session time of the latest observation seen by W-DBO's budget.
     #[serde(default)]
     pub last_observation_t: Option<f64>,
+    /// Active priors, elimination statistics and hyperposterior (algorithms with priors).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prior_selection: Option<PriorSelectionState>,
 }
 
 /// What a suggest call works from.
@@ -75,7 +80,8 @@ pub struct SuggestContext<'a> {
     /// Target time of the new suggestions.
     pub t: f64,
     pub count: usize,
-    /// Suggestions handed out before this call (for the warm-up).
+    /// Suggestions handed out before this call's first proposal (the warm-up counts
+    /// them; the first proposal's ordinal).
     pub issued_before: u64,
     /// Observation-noise variance fixed by the configuration, in objective units squared.
     pub fixed_noise: Option<f64>,
@@ -95,6 +101,9 @@ pub struct ObserveContext<'a> {
     pub data: &'a [Observation],
     /// The observations of this call, in order.
     pub new: &'a [Observation],
+    /// For each new observation, the ordinal of the suggestion it answers (None for
+    /// settings the client chose).
+    pub suggestion_ordinals: &'a [Option<u64>],
     pub fixed_noise: Option<f64>,
     /// Session time now: relevance integrates over [t, ∞).
     pub t: f64,
@@ -128,6 +137,12 @@ impl RemovalReason {
 pub enum PolicyError {
     #[error(transparent)]
     Gp(#[from] GpError),
+    /// A stored prior no longer builds (it was validated when the session was created).
+    #[error("prior: {0}")]
+    Prior(String),
+    /// An observation of an arm session is not at one of its arms.
+    #[error("an observation is not at one of the session's arms")]
+    UnknownArm,
 }
 
 /// An optimisation algorithm.
@@ -176,9 +191,12 @@ pub trait Policy: Send + Sync {
     }
 }
 
-/// The policy of an algorithm configuration.
-pub fn policy_for(config: &AlgorithmConfig) -> Box<dyn Policy> {
-    match config {
+/// The policy of a session's configuration.
+pub fn policy_for(config: &SessionConfig) -> Box<dyn Policy> {
+    if let Some(policy) = prior_selection_for(config) {
+        return Box::new(policy);
+    }
+    match &config.algorithm {
         AlgorithmConfig::Bolt {
             min_dataset_size,
             max_dataset_size,
@@ -198,7 +216,7 @@ pub fn policy_for(config: &AlgorithmConfig) -> Box<dyn Policy> {
             beta: *beta,
         }),
         AlgorithmConfig::Random {} => Box::new(random::RandomSearch),
-        AlgorithmConfig::GpUcb { beta } => Box::new(gp_ucb::GpUcb { beta: *beta }),
+        AlgorithmConfig::GpUcb { beta, .. } => Box::new(gp_ucb::GpUcb { beta: *beta }),
         AlgorithmConfig::RGpUcb { reset_every, beta } => Box::new(r_gp_ucb::RGpUcb {
             reset_every: *reset_every,
             beta: *beta,
@@ -211,7 +229,57 @@ pub fn policy_for(config: &AlgorithmConfig) -> Box<dyn Policy> {
             delta: *delta,
             beta: *beta,
         }),
+        AlgorithmConfig::PeGpUcb { .. }
+        | AlgorithmConfig::PeGpTs { .. }
+        | AlgorithmConfig::HpGpTs { .. }
+        | AlgorithmConfig::MapGpTs { .. } => {
+            unreachable!("algorithms with priors are built by prior_selection_for")
+        }
     }
+}
+
+/// The prior-selection policy of a session whose algorithm works from given priors over
+/// its arms (validated at creation: arms, priors and noise are present).
+pub fn prior_selection_for(config: &SessionConfig) -> Option<PriorSelection> {
+    let (rule, delta, hyperprior) = match &config.algorithm {
+        AlgorithmConfig::GpUcb {
+            beta,
+            priors: Some(_),
+        } => (SelectionRule::Ucb(*beta), 0.05, None),
+        AlgorithmConfig::PeGpUcb { delta, .. } => (SelectionRule::PeGpUcb, *delta, None),
+        AlgorithmConfig::PeGpTs { delta, .. } => (SelectionRule::PeGpTs, *delta, None),
+        AlgorithmConfig::HpGpTs { hyperprior, .. } => {
+            (SelectionRule::HpGpTs, 0.05, hyperprior.clone())
+        }
+        AlgorithmConfig::MapGpTs { hyperprior, .. } => {
+            (SelectionRule::MapGpTs, 0.05, hyperprior.clone())
+        }
+        _ => return None,
+    };
+    let arms = config.arms.clone()?;
+    let priors = config.algorithm.priors()?.to_vec();
+    let space = config.space();
+    let points = arms
+        .iter()
+        .map(|a| {
+            space
+                .to_unit(&a.params, "arms")
+                .expect("arms were validated")
+        })
+        .collect();
+    Some(PriorSelection::new(
+        rule,
+        priors,
+        arms,
+        points,
+        config.goal.sign(),
+        delta,
+        hyperprior,
+        config
+            .model
+            .noise
+            .expect("validated: algorithms with priors need model.noise"),
+    ))
 }
 
 /// Suggests `ctx.count` points: uniform random during the first `model.warmup`
@@ -233,6 +301,7 @@ pub fn suggest(
         let rest = SuggestContext {
             pending: &pending,
             count: ctx.count - random_count,
+            issued_before: ctx.issued_before + random_count as u64,
             ..*ctx
         };
         proposals.extend(policy.propose(&rest, state, rng)?);

@@ -73,6 +73,7 @@ mod tests {
                     model: &model,
                     data: &data,
                     new: &new,
+                    suggestion_ordinals: &[],
                     fixed_noise: None,
                     t: 20.0,
                     response_times: &[],

@@ -10,6 +10,7 @@ use crate::gp::fit::TEMPORAL_LENGTHSCALE_BOUNDS;
 use crate::gp::{KernelKind, KernelSpec};
 use crate::policy::tv_gp_ucb::epsilon_of_temporal_lengthscale;
 use crate::session::InvalidInput;
+use crate::session::priors::{MAX_PRIORS, PriorSpec, validate_priors};
 use crate::session::space::{Arm, ArmSpec, MAX_MAGNITUDE, ParameterSpec, SearchSpace};
 
 /// Whether larger or smaller objective values are better.
@@ -76,6 +77,11 @@ fn default_wdbo_alpha() -> f64 {
     0.25
 }
 
+/// δ of the prior-elimination algorithms (003 §5).
+fn default_elimination_delta() -> f64 {
+    0.05
+}
+
 /// The algorithm of a session and its options (`{"name": ..., options...}`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(tag = "name", rename_all = "kebab-case", deny_unknown_fields)]
@@ -103,10 +109,13 @@ pub enum AlgorithmConfig {
     },
     /// Uniform random search: the floor every algorithm must beat.
     Random {},
-    /// GP-UCB (Srinivas et al. 2010): static kernel, never forgets.
+    /// GP-UCB (Srinivas et al. 2010): static kernel, never forgets. On an arm set it may
+    /// take one prior (`priors`, e.g. an empirical covariance) instead of a fitted kernel.
     GpUcb {
         #[serde(default)]
         beta: Beta,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        priors: Option<Vec<PriorSpec>>,
     },
     /// R-GP-UCB (Bogunovic et al. 2016, Alg. 1): GP-UCB whose dataset is emptied every
     /// `reset_every` observations (default 15, the block length of their Section 5.2).
@@ -131,6 +140,35 @@ pub enum AlgorithmConfig {
         #[serde(default)]
         beta: Beta,
     },
+    /// PE-GP-UCB (Ziomek et al. 2024, the baseline of 003): the most optimistic (arm,
+    /// prior) by UCB; a prior whose summed prediction errors exceed their confidence
+    /// width is eliminated (003 Alg. 1, lines 7–10).
+    PeGpUcb {
+        priors: Vec<PriorSpec>,
+        #[serde(default = "default_elimination_delta")]
+        delta: f64,
+    },
+    /// PE-GP-TS (003 Alg. 1): one Thompson sample per active prior, the best (arm,
+    /// prior) wins; elimination with β_t and ξ_t of Theorem 4.1.
+    PeGpTs {
+        priors: Vec<PriorSpec>,
+        #[serde(default = "default_elimination_delta")]
+        delta: f64,
+    },
+    /// HP-GP-TS (003 Alg. 2): a prior drawn from the hyperposterior, then a Thompson
+    /// sample under it; the hyperposterior is updated by every observation.
+    HpGpTs {
+        priors: Vec<PriorSpec>,
+        /// Prior weights (normalised; uniform when absent).
+        #[serde(default)]
+        hyperprior: Option<Vec<f64>>,
+    },
+    /// MAP-GP-TS (003 §5): HP-GP-TS with the most probable prior instead of a draw.
+    MapGpTs {
+        priors: Vec<PriorSpec>,
+        #[serde(default)]
+        hyperprior: Option<Vec<f64>>,
+    },
 }
 
 impl Default for AlgorithmConfig {
@@ -154,6 +192,42 @@ impl AlgorithmConfig {
             AlgorithmConfig::RGpUcb { .. } => "r-gp-ucb",
             AlgorithmConfig::TvGpUcb { .. } => "tv-gp-ucb",
             AlgorithmConfig::EtGpUcb { .. } => "et-gp-ucb",
+            AlgorithmConfig::PeGpUcb { .. } => "pe-gp-ucb",
+            AlgorithmConfig::PeGpTs { .. } => "pe-gp-ts",
+            AlgorithmConfig::HpGpTs { .. } => "hp-gp-ts",
+            AlgorithmConfig::MapGpTs { .. } => "map-gp-ts",
+        }
+    }
+
+    /// The priors of an algorithm that models the objective with given priors over arms.
+    pub fn priors(&self) -> Option<&[PriorSpec]> {
+        match self {
+            AlgorithmConfig::GpUcb { priors, .. } => priors.as_deref(),
+            AlgorithmConfig::PeGpUcb { priors, .. }
+            | AlgorithmConfig::PeGpTs { priors, .. }
+            | AlgorithmConfig::HpGpTs { priors, .. }
+            | AlgorithmConfig::MapGpTs { priors, .. } => Some(priors),
+            _ => None,
+        }
+    }
+
+    /// Validates the priors against the arms and fills in their defaults and the
+    /// hyperprior.
+    fn validate_priors(&mut self, arms: Option<&[Arm]>) -> Result<(), InvalidInput> {
+        let name = self.name();
+        match self {
+            AlgorithmConfig::GpUcb {
+                priors: Some(priors),
+                ..
+            } => validate_priors(name, priors, None, arms, 1),
+            AlgorithmConfig::PeGpUcb { priors, .. } | AlgorithmConfig::PeGpTs { priors, .. } => {
+                validate_priors(name, priors, None, arms, MAX_PRIORS)
+            }
+            AlgorithmConfig::HpGpTs { priors, hyperprior }
+            | AlgorithmConfig::MapGpTs { priors, hyperprior } => {
+                validate_priors(name, priors, Some(hyperprior), arms, MAX_PRIORS)
+            }
+            _ => Ok(()),
         }
     }
 
@@ -207,7 +281,7 @@ impl AlgorithmConfig {
                 }
                 beta
             }
-            AlgorithmConfig::GpUcb { beta } => beta,
+            AlgorithmConfig::GpUcb { beta, .. } => beta,
             AlgorithmConfig::RGpUcb { reset_every, beta } => {
                 if *reset_every == 0 {
                     return Err(InvalidInput::new(
@@ -235,14 +309,13 @@ impl AlgorithmConfig {
                 beta
             }
             AlgorithmConfig::EtGpUcb { delta, beta } => {
-                if !(delta.is_finite() && *delta > 0.0 && *delta < 1.0) {
-                    return Err(InvalidInput::new(
-                        "algorithm.delta",
-                        "must lie strictly between 0 and 1",
-                    ));
-                }
+                validate_delta(*delta)?;
                 beta
             }
+            AlgorithmConfig::PeGpUcb { delta, .. } | AlgorithmConfig::PeGpTs { delta, .. } => {
+                return validate_delta(*delta);
+            }
+            AlgorithmConfig::HpGpTs { .. } | AlgorithmConfig::MapGpTs { .. } => return Ok(()),
         };
         if let Beta::Constant(b) = beta
             && !(b.is_finite() && *b >= 0.0)
@@ -254,6 +327,16 @@ impl AlgorithmConfig {
         }
         Ok(())
     }
+}
+
+fn validate_delta(delta: f64) -> Result<(), InvalidInput> {
+    if !(delta.is_finite() && delta > 0.0 && delta < 1.0) {
+        return Err(InvalidInput::new(
+            "algorithm.delta",
+            "must lie strictly between 0 and 1",
+        ));
+    }
+    Ok(())
 }
 
 /// Largest dataset a session may keep (BOLT's `max_dataset_size` bound).
@@ -383,8 +466,9 @@ impl SessionConfig {
             None => None,
             Some(arms) => Some(space.validate_arms(arms)?),
         };
-        let algorithm = request.algorithm.unwrap_or_default();
+        let mut algorithm = request.algorithm.unwrap_or_default();
         algorithm.validate()?;
+        algorithm.validate_priors(arms.as_deref())?;
         let model_request = request.model.unwrap_or_default();
         let temporal_kernel = match (
             algorithm.uses_time(),
@@ -422,7 +506,20 @@ impl SessionConfig {
                 format!("must be a number in (0, {MAX_MAGNITUDE:e}]"),
             ));
         }
-        let warmup = model_request.warmup.unwrap_or(DEFAULT_WARMUP);
+        let has_priors = algorithm.priors().is_some();
+        if has_priors && model_request.noise.is_none() {
+            return Err(InvalidInput::new(
+                "model.noise",
+                format!(
+                    "is required by {} with priors: the observation-noise variance the priors assume",
+                    algorithm.name()
+                ),
+            ));
+        }
+        // Given priors replace the warm-up's purpose (003 §5 starts from the prior).
+        let warmup = model_request
+            .warmup
+            .unwrap_or(if has_priors { 0 } else { DEFAULT_WARMUP });
         if warmup > 10_000 {
             return Err(InvalidInput::new("model.warmup", "must be at most 10000"));
         }

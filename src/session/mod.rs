@@ -1,6 +1,7 @@
 //! Sessions: search space, configuration, time, and the suggest/observe lifecycle.
 
 pub mod config;
+pub mod priors;
 pub mod service;
 pub mod space;
 pub mod time;

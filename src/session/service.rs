@@ -11,6 +11,7 @@ use rand::SeedableRng;
 use uuid::Uuid;
 
 use crate::acquisition::{self, AcquisitionOptions};
+use crate::gp::arms::ArmGp;
 use crate::gp::relevance::relevances;
 use crate::policy::{self, Observation, ObserveContext, PolicyRng, PolicyState, Surrogate};
 use crate::policy::{PolicyError, SuggestContext};
@@ -165,6 +166,45 @@ fn arm_points(space: &SearchSpace, config: &SessionConfig) -> Option<Vec<Vec<f64
             })
             .collect()
     })
+}
+
+/// The model predictions, recommendations and regret estimates read from.
+enum CurrentModel {
+    /// The GP over the unit cube (× time) with fitted hyperparameters.
+    Surrogate(Surrogate),
+    /// The posterior over the arms under a given prior.
+    Arms {
+        selection: policy::PriorSelection,
+        gp: ArmGp,
+    },
+}
+
+impl CurrentModel {
+    /// Posterior mean and standard deviation at (x, t) on the internal scale; None for a
+    /// point that is not one of the arms of a model over arms.
+    fn predict(&self, x: &[f64], t: f64) -> Option<(f64, f64)> {
+        match self {
+            CurrentModel::Surrogate(surrogate) => Some(surrogate.predict(x, t)),
+            CurrentModel::Arms { selection, gp } => selection
+                .arm_at(x)
+                .map(|arm| (gp.mean(arm), gp.variance(arm).sqrt())),
+        }
+    }
+
+    /// Posterior mean at (x, t); −∞ off the arms of a model over arms.
+    fn mean(&self, x: &[f64], t: f64) -> f64 {
+        match self {
+            CurrentModel::Surrogate(surrogate) => surrogate.mean(x, t),
+            CurrentModel::Arms { .. } => self.predict(x, t).map_or(f64::NEG_INFINITY, |p| p.0),
+        }
+    }
+
+    fn uses_time(&self) -> bool {
+        match self {
+            CurrentModel::Surrogate(surrogate) => surrogate.gp().spec().temporal.is_some(),
+            CurrentModel::Arms { .. } => false,
+        }
+    }
 }
 
 impl SessionService {
@@ -382,7 +422,7 @@ impl SessionService {
                     issued_before: ordinal,
                     fixed_noise: config.model.noise,
                 };
-                let policy = policy::policy_for(&config.algorithm);
+                let policy = policy::policy_for(&config);
                 let mut rng = call_rng(config.seed, ordinal);
                 policy::suggest(policy.as_ref(), &ctx, &mut state, &mut rng)
                     .map(|proposals| (proposals, state))
@@ -476,6 +516,7 @@ impl SessionService {
         let space = config.space();
         let mut seen_suggestions = BTreeSet::new();
         let mut rows = Vec::with_capacity(inputs.len());
+        let mut ordinals = Vec::with_capacity(inputs.len());
         let mut observed_suggestions = Vec::new();
         for (i, (prefix, input)) in inputs.iter().enumerate() {
             let field = |name: &str| format!("{prefix}{name}");
@@ -528,6 +569,7 @@ impl SessionService {
                         )));
                     }
                     observed_suggestions.push(*sid);
+                    ordinals.push(u64::try_from(suggestion.ordinal).ok());
                     (Some(*sid), suggestion.params, suggestion.unit)
                 }
                 (None, Some(params)) => {
@@ -541,6 +583,7 @@ impl SessionService {
                         )
                         .into());
                     }
+                    ordinals.push(None);
                     (None, params.clone(), unit)
                 }
             };
@@ -615,11 +658,12 @@ impl SessionService {
         let (removals, state) = {
             let config = config.clone();
             self.blocking(move || {
-                let policy = policy::policy_for(&config.algorithm);
+                let policy = policy::policy_for(&config);
                 let ctx = ObserveContext {
                     model: &config.model,
                     data: &data,
                     new: &new,
+                    suggestion_ordinals: &ordinals,
                     fixed_noise: config.model.noise,
                     t: t_now,
                     response_times: &response_times,
@@ -700,17 +744,23 @@ impl SessionService {
         })
     }
 
-    /// The model of the session's active data with its saved hyperparameters (no refit).
-    fn current_surrogate(
+    /// The model of the session's active data: under its saved hyperparameters (no
+    /// refit), or, for algorithms with priors, the posterior under the most probable
+    /// active prior (which exists before any observation).
+    fn current_model(
         config: &SessionConfig,
         history: &History,
-    ) -> Result<Option<Surrogate>, ServiceError> {
+    ) -> Result<Option<CurrentModel>, ServiceError> {
+        let data = policy_data(config, &history.active);
+        let state = policy_state(&history.session)?;
+        if let Some(selection) = policy::prior_selection_for(config) {
+            let gp = selection.current_model(&data, &state)?;
+            return Ok(Some(CurrentModel::Arms { selection, gp }));
+        }
         if history.active.is_empty() {
             return Ok(None);
         }
-        let data = policy_data(config, &history.active);
-        let state = policy_state(&history.session)?;
-        let policy = policy::policy_for(&config.algorithm);
+        let policy = policy::policy_for(config);
         let spec = policy.kernel(&config.model);
         let dim = config.parameters.len();
         let surrogate = match state.hyperparameters {
@@ -726,7 +776,7 @@ impl SessionService {
                 &mut call_rng(config.seed, u64::MAX - 1),
             )?,
         };
-        Ok(Some(surrogate))
+        Ok(Some(CurrentModel::Surrogate(surrogate)))
     }
 
     /// Regret per observation: reported by the client, or estimated as
@@ -736,7 +786,7 @@ impl SessionService {
         let rows = self.store.list_observations(id, 0, i64::MAX, true).await?;
         self.blocking(move || -> Result<RegretReport, ServiceError> {
             let config = &history.session.config;
-            let surrogate = Self::current_surrogate(config, &history)?;
+            let model = Self::current_model(config, &history)?;
             let space = config.space();
             let candidates: Vec<Vec<f64>> = match arm_points(&space, config) {
                 Some(arms) => arms,
@@ -756,13 +806,11 @@ impl SessionService {
             let mut cumulative = 0.0;
             let mut counted = 0usize;
             let mut best_by_time: HashMap<u64, f64> = HashMap::new();
-            let uses_time = surrogate
-                .as_ref()
-                .is_some_and(|s| s.gp().spec().temporal.is_some());
+            let uses_time = model.as_ref().is_some_and(CurrentModel::uses_time);
             let points = rows
                 .iter()
                 .map(|row| {
-                    let (regret, estimated) = match (row.regret, &surrogate) {
+                    let (regret, estimated) = match (row.regret, &model) {
                         (Some(r), _) => (Some(r), false),
                         (None, None) => (None, true),
                         (None, Some(model)) => {
@@ -811,7 +859,9 @@ impl SessionService {
             let t = Self::default_time(&history, Utc::now());
             self.blocking(move || -> Result<Vec<RelevanceView>, ServiceError> {
                 let config = &history.session.config;
-                let Some(surrogate) = Self::current_surrogate(config, &history)? else {
+                let Some(CurrentModel::Surrogate(surrogate)) =
+                    Self::current_model(config, &history)?
+                else {
                     return Ok(Vec::new());
                 };
                 if surrogate.gp().spec().temporal.is_none() {
@@ -834,7 +884,7 @@ impl SessionService {
         let session = &history.session;
         let config = &session.config;
         let state = policy_state(session)?;
-        let has_time = policy::policy_for(&config.algorithm)
+        let has_time = policy::policy_for(config)
             .kernel(&config.model)
             .temporal
             .is_some();
@@ -925,7 +975,7 @@ impl SessionService {
             .collect::<Result<Vec<_>, _>>()?;
         self.blocking(move || -> Result<PredictResponse, ServiceError> {
             let config = &history.session.config;
-            let surrogate = Self::current_surrogate(config, &history)?.ok_or_else(|| {
+            let model = Self::current_model(config, &history)?.ok_or_else(|| {
                 ServiceError::Conflict(InvalidInput::new(
                     "session",
                     "has no active observations to predict from",
@@ -936,15 +986,21 @@ impl SessionService {
                 .points
                 .into_iter()
                 .zip(&units)
-                .map(|(params, x)| {
-                    let (mean, std) = surrogate.predict(x, t);
-                    Prediction {
+                .enumerate()
+                .map(|(i, (params, x))| {
+                    let (mean, std) = model.predict(x, t).ok_or_else(|| {
+                        InvalidInput::new(
+                            format!("points[{i}]"),
+                            "is not one of this session's arms (its model lives on the arms)",
+                        )
+                    })?;
+                    Ok(Prediction {
                         params,
                         mean: sign * mean,
                         std,
-                    }
+                    })
                 })
-                .collect();
+                .collect::<Result<_, InvalidInput>>()?;
             Ok(PredictResponse { t, predictions })
         })
         .await?
@@ -957,22 +1013,32 @@ impl SessionService {
         let t = Self::query_time(&history, t)?;
         self.blocking(move || -> Result<Best, ServiceError> {
             let config = &history.session.config;
-            let surrogate = Self::current_surrogate(config, &history)?.ok_or_else(|| {
+            let model = Self::current_model(config, &history)?.ok_or_else(|| {
                 ServiceError::Conflict(InvalidInput::new(
                     "session",
                     "has no active observations to recommend from",
                 ))
             })?;
             let space = config.space();
-            let (x, arm) = match arm_points(&space, config) {
-                Some(arms) => {
-                    let (index, _) = acquisition::best_arm_ucb(surrogate.gp(), 0.0, t, &arms);
+            let (x, arm) = match (arm_points(&space, config), &model) {
+                (Some(arms), _) => {
+                    let index = (0..arms.len())
+                        .max_by(|&a, &b| {
+                            model
+                                .mean(&arms[a], t)
+                                .total_cmp(&model.mean(&arms[b], t))
+                                .then(b.cmp(&a))
+                        })
+                        .expect("arm sets are not empty");
                     (
                         arms[index].clone(),
                         config.arms.as_ref().map(|a| a[index].name.clone()),
                     )
                 }
-                None => {
+                (None, CurrentModel::Arms { .. }) => {
+                    unreachable!("models over arms belong to arm sessions")
+                }
+                (None, CurrentModel::Surrogate(surrogate)) => {
                     let mut rng = call_rng(config.seed, u64::MAX);
                     let (x, _) = acquisition::maximize_mean(
                         surrogate.gp(),
@@ -983,7 +1049,9 @@ impl SessionService {
                     (space.snap(&x), None)
                 }
             };
-            let (mean, std) = surrogate.predict(&x, t);
+            let (mean, std) = model
+                .predict(&x, t)
+                .expect("the recommendation is one of the arms");
             Ok(Best {
                 t,
                 params: space.from_unit(&x),
