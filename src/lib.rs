@@ -2,11 +2,13 @@
 //!
 //! Module map (DESIGN.md §1): [`gp`] and [`acquisition`] are the math core (no IO);
 //! [`policy`] holds the algorithms; [`session`] the search space, configuration, time and
-//! the suggest/observe lifecycle; [`store`] persistence; [`api`] the HTTP layer.
+//! the suggest/observe lifecycle; [`store`] persistence; [`api`] the HTTP layer;
+//! [`experiments`] the papers' synthetic experiments, run in-process.
 
 pub mod acquisition;
 pub mod api;
 pub mod config;
+pub mod experiments;
 pub mod gp;
 pub mod optim;
 pub mod policy;

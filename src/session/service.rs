@@ -21,8 +21,8 @@ use crate::session::space::{MAX_MAGNITUDE, SearchSpace};
 use crate::session::time::{fit_response_time, median_lead, resolve_time, wall_time};
 use crate::session::views::{
     Best, ComputeTimeView, HyperparametersView, ModelView, ObservationInput, ObservationList,
-    PredictRequest, PredictResponse, Prediction, RegretPoint, RegretReport, RelevanceView,
-    ResponseTimeSampleView, ResponseTimeView, Session, SessionList, SuggestRequest,
+    PredictRequest, PredictResponse, Prediction, PriorSelectionView, RegretPoint, RegretReport,
+    RelevanceView, ResponseTimeSampleView, ResponseTimeView, Session, SessionList, SuggestRequest,
     SuggestResponse, Suggestion,
 };
 use crate::store::{
@@ -883,7 +883,23 @@ impl SessionService {
         let calls = self.store.call_stats(id).await?;
         let session = &history.session;
         let config = &session.config;
-        let state = policy_state(session)?;
+        let mut state = policy_state(session)?;
+        let prior_selection = config.algorithm.priors().map(|priors| {
+            let names = priors
+                .iter()
+                .enumerate()
+                .map(|(i, p)| p.name.clone().unwrap_or_else(|| format!("prior-{i}")))
+                .collect();
+            let saved = match (
+                state.prior_selection.take(),
+                policy::prior_selection_for(config),
+            ) {
+                (Some(saved), _) => saved,
+                (None, Some(selection)) => selection.initial_state(),
+                (None, None) => unreachable!("configurations with priors have a prior selection"),
+            };
+            PriorSelectionView::new(names, saved)
+        });
         let has_time = policy::policy_for(config)
             .kernel(&config.model)
             .temporal
@@ -929,6 +945,7 @@ impl SessionService {
                 })
                 .collect(),
             relevance,
+            prior_selection,
             algorithm_state: state,
         })
     }

@@ -7,6 +7,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::policy::PolicyState;
+use crate::policy::prior_selection::{PriorSelectionState, StepRecord, entropy};
 use crate::session::config::{AlgorithmConfig, Goal, ModelConfig, SessionConfig, TimeConfig};
 use crate::session::space::{Arm, ParameterSpec, Params};
 use crate::store::{ObservationRow, SessionRow, SuggestionRow};
@@ -274,7 +275,67 @@ pub struct ModelView {
     pub compute_time: Vec<ComputeTimeView>,
     /// Relevance of each active observation now (spatio-temporal models only), oldest first.
     pub relevance: Vec<RelevanceView>,
+    /// The priors and what the data say about them (algorithms with priors only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prior_selection: Option<PriorSelectionView>,
+    /// The algorithm's saved state (its prior-selection part is shown above instead).
     pub algorithm_state: PolicyState,
+}
+
+/// The state of one prior (paper 003).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct PriorStatusView {
+    pub name: String,
+    /// Still in the active set P_t (the elimination rules remove priors).
+    pub active: bool,
+    /// The step at which the prior was eliminated.
+    pub eliminated_at: Option<u64>,
+    /// |S_{t,p}|: observed steps the prior was selected for.
+    pub selected: u64,
+    /// Σ_{i∈S} η_i, the prior's summed prediction errors (003 Alg. 1, line 9).
+    pub error_sum: f64,
+    /// Σ_{i∈S} √β_i σ_{i,p}(x_i), the confidence part of the elimination threshold.
+    pub confidence_sum: f64,
+    /// Hyperposterior probability P_t(p) (003 Alg. 2, line 6).
+    pub probability: f64,
+}
+
+/// Prior selection: the priors, the hyperposterior's entropy, and every step's choice.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct PriorSelectionView {
+    /// Observations recorded.
+    pub steps: u64,
+    pub priors: Vec<PriorStatusView>,
+    /// Entropy (nats) of the hyperposterior now.
+    pub entropy: f64,
+    /// One record per observation, oldest first: the index of the prior its suggestion
+    /// was chosen under (null for warm-up or client-chosen settings) and the entropy
+    /// after it.
+    pub history: Vec<StepRecord>,
+}
+
+impl PriorSelectionView {
+    pub fn new(names: Vec<String>, state: PriorSelectionState) -> Self {
+        let probabilities = state.hyperposterior();
+        PriorSelectionView {
+            steps: state.steps,
+            entropy: entropy(&state.log_hyperposterior),
+            priors: names
+                .into_iter()
+                .enumerate()
+                .map(|(p, name)| PriorStatusView {
+                    name,
+                    active: state.active[p],
+                    eliminated_at: state.eliminated_at[p],
+                    selected: state.selected[p],
+                    error_sum: state.error_sum[p],
+                    confidence_sum: state.confidence_sum[p],
+                    probability: probabilities[p],
+                })
+                .collect(),
+            history: state.history,
+        }
+    }
 }
 
 /// Body of `POST /v1/sessions/{id}/predict`.
