@@ -302,6 +302,24 @@ fn with(mut body: Value, key: &str, value: Value) -> Value {
     body
 }
 
+/// An arms session (three arms) with the given algorithm and a noise variance.
+fn prior_session(algorithm: Value) -> Value {
+    json!({
+        "parameters": [{"name": "x", "low": 0.0, "high": 1.0}],
+        "arms": [{"params": {"x": 0.0}}, {"params": {"x": 0.5}}, {"params": {"x": 1.0}}],
+        "algorithm": algorithm,
+        "model": {"noise": 0.01},
+    })
+}
+
+fn rbf_prior() -> Value {
+    rbf_prior_named("a")
+}
+
+fn rbf_prior_named(name: &str) -> Value {
+    json!({"name": name, "kernel": "rbf", "lengthscale": 0.3})
+}
+
 /// `wall_session()` with its parameters replaced.
 fn with_parameters(parameters: Value) -> Value {
     with(wall_session(), "parameters", parameters)
@@ -539,6 +557,98 @@ async fn session_create_rejects_bad_configurations(server: TestServer) {
         )
         .expect(422, &["arms[1].name"]),
         create("empty arms", with(wall_session(), "arms", json!([]))).expect(422, &["arms"]),
+        create(
+            "prior selection without arms",
+            with(prior_session(json!({"name": "pe-gp-ts", "priors": [rbf_prior()]})), "arms", Value::Null),
+        )
+        .expect(422, &["arms"]),
+        create(
+            "prior selection without priors",
+            prior_session(json!({"name": "hp-gp-ts", "priors": []})),
+        )
+        .expect(422, &["algorithm.priors"]),
+        create(
+            "prior selection with the priors missing",
+            prior_session(json!({"name": "hp-gp-ts"})),
+        )
+        .expect(422, &["algorithm", "algorithm.priors"]),
+        create(
+            "kernel prior without a lengthscale",
+            prior_session(json!({"name": "pe-gp-ts", "priors": [{"kernel": "rbf"}]})),
+        )
+        .expect(422, &["algorithm.priors[0].lengthscale"]),
+        create(
+            "kernel prior with an unknown field",
+            prior_session(json!({"name": "pe-gp-ts", "priors": [{"kernel": "rbf", "lengthscale": 1, "nu": 2}]})),
+        )
+        .expect(422, &["algorithm.nu", "algorithm.priors[0].nu"]),
+        create(
+            "empirical prior with a covariance of the wrong size",
+            prior_session(json!({"name": "hp-gp-ts", "priors": [
+                {"mean": [0, 0, 0], "covariance": [[1, 0], [0, 1]]}
+            ]})),
+        )
+        .expect(422, &["algorithm.priors[0].covariance"]),
+        create(
+            "empirical prior with a ragged covariance row",
+            prior_session(json!({"name": "hp-gp-ts", "priors": [
+                {"mean": [0, 0, 0], "covariance": [[1, 0, 0], [0, 1], [0, 0, 1]]}
+            ]})),
+        )
+        .expect(422, &["algorithm.priors[0].covariance[1]"]),
+        create(
+            "empirical prior with an asymmetric covariance",
+            prior_session(json!({"name": "hp-gp-ts", "priors": [
+                {"mean": [0, 0, 0], "covariance": [[1, 0.5, 0], [0.2, 1, 0], [0, 0, 1]]}
+            ]})),
+        )
+        .expect(422, &["algorithm.priors[0].covariance"]),
+        create(
+            "empirical prior whose covariance is not positive semi-definite",
+            prior_session(json!({"name": "hp-gp-ts", "priors": [
+                {"mean": [0, 0, 0], "covariance": [[1, 2, 0], [2, 1, 0], [0, 0, 1]]}
+            ]})),
+        )
+        .expect(422, &["algorithm.priors[0].covariance"]),
+        create(
+            "empirical prior with a huge covariance entry",
+            prior_session(json!({"name": "hp-gp-ts", "priors": [
+                {"mean": [0, 0, 0], "covariance": [[1, 1e300, 0], [1e300, 1, 0], [0, 0, 1]]}
+            ]})),
+        )
+        .expect(422, &["algorithm.priors[0].covariance[0][1]"]),
+        create(
+            "empirical prior with one mean too few",
+            prior_session(json!({"name": "hp-gp-ts", "priors": [
+                {"mean": [0, 0], "covariance": [[1, 0, 0], [0, 1, 0], [0, 0, 1]]}
+            ]})),
+        )
+        .expect(422, &["algorithm.priors[0].mean"]),
+        create(
+            "hyperprior with the wrong length",
+            prior_session(json!({"name": "hp-gp-ts", "priors": [rbf_prior()], "hyperprior": [0.5, 0.5]})),
+        )
+        .expect(422, &["algorithm.hyperprior"]),
+        create(
+            "negative hyperprior weight",
+            prior_session(json!({"name": "map-gp-ts", "priors": [rbf_prior(), rbf_prior_named("b")], "hyperprior": [1, -1]})),
+        )
+        .expect(422, &["algorithm.hyperprior[1]"]),
+        create(
+            "prior selection without a noise variance",
+            with(prior_session(json!({"name": "pe-gp-ts", "priors": [rbf_prior()]})), "model", json!({})),
+        )
+        .expect(422, &["model.noise"]),
+        create(
+            "gp-ucb with two priors",
+            prior_session(json!({"name": "gp-ucb", "priors": [rbf_prior(), rbf_prior_named("b")]})),
+        )
+        .expect(422, &["algorithm.priors"]),
+        create(
+            "elimination delta of 1",
+            prior_session(json!({"name": "pe-gp-ucb", "priors": [rbf_prior()], "delta": 1})),
+        )
+        .expect(422, &["algorithm.delta"]),
         create("negative seed", with(wall_session(), "seed", json!(-1))).expect(422, &["seed"]),
         create("body is an array", json!([])).expect(422, &["body"]),
         create("body is null", Value::Null).expect(422, &["body"]),

@@ -69,7 +69,9 @@ fn empirical_priors() -> Value {
             .map(|a| {
                 points
                     .iter()
-                    .map(|b| variance * (-(a - b).powi(2) / (2.0 * lengthscale * lengthscale)).exp())
+                    .map(|b| {
+                        variance * (-(a - b).powi(2) / (2.0 * lengthscale * lengthscale)).exp()
+                    })
                     .collect()
             })
             .collect()
@@ -107,7 +109,9 @@ async fn round(server: &TestServer, id: &str, step: usize) -> Value {
         .await;
     assert_eq!(status, 201, "{body}");
     let suggestion = body["suggestions"][0].clone();
-    let arm = suggestion["arm"].as_str().expect("arm sessions name the arm");
+    let arm = suggestion["arm"]
+        .as_str()
+        .expect("arm sessions name the arm");
     assert!(arm.starts_with("sensor-"), "{suggestion}");
     let x = suggestion["params"]["x"].as_f64().unwrap();
     let (status, body) = server
@@ -134,7 +138,10 @@ async fn an_arms_session_with_empirical_priors_survives_a_restart() {
         for step in 0..30 {
             let sa = round(&server, &a, step).await;
             let sb = round(&server, &b, step).await;
-            assert_eq!(sa["params"], sb["params"], "{algorithm}: same seed, same choices");
+            assert_eq!(
+                sa["params"], sb["params"],
+                "{algorithm}: same seed, same choices"
+            );
         }
         let (status, model) = server.get(&format!("/v1/sessions/{a}/model")).await;
         assert_eq!(status, 200, "{model}");
@@ -143,7 +150,10 @@ async fn an_arms_session_with_empirical_priors_survives_a_restart() {
         assert_eq!(selection["history"].as_array().unwrap().len(), 30);
         let priors = selection["priors"].as_array().unwrap();
         assert_eq!(priors[0]["name"], "smooth");
-        let total: f64 = priors.iter().map(|p| p["probability"].as_f64().unwrap()).sum();
+        let total: f64 = priors
+            .iter()
+            .map(|p| p["probability"].as_f64().unwrap())
+            .sum();
         assert!((total - 1.0).abs() < 1e-9);
         // The smooth prior, whose mean and scale fit the objective, wins the hyperposterior.
         assert!(
