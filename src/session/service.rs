@@ -271,7 +271,11 @@ impl SessionService {
         request: CreateSession,
         idempotency: Option<&IdempotencyKey>,
     ) -> Result<Session, ServiceError> {
-        let config = SessionConfig::from_request(request, rand::random())?;
+        // Validating priors factorises m × m matrices: off the async runtime.
+        let seed = rand::random();
+        let config = self
+            .blocking(move || SessionConfig::from_request(request, seed))
+            .await??;
         let row = SessionRow {
             id: Uuid::new_v4(),
             config,
