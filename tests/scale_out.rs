@@ -307,7 +307,10 @@ impl Cluster {
                 }
                 1 => {
                     let s = self.suggest(first, &key("suggest"), 2).await;
-                    let own = (round as f64 / ROUNDS_PER_CLIENT as f64, client as f64 / 8.0);
+                    let own = (
+                        round as f64 / ROUNDS_PER_CLIENT as f64,
+                        client as f64 / CLIENTS as f64,
+                    );
                     let body = json!({"observations": [
                         self.observation_of(&s[0]),
                         self.own_observation(own.0, own.1),
@@ -430,7 +433,10 @@ async fn drive_and_check(
         .collect();
     let mut killed = None;
     if let Some((victim, after_rounds)) = kill {
-        while cluster.rounds_done.load(Ordering::SeqCst) < after_rounds {
+        // A client that stops early (it failed) must not leave the test waiting here.
+        while cluster.rounds_done.load(Ordering::SeqCst) < after_rounds
+            && !clients.iter().any(tokio::task::JoinHandle::is_finished)
+        {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         let mut replica = replicas.remove(victim);
