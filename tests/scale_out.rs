@@ -163,8 +163,11 @@ struct Ledger {
     suggestions: HashMap<String, Vec<String>>,
     /// Value of each logical observation → (seq, suggestion id) as acknowledged.
     observations: HashMap<u64, (i64, Option<String>)>,
-    /// Requests retried after a transport error (a dead replica, a lost reply).
-    transport_retries: usize,
+    /// Requests retried because the replica refused the connection (it was dead).
+    refused_retries: usize,
+    /// Requests retried because the reply was lost after the request went out (the
+    /// replica died under it): the request may or may not have acted.
+    lost_reply_retries: usize,
     /// Requests retried after 503 or `409 concurrent-change`.
     status_retries: usize,
 }
@@ -225,7 +228,8 @@ impl Cluster {
                     );
                     self.ledger.lock().unwrap().status_retries += 1;
                 }
-                Err(_) => self.ledger.lock().unwrap().transport_retries += 1,
+                Err(e) if e.is_connect() => self.ledger.lock().unwrap().refused_retries += 1,
+                Err(_) => self.ledger.lock().unwrap().lost_reply_retries += 1,
             }
             tokio::time::sleep(Duration::from_millis(20 * (attempt as u64 + 1).min(10))).await;
         }
@@ -450,15 +454,17 @@ async fn drive_and_check(
     let calls = cluster.clock.load(Ordering::SeqCst);
     eprintln!(
         "{} rounds ({calls} suggest and observe requests, plus duplicates) in {:.1} s; \
-         retried: {} after transport errors, {} after 503 or 409 concurrent-change",
+         retried: {} refused connections, {} lost replies, {} after 503 or 409 \
+         concurrent-change",
         CLIENTS * ROUNDS_PER_CLIENT,
         started.elapsed().as_secs_f64(),
-        ledger.transport_retries,
+        ledger.refused_retries,
+        ledger.lost_reply_retries,
         ledger.status_retries,
     );
     if killed.is_some() {
         assert!(
-            ledger.transport_retries > 0,
+            ledger.refused_retries > 0,
             "clients met the dead replica and failed over"
         );
     }
