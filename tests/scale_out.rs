@@ -376,8 +376,14 @@ async fn get(client: &reqwest::Client, url: String) -> Value {
     response.json().await.unwrap()
 }
 
-/// The model view and predictions at [`PREDICT_POINTS`] of `session` on `base`.
-async fn final_model(client: &reqwest::Client, base: &str, session: &str) -> (Value, Value) {
+/// The model view, and the predictions at [`PREDICT_POINTS`] and session time `t`, of
+/// `session` on `base`.
+async fn final_model(
+    client: &reqwest::Client,
+    base: &str,
+    session: &str,
+    t: f64,
+) -> (Value, Value) {
     let model = get(client, format!("{base}/v1/sessions/{session}/model")).await;
     let points: Vec<Value> = PREDICT_POINTS
         .iter()
@@ -385,7 +391,7 @@ async fn final_model(client: &reqwest::Client, base: &str, session: &str) -> (Va
         .collect();
     let response = client
         .post(format!("{base}/v1/sessions/{session}/predict"))
-        .json(&json!({"points": points, "t": 1000.0}))
+        .json(&json!({"points": points, "t": t}))
         .send()
         .await
         .unwrap();
@@ -393,16 +399,20 @@ async fn final_model(client: &reqwest::Client, base: &str, session: &str) -> (Va
     (model, response.json().await.unwrap())
 }
 
-/// Drives the session from [`CLIENTS`] clients through `replicas`; when `kill` is given,
-/// SIGKILLs that replica once `kill_after_rounds` rounds are done. Then checks, from the
+/// Which replica to SIGKILL, and when.
+struct Kill {
+    /// Index in the replicas.
+    replica: usize,
+    /// Rounds (of all clients) done before the kill.
+    after_rounds: usize,
+}
+
+/// Drives the session from [`CLIENTS`] clients through `replicas`, killing one as `kill`
+/// says if it is given. Then checks, from the
 /// database and the API, that every acknowledged observation is stored exactly once, that
 /// the stored suggestions are exactly those handed out (no id twice), that each is observed
 /// at most once, and that the survivors and a fresh process give the same model.
-async fn drive_and_check(
-    db: &PgDatabase,
-    mut replicas: Vec<Replica>,
-    kill: Option<(usize, usize)>,
-) {
+async fn drive_and_check(db: &PgDatabase, mut replicas: Vec<Replica>, kill: Option<Kill>) {
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(30))
         .build()
@@ -436,14 +446,14 @@ async fn drive_and_check(
         })
         .collect();
     let mut killed = None;
-    if let Some((victim, after_rounds)) = kill {
+    if let Some(kill) = kill {
         // A client that stops early (it failed) must not leave the test waiting here.
-        while cluster.rounds_done.load(Ordering::SeqCst) < after_rounds
+        while cluster.rounds_done.load(Ordering::SeqCst) < kill.after_rounds
             && !clients.iter().any(tokio::task::JoinHandle::is_finished)
         {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
-        let mut replica = replicas.remove(victim);
+        let mut replica = replicas.remove(kill.replica);
         replica.kill();
         killed = Some(replica);
     }
@@ -548,17 +558,30 @@ async fn drive_and_check(
 
     // The API, on every surviving replica and on a fresh process over the same database.
     let fresh = Replica::start("fresh", &db.url, &[]).await;
-    let reference = final_model(&client, &fresh.base, &session).await;
+    let last_t = cluster.tick();
+    let reference = final_model(&client, &fresh.base, &session, last_t).await;
     assert!(
         reference.0["dataset_size"].as_i64().unwrap() > 0,
         "the final model has data: {}",
         reference.0
     );
+    let means: HashSet<u64> = reference.1["predictions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["mean"].as_f64().unwrap().to_bits())
+        .collect();
+    assert_eq!(
+        means.len(),
+        PREDICT_POINTS.len(),
+        "the final model is not flat: {}",
+        reference.1
+    );
     for replica in &replicas {
         let view = get(&client, format!("{}/v1/sessions/{session}", replica.base)).await;
         assert_eq!(view["observation_count"], json!(logical_observations));
         assert_eq!(view["pending_count"], json!(0));
-        let model = final_model(&client, &replica.base, &session).await;
+        let model = final_model(&client, &replica.base, &session, last_t).await;
         assert_eq!(
             model.0, reference.0,
             "model on {} vs a fresh process",
@@ -590,13 +613,11 @@ async fn a_killed_replica_loses_nothing_acknowledged() {
     };
     let a = Replica::start("a", &db.url, &[]).await;
     let b = Replica::start("b", &db.url, &[]).await;
-    // Kill b when about 40 % of the rounds are done.
-    drive_and_check(
-        &db,
-        vec![a, b],
-        Some((1, CLIENTS * ROUNDS_PER_CLIENT * 2 / 5)),
-    )
-    .await;
+    let kill = Kill {
+        replica: 1,
+        after_rounds: CLIENTS * ROUNDS_PER_CLIENT * 2 / 5,
+    };
+    drive_and_check(&db, vec![a, b], Some(kill)).await;
 }
 
 /// A TCP proxy in front of PostgreSQL that can be cut (open connections dropped, new ones
