@@ -31,6 +31,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
 use common::PgDatabase;
+use tvbo::store::postgres::IDLE_IN_TRANSACTION_TIMEOUT;
+use tvbo::store::{PoolSettings, PostgresStore};
 
 /// Concurrent clients of the session.
 const CLIENTS: usize = 8;
@@ -618,6 +620,27 @@ async fn a_killed_replica_loses_nothing_acknowledged() {
         after_rounds: CLIENTS * ROUNDS_PER_CLIENT * 2 / 5,
     };
     drive_and_check(&db, vec![a, b], Some(kill)).await;
+}
+
+/// A replica that vanishes in the middle of a transaction (no FIN reaches PostgreSQL) must
+/// not hold its session's row lock for hours: PostgreSQL ends such transactions after
+/// [`IDLE_IN_TRANSACTION_TIMEOUT`] on every connection of the store.
+#[tokio::test]
+async fn store_connections_have_an_idle_in_transaction_timeout() {
+    let Some(db) =
+        PgDatabase::create("store_connections_have_an_idle_in_transaction_timeout").await
+    else {
+        return;
+    };
+    let store = PostgresStore::connect(&db.url, &PoolSettings::default())
+        .await
+        .unwrap();
+    let timeout: String = sqlx::query_scalar("SHOW idle_in_transaction_session_timeout")
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(timeout, IDLE_IN_TRANSACTION_TIMEOUT);
+    store.pool().close().await;
 }
 
 /// A TCP proxy in front of PostgreSQL that can be cut (open connections dropped, new ones
