@@ -84,6 +84,11 @@ async fn replay(state: &AppState, key: &IdempotencyKey) -> ApiResult<Option<Resp
 
 /// Runs a POST once per idempotency key: replays a stored answer, or runs `action` (which
 /// stores its answer in the same transaction as its effect) and answers 201.
+///
+/// When `action` fails and the key now has a stored answer, a concurrent request with the
+/// same key (on this replica or another) acted first, and its answer is replayed: a retry
+/// that raced its original gets the original's answer, not the error of acting twice (such
+/// as a 409 for observing a suggestion already observed).
 async fn once<T, F>(
     state: &AppState,
     key: Option<IdempotencyKey>,
@@ -98,16 +103,22 @@ where
     {
         return Ok(response);
     }
-    match action(key.clone()).await {
-        Ok(body) => Ok(created(&body)),
-        Err(ServiceError::IdempotencyRace) => match &key {
-            Some(key) => replay(state, key).await?.ok_or_else(|| {
-                ApiError::from(ServiceError::Internal("idempotency record vanished".into()))
-            }),
-            None => Err(ServiceError::IdempotencyRace.into()),
-        },
-        Err(e) => Err(e.into()),
+    let error = match action(key.clone()).await {
+        Ok(body) => return Ok(created(&body)),
+        Err(error) => error,
+    };
+    if let Some(key) = &key
+        && let Some(response) = replay(state, key).await?
+    {
+        return Ok(response);
     }
+    Err(match error {
+        ServiceError::IdempotencyRace if key.is_some() => {
+            ServiceError::Internal("idempotency record vanished".into())
+        }
+        other => other,
+    }
+    .into())
 }
 
 /// Create a session.

@@ -7,7 +7,7 @@
 
 use async_trait::async_trait;
 use chrono::Utc;
-use sqlx::postgres::PgPoolOptions;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgPool, Row};
 use uuid::Uuid;
 
@@ -25,6 +25,14 @@ use super::{
 /// race and may be retried.
 const RETRYABLE_SQLSTATES: [&str; 2] = ["40001", "40P01"];
 
+/// How long PostgreSQL lets a connection of this store sit idle inside a transaction before
+/// it ends the connection, rolling back and releasing the session's row lock. The store's
+/// transactions wait on nothing but the database, so only a replica that vanished in the
+/// middle of one (its machine lost or cut off, so that no FIN reaches PostgreSQL) meets
+/// it; without it, the row lock would be held, and the session blocked for every other
+/// replica, until TCP keepalive gives up (hours by default).
+pub const IDLE_IN_TRANSACTION_TIMEOUT: &str = "30s";
+
 const SESSION_COLUMNS: &str = "s.id, s.config, s.created_micros, s.status, s.version, s.state, \
      s.suggest_count, s.last_suggest_t, s.last_suggest_n, \
      (SELECT COUNT(*) FROM observations o WHERE o.session_id = s.id) AS observation_count, \
@@ -39,12 +47,19 @@ pub struct PostgresStore {
 
 impl PostgresStore {
     /// Connects to the database at `url` (`postgres://` or `postgresql://`) and applies the
-    /// migrations (concurrent replicas are serialised by sqlx's migration lock).
+    /// migrations (concurrent replicas are serialised by sqlx's migration lock). Every
+    /// connection has `idle_in_transaction_session_timeout` set to
+    /// [`IDLE_IN_TRANSACTION_TIMEOUT`].
     pub async fn connect(url: &str, settings: &PoolSettings) -> Result<Self, StoreError> {
+        let options: PgConnectOptions = url.parse()?;
+        let options = options.options([(
+            "idle_in_transaction_session_timeout",
+            IDLE_IN_TRANSACTION_TIMEOUT,
+        )]);
         let pool = PgPoolOptions::new()
             .max_connections(settings.max_connections)
             .acquire_timeout(settings.acquire_timeout)
-            .connect(url)
+            .connect_with(options)
             .await?;
         sqlx::migrate!("./migrations/postgres").run(&pool).await?;
         Ok(PostgresStore { pool })
