@@ -645,6 +645,11 @@ async fn session_create_rejects_bad_configurations(server: TestServer) {
         )
         .expect(422, &["algorithm.priors"]),
         create(
+            "tv-gp-ucb with two priors",
+            prior_session(json!({"name": "tv-gp-ucb", "priors": [rbf_prior(), rbf_prior_named("b")]})),
+        )
+        .expect(422, &["algorithm.priors"]),
+        create(
             "elimination delta of 1",
             prior_session(json!({"name": "pe-gp-ucb", "priors": [rbf_prior()], "delta": 1})),
         )

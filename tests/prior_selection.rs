@@ -196,3 +196,55 @@ async fn an_arms_session_with_empirical_priors_survives_a_restart() {
         server.stop().await;
     }
 }
+
+/// `gp-ucb` and `tv-gp-ucb` with one empirical prior (003's sensor experiments use an
+/// empirical covariance as the kernel): suggestions are arms, tv-gp-ucb learns ε, the
+/// model answers at the arms, and a restart keeps the next suggestion.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn single_prior_ucb_sessions_work_on_arms() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("single.db");
+    for algorithm in ["gp-ucb", "tv-gp-ucb"] {
+        let server = TestServer::start_on(path.clone()).await;
+        let mut body = arms_session(algorithm);
+        body["algorithm"]["priors"] = json!([empirical_priors()[0].clone()]);
+        let a = server.create(body.clone()).await;
+        let b = server.create(body).await;
+        for step in 0..15 {
+            let sa = round(&server, &a, step).await;
+            let sb = round(&server, &b, step).await;
+            assert_eq!(sa["params"], sb["params"], "{algorithm}");
+        }
+        let (status, model) = server.get(&format!("/v1/sessions/{a}/model")).await;
+        assert_eq!(status, 200, "{model}");
+        if algorithm == "tv-gp-ucb" {
+            let epsilon = model["hyperparameters"]["epsilon"]
+                .as_f64()
+                .expect("ε is learned");
+            assert!(epsilon > 0.0 && epsilon < 1.0, "{model}");
+        } else {
+            assert!(
+                model["prior_selection"]["priors"][0]["probability"] == 1.0,
+                "{model}"
+            );
+        }
+        let (status, body) = server
+            .post(
+                &format!("/v1/sessions/{a}/predict"),
+                &json!({"points": [{"x": 0.0}, {"x": 1.0}], "t": 15.0}),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        for p in body["predictions"].as_array().unwrap() {
+            assert!(p["mean"].as_f64().unwrap().is_finite() && p["std"].as_f64().unwrap() >= 0.0);
+        }
+        let (status, best) = server.get(&format!("/v1/sessions/{a}/best?t=15")).await;
+        assert_eq!(status, 200, "{best}");
+        let running = round(&server, &a, 15).await;
+        server.stop().await;
+        let server = TestServer::start_on(path.clone()).await;
+        let restarted = round(&server, &b, 15).await;
+        assert_eq!(running["params"], restarted["params"], "{algorithm}");
+        server.stop().await;
+    }
+}

@@ -196,6 +196,9 @@ pub fn policy_for(config: &SessionConfig) -> Box<dyn Policy> {
     if let Some(policy) = prior_selection_for(config) {
         return Box::new(policy);
     }
+    if let Some(policy) = tv_gp_ucb_with_prior_for(config) {
+        return Box::new(policy);
+    }
     match &config.algorithm {
         AlgorithmConfig::Bolt {
             min_dataset_size,
@@ -221,7 +224,7 @@ pub fn policy_for(config: &SessionConfig) -> Box<dyn Policy> {
             reset_every: *reset_every,
             beta: *beta,
         }),
-        AlgorithmConfig::TvGpUcb { epsilon, beta } => Box::new(tv_gp_ucb::TvGpUcb {
+        AlgorithmConfig::TvGpUcb { epsilon, beta, .. } => Box::new(tv_gp_ucb::TvGpUcb {
             epsilon: *epsilon,
             beta: *beta,
         }),
@@ -256,17 +259,8 @@ pub fn prior_selection_for(config: &SessionConfig) -> Option<PriorSelection> {
         }
         _ => return None,
     };
-    let arms = config.arms.clone()?;
+    let (arms, points) = arms_of(config)?;
     let priors = config.algorithm.priors()?.to_vec();
-    let space = config.space();
-    let points = arms
-        .iter()
-        .map(|a| {
-            space
-                .to_unit(&a.params, "arms")
-                .expect("arms were validated")
-        })
-        .collect();
     Some(PriorSelection::new(
         rule,
         priors,
@@ -280,6 +274,46 @@ pub fn prior_selection_for(config: &SessionConfig) -> Option<PriorSelection> {
             .noise
             .expect("validated: algorithms with priors need model.noise"),
     ))
+}
+
+/// TV-GP-UCB with one given prior over the session's arms.
+pub fn tv_gp_ucb_with_prior_for(config: &SessionConfig) -> Option<tv_gp_ucb::TvGpUcbWithPrior> {
+    let AlgorithmConfig::TvGpUcb {
+        epsilon,
+        beta,
+        priors: Some(priors),
+    } = &config.algorithm
+    else {
+        return None;
+    };
+    let (arms, arm_points) = arms_of(config)?;
+    Some(tv_gp_ucb::TvGpUcbWithPrior {
+        prior: priors.first()?.clone(),
+        arms,
+        arm_points,
+        sign: config.goal.sign(),
+        noise_variance: config
+            .model
+            .noise
+            .expect("validated: algorithms with priors need model.noise"),
+        epsilon: *epsilon,
+        beta: *beta,
+    })
+}
+
+/// A session's arms and their unit-cube points.
+fn arms_of(config: &SessionConfig) -> Option<(Vec<crate::session::space::Arm>, Vec<Vec<f64>>)> {
+    let arms = config.arms.clone()?;
+    let space = config.space();
+    let points = arms
+        .iter()
+        .map(|a| {
+            space
+                .to_unit(&a.params, "arms")
+                .expect("arms were validated")
+        })
+        .collect();
+    Some((arms, points))
 }
 
 /// Suggests `ctx.count` points: uniform random during the first `model.warmup`

@@ -132,6 +132,9 @@ pub enum AlgorithmConfig {
         epsilon: Option<f64>,
         #[serde(default)]
         beta: Beta,
+        /// One prior over the arms (arm sessions), used as the spatial kernel.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        priors: Option<Vec<PriorSpec>>,
     },
     /// ET-GP-UCB (Brunzema et al. 2022): static GP-UCB with an event-triggered reset.
     EtGpUcb {
@@ -202,7 +205,9 @@ impl AlgorithmConfig {
     /// The priors of an algorithm that models the objective with given priors over arms.
     pub fn priors(&self) -> Option<&[PriorSpec]> {
         match self {
-            AlgorithmConfig::GpUcb { priors, .. } => priors.as_deref(),
+            AlgorithmConfig::GpUcb { priors, .. } | AlgorithmConfig::TvGpUcb { priors, .. } => {
+                priors.as_deref()
+            }
             AlgorithmConfig::PeGpUcb { priors, .. }
             | AlgorithmConfig::PeGpTs { priors, .. }
             | AlgorithmConfig::HpGpTs { priors, .. }
@@ -217,6 +222,10 @@ impl AlgorithmConfig {
         let name = self.name();
         match self {
             AlgorithmConfig::GpUcb {
+                priors: Some(priors),
+                ..
+            }
+            | AlgorithmConfig::TvGpUcb {
                 priors: Some(priors),
                 ..
             } => validate_priors(name, priors, None, arms, 1),
@@ -291,7 +300,7 @@ impl AlgorithmConfig {
                 }
                 beta
             }
-            AlgorithmConfig::TvGpUcb { epsilon, beta } => {
+            AlgorithmConfig::TvGpUcb { epsilon, beta, .. } => {
                 if let Some(e) = epsilon {
                     // ε ↔ l_T = −2/ln(1−ε), and l_T must lie within the fit's bounds.
                     let (shortest, longest) = TEMPORAL_LENGTHSCALE_BOUNDS;

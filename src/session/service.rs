@@ -11,8 +11,9 @@ use rand::SeedableRng;
 use uuid::Uuid;
 
 use crate::acquisition::{self, AcquisitionOptions};
-use crate::gp::arms::ArmGp;
+use crate::gp::arms::{ArmGp, TimeVaryingArmGp};
 use crate::gp::relevance::relevances;
+use crate::policy::tv_gp_ucb::TvGpUcbWithPrior;
 use crate::policy::{self, Observation, ObserveContext, PolicyRng, PolicyState, Surrogate};
 use crate::policy::{PolicyError, SuggestContext};
 use crate::session::InvalidInput;
@@ -177,6 +178,11 @@ enum CurrentModel {
         selection: policy::PriorSelection,
         gp: ArmGp,
     },
+    /// The posterior over (arm, time) under a given prior and TV-GP-UCB's forgetting.
+    TimeVaryingArms {
+        policy: TvGpUcbWithPrior,
+        gp: TimeVaryingArmGp,
+    },
 }
 
 impl CurrentModel {
@@ -188,6 +194,10 @@ impl CurrentModel {
             CurrentModel::Arms { selection, gp } => selection
                 .arm_at(x)
                 .map(|arm| (gp.mean(arm), gp.variance(arm).sqrt())),
+            CurrentModel::TimeVaryingArms { policy, gp } => policy.arm_at(x).map(|arm| {
+                let (mean, variance) = gp.predict(arm, t);
+                (mean, variance.sqrt())
+            }),
         }
     }
 
@@ -195,7 +205,9 @@ impl CurrentModel {
     fn mean(&self, x: &[f64], t: f64) -> f64 {
         match self {
             CurrentModel::Surrogate(surrogate) => surrogate.mean(x, t),
-            CurrentModel::Arms { .. } => self.predict(x, t).map_or(f64::NEG_INFINITY, |p| p.0),
+            CurrentModel::Arms { .. } | CurrentModel::TimeVaryingArms { .. } => {
+                self.predict(x, t).map_or(f64::NEG_INFINITY, |p| p.0)
+            }
         }
     }
 
@@ -203,6 +215,7 @@ impl CurrentModel {
         match self {
             CurrentModel::Surrogate(surrogate) => surrogate.gp().spec().temporal.is_some(),
             CurrentModel::Arms { .. } => false,
+            CurrentModel::TimeVaryingArms { .. } => true,
         }
     }
 }
@@ -761,6 +774,10 @@ impl SessionService {
             let gp = selection.current_model(&data, &state)?;
             return Ok(Some(CurrentModel::Arms { selection, gp }));
         }
+        if let Some(policy) = policy::tv_gp_ucb_with_prior_for(config) {
+            let gp = policy.current_model(&data, &state)?;
+            return Ok(Some(CurrentModel::TimeVaryingArms { policy, gp }));
+        }
         if history.active.is_empty() {
             return Ok(None);
         }
@@ -888,20 +905,19 @@ impl SessionService {
         let session = &history.session;
         let config = &session.config;
         let mut state = policy_state(session)?;
-        let prior_selection = config.algorithm.priors().map(|priors| {
-            let names = priors
+        let prior_selection = policy::prior_selection_for(config).map(|selection| {
+            let names = config
+                .algorithm
+                .priors()
+                .unwrap_or_default()
                 .iter()
                 .enumerate()
                 .map(|(i, p)| p.name.clone().unwrap_or_else(|| format!("prior-{i}")))
                 .collect();
-            let saved = match (
-                state.prior_selection.take(),
-                policy::prior_selection_for(config),
-            ) {
-                (Some(saved), _) => saved,
-                (None, Some(selection)) => selection.initial_state(),
-                (None, None) => unreachable!("configurations with priors have a prior selection"),
-            };
+            let saved = state
+                .prior_selection
+                .take()
+                .unwrap_or_else(|| selection.initial_state());
             PriorSelectionView::new(names, saved)
         });
         let has_time = policy::policy_for(config)
@@ -1056,7 +1072,7 @@ impl SessionService {
                         config.arms.as_ref().map(|a| a[index].name.clone()),
                     )
                 }
-                (None, CurrentModel::Arms { .. }) => {
+                (None, CurrentModel::Arms { .. } | CurrentModel::TimeVaryingArms { .. }) => {
                     unreachable!("models over arms belong to arm sessions")
                 }
                 (None, CurrentModel::Surrogate(surrogate)) => {
