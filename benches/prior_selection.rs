@@ -2,7 +2,7 @@
 //! the same seeds, mean ± standard error of the final cumulative regret and the prior
 //! statistics of 003 Figs. 4–7.
 //!
-//! `cargo bench --bench prior_selection -- [--setup lengthscale|kernel] [--seeds 50]
+//! `cargo bench --bench prior_selection -- [--setup lengthscale|kernel|hill] [--seeds 50]
 //! [--horizon 500] [--jobs 2]`
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -44,7 +44,8 @@ fn main() {
     let setup = match options.setup.as_str() {
         "lengthscale" => Setup::lengthscale(experiments::ARM_COUNT),
         "kernel" => Setup::kernel(experiments::ARM_COUNT),
-        other => panic!("unknown setup {other}: lengthscale or kernel"),
+        "hill" => Setup::hill(experiments::ARM_COUNT),
+        other => panic!("unknown setup {other}: lengthscale, kernel or hill"),
     };
     let priors = setup.build_priors();
     let started = Instant::now();

@@ -94,6 +94,42 @@ impl Setup {
         }
     }
 
+    /// 003 §5 "hill": SE priors (lengthscale 1) whose means differ. 003 describes them
+    /// only in words and a figure (Fig. 3): mean 0 has 10 small hills across the first
+    /// half of [0, 20], means 1–4 are the same with one hill doubled in height. Our
+    /// construction: hill k (k = 0..9) is a Gaussian bump of height 1 and width 0.25 at
+    /// x = k + 0.5; mean j ≥ 1 doubles hill 2j (hills 2, 4, 6, 8).
+    pub fn hill(arm_count: usize) -> Setup {
+        let arms = arms(arm_count);
+        let mean = |doubled: Option<usize>| -> Vec<f64> {
+            arms.iter()
+                .map(|a| {
+                    let x = a.params["x"];
+                    (0..10)
+                        .map(|k| {
+                            let height = if doubled == Some(k) { 2.0 } else { 1.0 };
+                            let centre = k as f64 + 0.5;
+                            height * (-(x - centre).powi(2) / (2.0 * 0.25 * 0.25)).exp()
+                        })
+                        .sum()
+                })
+                .collect()
+        };
+        let priors = (0..5)
+            .map(|j| {
+                let mut prior = kernel_prior(&format!("hill-{j}"), PriorKernel::Rbf, Some(1.0));
+                prior.mean = Some(PriorMean::PerArm(mean((j > 0).then_some(2 * j))));
+                prior
+            })
+            .collect();
+        Setup {
+            name: "hill",
+            priors,
+            arms,
+            noise_variance: NOISE_SD * NOISE_SD,
+        }
+    }
+
     /// The priors over the arms, built once and shared by every run.
     pub fn build_priors(&self) -> Vec<Arc<ArmPrior>> {
         self.priors
@@ -257,3 +293,35 @@ pub const RULES: [(&str, SelectionRule); 4] = [
     ("pe-gp-ts", SelectionRule::PeGpTs),
     ("pe-gp-ucb", SelectionRule::PeGpUcb),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn setups_build_with_the_papers_sizes() {
+        for setup in [Setup::lengthscale(50), Setup::kernel(50), Setup::hill(50)] {
+            let priors = setup.build_priors();
+            assert_eq!(priors.len(), setup.priors.len());
+            assert!(priors.iter().all(|p| p.len() == 50), "{}", setup.name);
+        }
+        // The hill means differ from mean 0 exactly at the doubled hill.
+        let hill = Setup::hill(ARM_COUNT);
+        let priors = hill.build_priors();
+        let at = |p: usize, x: f64| priors[p].mean()[(x / 20.0 * 499.0).round() as usize];
+        assert!((at(1, 2.5) - 2.0 * at(0, 2.5)).abs() < 0.05);
+        assert!((at(1, 4.5) - at(0, 4.5)).abs() < 1e-12);
+        assert!(at(0, 15.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn seeds_fix_the_objective_for_every_rule() {
+        let setup = Setup::lengthscale(40);
+        let priors = setup.build_priors();
+        let a = run_seed(&setup, &priors, SelectionRule::HpGpTs, 3, 10);
+        let b = run_seed(&setup, &priors, SelectionRule::PeGpUcb, 3, 10);
+        assert_eq!(a.true_prior, b.true_prior);
+        assert_eq!(a, run_seed(&setup, &priors, SelectionRule::HpGpTs, 3, 10));
+        assert!(a.cumulative_regret.windows(2).all(|w| w[1] >= w[0]));
+    }
+}
