@@ -447,6 +447,20 @@ impl TimeVaryingArmGp {
         })
     }
 
+    /// Number of observations.
+    pub fn len(&self) -> usize {
+        self.arms.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.arms.is_empty()
+    }
+
+    /// Number of arms.
+    pub fn arm_count(&self) -> usize {
+        self.prior.len()
+    }
+
     /// ln p(y | prior, l_T, σ²).
     pub fn log_marginal_likelihood(&self) -> f64 {
         self.log_marginal_likelihood

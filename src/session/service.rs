@@ -118,6 +118,71 @@ pub struct SessionService {
     /// One permit per core: model work queues here instead of piling onto the blocking
     /// pool (a request that timed out keeps its permit until its work ends).
     model_permits: Arc<tokio::sync::Semaphore>,
+    models: Arc<Mutex<ModelCache>>,
+}
+
+/// Bytes of models a replica keeps for reads (predict, best, regret, model).
+const MODEL_CACHE_BYTES: usize = 512 << 20;
+
+/// This replica's models of recently read sessions, each with the session version it
+/// was built from: a read at another version rebuilds (DESIGN.md §6). Entries past
+/// [`MODEL_CACHE_BYTES`] are dropped least recently used first.
+#[derive(Default)]
+struct ModelCache {
+    entries: HashMap<Uuid, CachedModel>,
+    bytes: usize,
+    clock: u64,
+}
+
+struct CachedModel {
+    version: i64,
+    model: Option<Arc<CurrentModel>>,
+    bytes: usize,
+    last_used: u64,
+}
+
+impl ModelCache {
+    fn get(&mut self, id: Uuid, version: i64) -> Option<Option<Arc<CurrentModel>>> {
+        self.clock += 1;
+        let clock = self.clock;
+        let entry = self.entries.get_mut(&id).filter(|e| e.version == version)?;
+        entry.last_used = clock;
+        Some(entry.model.clone())
+    }
+
+    fn insert(&mut self, id: Uuid, version: i64, model: Option<Arc<CurrentModel>>) {
+        let bytes = model.as_deref().map_or(0, CurrentModel::approximate_bytes);
+        if let Some(old) = self.entries.remove(&id) {
+            self.bytes -= old.bytes;
+        }
+        if bytes > MODEL_CACHE_BYTES {
+            return;
+        }
+        while self.bytes + bytes > MODEL_CACHE_BYTES {
+            let Some(oldest) = self
+                .entries
+                .iter()
+                .min_by_key(|(_, e)| e.last_used)
+                .map(|(id, _)| *id)
+            else {
+                break;
+            };
+            if let Some(old) = self.entries.remove(&oldest) {
+                self.bytes -= old.bytes;
+            }
+        }
+        self.clock += 1;
+        self.bytes += bytes;
+        self.entries.insert(
+            id,
+            CachedModel {
+                version,
+                model,
+                bytes,
+                last_used: self.clock,
+            },
+        );
+    }
 }
 
 /// The RNG of the `ordinal`-th call of a session with `seed` (splitmix64 of both).
@@ -211,6 +276,16 @@ impl CurrentModel {
         }
     }
 
+    /// Memory held by the model's matrices, roughly.
+    fn approximate_bytes(&self) -> usize {
+        let doubles = match self {
+            CurrentModel::Surrogate(surrogate) => 2 * surrogate.gp().len().pow(2),
+            CurrentModel::Arms { gp, .. } => 2 * gp.arm_count().pow(2) + gp.len() * gp.arm_count(),
+            CurrentModel::TimeVaryingArms { gp, .. } => 2 * gp.arm_count().pow(2) + gp.len().pow(2),
+        };
+        8 * doubles
+    }
+
     fn uses_time(&self) -> bool {
         match self {
             CurrentModel::Surrogate(surrogate) => surrogate.gp().spec().temporal.is_some(),
@@ -227,7 +302,26 @@ impl SessionService {
             store,
             locks: Arc::default(),
             model_permits: Arc::new(tokio::sync::Semaphore::new(cores)),
+            models: Arc::default(),
         }
+    }
+
+    /// The session's current model from this replica's cache when it was built from
+    /// the same session version, else rebuilt (on the blocking pool: call from there).
+    fn cached_model(
+        cache: &Mutex<ModelCache>,
+        history: &History,
+    ) -> Result<Option<Arc<CurrentModel>>, ServiceError> {
+        let (id, version) = (history.session.id, history.session.version);
+        if let Some(model) = cache.lock().expect("model cache poisoned").get(id, version) {
+            return Ok(model);
+        }
+        let model = Self::current_model(&history.session.config, history)?.map(Arc::new);
+        cache
+            .lock()
+            .expect("model cache poisoned")
+            .insert(id, version, model.clone());
+        Ok(model)
     }
 
     /// Runs CPU-heavy model work on the blocking pool, off the async runtime.
@@ -805,9 +899,10 @@ impl SessionService {
     pub async fn regret(&self, id: Uuid) -> Result<RegretReport, ServiceError> {
         let history = self.history(id).await?;
         let rows = self.store.list_observations(id, 0, i64::MAX, true).await?;
+        let cache = self.models.clone();
         self.blocking(move || -> Result<RegretReport, ServiceError> {
             let config = &history.session.config;
-            let model = Self::current_model(config, &history)?;
+            let model = Self::cached_model(&cache, &history)?;
             let space = config.space();
             let candidates: Vec<Vec<f64>> = match arm_points(&space, config) {
                 Some(arms) => arms,
@@ -827,7 +922,7 @@ impl SessionService {
             let mut cumulative = 0.0;
             let mut counted = 0usize;
             let mut best_by_time: HashMap<u64, f64> = HashMap::new();
-            let uses_time = model.as_ref().is_some_and(CurrentModel::uses_time);
+            let uses_time = model.as_deref().is_some_and(CurrentModel::uses_time);
             let points = rows
                 .iter()
                 .map(|row| {
@@ -878,11 +973,10 @@ impl SessionService {
         let relevance = {
             let history = history.clone();
             let t = Self::default_time(&history, Utc::now());
+            let cache = self.models.clone();
             self.blocking(move || -> Result<Vec<RelevanceView>, ServiceError> {
-                let config = &history.session.config;
-                let Some(CurrentModel::Surrogate(surrogate)) =
-                    Self::current_model(config, &history)?
-                else {
+                let model = Self::cached_model(&cache, &history)?;
+                let Some(CurrentModel::Surrogate(surrogate)) = model.as_deref() else {
                     return Ok(Vec::new());
                 };
                 if surrogate.gp().spec().temporal.is_none() {
@@ -1010,9 +1104,10 @@ impl SessionService {
             .enumerate()
             .map(|(i, p)| space.to_unit(p, &format!("points[{i}]")))
             .collect::<Result<Vec<_>, _>>()?;
+        let cache = self.models.clone();
         self.blocking(move || -> Result<PredictResponse, ServiceError> {
             let config = &history.session.config;
-            let model = Self::current_model(config, &history)?.ok_or_else(|| {
+            let model = Self::cached_model(&cache, &history)?.ok_or_else(|| {
                 ServiceError::Conflict(InvalidInput::new(
                     "session",
                     "has no active observations to predict from",
@@ -1048,16 +1143,17 @@ impl SessionService {
     pub async fn best(&self, id: Uuid, t: Option<f64>) -> Result<Best, ServiceError> {
         let history = self.history(id).await?;
         let t = Self::query_time(&history, t)?;
+        let cache = self.models.clone();
         self.blocking(move || -> Result<Best, ServiceError> {
             let config = &history.session.config;
-            let model = Self::current_model(config, &history)?.ok_or_else(|| {
+            let model = Self::cached_model(&cache, &history)?.ok_or_else(|| {
                 ServiceError::Conflict(InvalidInput::new(
                     "session",
                     "has no active observations to recommend from",
                 ))
             })?;
             let space = config.space();
-            let (x, arm) = match (arm_points(&space, config), &model) {
+            let (x, arm) = match (arm_points(&space, config), model.as_ref()) {
                 (Some(arms), _) => {
                     let index = (0..arms.len())
                         .max_by(|&a, &b| {
@@ -1108,4 +1204,24 @@ fn parse_cursor(cursor: &str) -> Result<SessionCursor, ServiceError> {
         created_micros: micros.parse().map_err(|_| invalid())?,
         id: Uuid::parse_str(id).map_err(|_| invalid())?,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cached_models_are_keyed_by_session_version() {
+        let mut cache = ModelCache::default();
+        let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+        assert!(cache.get(a, 1).is_none());
+        cache.insert(a, 1, None);
+        cache.insert(b, 4, None);
+        assert!(cache.get(a, 1).is_some(), "same version: a hit");
+        assert!(cache.get(a, 2).is_none(), "the stored version moved on: rebuild");
+        cache.insert(a, 2, None);
+        assert!(cache.get(a, 1).is_none(), "one entry per session");
+        assert!(cache.get(a, 2).is_some() && cache.get(b, 4).is_some());
+        assert_eq!(cache.entries.len(), 2);
+    }
 }
