@@ -2,10 +2,12 @@
 //!
 //! Module map (DESIGN.md §1): [`gp`] and [`acquisition`] are the math core (no IO);
 //! [`policy`] holds the algorithms; [`session`] the search space, configuration, time and
-//! the suggest/observe lifecycle; [`store`] persistence; [`api`] the HTTP layer.
+//! the suggest/observe lifecycle; [`store`] persistence; [`api`] the HTTP layer;
+//! [`bench`] the papers' benchmarks (`tvbo bench`).
 
 pub mod acquisition;
 pub mod api;
+pub mod bench;
 pub mod config;
 pub mod gp;
 pub mod optim;

@@ -119,7 +119,8 @@ pub struct SessionService {
 }
 
 /// The RNG of the `ordinal`-th call of a session with `seed` (splitmix64 of both).
-fn call_rng(seed: u64, ordinal: u64) -> PolicyRng {
+/// Public for the benchmark harness, which replays sessions in-process.
+pub fn call_rng(seed: u64, ordinal: u64) -> PolicyRng {
     let mut z = seed ^ ordinal.wrapping_mul(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
