@@ -159,6 +159,8 @@ impl Objective for SyntheticObjective {
 const DENSE_POINTS: usize = 1 << 14;
 /// Local descents started per grid time (from the best dense points and hints).
 const DESCENTS: usize = 10;
+/// Cached minimisers refined at each queried time.
+const REFINED: usize = 4;
 /// Spacing of the cached time grid, as a fraction of the horizon.
 const GRID_FRACTION: f64 = 1.0 / 1200.0;
 
@@ -168,7 +170,7 @@ const GRID_FRACTION: f64 = 1.0 / 1200.0;
 /// points and at the basin hints, and refines the best [`DESCENTS`] by bounded L-BFGS
 /// (central-difference gradients); the minimisers found are cached. The minimum at any
 /// t is then the best local descent, at t itself, from the cached minimisers of the two
-/// grid times around t. Since f is continuous in t, the minimiser at t lies in the
+/// grid times around t (the [`REFINED`] best of them at t). Since f is continuous in t, the minimiser at t lies in the
 /// basin of a minimiser at a neighbouring grid time unless the basins re-order within
 /// one grid step. Deterministic: the result depends only on f and t.
 pub struct MinimumSearch {
@@ -200,16 +202,22 @@ impl MinimumSearch {
         }
     }
 
-    /// min_x f(x, t).
+    /// min_x f(x, t): local descents at t from the [`REFINED`] best (at t) of the cached
+    /// minimisers of the grid times around t.
     pub fn minimum(&self, f: impl Fn(&[f64], f64) -> f64, t: f64) -> f64 {
         let k = (t / self.step).floor() as i64;
-        let mut best = f64::INFINITY;
-        for grid in [k, k + 1] {
-            for start in self.grid_minimisers(&f, grid).iter() {
-                best = best.min(self.descend(&f, start, t).1);
-            }
-        }
-        best
+        let (below, above) = (self.grid_minimisers(&f, k), self.grid_minimisers(&f, k + 1));
+        let mut starts: Vec<(f64, &Vec<f64>)> = below
+            .iter()
+            .chain(above.iter())
+            .map(|x| (f(x, t), x))
+            .collect();
+        starts.sort_by(|a, b| a.0.total_cmp(&b.0));
+        starts
+            .iter()
+            .take(REFINED)
+            .map(|(_, x)| self.descend(&f, x, t).1)
+            .fold(f64::INFINITY, f64::min)
     }
 
     fn grid_minimisers(&self, f: &impl Fn(&[f64], f64) -> f64, k: i64) -> Arc<Vec<Vec<f64>>> {

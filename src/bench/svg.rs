@@ -53,6 +53,20 @@ fn ticks(lo: f64, hi: f64) -> Vec<f64> {
     out
 }
 
+/// A tick value without trailing zeros (ticks are round numbers).
+fn tick_label(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e6 {
+        format!("{v:.0}")
+    } else {
+        let text = significant(v);
+        if text.contains('.') && !text.contains('e') {
+            text.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            text
+        }
+    }
+}
+
 /// One panel: `values(series)` against time.
 fn panel(
     svg: &mut String,
@@ -96,7 +110,7 @@ fn panel(
             LEFT + plot_width,
             LEFT - 6.0,
             y(*v) + 4.0,
-            significant(*v)
+            tick_label(*v)
         );
     }
     for t in ticks(0.0, horizon) {
@@ -107,7 +121,7 @@ fn panel(
             top + PANEL_HEIGHT,
             top + PANEL_HEIGHT + 5.0,
             top + PANEL_HEIGHT + 18.0,
-            significant(t)
+            tick_label(t)
         );
     }
     let _ = writeln!(
@@ -192,6 +206,13 @@ pub fn objective_plot(label: &str, horizon: f64, series: &[&Series], order: &[St
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tick_labels_are_short() {
+        assert_eq!(tick_label(20.0), "20");
+        assert_eq!(tick_label(0.5), "0.5");
+        assert_eq!(tick_label(0.25), "0.25");
+    }
 
     #[test]
     fn ticks_are_round_and_cover_the_range() {
