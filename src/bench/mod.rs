@@ -438,15 +438,28 @@ pub fn session_config(request: &Value, seed: u64) -> Result<SessionConfig, Bench
 /// after the last run that uses them (a GP sample holds ~12 MB).
 struct Instances {
     horizon: f64,
-    /// Per key: the instance once made, and the runs still to use it.
-    map: Mutex<HashMap<(usize, u64), (Option<Arc<dyn Objective>>, usize)>>,
+    map: Mutex<HashMap<InstanceKey, Slot>>,
+}
+
+/// (objective index, seed; 0 for objectives that do not depend on the seed).
+type InstanceKey = (usize, u64);
+
+/// An instance once made, and the number of runs still to use it.
+struct Slot {
+    instance: Option<Arc<dyn Objective>>,
+    remaining: usize,
 }
 
 impl Instances {
     fn new(plan: &Plan) -> Instances {
-        let mut map: HashMap<(usize, u64), (Option<Arc<dyn Objective>>, usize)> = HashMap::new();
+        let mut map: HashMap<InstanceKey, Slot> = HashMap::new();
         for run in &plan.runs {
-            map.entry(Self::key(plan, run)).or_insert((None, 0)).1 += 1;
+            map.entry(Self::key(plan, run))
+                .or_insert(Slot {
+                    instance: None,
+                    remaining: 0,
+                })
+                .remaining += 1;
         }
         Instances {
             horizon: plan.suite.horizon,
@@ -454,7 +467,7 @@ impl Instances {
         }
     }
 
-    fn key(plan: &Plan, run: &RunSpec) -> (usize, u64) {
+    fn key(plan: &Plan, run: &RunSpec) -> InstanceKey {
         let spec = &plan.suite.objectives[run.objective];
         (
             run.objective,
@@ -467,12 +480,12 @@ impl Instances {
         let key = Self::key(plan, run);
         let mut map = self.map.lock().expect("instances lock");
         let entry = map.get_mut(&key).expect("every run's key is counted");
-        match &entry.0 {
+        match &entry.instance {
             Some(instance) => Ok(instance.clone()),
             None => {
                 let instance =
                     plan.suite.objectives[run.objective].instantiate(self.horizon, key.1)?;
-                entry.0 = Some(instance.clone());
+                entry.instance = Some(instance.clone());
                 Ok(instance)
             }
         }
@@ -483,8 +496,8 @@ impl Instances {
         let key = Self::key(plan, run);
         let mut map = self.map.lock().expect("instances lock");
         if let Some(entry) = map.get_mut(&key) {
-            entry.1 -= 1;
-            if entry.1 == 0 {
+            entry.remaining -= 1;
+            if entry.remaining == 0 {
                 map.remove(&key);
             }
         }
