@@ -91,6 +91,10 @@ pub struct BenchArgs {
     /// No progress bars (they are only drawn on a terminal anyway).
     #[arg(long)]
     pub no_progress: bool,
+    /// Reuse the runs recorded in OUTPUT/runs.jsonl by an earlier (interrupted) bench
+    /// with the same options, and run only the missing ones.
+    #[arg(long)]
+    pub resume: bool,
 }
 
 impl BenchArgs {
@@ -112,6 +116,7 @@ impl BenchArgs {
                 BenchTime::Wall => crate::bench::ServerTime::Wall,
             },
             progress: !self.no_progress,
+            resume: self.resume,
         }
     }
 }

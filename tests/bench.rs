@@ -21,6 +21,7 @@ fn options(output: &std::path::Path) -> BenchOptions {
         server: None,
         server_time: ServerTime::Client,
         progress: false,
+        resume: false,
     }
 }
 
@@ -67,6 +68,41 @@ fn a_tiny_suite_runs_end_to_end_and_writes_its_report() {
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("report.json")).unwrap())
             .unwrap();
     assert_eq!(json["suite"], "quick");
+    let log = std::fs::read_to_string(dir.path().join(bench::RUN_LOG)).unwrap();
+    assert_eq!(log.lines().count(), 2 * bench::ALGORITHMS.len());
+
+    // Resuming an interrupted bench: the recorded runs are reused, the missing one is run
+    // again (the same, since the compute time is fixed).
+    let truncated: Vec<&str> = log.lines().take(2 * bench::ALGORITHMS.len() - 1).collect();
+    std::fs::write(
+        dir.path().join(bench::RUN_LOG),
+        truncated.join("\n") + "\n{\"partial",
+    )
+    .unwrap();
+    let resumed = bench::run(&BenchOptions {
+        resume: true,
+        ..options.clone()
+    })
+    .unwrap();
+    let key = |r: &bench::report::RunSummary| {
+        (
+            r.objective.clone(),
+            r.algorithm.clone(),
+            r.iterations,
+            r.average_regret,
+        )
+    };
+    let before: Vec<_> = report.runs.iter().map(key).collect();
+    let after: Vec<_> = resumed.runs.iter().map(key).collect();
+    assert_eq!(after, before);
+    // Only the missing run was run again: the others kept their recorded wall time.
+    let same_wall = report
+        .runs
+        .iter()
+        .zip(&resumed.runs)
+        .filter(|(a, b)| a.wall_seconds == b.wall_seconds)
+        .count();
+    assert_eq!(same_wall, 2 * bench::ALGORITHMS.len() - 1);
 }
 
 /// With the compute time fixed, the same seed gives the same regrets, iteration by

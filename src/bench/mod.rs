@@ -25,6 +25,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::policy::PolicyError;
@@ -257,6 +258,9 @@ pub struct BenchOptions {
     pub server_time: ServerTime,
     /// Progress bars on standard error (only shown on a terminal).
     pub progress: bool,
+    /// Keep the runs already recorded in `<output>/runs.jsonl` (same objective,
+    /// algorithm, replication and seed) and run only the others.
+    pub resume: bool,
 }
 
 impl Default for BenchOptions {
@@ -274,6 +278,7 @@ impl Default for BenchOptions {
             server: None,
             server_time: ServerTime::Client,
             progress: true,
+            resume: false,
         }
     }
 }
@@ -287,8 +292,8 @@ pub struct RunSpec {
     pub seed: u64,
 }
 
-/// The outcome of one run.
-#[derive(Clone, Debug)]
+/// The outcome of one run (one line of `runs.jsonl`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunResult {
     pub objective: String,
     pub algorithm: String,
@@ -580,8 +585,59 @@ fn run_one(
     })
 }
 
-/// Runs every run of the plan on `options.jobs` threads; results in plan order.
+/// The file of finished runs, one JSON [`RunResult`] per line, appended as runs finish.
+pub const RUN_LOG: &str = "runs.jsonl";
+
+/// The runs recorded in `path` (a partial last line, from an interrupted bench, is
+/// ignored).
+fn recorded_runs(path: &std::path::Path) -> Result<Vec<RunResult>, BenchError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e.into()),
+    };
+    Ok(text
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect())
+}
+
+/// Runs every run of the plan on `options.jobs` threads; results in plan order. Each
+/// finished run is appended to `<output>/runs.jsonl`; with `options.resume` the runs
+/// already there are reused instead of run again.
 pub fn execute(plan: &Plan, options: &BenchOptions) -> Result<Vec<RunResult>, BenchError> {
+    std::fs::create_dir_all(&options.output)?;
+    let log_path = options.output.join(RUN_LOG);
+    let mut done: Vec<Option<RunResult>> = vec![None; plan.runs.len()];
+    if options.resume {
+        let recorded = recorded_runs(&log_path)?;
+        for (slot, run) in done.iter_mut().zip(&plan.runs) {
+            let name = &plan.suite.objectives[run.objective].name;
+            *slot = recorded
+                .iter()
+                .find(|r| {
+                    &r.objective == name
+                        && r.algorithm == run.algorithm.name
+                        && r.replication == run.replication
+                        && r.seed == run.seed
+                })
+                .cloned();
+        }
+    }
+    // The log is rewritten with the reused runs, so that it holds this plan's runs only.
+    let mut log = std::fs::File::create(&log_path)?;
+    for run in done.iter().flatten() {
+        use std::io::Write as _;
+        writeln!(
+            log,
+            "{}",
+            serde_json::to_string(run).expect("runs serialise")
+        )?;
+    }
+    let log = Mutex::new(log);
+    let pending: VecDeque<usize> = (0..plan.runs.len())
+        .filter(|&i| done[i].is_none())
+        .collect();
     let show = options.progress && std::io::stderr().is_terminal();
     let bars = MultiProgress::with_draw_target(if show {
         ProgressDrawTarget::stderr()
@@ -589,6 +645,7 @@ pub fn execute(plan: &Plan, options: &BenchOptions) -> Result<Vec<RunResult>, Be
         ProgressDrawTarget::hidden()
     });
     let total = bars.add(ProgressBar::new(plan.runs.len() as u64));
+    total.set_position((plan.runs.len() - pending.len()) as u64);
     total.set_style(
         ProgressStyle::with_template("{prefix:>12} [{bar:30}] {pos}/{len} runs, {elapsed_precise}")
             .expect("template")
@@ -598,12 +655,13 @@ pub fn execute(plan: &Plan, options: &BenchOptions) -> Result<Vec<RunResult>, Be
     let run_style = ProgressStyle::with_template("{prefix:>12} [{bar:30}] {msg}")
         .expect("template")
         .progress_chars("=> ");
-    let queue: Mutex<VecDeque<usize>> = Mutex::new((0..plan.runs.len()).collect());
-    let results: Mutex<Vec<Option<RunResult>>> = Mutex::new(vec![None; plan.runs.len()]);
+    let workers = options.jobs.min(pending.len()).max(1);
+    let queue: Mutex<VecDeque<usize>> = Mutex::new(pending);
+    let results: Mutex<Vec<Option<RunResult>>> = Mutex::new(done);
     let failure: Mutex<Option<BenchError>> = Mutex::new(None);
     let instances = Instances::new(plan);
     std::thread::scope(|scope| {
-        for _ in 0..options.jobs.min(plan.runs.len()).max(1) {
+        for _ in 0..workers {
             scope.spawn(|| {
                 let client = match &options.server {
                     Some(base) => match http::Client::new(base) {
@@ -652,6 +710,19 @@ pub fn execute(plan: &Plan, options: &BenchOptions) -> Result<Vec<RunResult>, Be
                                 seconds = result.wall_seconds,
                                 "run done"
                             );
+                            let line = serde_json::to_string(&result).expect("runs serialise");
+                            let written = {
+                                use std::io::Write as _;
+                                let mut log = log.lock().expect("log lock");
+                                writeln!(log, "{line}").and_then(|()| log.flush())
+                            };
+                            if let Err(e) = written {
+                                failure
+                                    .lock()
+                                    .expect("failure lock")
+                                    .get_or_insert(e.into());
+                                return;
+                            }
                             results.lock().expect("results lock")[index] = Some(result);
                         }
                         Err(e) => {

@@ -19,7 +19,7 @@ use std::time::Instant;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::BenchError;
 use super::objective::Objective;
@@ -66,7 +66,7 @@ pub trait Driver {
 }
 
 /// What happened in one iteration.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Iteration {
     /// Time the suggestion was handed out and the objective evaluated.
     pub t: f64,
