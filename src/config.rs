@@ -35,6 +35,90 @@ pub enum Command {
         #[arg(long, default_value = "openapi/openapi.json")]
         output: String,
     },
+    /// Run the papers' benchmarks (docs/benchmarks.md) and write a report.
+    Bench(BenchArgs),
+}
+
+/// Where a benchmarked server session takes its time from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum BenchTime {
+    /// Client time: `t` from the bench's simulated clock on every call.
+    #[default]
+    Client,
+    /// The server's wall clock; each run takes its horizon in real time.
+    Wall,
+}
+
+/// Options of `tvbo bench`.
+#[derive(Clone, Debug, clap::Args)]
+pub struct BenchArgs {
+    /// Suite: `quick` (every policy in minutes), `paper` (002's Table 3), `gp` (000's
+    /// time-varying GP samples) or `all`.
+    #[arg(long, default_value = "quick")]
+    pub suite: String,
+    /// Only these objectives (comma-separated names, e.g. `hartmann3,powell,tvgp-se-0.01`).
+    #[arg(long, value_delimiter = ',')]
+    pub objectives: Option<Vec<String>>,
+    /// Only these algorithms (comma-separated API names, e.g. `bolt,w-dbo`).
+    #[arg(long, value_delimiter = ',')]
+    pub algorithms: Option<Vec<String>>,
+    /// Replications per (objective, algorithm) (suite default: 10; quick: 2).
+    #[arg(long)]
+    pub replications: Option<usize>,
+    /// Seconds of (simulated) time per run (suite default: 600; quick: 60).
+    #[arg(long)]
+    pub horizon: Option<f64>,
+    /// Runs in parallel. Measured compute time inflates when runs share cores.
+    #[arg(long, default_value_t = 1)]
+    pub jobs: usize,
+    /// Base seed; replication r of every algorithm uses the same seed derived from it.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Charge this many seconds of compute per iteration instead of the measured time
+    /// (deterministic runs).
+    #[arg(long)]
+    pub fixed_compute: Option<f64>,
+    /// Directory of the report files (created if missing).
+    #[arg(long, default_value = "bench-results")]
+    pub output: std::path::PathBuf,
+    /// Drive a running server at this base URL (e.g. http://127.0.0.1:8080) over HTTP
+    /// instead of running the policies in-process.
+    #[arg(long)]
+    pub server: Option<String>,
+    /// With --server: the sessions' time source.
+    #[arg(long, value_enum, default_value_t = BenchTime::Client)]
+    pub server_time: BenchTime,
+    /// No progress bars (they are only drawn on a terminal anyway).
+    #[arg(long)]
+    pub no_progress: bool,
+    /// Reuse the runs recorded in OUTPUT/runs.jsonl by an earlier (interrupted) bench
+    /// with the same options, and run only the missing ones.
+    #[arg(long)]
+    pub resume: bool,
+}
+
+impl BenchArgs {
+    /// The library's options of these arguments.
+    pub fn options(&self) -> crate::bench::BenchOptions {
+        crate::bench::BenchOptions {
+            suite: self.suite.clone(),
+            objectives: self.objectives.clone(),
+            algorithms: self.algorithms.clone(),
+            replications: self.replications,
+            horizon: self.horizon,
+            jobs: self.jobs,
+            seed: self.seed,
+            fixed_compute: self.fixed_compute,
+            output: self.output.clone(),
+            server: self.server.clone(),
+            server_time: match self.server_time {
+                BenchTime::Client => crate::bench::ServerTime::Client,
+                BenchTime::Wall => crate::bench::ServerTime::Wall,
+            },
+            progress: !self.no_progress,
+            resume: self.resume,
+        }
+    }
 }
 
 /// Settings of the server.

@@ -3,10 +3,12 @@
 //! Module map (DESIGN.md §1): [`gp`] and [`acquisition`] are the math core (no IO);
 //! [`policy`] holds the algorithms; [`session`] the search space, configuration, time and
 //! the suggest/observe lifecycle; [`store`] persistence; [`api`] the HTTP layer;
-//! [`experiments`] the papers' synthetic experiments, run in-process.
+//! [`bench`] the papers' benchmarks (`tvbo bench`); [`experiments`] paper 003's
+//! prior-selection experiments, run in-process.
 
 pub mod acquisition;
 pub mod api;
+pub mod bench;
 pub mod config;
 pub mod experiments;
 pub mod gp;

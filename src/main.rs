@@ -1,4 +1,4 @@
-//! The `tvbo` binary: `tvbo serve` (the default) and `tvbo openapi`.
+//! The `tvbo` binary: `tvbo serve` (the default), `tvbo bench` and `tvbo openapi`.
 
 use anyhow::Context;
 use clap::Parser;
@@ -28,6 +28,23 @@ async fn main() -> anyhow::Result<()> {
             } else {
                 std::fs::write(&output, json).with_context(|| format!("writing {output}"))?;
             }
+            Ok(())
+        }
+        Command::Bench(args) => {
+            // Quiet unless RUST_LOG says otherwise: the progress bars and the table speak.
+            let filter =
+                EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
+            tracing_subscriber::fmt()
+                .with_env_filter(filter)
+                .with_writer(std::io::stderr)
+                .init();
+            let options = args.options();
+            // CPU-bound work: off the async runtime, on plain threads.
+            let report = tokio::task::spawn_blocking(move || tvbo::bench::run(&options))
+                .await
+                .context("bench thread")??;
+            print!("{}", report.markdown());
+            eprintln!("report written to {}", args.output.display());
             Ok(())
         }
         Command::Serve => {

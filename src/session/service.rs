@@ -186,7 +186,8 @@ impl ModelCache {
 }
 
 /// The RNG of the `ordinal`-th call of a session with `seed` (splitmix64 of both).
-fn call_rng(seed: u64, ordinal: u64) -> PolicyRng {
+/// Public for the benchmark harness, which replays sessions in-process.
+pub fn call_rng(seed: u64, ordinal: u64) -> PolicyRng {
     let mut z = seed ^ ordinal.wrapping_mul(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
@@ -1218,7 +1219,10 @@ mod tests {
         cache.insert(a, 1, None);
         cache.insert(b, 4, None);
         assert!(cache.get(a, 1).is_some(), "same version: a hit");
-        assert!(cache.get(a, 2).is_none(), "the stored version moved on: rebuild");
+        assert!(
+            cache.get(a, 2).is_none(),
+            "the stored version moved on: rebuild"
+        );
         cache.insert(a, 2, None);
         assert!(cache.get(a, 1).is_none(), "one entry per session");
         assert!(cache.get(a, 2).is_some() && cache.get(b, 4).is_some());

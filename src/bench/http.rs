@@ -1,0 +1,169 @@
+//! Driving a running server over its HTTP API (`tvbo bench --server URL`), so that the
+//! whole service is measured: parsing, the store's transactions, the model rebuilt from
+//! the database on every call. Each bench thread owns a single-threaded runtime and
+//! blocks on it; nothing here runs inside another async runtime.
+
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+
+use super::runner::{Driver, Handed};
+use super::{BenchError, ServerTime};
+
+/// An HTTP client for one bench thread.
+pub struct Client {
+    base: String,
+    http: reqwest::Client,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl Client {
+    /// A client of the server at `base` (e.g. `http://127.0.0.1:8080`). Plain HTTP only:
+    /// the bench is built without a TLS stack.
+    pub fn new(base: &str) -> Result<Client, BenchError> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| BenchError::Http(format!("runtime: {e}")))?;
+        let http = reqwest::Client::builder()
+            .build()
+            .map_err(|e| BenchError::Http(format!("client: {e}")))?;
+        Ok(Client {
+            base: base.trim_end_matches('/').to_string(),
+            http,
+            runtime,
+        })
+    }
+
+    /// Sends `body` (or nothing) to `path` and returns the JSON answer; any non-2xx
+    /// answer is an error carrying the server's problem document.
+    fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<Value, BenchError> {
+        let url = format!("{}{path}", self.base);
+        self.runtime.block_on(async {
+            let mut request = self.http.request(method.clone(), &url);
+            if let Some(body) = body {
+                request = request.json(body);
+            }
+            let response = request
+                .send()
+                .await
+                .map_err(|e| BenchError::Http(format!("{method} {url}: {e}")))?;
+            let status = response.status();
+            let text = response
+                .text()
+                .await
+                .map_err(|e| BenchError::Http(format!("{method} {url}: {e}")))?;
+            if !status.is_success() {
+                return Err(BenchError::Http(format!(
+                    "{method} {url}: {status}: {text}"
+                )));
+            }
+            serde_json::from_str(&text)
+                .map_err(|e| BenchError::Http(format!("{method} {url}: invalid JSON: {e}")))
+        })
+    }
+}
+
+/// One session on the server.
+pub struct HttpDriver<'a> {
+    client: &'a Client,
+    session: String,
+    dim: usize,
+    time: ServerTime,
+    /// When the outstanding suggestion was handed out (wall-clock sessions).
+    handed_at: DateTime<Utc>,
+}
+
+impl<'a> HttpDriver<'a> {
+    /// Creates the session of `request` (a `POST /v1/sessions` body).
+    pub fn create(
+        client: &'a Client,
+        request: &Value,
+        time: ServerTime,
+    ) -> Result<Self, BenchError> {
+        let session = client.call(reqwest::Method::POST, "/v1/sessions", Some(request))?;
+        let id = session["id"]
+            .as_str()
+            .ok_or_else(|| BenchError::Http("created session without an id".into()))?
+            .to_string();
+        let dim = request["parameters"].as_array().map_or(0, Vec::len);
+        Ok(HttpDriver {
+            client,
+            session: id,
+            dim,
+            time,
+            handed_at: Utc::now(),
+        })
+    }
+
+    /// The session's id on the server.
+    pub fn session_id(&self) -> &str {
+        &self.session
+    }
+}
+
+impl Driver for HttpDriver<'_> {
+    fn suggest(&mut self, t: f64) -> Result<Handed, BenchError> {
+        let body = match self.time {
+            ServerTime::Client => json!({"t": t}),
+            ServerTime::Wall => json!({}),
+        };
+        let path = format!("/v1/sessions/{}/suggestions", self.session);
+        let answer = self
+            .client
+            .call(reqwest::Method::POST, &path, Some(&body))?;
+        self.handed_at = Utc::now();
+        let suggestion = &answer["suggestions"][0];
+        let id = suggestion["id"]
+            .as_str()
+            .ok_or_else(|| BenchError::Http(format!("suggestion without an id: {answer}")))?;
+        let x = (0..self.dim)
+            .map(|i| {
+                suggestion["params"][format!("x{}", i + 1)]
+                    .as_f64()
+                    .ok_or_else(|| {
+                        BenchError::Http(format!("suggestion without x{}: {answer}", i + 1))
+                    })
+            })
+            .collect::<Result<Vec<f64>, _>>()?;
+        Ok(Handed {
+            x,
+            id: Some(id.to_string()),
+        })
+    }
+
+    fn observe(
+        &mut self,
+        handed: &Handed,
+        t: f64,
+        value: f64,
+        regret: f64,
+    ) -> Result<(), BenchError> {
+        let mut body = json!({
+            "suggestion_id": handed.id,
+            "value": value,
+            "regret": regret,
+        });
+        match self.time {
+            ServerTime::Client => body["t"] = json!(t),
+            ServerTime::Wall => body["measured_at"] = json!(self.handed_at.to_rfc3339()),
+        }
+        let path = format!("/v1/sessions/{}/observations", self.session);
+        self.client
+            .call(reqwest::Method::POST, &path, Some(&body))?;
+        Ok(())
+    }
+
+    fn dataset_size(&mut self) -> Result<usize, BenchError> {
+        let path = format!("/v1/sessions/{}", self.session);
+        let session = self.client.call(reqwest::Method::GET, &path, None)?;
+        session["dataset_size"]
+            .as_u64()
+            .map(|n| n as usize)
+            .ok_or_else(|| BenchError::Http(format!("session without dataset_size: {session}")))
+    }
+}

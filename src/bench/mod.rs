@@ -1,0 +1,816 @@
+//! `tvbo bench`: the papers' experiments, reproducible from one command (DESIGN.md §7).
+//!
+//! A suite is a list of objectives × algorithms × replications. Each run creates a session
+//! configuration exactly as the server would ([`SessionConfig::from_request`] on the same
+//! create request), drives it on a simulated clock ([`runner`]) with the policies
+//! in-process or through a running server's HTTP API ([`http`]), and records the regret of
+//! every query. [`report`] aggregates the runs into Markdown, CSV, JSON and SVG.
+//!
+//! Protocol (Bardou & Thiran, paper 002, Section 5.1): 15 uniform random warm-up queries
+//! (the session default), a 600 s horizon, 10 replications, every algorithm on the same
+//! seeds (same objective sample, same observation noise sequence, same policy seeds).
+
+pub mod http;
+pub mod objective;
+pub mod report;
+pub mod runner;
+pub mod svg;
+pub mod synthetic;
+pub mod tvgp;
+
+use std::collections::{HashMap, VecDeque};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::policy::PolicyError;
+use crate::session::config::{CreateSession, SessionConfig};
+use objective::{Objective, ObjectiveSpec};
+use runner::{ClockMode, Driver, InProcess, Iteration};
+use synthetic::SyntheticFunction;
+use tvgp::TvGpKernel;
+
+/// Failures of a benchmark.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    /// Bad options (unknown suite, objective or algorithm; invalid numbers).
+    #[error("{0}")]
+    Options(String),
+    /// A session configuration the service rejects.
+    #[error("session configuration: {0}")]
+    Config(String),
+    /// An objective that cannot be built.
+    #[error("objective: {0}")]
+    Objective(String),
+    #[error("policy: {0}")]
+    Policy(String),
+    /// The server answered with an error or could not be reached.
+    #[error("server: {0}")]
+    Http(String),
+    #[error("writing the report: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl From<PolicyError> for BenchError {
+    fn from(e: PolicyError) -> Self {
+        BenchError::Policy(e.to_string())
+    }
+}
+
+/// An algorithm the bench can run: its API name and create-request object. Adding an
+/// algorithm is one line here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AlgorithmEntry {
+    /// The `algorithm.name` of the API.
+    pub name: &'static str,
+    /// The `algorithm` object of the create request (the paper defaults: no options).
+    pub request: &'static str,
+    /// Whether the algorithm only works on finite arm sets (003's prior-selection
+    /// algorithms); such pairs with a box objective are skipped.
+    pub arms_only: bool,
+}
+
+/// Every algorithm, in report order (002's Table 3 order, then the floor).
+pub const ALGORITHMS: &[AlgorithmEntry] = &[
+    AlgorithmEntry {
+        name: "gp-ucb",
+        request: r#"{"name":"gp-ucb"}"#,
+        arms_only: false,
+    },
+    AlgorithmEntry {
+        name: "et-gp-ucb",
+        request: r#"{"name":"et-gp-ucb"}"#,
+        arms_only: false,
+    },
+    AlgorithmEntry {
+        name: "r-gp-ucb",
+        request: r#"{"name":"r-gp-ucb"}"#,
+        arms_only: false,
+    },
+    AlgorithmEntry {
+        name: "tv-gp-ucb",
+        request: r#"{"name":"tv-gp-ucb"}"#,
+        arms_only: false,
+    },
+    AlgorithmEntry {
+        name: "w-dbo",
+        request: r#"{"name":"w-dbo"}"#,
+        arms_only: false,
+    },
+    AlgorithmEntry {
+        name: "bolt",
+        request: r#"{"name":"bolt"}"#,
+        arms_only: false,
+    },
+    AlgorithmEntry {
+        name: "random",
+        request: r#"{"name":"random"}"#,
+        arms_only: false,
+    },
+];
+
+/// The algorithm entry of an API name.
+pub fn algorithm(name: &str) -> Result<&'static AlgorithmEntry, BenchError> {
+    ALGORITHMS.iter().find(|a| a.name == name).ok_or_else(|| {
+        let known: Vec<&str> = ALGORITHMS.iter().map(|a| a.name).collect();
+        BenchError::Options(format!(
+            "unknown algorithm {name:?} (known: {})",
+            known.join(", ")
+        ))
+    })
+}
+
+/// The algorithms of 002's Table 3 that tvbo implements (ABO is not implemented).
+const PAPER_ALGORITHMS: [&str; 6] = [
+    "gp-ucb",
+    "et-gp-ucb",
+    "r-gp-ucb",
+    "tv-gp-ucb",
+    "w-dbo",
+    "bolt",
+];
+
+/// A named set of objectives and algorithms with its default horizon and replications.
+#[derive(Clone, Debug)]
+pub struct Suite {
+    pub name: String,
+    pub objectives: Vec<ObjectiveSpec>,
+    pub algorithms: Vec<&'static AlgorithmEntry>,
+    pub horizon: f64,
+    pub replications: usize,
+}
+
+/// Every objective the bench knows.
+pub fn all_objectives() -> Vec<ObjectiveSpec> {
+    let mut all: Vec<ObjectiveSpec> = SyntheticFunction::ALL
+        .into_iter()
+        .map(ObjectiveSpec::synthetic)
+        .collect();
+    for kernel in TvGpKernel::ALL {
+        for epsilon in tvgp::EPSILONS {
+            all.push(ObjectiveSpec::tv_gp(kernel, epsilon));
+        }
+    }
+    all
+}
+
+fn objectives_named(names: &[&str]) -> Result<Vec<ObjectiveSpec>, BenchError> {
+    let all = all_objectives();
+    names
+        .iter()
+        .map(|name| {
+            all.iter()
+                .find(|o| o.name == *name)
+                .cloned()
+                .ok_or_else(|| {
+                    let known: Vec<String> = all.iter().map(|o| o.name.clone()).collect();
+                    BenchError::Options(format!(
+                        "unknown objective {name:?} (known: {})",
+                        known.join(", ")
+                    ))
+                })
+        })
+        .collect()
+}
+
+/// The suites:
+/// - `paper`: 002's eight synthetic functions × its six algorithms we implement, 600 s, 10
+///   replications (002 Section 5.1, Table 3);
+/// - `gp`: 000's time-varying GP samples (SE and Matérn-5/2, ε ∈ {0.001, 0.01, 0.03}) × every
+///   algorithm, 600 s, 10 replications;
+/// - `quick`: Hartmann-3 (slow objective, c = 1 s), Eggholder (fast, c = 0.05 s) and one GP
+///   sample (an arm set) × every algorithm, 60 s, 2 replications: covers every policy
+///   and both kinds of search space in minutes;
+/// - `all`: `paper` and `gp` together, every algorithm.
+pub fn suite(name: &str) -> Result<Suite, BenchError> {
+    let every: Vec<&'static AlgorithmEntry> = ALGORITHMS.iter().collect();
+    let paper: Vec<&'static AlgorithmEntry> = PAPER_ALGORITHMS
+        .iter()
+        .map(|n| algorithm(n))
+        .collect::<Result<_, _>>()?;
+    let synthetic: Vec<ObjectiveSpec> = SyntheticFunction::ALL
+        .into_iter()
+        .map(ObjectiveSpec::synthetic)
+        .collect();
+    let gp: Vec<ObjectiveSpec> = all_objectives()
+        .into_iter()
+        .filter(|o| o.depends_on_seed())
+        .collect();
+    let (objectives, algorithms, horizon, replications) = match name {
+        "paper" => (synthetic, paper, 600.0, 10),
+        "gp" => (gp, every, 600.0, 10),
+        "quick" => (
+            objectives_named(&["hartmann3", "eggholder", "tvgp-se-0.01"])?,
+            every,
+            60.0,
+            2,
+        ),
+        "all" => (all_objectives(), every, 600.0, 10),
+        other => {
+            return Err(BenchError::Options(format!(
+                "unknown suite {other:?} (known: paper, gp, quick, all)"
+            )));
+        }
+    };
+    Ok(Suite {
+        name: name.to_string(),
+        objectives,
+        algorithms,
+        horizon,
+        replications,
+    })
+}
+
+/// Whether a session's time comes from the bench's clock or the server's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ServerTime {
+    /// `"time": {"source": "client"}` with `t` from the simulated clock on every call.
+    #[default]
+    Client,
+    /// The server's wall clock; the bench sleeps through each evaluation's cost.
+    Wall,
+}
+
+/// Everything `tvbo bench` takes.
+#[derive(Clone, Debug)]
+pub struct BenchOptions {
+    pub suite: String,
+    /// Restrict the suite to these objectives (any known objective may be named).
+    pub objectives: Option<Vec<String>>,
+    /// Restrict the suite to these algorithms (any known algorithm may be named).
+    pub algorithms: Option<Vec<String>>,
+    pub replications: Option<usize>,
+    pub horizon: Option<f64>,
+    /// Runs in parallel (threads).
+    pub jobs: usize,
+    /// Base seed: replication r uses seed splitmix(seed, r).
+    pub seed: u64,
+    /// Seconds of compute charged per iteration instead of the measured time.
+    pub fixed_compute: Option<f64>,
+    pub output: PathBuf,
+    /// Base URL of a running server to drive over HTTP instead of in-process.
+    pub server: Option<String>,
+    pub server_time: ServerTime,
+    /// Progress bars on standard error (only shown on a terminal).
+    pub progress: bool,
+    /// Keep the runs already recorded in `<output>/runs.jsonl` (same objective,
+    /// algorithm, replication and seed) and run only the others.
+    pub resume: bool,
+}
+
+impl Default for BenchOptions {
+    fn default() -> Self {
+        BenchOptions {
+            suite: "quick".into(),
+            objectives: None,
+            algorithms: None,
+            replications: None,
+            horizon: None,
+            jobs: 1,
+            seed: 0,
+            fixed_compute: None,
+            output: PathBuf::from("bench-results"),
+            server: None,
+            server_time: ServerTime::Client,
+            progress: true,
+            resume: false,
+        }
+    }
+}
+
+/// One (objective, algorithm, replication).
+#[derive(Clone, Debug)]
+pub struct RunSpec {
+    pub objective: usize,
+    pub algorithm: &'static AlgorithmEntry,
+    pub replication: usize,
+    pub seed: u64,
+}
+
+/// The outcome of one run (one line of `runs.jsonl`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    pub objective: String,
+    pub algorithm: String,
+    pub replication: usize,
+    pub seed: u64,
+    pub iterations: Vec<Iteration>,
+    /// Real seconds the run took.
+    pub wall_seconds: f64,
+}
+
+/// The plan of a benchmark: the suite after the options, and its runs in order.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub suite: Suite,
+    pub runs: Vec<RunSpec>,
+}
+
+/// splitmix64 of `seed` and `stream`: independent seeds from one base seed.
+pub fn derive_seed(seed: u64, stream: u64) -> u64 {
+    let mut z = seed
+        ^ stream
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .wrapping_add(0x632B_E59B);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// A stable hash of a name (FNV-1a), to give each objective its own noise stream.
+fn name_hash(name: &str) -> u64 {
+    name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+impl Plan {
+    /// The suite of `options.suite`, restricted or extended by the options.
+    pub fn new(options: &BenchOptions) -> Result<Plan, BenchError> {
+        let mut suite = suite(&options.suite)?;
+        if let Some(names) = &options.objectives {
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            suite.objectives = objectives_named(&names)?;
+        }
+        if let Some(names) = &options.algorithms {
+            suite.algorithms = names
+                .iter()
+                .map(|n| algorithm(n))
+                .collect::<Result<_, _>>()?;
+        }
+        if let Some(r) = options.replications {
+            suite.replications = r;
+        }
+        if let Some(h) = options.horizon {
+            suite.horizon = h;
+        }
+        if !(suite.horizon.is_finite() && suite.horizon > 0.0) {
+            return Err(BenchError::Options(
+                "--horizon must be a positive number".into(),
+            ));
+        }
+        if suite.replications == 0 || options.jobs == 0 {
+            return Err(BenchError::Options(
+                "--replications and --jobs must be at least 1".into(),
+            ));
+        }
+        if let Some(f) = options.fixed_compute
+            && !(f.is_finite() && f >= 0.0)
+        {
+            return Err(BenchError::Options(
+                "--fixed-compute must be a number ≥ 0".into(),
+            ));
+        }
+        let mut runs = Vec::new();
+        for (objective, spec) in suite.objectives.iter().enumerate() {
+            let arms = spec.depends_on_seed();
+            for replication in 0..suite.replications {
+                for &algorithm in &suite.algorithms {
+                    if algorithm.arms_only && !arms {
+                        continue;
+                    }
+                    runs.push(RunSpec {
+                        objective,
+                        algorithm,
+                        replication,
+                        seed: derive_seed(options.seed, replication as u64),
+                    });
+                }
+            }
+        }
+        Ok(Plan { suite, runs })
+    }
+}
+
+/// The create-session request of a run: the objective's parameters (x1…xd in [0,1]) or
+/// arms, the algorithm with its defaults, client time, the run's seed, minimisation.
+pub fn session_request(
+    objective: &dyn Objective,
+    name: &str,
+    algorithm: &AlgorithmEntry,
+    seed: u64,
+    time: ServerTime,
+) -> Result<Value, BenchError> {
+    let parameter = |i: usize| format!("x{}", i + 1);
+    let parameters: Vec<Value> = (0..objective.dim())
+        .map(|i| json!({"name": parameter(i), "low": 0.0, "high": 1.0}))
+        .collect();
+    let algorithm: Value = serde_json::from_str(algorithm.request)
+        .map_err(|e| BenchError::Config(format!("algorithm {}: {e}", algorithm.name)))?;
+    let source = match time {
+        ServerTime::Client => "client",
+        ServerTime::Wall => "wall",
+    };
+    let mut request = json!({
+        "name": name,
+        "goal": "minimize",
+        "parameters": parameters,
+        "algorithm": algorithm,
+        "time": {"source": source},
+        "seed": seed,
+    });
+    if let Some(arms) = objective.arms() {
+        let arms: Vec<Value> = arms
+            .iter()
+            .enumerate()
+            .map(|(k, x)| {
+                let params: serde_json::Map<String, Value> = x
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| (parameter(i), json!(v)))
+                    .collect();
+                json!({"name": format!("a{k}"), "params": params})
+            })
+            .collect();
+        request["arms"] = Value::Array(arms);
+    }
+    Ok(request)
+}
+
+/// The session configuration the server would make of `request`.
+pub fn session_config(request: &Value, seed: u64) -> Result<SessionConfig, BenchError> {
+    let create: CreateSession =
+        serde_json::from_value(request.clone()).map_err(|e| BenchError::Config(e.to_string()))?;
+    SessionConfig::from_request(create, seed).map_err(|e| BenchError::Config(e.to_string()))
+}
+
+/// Objective instances shared by the runs that need them: made on first use, dropped
+/// after the last run that uses them (a GP sample holds ~12 MB).
+struct Instances {
+    horizon: f64,
+    map: Mutex<HashMap<InstanceKey, Slot>>,
+}
+
+/// (objective index, seed; 0 for objectives that do not depend on the seed).
+type InstanceKey = (usize, u64);
+
+/// An instance once made, and the number of runs still to use it.
+struct Slot {
+    instance: Option<Arc<dyn Objective>>,
+    remaining: usize,
+}
+
+impl Instances {
+    fn new(plan: &Plan) -> Instances {
+        let mut map: HashMap<InstanceKey, Slot> = HashMap::new();
+        for run in &plan.runs {
+            map.entry(Self::key(plan, run))
+                .or_insert(Slot {
+                    instance: None,
+                    remaining: 0,
+                })
+                .remaining += 1;
+        }
+        Instances {
+            horizon: plan.suite.horizon,
+            map: Mutex::new(map),
+        }
+    }
+
+    fn key(plan: &Plan, run: &RunSpec) -> InstanceKey {
+        let spec = &plan.suite.objectives[run.objective];
+        (
+            run.objective,
+            if spec.depends_on_seed() { run.seed } else { 0 },
+        )
+    }
+
+    /// The instance of a run, made under the lock on first use (so it is made once).
+    fn get(&self, plan: &Plan, run: &RunSpec) -> Result<Arc<dyn Objective>, BenchError> {
+        let key = Self::key(plan, run);
+        let mut map = self.map.lock().expect("instances lock");
+        let entry = map.get_mut(&key).expect("every run's key is counted");
+        match &entry.instance {
+            Some(instance) => Ok(instance.clone()),
+            None => {
+                let instance =
+                    plan.suite.objectives[run.objective].instantiate(self.horizon, key.1)?;
+                entry.instance = Some(instance.clone());
+                Ok(instance)
+            }
+        }
+    }
+
+    /// One run of this key is done; the last one drops the instance.
+    fn release(&self, plan: &Plan, run: &RunSpec) {
+        let key = Self::key(plan, run);
+        let mut map = self.map.lock().expect("instances lock");
+        if let Some(entry) = map.get_mut(&key) {
+            entry.remaining -= 1;
+            if entry.remaining == 0 {
+                map.remove(&key);
+            }
+        }
+    }
+}
+
+/// Runs one (objective, algorithm, replication).
+fn run_one(
+    plan: &Plan,
+    options: &BenchOptions,
+    objective: &dyn Objective,
+    run: &RunSpec,
+    http: Option<&http::Client>,
+    progress: &ProgressBar,
+) -> Result<RunResult, BenchError> {
+    let spec = &plan.suite.objectives[run.objective];
+    let horizon = plan.suite.horizon;
+    let name = format!(
+        "bench {} {} r{} seed {}",
+        spec.name, run.algorithm.name, run.replication, run.seed
+    );
+    let noise_seed = derive_seed(run.seed, name_hash(&spec.name));
+    let started = Instant::now();
+    let (mut driver, clock): (Box<dyn Driver + '_>, ClockMode) = match http {
+        None => {
+            let request = session_request(
+                objective,
+                &name,
+                run.algorithm,
+                run.seed,
+                ServerTime::Client,
+            )?;
+            let config = session_config(&request, run.seed)?;
+            (
+                Box::new(InProcess::new(config)?),
+                ClockMode::Simulated {
+                    fixed_compute: options.fixed_compute,
+                },
+            )
+        }
+        Some(client) => {
+            let request = session_request(
+                objective,
+                &name,
+                run.algorithm,
+                run.seed,
+                options.server_time,
+            )?;
+            let clock = match options.server_time {
+                ServerTime::Client => ClockMode::Simulated {
+                    fixed_compute: options.fixed_compute,
+                },
+                ServerTime::Wall => ClockMode::Wall,
+            };
+            (
+                Box::new(http::HttpDriver::create(
+                    client,
+                    &request,
+                    options.server_time,
+                )?),
+                clock,
+            )
+        }
+    };
+    let iterations = runner::run(
+        driver.as_mut(),
+        objective,
+        horizon,
+        clock,
+        noise_seed,
+        |t| progress.set_position((t / horizon * 1000.0) as u64),
+    )?;
+    Ok(RunResult {
+        objective: spec.name.clone(),
+        algorithm: run.algorithm.name.to_string(),
+        replication: run.replication,
+        seed: run.seed,
+        iterations,
+        wall_seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// The file of finished runs, one JSON [`RunResult`] per line, appended as runs finish.
+pub const RUN_LOG: &str = "runs.jsonl";
+
+/// The runs recorded in `path` (a partial last line, from an interrupted bench, is
+/// ignored).
+fn recorded_runs(path: &std::path::Path) -> Result<Vec<RunResult>, BenchError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e.into()),
+    };
+    Ok(text
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect())
+}
+
+/// Runs every run of the plan on `options.jobs` threads; results in plan order. Each
+/// finished run is appended to `<output>/runs.jsonl`; with `options.resume` the runs
+/// already there are reused instead of run again.
+pub fn execute(plan: &Plan, options: &BenchOptions) -> Result<Vec<RunResult>, BenchError> {
+    std::fs::create_dir_all(&options.output)?;
+    let log_path = options.output.join(RUN_LOG);
+    let mut done: Vec<Option<RunResult>> = vec![None; plan.runs.len()];
+    if options.resume {
+        let recorded = recorded_runs(&log_path)?;
+        for (slot, run) in done.iter_mut().zip(&plan.runs) {
+            let name = &plan.suite.objectives[run.objective].name;
+            *slot = recorded
+                .iter()
+                .find(|r| {
+                    &r.objective == name
+                        && r.algorithm == run.algorithm.name
+                        && r.replication == run.replication
+                        && r.seed == run.seed
+                })
+                .cloned();
+        }
+    }
+    // The log is rewritten with the reused runs, so that it holds this plan's runs only.
+    let mut log = std::fs::File::create(&log_path)?;
+    for run in done.iter().flatten() {
+        use std::io::Write as _;
+        writeln!(
+            log,
+            "{}",
+            serde_json::to_string(run).expect("runs serialise")
+        )?;
+    }
+    let log = Mutex::new(log);
+    let pending: VecDeque<usize> = (0..plan.runs.len())
+        .filter(|&i| done[i].is_none())
+        .collect();
+    let show = options.progress && std::io::stderr().is_terminal();
+    let bars = MultiProgress::with_draw_target(if show {
+        ProgressDrawTarget::stderr()
+    } else {
+        ProgressDrawTarget::hidden()
+    });
+    let total = bars.add(ProgressBar::new(plan.runs.len() as u64));
+    total.set_position((plan.runs.len() - pending.len()) as u64);
+    total.set_style(
+        ProgressStyle::with_template("{prefix:>12} [{bar:30}] {pos}/{len} runs, {elapsed_precise}")
+            .expect("template")
+            .progress_chars("=> "),
+    );
+    total.set_prefix("bench");
+    let run_style = ProgressStyle::with_template("{prefix:>12} [{bar:30}] {msg}")
+        .expect("template")
+        .progress_chars("=> ");
+    let workers = options.jobs.min(pending.len()).max(1);
+    let queue: Mutex<VecDeque<usize>> = Mutex::new(pending);
+    let results: Mutex<Vec<Option<RunResult>>> = Mutex::new(done);
+    let failure: Mutex<Option<BenchError>> = Mutex::new(None);
+    let instances = Instances::new(plan);
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| {
+                let client = match &options.server {
+                    Some(base) => match http::Client::new(base) {
+                        Ok(c) => Some(c),
+                        Err(e) => {
+                            failure.lock().expect("failure lock").get_or_insert(e);
+                            return;
+                        }
+                    },
+                    None => None,
+                };
+                loop {
+                    if failure.lock().expect("failure lock").is_some() {
+                        return;
+                    }
+                    let Some(index) = queue.lock().expect("queue lock").pop_front() else {
+                        return;
+                    };
+                    let run = &plan.runs[index];
+                    let spec = &plan.suite.objectives[run.objective];
+                    let bar = bars.add(ProgressBar::new(1000));
+                    bar.set_style(run_style.clone());
+                    bar.set_prefix(run.algorithm.name);
+                    bar.set_message(format!("{} r{}", spec.name, run.replication));
+                    let outcome = instances.get(plan, run).and_then(|objective| {
+                        run_one(
+                            plan,
+                            options,
+                            objective.as_ref(),
+                            run,
+                            client.as_ref(),
+                            &bar,
+                        )
+                    });
+                    instances.release(plan, run);
+                    bar.finish_and_clear();
+                    bars.remove(&bar);
+                    total.inc(1);
+                    match outcome {
+                        Ok(result) => {
+                            tracing::info!(
+                                objective = %result.objective,
+                                algorithm = %result.algorithm,
+                                replication = result.replication,
+                                iterations = result.iterations.len(),
+                                seconds = result.wall_seconds,
+                                "run done"
+                            );
+                            let line = serde_json::to_string(&result).expect("runs serialise");
+                            let written = {
+                                use std::io::Write as _;
+                                let mut log = log.lock().expect("log lock");
+                                writeln!(log, "{line}").and_then(|()| log.flush())
+                            };
+                            if let Err(e) = written {
+                                failure
+                                    .lock()
+                                    .expect("failure lock")
+                                    .get_or_insert(e.into());
+                                return;
+                            }
+                            results.lock().expect("results lock")[index] = Some(result);
+                        }
+                        Err(e) => {
+                            failure.lock().expect("failure lock").get_or_insert(e);
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    total.finish_and_clear();
+    if let Some(e) = failure.into_inner().expect("failure lock") {
+        return Err(e);
+    }
+    Ok(results
+        .into_inner()
+        .expect("results lock")
+        .into_iter()
+        .map(|r| r.expect("every run finished"))
+        .collect())
+}
+
+/// Plans, runs, writes the report files into `options.output`, and returns the report.
+pub fn run(options: &BenchOptions) -> Result<report::Report, BenchError> {
+    let plan = Plan::new(options)?;
+    let started = Instant::now();
+    let results = execute(&plan, options)?;
+    let report = report::Report::new(&plan, options, &results, started.elapsed().as_secs_f64());
+    report.write(&options.output)?;
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suites_cover_what_they_promise() {
+        let quick = suite("quick").unwrap();
+        for entry in ALGORITHMS {
+            assert!(
+                quick.algorithms.contains(&entry),
+                "quick lacks {}",
+                entry.name
+            );
+        }
+        assert!(quick.objectives.iter().any(|o| o.depends_on_seed()));
+        assert!(quick.objectives.iter().any(|o| !o.depends_on_seed()));
+        let paper = suite("paper").unwrap();
+        assert_eq!(paper.objectives.len(), 8);
+        assert_eq!((paper.horizon, paper.replications), (600.0, 10));
+        assert_eq!(suite("gp").unwrap().objectives.len(), 6);
+        assert!(suite("nope").is_err());
+    }
+
+    #[test]
+    fn every_algorithm_makes_a_valid_session_for_every_kind_of_objective() {
+        let box_objective = ObjectiveSpec::synthetic(SyntheticFunction::Hartmann3)
+            .instantiate(600.0, 0)
+            .unwrap();
+        let arm_objective =
+            tvgp::TvGpSample::with_grid(TvGpKernel::Matern52, 0.01, 5.0, 0, 4).unwrap();
+        for entry in ALGORITHMS {
+            for objective in [box_objective.as_ref(), &arm_objective as &dyn Objective] {
+                let request =
+                    session_request(objective, "t", entry, 9, ServerTime::Client).unwrap();
+                let config = session_config(&request, 9).unwrap();
+                assert_eq!(config.algorithm.name(), entry.name);
+                assert_eq!(config.seed, 9);
+                assert_eq!(config.model.warmup, 15);
+                assert_eq!(config.arms.is_some(), objective.arms().is_some());
+            }
+        }
+    }
+
+    #[test]
+    fn runs_share_seeds_across_algorithms() {
+        let options = BenchOptions {
+            suite: "quick".into(),
+            replications: Some(3),
+            ..BenchOptions::default()
+        };
+        let plan = Plan::new(&options).unwrap();
+        for run in &plan.runs {
+            assert_eq!(run.seed, derive_seed(0, run.replication as u64));
+        }
+        let seeds: std::collections::BTreeSet<u64> = plan.runs.iter().map(|r| r.seed).collect();
+        assert_eq!(seeds.len(), 3);
+    }
+}

@@ -1,0 +1,549 @@
+//! Aggregation of benchmark runs and the report files: `report.md`, `summary.csv`,
+//! `runs.csv`, `report.json` and one `<objective>.svg` per objective.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::{BenchOptions, Plan, RunResult, ServerTime};
+
+/// Points of the time series (bins over the horizon).
+const SERIES_POINTS: usize = 60;
+
+/// One run, summarised.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunSummary {
+    pub objective: String,
+    pub algorithm: String,
+    pub replication: usize,
+    pub seed: u64,
+    pub iterations: usize,
+    /// Mean regret over the run's queries (warm-up included): R_T / T.
+    pub average_regret: f64,
+    pub final_dataset_size: usize,
+    /// Mean over the iterations of the dataset size after each observation.
+    pub mean_dataset_size: f64,
+    /// Mean seconds of compute (suggest + observe) per iteration.
+    pub compute_per_iteration: f64,
+    pub wall_seconds: f64,
+}
+
+impl RunSummary {
+    fn new(run: &RunResult) -> RunSummary {
+        let n = run.iterations.len().max(1) as f64;
+        RunSummary {
+            objective: run.objective.clone(),
+            algorithm: run.algorithm.clone(),
+            replication: run.replication,
+            seed: run.seed,
+            iterations: run.iterations.len(),
+            average_regret: run.iterations.iter().map(|i| i.regret).sum::<f64>() / n,
+            final_dataset_size: run.iterations.last().map_or(0, |i| i.dataset_size),
+            mean_dataset_size: run
+                .iterations
+                .iter()
+                .map(|i| i.dataset_size as f64)
+                .sum::<f64>()
+                / n,
+            compute_per_iteration: run.iterations.iter().map(|i| i.compute).sum::<f64>() / n,
+            wall_seconds: run.wall_seconds,
+        }
+    }
+}
+
+/// Mean and standard error of a sample (the standard error is 0 for one value).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct MeanSe {
+    pub mean: f64,
+    pub se: f64,
+}
+
+impl MeanSe {
+    pub fn of(values: &[f64]) -> MeanSe {
+        let n = values.len() as f64;
+        if values.is_empty() {
+            return MeanSe {
+                mean: f64::NAN,
+                se: f64::NAN,
+            };
+        }
+        let mean = values.iter().sum::<f64>() / n;
+        let se = if values.len() > 1 {
+            let variance = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
+            (variance / n).sqrt()
+        } else {
+            0.0
+        };
+        MeanSe { mean, se }
+    }
+}
+
+/// One (objective, algorithm) over its replications.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Summary {
+    pub objective: String,
+    pub label: String,
+    pub algorithm: String,
+    pub replications: usize,
+    /// Mean ± standard error over replications of each run's average regret.
+    pub average_regret: MeanSe,
+    pub iterations: f64,
+    pub final_dataset_size: f64,
+    pub mean_dataset_size: f64,
+    pub compute_per_iteration: f64,
+}
+
+/// 002's normalised regret of one algorithm (Figure 3, last row of Table 3): per
+/// objective, (r − r_best)/(r_worst − r_best) over the algorithms of the report,
+/// averaged over objectives (± standard error over objectives).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Normalised {
+    pub algorithm: String,
+    pub normalised_regret: MeanSe,
+    pub objectives: usize,
+}
+
+/// Mean over replications of a run's state at regular times.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Series {
+    pub objective: String,
+    pub algorithm: String,
+    pub times: Vec<f64>,
+    /// Running average regret R_t / t at each time (None before the first query).
+    pub average_regret: Vec<Option<f64>>,
+    /// Active dataset size at each time.
+    pub dataset_size: Vec<Option<f64>>,
+}
+
+/// Everything a benchmark produced.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub suite: String,
+    pub mode: String,
+    pub horizon: f64,
+    pub replications: usize,
+    pub seed: u64,
+    pub jobs: usize,
+    pub fixed_compute: Option<f64>,
+    pub started: String,
+    pub total_seconds: f64,
+    pub objectives: Vec<(String, String)>,
+    pub algorithms: Vec<String>,
+    pub summaries: Vec<Summary>,
+    pub normalised: Vec<Normalised>,
+    pub runs: Vec<RunSummary>,
+    pub series: Vec<Series>,
+}
+
+fn series(runs: &[&RunResult], horizon: f64) -> (Vec<f64>, Vec<Option<f64>>, Vec<Option<f64>>) {
+    let times: Vec<f64> = (1..=SERIES_POINTS)
+        .map(|b| horizon * b as f64 / SERIES_POINTS as f64)
+        .collect();
+    let mut regret = vec![(0.0, 0usize); SERIES_POINTS];
+    let mut size = vec![(0.0, 0usize); SERIES_POINTS];
+    for run in runs {
+        let mut sum = 0.0;
+        let mut k = 0;
+        for (b, &end) in times.iter().enumerate() {
+            while k < run.iterations.len() && run.iterations[k].t <= end {
+                sum += run.iterations[k].regret;
+                k += 1;
+            }
+            if k > 0 {
+                regret[b].0 += sum / k as f64;
+                regret[b].1 += 1;
+                size[b].0 += run.iterations[k - 1].dataset_size as f64;
+                size[b].1 += 1;
+            }
+        }
+    }
+    let mean = |v: &[(f64, usize)]| -> Vec<Option<f64>> {
+        v.iter()
+            .map(|(s, n)| (*n > 0).then(|| s / *n as f64))
+            .collect()
+    };
+    (times, mean(&regret), mean(&size))
+}
+
+impl Report {
+    pub fn new(plan: &Plan, options: &BenchOptions, results: &[RunResult], total: f64) -> Report {
+        let runs: Vec<RunSummary> = results.iter().map(RunSummary::new).collect();
+        let algorithms: Vec<String> = plan
+            .suite
+            .algorithms
+            .iter()
+            .map(|a| a.name.to_string())
+            .collect();
+        let mut summaries = Vec::new();
+        let mut all_series = Vec::new();
+        for spec in &plan.suite.objectives {
+            for algorithm in &algorithms {
+                let mine: Vec<&RunSummary> = runs
+                    .iter()
+                    .filter(|r| r.objective == spec.name && &r.algorithm == algorithm)
+                    .collect();
+                if mine.is_empty() {
+                    continue;
+                }
+                let mean = |f: &dyn Fn(&RunSummary) -> f64| {
+                    mine.iter().map(|r| f(r)).sum::<f64>() / mine.len() as f64
+                };
+                let regrets: Vec<f64> = mine.iter().map(|r| r.average_regret).collect();
+                summaries.push(Summary {
+                    objective: spec.name.clone(),
+                    label: spec.label.clone(),
+                    algorithm: algorithm.clone(),
+                    replications: mine.len(),
+                    average_regret: MeanSe::of(&regrets),
+                    iterations: mean(&|r| r.iterations as f64),
+                    final_dataset_size: mean(&|r| r.final_dataset_size as f64),
+                    mean_dataset_size: mean(&|r| r.mean_dataset_size),
+                    compute_per_iteration: mean(&|r| r.compute_per_iteration),
+                });
+                let raw: Vec<&RunResult> = results
+                    .iter()
+                    .filter(|r| r.objective == spec.name && &r.algorithm == algorithm)
+                    .collect();
+                let (times, average_regret, dataset_size) = series(&raw, plan.suite.horizon);
+                all_series.push(Series {
+                    objective: spec.name.clone(),
+                    algorithm: algorithm.clone(),
+                    times,
+                    average_regret,
+                    dataset_size,
+                });
+            }
+        }
+        let normalised = normalise(&summaries, &algorithms);
+        let mode = match (&options.server, options.server_time) {
+            (None, _) => "in-process".to_string(),
+            (Some(url), ServerTime::Client) => format!("server {url} (client time)"),
+            (Some(url), ServerTime::Wall) => format!("server {url} (wall-clock time)"),
+        };
+        Report {
+            suite: plan.suite.name.clone(),
+            mode,
+            horizon: plan.suite.horizon,
+            replications: plan.suite.replications,
+            seed: options.seed,
+            jobs: options.jobs,
+            fixed_compute: options.fixed_compute,
+            started: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            total_seconds: total,
+            objectives: plan
+                .suite
+                .objectives
+                .iter()
+                .map(|o| (o.name.clone(), o.label.clone()))
+                .collect(),
+            algorithms,
+            summaries,
+            normalised,
+            runs,
+            series: all_series,
+        }
+    }
+
+    /// The summary of (objective, algorithm), if it ran.
+    pub fn summary(&self, objective: &str, algorithm: &str) -> Option<&Summary> {
+        self.summaries
+            .iter()
+            .find(|s| s.objective == objective && s.algorithm == algorithm)
+    }
+
+    /// The Markdown report: settings, the Table-3-style pivot (mean ± standard error of
+    /// the average regret, best in bold), the normalised regret, and the details.
+    pub fn markdown(&self) -> String {
+        let mut md = String::new();
+        let _ = writeln!(md, "# tvbo bench: suite `{}`\n", self.suite);
+        let _ = writeln!(
+            md,
+            "{}; horizon {} s; {} replication(s); seed {}; {} job(s); compute {}; {} finished in {:.0} s.\n",
+            self.mode,
+            self.horizon,
+            self.replications,
+            self.seed,
+            self.jobs,
+            match self.fixed_compute {
+                Some(f) => format!("fixed at {f} s per iteration"),
+                None => "measured".to_string(),
+            },
+            self.started,
+            self.total_seconds
+        );
+        let _ = writeln!(
+            md,
+            "Average regret (mean ± standard error over replications; lower is better, best in bold):\n"
+        );
+        let _ = write!(md, "| objective |");
+        for a in &self.algorithms {
+            let _ = write!(md, " {a} |");
+        }
+        let _ = writeln!(md);
+        let _ = writeln!(md, "|---|{}", "---|".repeat(self.algorithms.len()));
+        for (name, label) in &self.objectives {
+            let best = self
+                .algorithms
+                .iter()
+                .filter_map(|a| self.summary(name, a))
+                .map(|s| s.average_regret.mean)
+                .fold(f64::INFINITY, f64::min);
+            let _ = write!(md, "| {label} |");
+            for a in &self.algorithms {
+                match self.summary(name, a) {
+                    Some(s) => {
+                        let cell = format!(
+                            "{} ± {}",
+                            significant(s.average_regret.mean),
+                            significant(s.average_regret.se)
+                        );
+                        if s.average_regret.mean == best {
+                            let _ = write!(md, " **{cell}** |");
+                        } else {
+                            let _ = write!(md, " {cell} |");
+                        }
+                    }
+                    None => {
+                        let _ = write!(md, " – |");
+                    }
+                }
+            }
+            let _ = writeln!(md);
+        }
+        let _ = write!(md, "| normalised (002 Fig. 3) |");
+        for a in &self.algorithms {
+            match self.normalised.iter().find(|n| &n.algorithm == a) {
+                Some(n) => {
+                    let _ = write!(
+                        md,
+                        " {:.2} ± {:.2} |",
+                        n.normalised_regret.mean, n.normalised_regret.se
+                    );
+                }
+                None => {
+                    let _ = write!(md, " – |");
+                }
+            }
+        }
+        let _ = writeln!(md, "\n");
+        let _ = writeln!(
+            md,
+            "Details per (objective, algorithm), means over replications:\n"
+        );
+        let _ = writeln!(
+            md,
+            "| objective | algorithm | average regret | iterations | final n | mean n | compute / iteration |"
+        );
+        let _ = writeln!(md, "|---|---|---|---|---|---|---|");
+        for s in &self.summaries {
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} ± {} | {:.0} | {:.0} | {:.1} | {} |",
+                s.label,
+                s.algorithm,
+                significant(s.average_regret.mean),
+                significant(s.average_regret.se),
+                s.iterations,
+                s.final_dataset_size,
+                s.mean_dataset_size,
+                duration(s.compute_per_iteration)
+            );
+        }
+        md
+    }
+
+    fn summary_csv(&self) -> String {
+        let mut csv = String::from(
+            "objective,algorithm,replications,average_regret_mean,average_regret_se,iterations,final_dataset_size,mean_dataset_size,compute_per_iteration_s\n",
+        );
+        for s in &self.summaries {
+            let _ = writeln!(
+                csv,
+                "{},{},{},{},{},{},{},{},{}",
+                s.objective,
+                s.algorithm,
+                s.replications,
+                s.average_regret.mean,
+                s.average_regret.se,
+                s.iterations,
+                s.final_dataset_size,
+                s.mean_dataset_size,
+                s.compute_per_iteration
+            );
+        }
+        csv
+    }
+
+    fn runs_csv(&self) -> String {
+        let mut csv = String::from(
+            "objective,algorithm,replication,seed,iterations,average_regret,final_dataset_size,mean_dataset_size,compute_per_iteration_s,wall_s\n",
+        );
+        for r in &self.runs {
+            let _ = writeln!(
+                csv,
+                "{},{},{},{},{},{},{},{},{},{}",
+                r.objective,
+                r.algorithm,
+                r.replication,
+                r.seed,
+                r.iterations,
+                r.average_regret,
+                r.final_dataset_size,
+                r.mean_dataset_size,
+                r.compute_per_iteration,
+                r.wall_seconds
+            );
+        }
+        csv
+    }
+
+    /// Writes every report file into `dir` (created if missing).
+    pub fn write(&self, dir: &Path) -> std::io::Result<()> {
+        std::fs::create_dir_all(dir)?;
+        std::fs::write(dir.join("report.md"), self.markdown())?;
+        std::fs::write(dir.join("summary.csv"), self.summary_csv())?;
+        std::fs::write(dir.join("runs.csv"), self.runs_csv())?;
+        let json = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
+        std::fs::write(dir.join("report.json"), json)?;
+        for (name, label) in &self.objectives {
+            let series: Vec<&Series> = self
+                .series
+                .iter()
+                .filter(|s| &s.objective == name)
+                .collect();
+            if series.is_empty() {
+                continue;
+            }
+            let svg = super::svg::objective_plot(label, self.horizon, &series, &self.algorithms);
+            std::fs::write(dir.join(format!("{name}.svg")), svg)?;
+        }
+        Ok(())
+    }
+}
+
+fn normalise(summaries: &[Summary], algorithms: &[String]) -> Vec<Normalised> {
+    let mut per_algorithm: Vec<Vec<f64>> = vec![Vec::new(); algorithms.len()];
+    let mut objectives: Vec<&str> = summaries.iter().map(|s| s.objective.as_str()).collect();
+    objectives.dedup();
+    for objective in objectives {
+        let mine: Vec<&Summary> = summaries
+            .iter()
+            .filter(|s| s.objective == objective)
+            .collect();
+        let best = mine
+            .iter()
+            .map(|s| s.average_regret.mean)
+            .fold(f64::INFINITY, f64::min);
+        let worst = mine
+            .iter()
+            .map(|s| s.average_regret.mean)
+            .fold(f64::NEG_INFINITY, f64::max);
+        for s in mine {
+            let value = if worst > best {
+                (s.average_regret.mean - best) / (worst - best)
+            } else {
+                0.0
+            };
+            if let Some(k) = algorithms.iter().position(|a| a == &s.algorithm) {
+                per_algorithm[k].push(value);
+            }
+        }
+    }
+    algorithms
+        .iter()
+        .zip(per_algorithm)
+        .filter(|(_, values)| !values.is_empty())
+        .map(|(a, values)| Normalised {
+            algorithm: a.clone(),
+            normalised_regret: MeanSe::of(&values),
+            objectives: values.len(),
+        })
+        .collect()
+}
+
+/// Three significant digits, without exponent for ordinary magnitudes.
+pub fn significant(x: f64) -> String {
+    if !x.is_finite() {
+        return format!("{x}");
+    }
+    if x == 0.0 {
+        return "0".into();
+    }
+    let magnitude = x.abs().log10().floor() as i32;
+    if !(-4..6).contains(&magnitude) {
+        return format!("{x:.2e}");
+    }
+    let decimals = (2 - magnitude).max(0) as usize;
+    format!("{x:.decimals$}")
+}
+
+fn duration(seconds: f64) -> String {
+    if seconds < 1.0 {
+        format!("{:.1} ms", seconds * 1000.0)
+    } else {
+        format!("{seconds:.2} s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(objective: &str, algorithm: &str, regret: f64) -> Summary {
+        Summary {
+            objective: objective.into(),
+            label: objective.into(),
+            algorithm: algorithm.into(),
+            replications: 1,
+            average_regret: MeanSe {
+                mean: regret,
+                se: 0.0,
+            },
+            iterations: 1.0,
+            final_dataset_size: 1.0,
+            mean_dataset_size: 1.0,
+            compute_per_iteration: 0.0,
+        }
+    }
+
+    #[test]
+    fn normalised_regret_is_zero_for_the_best_and_one_for_the_worst() {
+        let algorithms: Vec<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
+        let summaries = vec![
+            summary("f", "a", 1.0),
+            summary("f", "b", 3.0),
+            summary("f", "c", 2.0),
+            summary("g", "a", 10.0),
+            summary("g", "b", 0.0),
+            summary("g", "c", 5.0),
+        ];
+        let n = normalise(&summaries, &algorithms);
+        let get = |a: &str| {
+            n.iter()
+                .find(|x| x.algorithm == a)
+                .unwrap()
+                .normalised_regret
+        };
+        assert_eq!(get("a").mean, 0.5);
+        assert_eq!(get("b").mean, 0.5);
+        assert_eq!(get("c").mean, 0.5);
+        assert_eq!(get("a").se, 0.5);
+    }
+
+    #[test]
+    fn mean_and_standard_error() {
+        let m = MeanSe::of(&[1.0, 2.0, 3.0, 4.0]);
+        assert_eq!(m.mean, 2.5);
+        assert!((m.se - (5.0f64 / 3.0 / 4.0).sqrt()).abs() < 1e-12);
+        assert_eq!(MeanSe::of(&[7.0]).se, 0.0);
+    }
+
+    #[test]
+    fn significant_digits() {
+        assert_eq!(significant(1234.567), "1235");
+        assert_eq!(significant(1.834), "1.83");
+        assert_eq!(significant(0.30456), "0.305");
+        assert_eq!(significant(0.0), "0");
+    }
+}

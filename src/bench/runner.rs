@@ -1,0 +1,291 @@
+//! One benchmark run: a session driven against an objective on a clock.
+//!
+//! The loop (002 Section 5.1, on a simulated clock):
+//! 1. at clock time s the client asks for a suggestion (`t = s`);
+//! 2. the suggest computes for δ seconds (fit, acquisition): the suggestion is handed
+//!    out at t_h = s + δ, and the objective is evaluated at t_h (noise-free value for the
+//!    regret, plus Gaussian noise for the observation);
+//! 3. the evaluation takes c seconds: the value is observed at s + δ + c, carrying its
+//!    measurement time t_h; the observe call computes (removal) for δ' seconds;
+//! 4. the next suggest starts at s' = s + δ + c + δ'.
+//!
+//! BOLT's response-time samples come from these intervals exactly as on a live server:
+//! (dataset size at the previous suggest, s' − s). The run ends when a suggestion would
+//! be handed out after the horizon.
+
+use std::collections::VecDeque;
+use std::time::Instant;
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, Normal};
+use serde::{Deserialize, Serialize};
+
+use super::BenchError;
+use super::objective::Objective;
+use crate::policy::{self, Observation, ObserveContext, Policy, PolicyState, SuggestContext};
+use crate::session::config::SessionConfig;
+use crate::session::service::call_rng;
+use crate::session::space::SearchSpace;
+use crate::session::time::median_lead;
+
+/// How time passes in a run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ClockMode {
+    /// Simulated: advanced by each call's compute time (measured, or this fixed number of
+    /// seconds per iteration, which makes runs deterministic) and the objective's cost.
+    Simulated { fixed_compute: Option<f64> },
+    /// The wall clock: the objective's cost is slept, calls take the time they take.
+    Wall,
+}
+
+/// A suggestion handed out by a driver.
+pub struct Handed {
+    /// Unit-cube point.
+    pub x: Vec<f64>,
+    /// Driver-specific handle of the suggestion (the HTTP suggestion id).
+    pub id: Option<String>,
+}
+
+/// Something that answers suggest and observe calls: the policies in-process, or a
+/// server over HTTP.
+pub trait Driver {
+    /// A suggestion for time `t` (the clock when the request is made).
+    fn suggest(&mut self, t: f64) -> Result<Handed, BenchError>;
+    /// Reports `value` of suggestion `handed`, measured at time `t`; `regret` is the true
+    /// regret (a server records it).
+    fn observe(
+        &mut self,
+        handed: &Handed,
+        t: f64,
+        value: f64,
+        regret: f64,
+    ) -> Result<(), BenchError>;
+    /// The active dataset size (asked after each observe, outside its timing).
+    fn dataset_size(&mut self) -> Result<usize, BenchError>;
+}
+
+/// What happened in one iteration.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Iteration {
+    /// Time the suggestion was handed out and the objective evaluated.
+    pub t: f64,
+    /// f(x, t) − min_x f(x, t), noise-free.
+    pub regret: f64,
+    /// Active dataset size after the observation.
+    pub dataset_size: usize,
+    /// Seconds of suggest plus observe compute charged to the clock.
+    pub compute: f64,
+}
+
+/// Runs one session against `objective` until the horizon. `progress` gets the clock
+/// time after each iteration.
+pub fn run(
+    driver: &mut dyn Driver,
+    objective: &dyn Objective,
+    horizon: f64,
+    clock_mode: ClockMode,
+    noise_seed: u64,
+    mut progress: impl FnMut(f64),
+) -> Result<Vec<Iteration>, BenchError> {
+    let noise = Normal::new(0.0, objective.noise_variance().sqrt())
+        .map_err(|e| BenchError::Objective(format!("noise: {e}")))?;
+    let mut noise_rng = ChaCha8Rng::seed_from_u64(noise_seed);
+    let started = Instant::now();
+    let now = || started.elapsed().as_secs_f64();
+    let mut clock = 0.0;
+    let mut iterations = Vec::new();
+    loop {
+        let s = match clock_mode {
+            ClockMode::Simulated { .. } => clock,
+            ClockMode::Wall => now(),
+        };
+        if s >= horizon {
+            break;
+        }
+        let call = Instant::now();
+        let handed = driver.suggest(s)?;
+        let suggest_compute = call.elapsed().as_secs_f64();
+        let (t_handed, charged) = match clock_mode {
+            ClockMode::Simulated { fixed_compute } => {
+                let d = fixed_compute.unwrap_or(suggest_compute);
+                (s + d, d)
+            }
+            ClockMode::Wall => (now(), suggest_compute),
+        };
+        if t_handed > horizon {
+            break;
+        }
+        let clean = objective.value(&handed.x, t_handed);
+        let regret = (clean - objective.optimum(t_handed)).max(0.0);
+        let measured = clean + noise.sample(&mut noise_rng);
+        if clock_mode == ClockMode::Wall {
+            std::thread::sleep(std::time::Duration::from_secs_f64(objective.cost()));
+        }
+        let call = Instant::now();
+        driver.observe(&handed, t_handed, measured, regret)?;
+        let observe_compute = call.elapsed().as_secs_f64();
+        let dataset_size = driver.dataset_size()?;
+        clock = match clock_mode {
+            ClockMode::Simulated { fixed_compute } => {
+                // A fixed compute time stands for the whole iteration's compute.
+                let d = if fixed_compute.is_some() {
+                    0.0
+                } else {
+                    observe_compute
+                };
+                t_handed + objective.cost() + d
+            }
+            ClockMode::Wall => now(),
+        };
+        let compute = match clock_mode {
+            ClockMode::Simulated {
+                fixed_compute: Some(f),
+            } => f,
+            _ => charged + observe_compute,
+        };
+        iterations.push(Iteration {
+            t: t_handed,
+            regret,
+            dataset_size,
+            compute,
+        });
+        progress(clock.min(horizon));
+    }
+    Ok(iterations)
+}
+
+/// Delays remembered for the lead time (the store keeps the latest 50).
+const RECENT_DELAYS: usize = 50;
+
+/// The policies in-process, doing what `SessionService::plan_suggest` and
+/// `plan_observe` do for a client-time session with one worker: the same policy, the
+/// same per-call RNG (`call_rng(seed, ordinal)`), the same lead time (median of the
+/// latest 50 delays between hand-out request and measurement), the same response-time
+/// samples, the same removals. Nothing is pending at a suggest, since each suggestion
+/// is observed before the next is requested.
+pub struct InProcess {
+    config: SessionConfig,
+    space: SearchSpace,
+    arms: Option<Vec<Vec<f64>>>,
+    policy: Box<dyn Policy>,
+    state: PolicyState,
+    /// Active observations, oldest first.
+    data: Vec<Observation>,
+    next_seq: i64,
+    suggest_count: u64,
+    last_suggest: Option<(f64, usize)>,
+    response_times: Vec<(f64, f64)>,
+    recent_delays: VecDeque<f64>,
+    /// Request time of the outstanding suggestion.
+    issued_t: f64,
+}
+
+impl InProcess {
+    pub fn new(config: SessionConfig) -> Result<Self, BenchError> {
+        let space = config.space();
+        let arms = match &config.arms {
+            Some(arms) => Some(
+                arms.iter()
+                    .map(|a| space.to_unit(&a.params, "arms"))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| BenchError::Config(e.to_string()))?,
+            ),
+            None => None,
+        };
+        Ok(InProcess {
+            policy: policy::policy_for(&config),
+            config,
+            space,
+            arms,
+            state: PolicyState::default(),
+            data: Vec::new(),
+            next_seq: 1,
+            suggest_count: 0,
+            last_suggest: None,
+            response_times: Vec::new(),
+            recent_delays: VecDeque::new(),
+            issued_t: 0.0,
+        })
+    }
+}
+
+impl Driver for InProcess {
+    fn suggest(&mut self, t: f64) -> Result<Handed, BenchError> {
+        let delays: Vec<f64> = self.recent_delays.iter().copied().collect();
+        let target = t + self
+            .config
+            .time
+            .lead
+            .unwrap_or_else(|| median_lead(&delays));
+        let ctx = SuggestContext {
+            space: &self.space,
+            arms: self.arms.as_deref(),
+            model: &self.config.model,
+            data: &self.data,
+            pending: &[],
+            t: target,
+            count: 1,
+            issued_before: self.suggest_count,
+            fixed_noise: self.config.model.noise,
+        };
+        let mut rng = call_rng(self.config.seed, self.suggest_count);
+        let proposals = policy::suggest(self.policy.as_ref(), &ctx, &mut self.state, &mut rng)?;
+        let proposal = proposals
+            .into_iter()
+            .next()
+            .ok_or_else(|| BenchError::Policy("the policy proposed nothing".into()))?;
+        if let Some((last_t, n)) = self.last_suggest
+            && t >= last_t
+        {
+            self.response_times.push((n as f64, t - last_t));
+        }
+        self.last_suggest = Some((t, self.data.len()));
+        self.suggest_count += 1;
+        self.issued_t = t;
+        Ok(Handed {
+            x: proposal.x,
+            id: None,
+        })
+    }
+
+    fn observe(
+        &mut self,
+        handed: &Handed,
+        t: f64,
+        value: f64,
+        _regret: f64,
+    ) -> Result<(), BenchError> {
+        let new = [Observation {
+            seq: self.next_seq,
+            x: handed.x.clone(),
+            t,
+            y: self.config.goal.sign() * value,
+        }];
+        self.next_seq += 1;
+        let ctx = ObserveContext {
+            model: &self.config.model,
+            data: &self.data,
+            new: &new,
+            // One suggestion is outstanding at a time: the latest.
+            suggestion_ordinals: &[self.suggest_count.checked_sub(1)],
+            fixed_noise: self.config.model.noise,
+            t,
+            response_times: &self.response_times,
+        };
+        let removals = self.policy.observe(&ctx, &mut self.state)?;
+        let [observation] = new;
+        self.data.push(observation);
+        self.data
+            .retain(|o| !removals.iter().any(|(seq, _)| *seq == o.seq));
+        self.recent_delays.push_back(t - self.issued_t);
+        if self.recent_delays.len() > RECENT_DELAYS {
+            self.recent_delays.pop_front();
+        }
+        Ok(())
+    }
+
+    fn dataset_size(&mut self) -> Result<usize, BenchError> {
+        Ok(self.data.len())
+    }
+}
