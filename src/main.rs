@@ -56,7 +56,7 @@ async fn main() -> anyhow::Result<()> {
                 .with_context(|| format!("binding {}", args.bind))?;
             tracing::info!(
                 address = %listener.local_addr()?,
-                database = %args.database_url,
+                database = %server::redacted_database_url(&args.database_url),
                 "tvbo listening"
             );
             server::serve(listener, store, server::shutdown_signal()).await

@@ -24,9 +24,30 @@ pub async fn open_store(database_url: &str, pool: &PoolSettings) -> anyhow::Resu
         Ok(Arc::new(store))
     } else {
         anyhow::bail!(
-            "unsupported DATABASE_URL {database_url:?}: expected sqlite://path, \
-             sqlite::memory: or postgres://user@host/database"
+            "unsupported DATABASE_URL {:?}: expected sqlite://path, \
+             sqlite::memory: or postgres://user@host/database",
+            redacted_database_url(database_url)
         )
+    }
+}
+
+/// The database URL with its password replaced by `***`, for logs and error messages.
+pub fn redacted_database_url(url: &str) -> String {
+    let Some(scheme_end) = url.find("://").map(|i| i + 3) else {
+        return url.to_string();
+    };
+    let authority_end = url[scheme_end..]
+        .find('/')
+        .map_or(url.len(), |i| scheme_end + i);
+    let Some(at) = url[scheme_end..authority_end]
+        .rfind('@')
+        .map(|i| scheme_end + i)
+    else {
+        return url.to_string();
+    };
+    match url[scheme_end..at].find(':') {
+        Some(colon) => format!("{}***{}", &url[..scheme_end + colon + 1], &url[at..]),
+        None => url.to_string(),
     }
 }
 
@@ -69,4 +90,25 @@ pub async fn shutdown_signal() {
         () = terminate => {},
     }
     tracing::info!("shutting down: finishing requests in flight");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redacted_database_url;
+
+    #[test]
+    fn passwords_are_redacted() {
+        assert_eq!(
+            redacted_database_url("postgres://tvbo:s3cr@t@db:5432/tvbo"),
+            "postgres://tvbo:***@db:5432/tvbo"
+        );
+        assert_eq!(
+            redacted_database_url("postgres://postgres@127.0.0.1/test"),
+            "postgres://postgres@127.0.0.1/test"
+        );
+        assert_eq!(
+            redacted_database_url("sqlite://tvbo.db"),
+            "sqlite://tvbo.db"
+        );
+    }
 }
