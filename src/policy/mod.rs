@@ -31,6 +31,44 @@ pub use surrogate::Surrogate;
 /// session seed and the call's ordinal, so a rebuilt model makes the same choice.
 pub type PolicyRng = ChaCha8Rng;
 
+/// A session's arms as points of the unit cube, with the lookup from a point (as
+/// observations and pending suggestions carry it) to its arm.
+#[derive(Clone, Debug)]
+pub struct ArmSet {
+    points: Vec<Vec<f64>>,
+    index: std::collections::HashMap<Vec<u64>, usize>,
+}
+
+impl ArmSet {
+    pub fn new(points: Vec<Vec<f64>>) -> ArmSet {
+        let index = points
+            .iter()
+            .enumerate()
+            .map(|(i, x)| (x.iter().map(|v| v.to_bits()).collect(), i))
+            .collect();
+        ArmSet { points, index }
+    }
+
+    pub fn len(&self) -> usize {
+        self.points.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.points.is_empty()
+    }
+
+    /// The unit-cube point of arm `arm`.
+    pub fn point(&self, arm: usize) -> &[f64] {
+        &self.points[arm]
+    }
+
+    /// The arm at exactly `x`.
+    pub fn index_of(&self, x: &[f64]) -> Result<usize, PolicyError> {
+        let key: Vec<u64> = x.iter().map(|v| v.to_bits()).collect();
+        self.index.get(&key).copied().ok_or(PolicyError::UnknownArm)
+    }
+}
+
 /// One observation as a policy sees it: x in [0,1]^d, session time, and the value on the
 /// internal "larger is better" scale.
 #[derive(Clone, Debug, PartialEq)]
@@ -290,7 +328,7 @@ pub fn tv_gp_ucb_with_prior_for(config: &SessionConfig) -> Option<tv_gp_ucb::TvG
     Some(tv_gp_ucb::TvGpUcbWithPrior {
         prior: priors.first()?.clone(),
         arms,
-        arm_points,
+        arm_points: ArmSet::new(arm_points),
         sign: config.goal.sign(),
         noise_variance: config
             .model

@@ -13,7 +13,6 @@
 //! (which rebuilds the posteriors from the store on each call) and in-process experiments
 //! (which keep them).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use rand::RngExt;
@@ -21,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::{
-    ObserveContext, Policy, PolicyError, PolicyRng, PolicyState, Proposal, RemovalReason,
+    ArmSet, ObserveContext, Policy, PolicyError, PolicyRng, PolicyState, Proposal, RemovalReason,
     SuggestContext, beta_value,
 };
 use crate::gp::arms::{ArmGp, ArmPrior};
@@ -163,8 +162,8 @@ pub struct PriorSelection {
     pub rule: SelectionRule,
     specs: Vec<PriorSpec>,
     arms: Vec<Arm>,
-    /// Unit-cube coordinates of the arms (as observations carry them).
-    arm_points: Vec<Vec<f64>>,
+    /// The arms in the unit cube (as observations carry them).
+    arm_points: ArmSet,
     /// +1 to maximise, −1 to minimise: priors are stated in the objective's units.
     sign: f64,
     /// δ of the elimination rules.
@@ -195,7 +194,7 @@ impl PriorSelection {
             rule,
             specs,
             arms,
-            arm_points,
+            arm_points: ArmSet::new(arm_points),
             sign,
             delta,
             hyperprior: hyperprior.unwrap_or_else(|| vec![1.0 / count as f64; count]),
@@ -247,29 +246,12 @@ impl PriorSelection {
         }
     }
 
-    /// The arm whose unit-cube point is `x`.
-    fn arm_of(&self, index: &HashMap<Vec<u64>, usize>, x: &[f64]) -> Result<usize, PolicyError> {
-        index.get(&bits(x)).copied().ok_or(PolicyError::UnknownArm)
-    }
-
-    fn arm_index(&self) -> HashMap<Vec<u64>, usize> {
-        self.arm_points
-            .iter()
-            .enumerate()
-            .map(|(i, x)| (bits(x), i))
-            .collect()
-    }
-
-    /// The posteriors after `data` (oldest first).
-    fn models_after(
-        &self,
-        data: &[super::Observation],
-        index: &HashMap<Vec<u64>, usize>,
-    ) -> Result<Vec<ArmGp>, PolicyError> {
+    /// The posteriors of every prior after `data` (oldest first).
+    fn models_after(&self, data: &[super::Observation]) -> Result<Vec<ArmGp>, PolicyError> {
         let priors = self.priors()?;
         let mut models = self.prior_models(&priors);
         for observation in data {
-            let arm = self.arm_of(index, &observation.x)?;
+            let arm = self.arm_points.index_of(&observation.x)?;
             for model in &mut models {
                 model.push(arm, observation.y);
             }
@@ -284,15 +266,20 @@ impl PriorSelection {
         data: &[super::Observation],
         state: &PolicyState,
     ) -> Result<ArmGp, PolicyError> {
-        let selection = self.state_of(state);
-        let mut models = self.models_after(data, &self.arm_index())?;
-        Ok(models.swap_remove(selection.most_probable_active()))
+        let spec = &self.specs[self.state_of(state).most_probable_active()];
+        let prior = spec
+            .build(&self.arms, self.sign)
+            .map_err(|e| PolicyError::Prior(e.to_string()))?;
+        let mut model = ArmGp::new(Arc::new(prior), self.noise_variance);
+        for observation in data {
+            model.push(self.arm_points.index_of(&observation.x)?, observation.y);
+        }
+        Ok(model)
     }
 
     /// The arm of a unit-cube point, if it is one of the arms.
     pub fn arm_at(&self, x: &[f64]) -> Option<usize> {
-        let key = bits(x);
-        self.arm_points.iter().position(|p| bits(p) == key)
+        self.arm_points.index_of(x).ok()
     }
 
     /// Lines 3–4 of Algorithm 1 / 2–4 of Algorithm 2: the (arm, prior) of step
@@ -438,10 +425,6 @@ fn best_arm(values: impl Iterator<Item = f64>) -> (usize, f64) {
         })
 }
 
-fn bits(x: &[f64]) -> Vec<u64> {
-    x.iter().map(|v| v.to_bits()).collect()
-}
-
 impl Policy for PriorSelection {
     fn propose(
         &self,
@@ -449,11 +432,10 @@ impl Policy for PriorSelection {
         state: &mut PolicyState,
         rng: &mut PolicyRng,
     ) -> Result<Vec<Proposal>, PolicyError> {
-        let index = self.arm_index();
-        let mut models = self.models_after(ctx.data, &index)?;
+        let mut models = self.models_after(ctx.data)?;
         let mut selection = self.state_of(state);
         for (x, _) in ctx.pending {
-            let arm = self.arm_of(&index, x)?;
+            let arm = self.arm_points.index_of(x)?;
             models.iter_mut().for_each(|m| m.hallucinate(arm));
         }
         let mut proposals = Vec::with_capacity(ctx.count);
@@ -465,7 +447,7 @@ impl Policy for PriorSelection {
             });
             models.iter_mut().for_each(|m| m.hallucinate(choice.arm));
             proposals.push(Proposal {
-                x: self.arm_points[choice.arm].clone(),
+                x: self.arm_points.point(choice.arm).to_vec(),
                 arm: Some(choice.arm),
             });
         }
@@ -480,11 +462,10 @@ impl Policy for PriorSelection {
         ctx: &ObserveContext<'_>,
         state: &mut PolicyState,
     ) -> Result<Vec<(i64, RemovalReason)>, PolicyError> {
-        let index = self.arm_index();
-        let mut models = self.models_after(ctx.data, &index)?;
+        let mut models = self.models_after(ctx.data)?;
         let mut selection = self.state_of(state);
         for (k, observation) in ctx.new.iter().enumerate() {
-            let arm = self.arm_of(&index, &observation.x)?;
+            let arm = self.arm_points.index_of(&observation.x)?;
             let prior = ctx
                 .suggestion_ordinals
                 .get(k)

@@ -9,7 +9,8 @@
 use std::sync::Arc;
 
 use super::{
-    Observation, Policy, PolicyError, PolicyRng, PolicyState, Proposal, SuggestContext, beta_value,
+    ArmSet, Observation, Policy, PolicyError, PolicyRng, PolicyState, Proposal, SuggestContext,
+    beta_value,
 };
 use crate::gp::arms::{ArmPrior, TimeVaryingArmGp};
 use crate::gp::fit::TEMPORAL_LENGTHSCALE_BOUNDS;
@@ -56,7 +57,7 @@ pub struct TvGpUcbWithPrior {
     pub prior: PriorSpec,
     pub arms: Vec<Arm>,
     /// The arms in the unit cube, as observations carry them.
-    pub arm_points: Vec<Vec<f64>>,
+    pub arm_points: ArmSet,
     /// +1 to maximise, −1 to minimise (the prior is in the objective's units).
     pub sign: f64,
     pub noise_variance: f64,
@@ -72,16 +73,9 @@ impl TvGpUcbWithPrior {
             .map_err(|e| PolicyError::Prior(e.to_string()))
     }
 
-    fn arm_of(&self, x: &[f64]) -> Result<usize, PolicyError> {
-        self.arm_points
-            .iter()
-            .position(|p| p.as_slice() == x)
-            .ok_or(PolicyError::UnknownArm)
-    }
-
     fn triples(&self, data: &[Observation]) -> Result<Vec<(usize, f64, f64)>, PolicyError> {
         data.iter()
-            .map(|o| Ok((self.arm_of(&o.x)?, o.t, o.y)))
+            .map(|o| Ok((self.arm_points.index_of(&o.x)?, o.t, o.y)))
             .collect()
     }
 
@@ -153,7 +147,7 @@ impl TvGpUcbWithPrior {
 
     /// The arm of a unit-cube point, if it is one of the arms.
     pub fn arm_at(&self, x: &[f64]) -> Option<usize> {
-        self.arm_of(x).ok()
+        self.arm_points.index_of(x).ok()
     }
 }
 
@@ -188,7 +182,7 @@ impl Policy for TvGpUcbWithPrior {
         let mut model = fitted;
         if !ctx.pending.is_empty() {
             for (x, t) in ctx.pending {
-                let arm = self.arm_of(x)?;
+                let arm = self.arm_points.index_of(x)?;
                 observations.push((arm, *t, model.predict(arm, *t).0));
             }
             model = rebuild(&observations)?;
@@ -207,7 +201,7 @@ impl Policy for TvGpUcbWithPrior {
                     |best, c| if c.1 > best.1 { c } else { best },
                 );
             proposals.push(Proposal {
-                x: self.arm_points[arm].clone(),
+                x: self.arm_points.point(arm).to_vec(),
                 arm: Some(arm),
             });
             if i + 1 < ctx.count {
