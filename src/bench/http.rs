@@ -6,7 +6,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
-use super::runner::{Driver, Handed};
+use super::runner::{ComputeClock, Driver, Handed};
 use super::{BenchError, ServerTime};
 
 /// An HTTP client for one bench thread.
@@ -107,6 +107,10 @@ impl<'a> HttpDriver<'a> {
 }
 
 impl Driver for HttpDriver<'_> {
+    fn compute_clock(&self) -> ComputeClock {
+        ComputeClock::Wall
+    }
+
     fn suggest(&mut self, t: f64) -> Result<Handed, BenchError> {
         let body = match self.time {
             ServerTime::Client => json!({"t": t}),

@@ -54,6 +54,9 @@ pub enum BenchError {
     Http(String),
     #[error("writing the report: {0}")]
     Io(#[from] std::io::Error),
+    /// The thread's CPU clock could not be read.
+    #[error("reading the thread's CPU clock: {0}")]
+    Clock(std::io::Error),
 }
 
 impl From<PolicyError> for BenchError {

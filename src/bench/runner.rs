@@ -47,9 +47,48 @@ pub struct Handed {
     pub id: Option<String>,
 }
 
+/// How the compute of a driver's calls is timed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ComputeClock {
+    /// The calling thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`): what the call takes on a
+    /// core of its own, whatever else the machine runs (other `--jobs`, a build). For
+    /// policies run in-process, which compute on the calling thread only.
+    ThreadCpu,
+    /// The wall-clock time of the call: for a server, whose compute happens elsewhere and
+    /// includes the transport and the store.
+    Wall,
+}
+
+/// A running measurement of one call's compute.
+enum Stopwatch {
+    ThreadCpu(cpu_time::ThreadTime),
+    Wall(Instant),
+}
+
+impl Stopwatch {
+    fn start(clock: ComputeClock) -> Result<Stopwatch, BenchError> {
+        Ok(match clock {
+            ComputeClock::ThreadCpu => {
+                Stopwatch::ThreadCpu(cpu_time::ThreadTime::try_now().map_err(BenchError::Clock)?)
+            }
+            ComputeClock::Wall => Stopwatch::Wall(Instant::now()),
+        })
+    }
+
+    fn seconds(&self) -> Result<f64, BenchError> {
+        Ok(match self {
+            Stopwatch::ThreadCpu(start) => start.try_elapsed().map_err(BenchError::Clock)?,
+            Stopwatch::Wall(start) => start.elapsed(),
+        }
+        .as_secs_f64())
+    }
+}
+
 /// Something that answers suggest and observe calls: the policies in-process, or a
 /// server over HTTP.
 pub trait Driver {
+    /// How the compute of this driver's calls is measured.
+    fn compute_clock(&self) -> ComputeClock;
     /// A suggestion for time `t` (the clock when the request is made).
     fn suggest(&mut self, t: f64) -> Result<Handed, BenchError>;
     /// Reports `value` of suggestion `handed`, measured at time `t`; `regret` is the true
@@ -91,6 +130,10 @@ pub fn run(
     let noise = Normal::new(0.0, objective.noise_variance().sqrt())
         .map_err(|e| BenchError::Objective(format!("noise: {e}")))?;
     let mut noise_rng = ChaCha8Rng::seed_from_u64(noise_seed);
+    let compute_clock = match clock_mode {
+        ClockMode::Simulated { .. } => driver.compute_clock(),
+        ClockMode::Wall => ComputeClock::Wall,
+    };
     let started = Instant::now();
     let now = || started.elapsed().as_secs_f64();
     let mut clock = 0.0;
@@ -103,9 +146,9 @@ pub fn run(
         if s >= horizon {
             break;
         }
-        let call = Instant::now();
+        let call = Stopwatch::start(compute_clock)?;
         let handed = driver.suggest(s)?;
-        let suggest_compute = call.elapsed().as_secs_f64();
+        let suggest_compute = call.seconds()?;
         let (t_handed, charged) = match clock_mode {
             ClockMode::Simulated { fixed_compute } => {
                 let d = fixed_compute.unwrap_or(suggest_compute);
@@ -122,9 +165,9 @@ pub fn run(
         if clock_mode == ClockMode::Wall {
             std::thread::sleep(std::time::Duration::from_secs_f64(objective.cost()));
         }
-        let call = Instant::now();
+        let call = Stopwatch::start(compute_clock)?;
         driver.observe(&handed, t_handed, measured, regret)?;
-        let observe_compute = call.elapsed().as_secs_f64();
+        let observe_compute = call.seconds()?;
         let dataset_size = driver.dataset_size()?;
         clock = match clock_mode {
             ClockMode::Simulated { fixed_compute } => {
@@ -211,6 +254,10 @@ impl InProcess {
 }
 
 impl Driver for InProcess {
+    fn compute_clock(&self) -> ComputeClock {
+        ComputeClock::ThreadCpu
+    }
+
     fn suggest(&mut self, t: f64) -> Result<Handed, BenchError> {
         let delays: Vec<f64> = self.recent_delays.iter().copied().collect();
         let target = t + self
