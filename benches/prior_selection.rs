@@ -8,7 +8,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use tvbo::experiments::{self, RULES, Setup};
+use tvbo::experiments::{self, RULES, SetupKind};
 
 struct Options {
     setup: String,
@@ -41,11 +41,12 @@ fn options() -> Options {
 
 fn main() {
     let options = options();
-    let setup = match options.setup.as_str() {
-        "lengthscale" => Setup::lengthscale(experiments::ARM_COUNT),
-        "kernel" => Setup::kernel(experiments::ARM_COUNT),
-        "hill" => Setup::hill(experiments::ARM_COUNT),
-        other => panic!("unknown setup {other}: lengthscale, kernel or hill"),
+    let setup = match SetupKind::named(&options.setup) {
+        Some(kind) => kind.setup(experiments::ARM_COUNT),
+        None => panic!(
+            "unknown setup {}: lengthscale, kernel or hill",
+            options.setup
+        ),
     };
     let priors = setup.build_priors();
     let started = Instant::now();

@@ -8,6 +8,8 @@
 
 use std::sync::Arc;
 
+use nalgebra::DVector;
+
 use rand::{RngExt, SeedableRng};
 use rand_distr::{Distribution, StandardNormal};
 
@@ -15,6 +17,40 @@ use crate::gp::arms::{ArmPrior, PriorKernel};
 use crate::policy::{PolicyRng, PriorSelection, SelectionRule};
 use crate::session::priors::{PriorMean, PriorSpec};
 use crate::session::space::Arm;
+
+/// The three synthetic setups of 003 §5.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SetupKind {
+    Lengthscale,
+    Kernel,
+    Hill,
+}
+
+impl SetupKind {
+    pub const ALL: [SetupKind; 3] = [SetupKind::Lengthscale, SetupKind::Kernel, SetupKind::Hill];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SetupKind::Lengthscale => "lengthscale",
+            SetupKind::Kernel => "kernel",
+            SetupKind::Hill => "hill",
+        }
+    }
+
+    /// The kind named `name` (`lengthscale`, `kernel` or `hill`).
+    pub fn named(name: &str) -> Option<SetupKind> {
+        SetupKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// The setup over `arm_count` arms evenly spaced in [0, 20].
+    pub fn setup(self, arm_count: usize) -> Setup {
+        match self {
+            SetupKind::Lengthscale => Setup::lengthscale(arm_count),
+            SetupKind::Kernel => Setup::kernel(arm_count),
+            SetupKind::Hill => Setup::hill(arm_count),
+        }
+    }
+}
 
 /// One of 003's synthetic setups.
 #[derive(Clone, Debug)]
@@ -27,6 +63,8 @@ pub struct Setup {
 
 /// 003 §5: 500 arms evenly spaced in [0, 20].
 pub const ARM_COUNT: usize = 500;
+/// 003 §5: the interval of the arms.
+pub const ARM_RANGE: (f64, f64) = (0.0, 20.0);
 /// 003 §5: the noise standard deviation.
 pub const NOISE_SD: f64 = 0.25;
 /// 003 §5: δ of the elimination rules.
@@ -38,7 +76,11 @@ fn arms(count: usize) -> Vec<Arm> {
     (0..count)
         .map(|i| Arm {
             name: format!("x{i}"),
-            params: [("x".to_string(), 20.0 * i as f64 / (count - 1) as f64)].into(),
+            params: [(
+                "x".to_string(),
+                ARM_RANGE.0 + (ARM_RANGE.1 - ARM_RANGE.0) * i as f64 / (count - 1) as f64,
+            )]
+            .into(),
         })
         .collect()
 }
@@ -138,6 +180,14 @@ impl Setup {
             .collect()
     }
 
+    /// The objective of seed `seed` (003 §5): the true prior p* drawn uniformly, then
+    /// f ~ GP_{p*} over the arms. Returns (p*, f). `priors` from [`Setup::build_priors`].
+    pub fn sample_objective(&self, priors: &[Arc<ArmPrior>], seed: u64) -> (usize, DVector<f64>) {
+        let mut objective_rng = stream(seed, 0);
+        let true_prior = objective_rng.random_range(0..priors.len());
+        (true_prior, priors[true_prior].sample(&mut objective_rng))
+    }
+
     fn policy(&self, rule: SelectionRule) -> PriorSelection {
         let count = self.arms.len();
         let points = (0..count)
@@ -204,11 +254,9 @@ pub fn run_seed(
     horizon: usize,
 ) -> SeedOutcome {
     // Separate streams: the objective and the noise are the same for every rule.
-    let mut objective_rng = stream(seed, 0);
+    let (true_prior, f) = setup.sample_objective(priors, seed);
     let mut noise_rng = stream(seed, 1);
     let mut policy_rng = stream(seed, 2);
-    let true_prior = objective_rng.random_range(0..priors.len());
-    let f = priors[true_prior].sample(&mut objective_rng);
     let best = f.max();
     let noise_sd = setup.noise_variance.sqrt();
     let noises: Vec<f64> = (0..horizon)

@@ -10,7 +10,11 @@ use tvbo::bench::{self, BenchOptions, Plan, RunResult, ServerTime};
 fn options(output: &std::path::Path) -> BenchOptions {
     BenchOptions {
         suite: "quick".into(),
-        objectives: Some(vec!["hartmann3".into(), "tvgp-se-0.01".into()]),
+        objectives: Some(vec![
+            "hartmann3".into(),
+            "tvgp-se-0.01".into(),
+            "prior-lengthscale".into(),
+        ]),
         algorithms: None,
         replications: Some(1),
         horizon: Some(20.5),
@@ -25,18 +29,27 @@ fn options(output: &std::path::Path) -> BenchOptions {
     }
 }
 
+/// The runs of the tiny suite: the algorithms without priors on all three objectives,
+/// those that select among priors on 003's setup only.
+fn tiny_suite_runs() -> usize {
+    let without_priors = bench::ALGORITHMS.iter().filter(|a| !a.needs_priors).count();
+    3 * without_priors + (bench::ALGORITHMS.len() - without_priors)
+}
+
 fn regrets(run: &RunResult) -> Vec<f64> {
     run.iterations.iter().map(|i| i.regret).collect()
 }
 
-/// Every algorithm on a box objective and an arm objective: the report files exist and
-/// hold one finite summary per pair, the table names every algorithm.
+/// Every algorithm on a box objective, an arm objective and 003's arms with priors: the
+/// report files exist and hold one finite summary per pair, the table names every
+/// algorithm.
 #[test]
 fn a_tiny_suite_runs_end_to_end_and_writes_its_report() {
     let dir = tempfile::tempdir().unwrap();
     let options = options(dir.path());
     let report = bench::run(&options).unwrap();
-    assert_eq!(report.summaries.len(), 2 * bench::ALGORITHMS.len());
+    let runs = tiny_suite_runs();
+    assert_eq!(report.summaries.len(), runs);
     for s in &report.summaries {
         assert!(s.average_regret.mean.is_finite() && s.average_regret.mean >= 0.0);
         // Hand-outs at 1.05 k + 0.05 s (1 s per evaluation, 0.05 s of compute) up to
@@ -55,6 +68,7 @@ fn a_tiny_suite_runs_end_to_end_and_writes_its_report() {
         "report.json",
         "hartmann3.svg",
         "tvgp-se-0.01.svg",
+        "prior-lengthscale.svg",
     ] {
         let path = dir.path().join(file);
         assert!(
@@ -63,17 +77,17 @@ fn a_tiny_suite_runs_end_to_end_and_writes_its_report() {
         );
     }
     let runs_csv = std::fs::read_to_string(dir.path().join("runs.csv")).unwrap();
-    assert_eq!(runs_csv.lines().count(), 1 + 2 * bench::ALGORITHMS.len());
+    assert_eq!(runs_csv.lines().count(), 1 + runs);
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("report.json")).unwrap())
             .unwrap();
     assert_eq!(json["suite"], "quick");
     let log = std::fs::read_to_string(dir.path().join(bench::RUN_LOG)).unwrap();
-    assert_eq!(log.lines().count(), 2 * bench::ALGORITHMS.len());
+    assert_eq!(log.lines().count(), runs);
 
     // Resuming an interrupted bench: the recorded runs are reused, the missing one is run
     // again (the same, since the compute time is fixed).
-    let truncated: Vec<&str> = log.lines().take(2 * bench::ALGORITHMS.len() - 1).collect();
+    let truncated: Vec<&str> = log.lines().take(runs - 1).collect();
     std::fs::write(
         dir.path().join(bench::RUN_LOG),
         truncated.join("\n") + "\n{\"partial",
@@ -102,7 +116,7 @@ fn a_tiny_suite_runs_end_to_end_and_writes_its_report() {
         .zip(&resumed.runs)
         .filter(|(a, b)| a.wall_seconds == b.wall_seconds)
         .count();
-    assert_eq!(same_wall, 2 * bench::ALGORITHMS.len() - 1);
+    assert_eq!(same_wall, runs - 1);
 }
 
 /// With the compute time fixed, the same seed gives the same regrets, iteration by
@@ -146,8 +160,8 @@ async fn the_server_mode_drives_a_real_server_like_the_in_process_mode() {
     let server = TestServer::start().await;
     let dir = tempfile::tempdir().unwrap();
     let mut local = options(dir.path());
-    local.objectives = Some(vec!["hartmann3".into()]);
-    local.algorithms = Some(vec!["bolt".into(), "gp-ucb".into()]);
+    local.objectives = Some(vec!["hartmann3".into(), "prior-lengthscale".into()]);
+    local.algorithms = Some(vec!["bolt".into(), "gp-ucb".into(), "hp-gp-ts".into()]);
     let mut remote = local.clone();
     remote.server = Some(server.base.clone());
     let (local_runs, remote_runs) = tokio::task::spawn_blocking(move || {
@@ -157,6 +171,7 @@ async fn the_server_mode_drives_a_real_server_like_the_in_process_mode() {
     })
     .await
     .unwrap();
+    assert_eq!(local_runs.len(), 5);
     for (a, b) in local_runs.iter().zip(&remote_runs) {
         assert_eq!(a.iterations.len(), b.iterations.len());
         for (i, (x, y)) in a.iterations.iter().zip(&b.iterations).enumerate() {
@@ -179,7 +194,7 @@ async fn the_server_mode_drives_a_real_server_like_the_in_process_mode() {
     let (status, list) = server.get("/v1/sessions?limit=10").await;
     assert_eq!(status, 200);
     let sessions = list["sessions"].as_array().unwrap();
-    assert_eq!(sessions.len(), 2);
+    assert_eq!(sessions.len(), 5);
     let id = sessions[0]["id"].as_str().unwrap();
     let (_, regret) = server.get(&format!("/v1/sessions/{id}/regret")).await;
     let points = regret["points"].as_array().unwrap();

@@ -72,7 +72,9 @@ impl Client {
 pub struct HttpDriver<'a> {
     client: &'a Client,
     session: String,
-    dim: usize,
+    /// The session's parameters (name, low, high): suggestions are mapped back onto the
+    /// unit cube the objectives take.
+    parameters: Vec<(String, f64, f64)>,
     time: ServerTime,
     /// When the outstanding suggestion was handed out (wall-clock sessions).
     handed_at: DateTime<Utc>,
@@ -90,11 +92,21 @@ impl<'a> HttpDriver<'a> {
             .as_str()
             .ok_or_else(|| BenchError::Http("created session without an id".into()))?
             .to_string();
-        let dim = request["parameters"].as_array().map_or(0, Vec::len);
+        let parameters = request["parameters"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(
+                |p| match (p["name"].as_str(), p["low"].as_f64(), p["high"].as_f64()) {
+                    (Some(name), Some(low), Some(high)) => Ok((name.to_string(), low, high)),
+                    _ => Err(BenchError::Config(format!("parameter without a box: {p}"))),
+                },
+            )
+            .collect::<Result<_, _>>()?;
         Ok(HttpDriver {
             client,
             session: id,
-            dim,
+            parameters,
             time,
             handed_at: Utc::now(),
         })
@@ -125,13 +137,14 @@ impl Driver for HttpDriver<'_> {
         let id = suggestion["id"]
             .as_str()
             .ok_or_else(|| BenchError::Http(format!("suggestion without an id: {answer}")))?;
-        let x = (0..self.dim)
-            .map(|i| {
-                suggestion["params"][format!("x{}", i + 1)]
+        let x = self
+            .parameters
+            .iter()
+            .map(|(name, low, high)| {
+                suggestion["params"][name]
                     .as_f64()
-                    .ok_or_else(|| {
-                        BenchError::Http(format!("suggestion without x{}: {answer}", i + 1))
-                    })
+                    .map(|v| (v - low) / (high - low))
+                    .ok_or_else(|| BenchError::Http(format!("suggestion without {name}: {answer}")))
             })
             .collect::<Result<Vec<f64>, _>>()?;
         Ok(Handed {

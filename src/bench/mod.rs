@@ -12,6 +12,7 @@
 
 pub mod http;
 pub mod objective;
+pub mod prior_setup;
 pub mod report;
 pub mod runner;
 pub mod svg;
@@ -28,9 +29,10 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::experiments::SetupKind;
 use crate::policy::PolicyError;
 use crate::session::config::{CreateSession, SessionConfig};
-use objective::{Objective, ObjectiveSpec};
+use objective::{Objective, ObjectiveKind, ObjectiveSpec};
 use runner::{ClockMode, Driver, InProcess, Iteration};
 use synthetic::SyntheticFunction;
 use tvgp::TvGpKernel;
@@ -73,47 +75,68 @@ pub struct AlgorithmEntry {
     pub name: &'static str,
     /// The `algorithm` object of the create request (the paper defaults: no options).
     pub request: &'static str,
-    /// Whether the algorithm only works on finite arm sets (003's prior-selection
-    /// algorithms); such pairs with a box objective are skipped.
-    pub arms_only: bool,
+    /// Whether the algorithm selects among given priors (003): it runs only on
+    /// objectives that come with priors, which it receives in `algorithm.priors` (and
+    /// the noise variance in `model.noise`).
+    pub needs_priors: bool,
 }
 
-/// Every algorithm, in report order (002's Table 3 order, then the floor).
+/// Every algorithm, in report order (002's Table 3 order, the floor, then 003's rules).
 pub const ALGORITHMS: &[AlgorithmEntry] = &[
     AlgorithmEntry {
         name: "gp-ucb",
         request: r#"{"name":"gp-ucb"}"#,
-        arms_only: false,
+        needs_priors: false,
     },
     AlgorithmEntry {
         name: "et-gp-ucb",
         request: r#"{"name":"et-gp-ucb"}"#,
-        arms_only: false,
+        needs_priors: false,
     },
     AlgorithmEntry {
         name: "r-gp-ucb",
         request: r#"{"name":"r-gp-ucb"}"#,
-        arms_only: false,
+        needs_priors: false,
     },
     AlgorithmEntry {
         name: "tv-gp-ucb",
         request: r#"{"name":"tv-gp-ucb"}"#,
-        arms_only: false,
+        needs_priors: false,
     },
     AlgorithmEntry {
         name: "w-dbo",
         request: r#"{"name":"w-dbo"}"#,
-        arms_only: false,
+        needs_priors: false,
     },
     AlgorithmEntry {
         name: "bolt",
         request: r#"{"name":"bolt"}"#,
-        arms_only: false,
+        needs_priors: false,
     },
     AlgorithmEntry {
         name: "random",
         request: r#"{"name":"random"}"#,
-        arms_only: false,
+        needs_priors: false,
+    },
+    AlgorithmEntry {
+        name: "pe-gp-ucb",
+        request: r#"{"name":"pe-gp-ucb"}"#,
+        needs_priors: true,
+    },
+    AlgorithmEntry {
+        name: "pe-gp-ts",
+        request: r#"{"name":"pe-gp-ts"}"#,
+        needs_priors: true,
+    },
+    AlgorithmEntry {
+        name: "hp-gp-ts",
+        request: r#"{"name":"hp-gp-ts"}"#,
+        needs_priors: true,
+    },
+    AlgorithmEntry {
+        name: "map-gp-ts",
+        request: r#"{"name":"map-gp-ts"}"#,
+        needs_priors: true,
     },
 ];
 
@@ -159,6 +182,7 @@ pub fn all_objectives() -> Vec<ObjectiveSpec> {
             all.push(ObjectiveSpec::tv_gp(kernel, epsilon));
         }
     }
+    all.extend(SetupKind::ALL.into_iter().map(ObjectiveSpec::prior_setup));
     all
 }
 
@@ -186,10 +210,13 @@ fn objectives_named(names: &[&str]) -> Result<Vec<ObjectiveSpec>, BenchError> {
 ///   replications (002 Section 5.1, Table 3);
 /// - `gp`: 000's time-varying GP samples (SE and Matérn-5/2, ε ∈ {0.001, 0.01, 0.03}) × every
 ///   algorithm, 600 s, 10 replications;
-/// - `quick`: Hartmann-3 (slow objective, c = 1 s), Eggholder (fast, c = 0.05 s) and one GP
-///   sample (an arm set) × every algorithm, 60 s, 2 replications: covers every policy
-///   and both kinds of search space in minutes;
-/// - `all`: `paper` and `gp` together, every algorithm.
+/// - `priors`: 003's three prior-selection setups × every algorithm, 500 s (about 003's
+///   T = 500 queries), 10 replications;
+/// - `quick`: Hartmann-3 (slow objective, c = 1 s), Eggholder (fast, c = 0.05 s), one GP
+///   sample (an arm set) and 003's lengthscale setup (arms with priors) × every
+///   algorithm, 60 s, 2 replications: covers every policy and every kind of search space
+///   in minutes;
+/// - `all`: every objective × every algorithm, 600 s, 10 replications.
 pub fn suite(name: &str) -> Result<Suite, BenchError> {
     let every: Vec<&'static AlgorithmEntry> = ALGORITHMS.iter().collect();
     let paper: Vec<&'static AlgorithmEntry> = PAPER_ALGORITHMS
@@ -202,13 +229,23 @@ pub fn suite(name: &str) -> Result<Suite, BenchError> {
         .collect();
     let gp: Vec<ObjectiveSpec> = all_objectives()
         .into_iter()
-        .filter(|o| o.depends_on_seed())
+        .filter(|o| matches!(o.kind, ObjectiveKind::TvGp { .. }))
+        .collect();
+    let priors: Vec<ObjectiveSpec> = SetupKind::ALL
+        .into_iter()
+        .map(ObjectiveSpec::prior_setup)
         .collect();
     let (objectives, algorithms, horizon, replications) = match name {
         "paper" => (synthetic, paper, 600.0, 10),
         "gp" => (gp, every, 600.0, 10),
+        "priors" => (priors, every, 500.0, 10),
         "quick" => (
-            objectives_named(&["hartmann3", "eggholder", "tvgp-se-0.01"])?,
+            objectives_named(&[
+                "hartmann3",
+                "eggholder",
+                "tvgp-se-0.01",
+                "prior-lengthscale",
+            ])?,
             every,
             60.0,
             2,
@@ -216,7 +253,7 @@ pub fn suite(name: &str) -> Result<Suite, BenchError> {
         "all" => (all_objectives(), every, 600.0, 10),
         other => {
             return Err(BenchError::Options(format!(
-                "unknown suite {other:?} (known: paper, gp, quick, all)"
+                "unknown suite {other:?} (known: paper, gp, priors, quick, all)"
             )));
         }
     };
@@ -371,10 +408,9 @@ impl Plan {
         }
         let mut runs = Vec::new();
         for (objective, spec) in suite.objectives.iter().enumerate() {
-            let arms = spec.depends_on_seed();
             for replication in 0..suite.replications {
                 for &algorithm in &suite.algorithms {
-                    if algorithm.arms_only && !arms {
+                    if algorithm.needs_priors && !spec.has_priors() {
                         continue;
                     }
                     runs.push(RunSpec {
@@ -390,8 +426,10 @@ impl Plan {
     }
 }
 
-/// The create-session request of a run: the objective's parameters (x1…xd in [0,1]) or
-/// arms, the algorithm with its defaults, client time, the run's seed, minimisation.
+/// The create-session request of a run: the objective's parameters (x1…xd over its
+/// [`Objective::parameter_range`]) or arms, the algorithm with its defaults (and, for the
+/// algorithms that select among priors, the objective's priors and noise variance),
+/// client time, the run's seed, minimisation.
 pub fn session_request(
     objective: &dyn Objective,
     name: &str,
@@ -400,20 +438,34 @@ pub fn session_request(
     time: ServerTime,
 ) -> Result<Value, BenchError> {
     let parameter = |i: usize| format!("x{}", i + 1);
+    let (low, high) = objective.parameter_range();
     let parameters: Vec<Value> = (0..objective.dim())
-        .map(|i| json!({"name": parameter(i), "low": 0.0, "high": 1.0}))
+        .map(|i| json!({"name": parameter(i), "low": low, "high": high}))
         .collect();
-    let algorithm: Value = serde_json::from_str(algorithm.request)
+    let mut algorithm_request: Value = serde_json::from_str(algorithm.request)
         .map_err(|e| BenchError::Config(format!("algorithm {}: {e}", algorithm.name)))?;
     let source = match time {
         ServerTime::Client => "client",
         ServerTime::Wall => "wall",
     };
+    let mut model = serde_json::Map::new();
+    if algorithm.needs_priors {
+        let priors = objective.priors().ok_or_else(|| {
+            BenchError::Config(format!(
+                "{} selects among priors, and this objective has none",
+                algorithm.name
+            ))
+        })?;
+        algorithm_request["priors"] =
+            serde_json::to_value(priors).map_err(|e| BenchError::Config(e.to_string()))?;
+        model.insert("noise".into(), json!(objective.noise_variance()));
+    }
     let mut request = json!({
         "name": name,
         "goal": "minimize",
         "parameters": parameters,
-        "algorithm": algorithm,
+        "algorithm": algorithm_request,
+        "model": model,
         "time": {"source": source},
         "seed": seed,
     });
@@ -425,7 +477,7 @@ pub fn session_request(
                 let params: serde_json::Map<String, Value> = x
                     .iter()
                     .enumerate()
-                    .map(|(i, v)| (parameter(i), json!(v)))
+                    .map(|(i, v)| (parameter(i), json!(low + v * (high - low))))
                     .collect();
                 json!({"name": format!("a{k}"), "params": params})
             })
@@ -773,12 +825,38 @@ mod tests {
                 entry.name
             );
         }
-        assert!(quick.objectives.iter().any(|o| o.depends_on_seed()));
-        assert!(quick.objectives.iter().any(|o| !o.depends_on_seed()));
+        let kinds = |suite: &Suite| -> Vec<ObjectiveKind> {
+            suite.objectives.iter().map(|o| o.kind).collect()
+        };
+        let quick_kinds = kinds(&quick);
+        assert!(
+            quick_kinds
+                .iter()
+                .any(|k| matches!(k, ObjectiveKind::Synthetic(_)))
+        );
+        assert!(
+            quick_kinds
+                .iter()
+                .any(|k| matches!(k, ObjectiveKind::TvGp { .. }))
+        );
+        assert!(quick.objectives.iter().any(ObjectiveSpec::has_priors));
+        // Every algorithm of quick runs on at least one of its objectives.
+        let plan = Plan::new(&BenchOptions::default()).unwrap();
+        for entry in ALGORITHMS {
+            assert!(
+                plan.runs.iter().any(|r| r.algorithm == entry),
+                "quick never runs {}",
+                entry.name
+            );
+        }
         let paper = suite("paper").unwrap();
         assert_eq!(paper.objectives.len(), 8);
         assert_eq!((paper.horizon, paper.replications), (600.0, 10));
         assert_eq!(suite("gp").unwrap().objectives.len(), 6);
+        let priors = suite("priors").unwrap();
+        assert_eq!(priors.objectives.len(), 3);
+        assert!(priors.objectives.iter().all(ObjectiveSpec::has_priors));
+        assert_eq!(suite("all").unwrap().objectives.len(), 17);
         assert!(suite("nope").is_err());
     }
 
@@ -789,17 +867,38 @@ mod tests {
             .unwrap();
         let arm_objective =
             tvgp::TvGpSample::with_grid(TvGpKernel::Matern52, 0.01, 5.0, 0, 4).unwrap();
+        let prior_objective =
+            prior_setup::PriorSetupObjective::with_arms(SetupKind::Hill, 0, 30).unwrap();
         for entry in ALGORITHMS {
-            for objective in [box_objective.as_ref(), &arm_objective as &dyn Objective] {
-                let request =
-                    session_request(objective, "t", entry, 9, ServerTime::Client).unwrap();
-                let config = session_config(&request, 9).unwrap();
+            for objective in [
+                box_objective.as_ref(),
+                &arm_objective as &dyn Objective,
+                &prior_objective,
+            ] {
+                let request = session_request(objective, "t", entry, 9, ServerTime::Client);
+                if entry.needs_priors && objective.priors().is_none() {
+                    assert!(request.is_err(), "{} without priors", entry.name);
+                    continue;
+                }
+                let config = session_config(&request.unwrap(), 9).unwrap();
                 assert_eq!(config.algorithm.name(), entry.name);
                 assert_eq!(config.seed, 9);
-                assert_eq!(config.model.warmup, 15);
                 assert_eq!(config.arms.is_some(), objective.arms().is_some());
+                if entry.needs_priors {
+                    assert_eq!(config.algorithm.priors().map(<[_]>::len), Some(5));
+                    assert_eq!(config.model.noise, Some(0.0625));
+                    assert_eq!(config.model.warmup, 0, "003's rules start at once");
+                } else {
+                    assert_eq!(config.model.warmup, 15);
+                    assert_eq!(config.model.noise, None);
+                }
             }
         }
+        // The arms are in the objective's own coordinates: 003's lie in [0, 20].
+        let request =
+            session_request(&prior_objective, "t", &ALGORITHMS[0], 9, ServerTime::Client).unwrap();
+        assert_eq!(request["parameters"][0]["high"], 20.0);
+        assert_eq!(request["arms"][29]["params"]["x1"], 20.0);
     }
 
     #[test]

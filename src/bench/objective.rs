@@ -8,9 +8,12 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use crate::experiments::SetupKind;
 use crate::optim::{BoundedOptions, minimize_bounded};
+use crate::session::priors::PriorSpec;
 
 use super::BenchError;
+use super::prior_setup::PriorSetupObjective;
 use super::synthetic::SyntheticFunction;
 use super::tvgp::{TvGpKernel, TvGpSample};
 
@@ -20,6 +23,16 @@ pub trait Objective: Send + Sync {
     fn dim(&self) -> usize;
     /// The finite decision set, as unit-cube points, for arm objectives; `None` for the box.
     fn arms(&self) -> Option<&[Vec<f64>]> {
+        None
+    }
+    /// The interval every search input spans in the session's parameters (and the arms'
+    /// coordinates); `value` and `arms` take unit points, mapped linearly onto it.
+    fn parameter_range(&self) -> (f64, f64) {
+        (0.0, 1.0)
+    }
+    /// Candidate priors of the minimised value over the arms, for the algorithms that
+    /// select among priors (003); `None` when the objective has none.
+    fn priors(&self) -> Option<&[PriorSpec]> {
         None
     }
     /// Variance of the Gaussian noise added to each evaluation.
@@ -32,14 +45,15 @@ pub trait Objective: Send + Sync {
     fn optimum(&self, t: f64) -> f64;
 }
 
-/// The kinds of benchmark objective. A finite-arm objective (003's prior-selection
-/// setups) is one more variant whose instance returns `Some` from [`Objective::arms`].
+/// The kinds of benchmark objective.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum ObjectiveKind {
     /// A synthetic function of 002 Appendix F; the last input is time.
     Synthetic(SyntheticFunction),
     /// A sample of the time-varying GP of 000 Section 5.1 (Eq. (4)) on a 50×50 grid.
     TvGp { kernel: TvGpKernel, epsilon: f64 },
+    /// A prior-selection setup of 003 §5: f ~ GP_{p*} over 500 arms, with its priors.
+    PriorSetup(SetupKind),
 }
 
 /// A named objective of a suite; [`ObjectiveSpec::instantiate`] makes the function a run
@@ -69,10 +83,23 @@ impl ObjectiveSpec {
         }
     }
 
+    pub fn prior_setup(kind: SetupKind) -> Self {
+        ObjectiveSpec {
+            name: format!("prior-{}", kind.name()),
+            label: format!("003 {}", kind.name()),
+            kind: ObjectiveKind::PriorSetup(kind),
+        }
+    }
+
     /// Whether each replication (seed) has its own function (a random sample), or all
     /// share one.
     pub fn depends_on_seed(&self) -> bool {
-        matches!(self.kind, ObjectiveKind::TvGp { .. })
+        !matches!(self.kind, ObjectiveKind::Synthetic(_))
+    }
+
+    /// Whether the objective comes with candidate priors ([`Objective::priors`]).
+    pub fn has_priors(&self) -> bool {
+        matches!(self.kind, ObjectiveKind::PriorSetup(_))
     }
 
     /// The function of replication `seed` over `[0, horizon]` seconds.
@@ -84,6 +111,7 @@ impl ObjectiveSpec {
             ObjectiveKind::TvGp { kernel, epsilon } => {
                 Arc::new(TvGpSample::new(kernel, epsilon, horizon, seed)?)
             }
+            ObjectiveKind::PriorSetup(kind) => Arc::new(PriorSetupObjective::new(kind, seed)?),
         })
     }
 }
