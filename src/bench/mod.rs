@@ -407,8 +407,10 @@ impl Plan {
             ));
         }
         let mut runs = Vec::new();
-        for (objective, spec) in suite.objectives.iter().enumerate() {
-            for replication in 0..suite.replications {
+        // Replication by replication: an interrupted suite has whole replications of
+        // every (objective, algorithm), which `--resume` completes.
+        for replication in 0..suite.replications {
+            for (objective, spec) in suite.objectives.iter().enumerate() {
                 for &algorithm in &suite.algorithms {
                     if algorithm.needs_priors && !spec.has_priors() {
                         continue;
