@@ -195,6 +195,11 @@ impl ArmPrior {
         self.mean.is_empty()
     }
 
+    /// Memory held by the prior's vectors and matrices, roughly (two m×m matrices).
+    pub fn approximate_bytes(&self) -> usize {
+        8 * (self.covariance.len() + self.factor.len() + self.mean.len())
+    }
+
     pub fn mean(&self) -> &DVector<f64> {
         &self.mean
     }

@@ -8,6 +8,7 @@
 pub mod bolt;
 mod et_gp_ucb;
 mod gp_ucb;
+pub mod prior_cache;
 pub mod prior_selection;
 mod r_gp_ucb;
 mod random;

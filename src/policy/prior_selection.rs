@@ -19,6 +19,7 @@ use rand::RngExt;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::prior_cache::build_prior;
 use super::{
     ArmSet, ObserveContext, Policy, PolicyError, PolicyRng, PolicyState, Proposal, RemovalReason,
     SuggestContext, beta_value,
@@ -203,15 +204,12 @@ impl PriorSelection {
         }
     }
 
-    /// Builds every prior over the arms (O(m³) each, for the factor of its covariance).
+    /// Every prior over the arms (O(m³) each, for the factor of its covariance, when not
+    /// in the process's [`prior_cache`](super::prior_cache)).
     pub fn priors(&self) -> Result<Vec<Arc<ArmPrior>>, PolicyError> {
         self.specs
             .iter()
-            .map(|spec| {
-                spec.build(&self.arms, self.sign)
-                    .map(Arc::new)
-                    .map_err(|e| PolicyError::Prior(e.to_string()))
-            })
+            .map(|spec| build_prior(spec, &self.arms, self.sign))
             .collect()
     }
 
@@ -267,10 +265,8 @@ impl PriorSelection {
         state: &PolicyState,
     ) -> Result<ArmGp, PolicyError> {
         let spec = &self.specs[self.state_of(state).most_probable_active()];
-        let prior = spec
-            .build(&self.arms, self.sign)
-            .map_err(|e| PolicyError::Prior(e.to_string()))?;
-        let mut model = ArmGp::new(Arc::new(prior), self.noise_variance);
+        let prior = build_prior(spec, &self.arms, self.sign)?;
+        let mut model = ArmGp::new(prior, self.noise_variance);
         for observation in data {
             model.push(self.arm_points.index_of(&observation.x)?, observation.y);
         }

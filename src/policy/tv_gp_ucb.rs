@@ -67,10 +67,7 @@ pub struct TvGpUcbWithPrior {
 
 impl TvGpUcbWithPrior {
     fn build_prior(&self) -> Result<Arc<ArmPrior>, PolicyError> {
-        self.prior
-            .build(&self.arms, self.sign)
-            .map(Arc::new)
-            .map_err(|e| PolicyError::Prior(e.to_string()))
+        super::prior_cache::build_prior(&self.prior, &self.arms, self.sign)
     }
 
     fn triples(&self, data: &[Observation]) -> Result<Vec<(usize, f64, f64)>, PolicyError> {
