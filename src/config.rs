@@ -95,6 +95,10 @@ pub struct BenchArgs {
     /// with the same options, and run only the missing ones.
     #[arg(long)]
     pub resume: bool,
+    /// Run nothing: write the report of the runs already recorded in OUTPUT/runs.jsonl
+    /// for this suite and these options (an interim table of an unfinished suite).
+    #[arg(long, conflicts_with = "resume")]
+    pub report_only: bool,
 }
 
 impl BenchArgs {
@@ -117,6 +121,7 @@ impl BenchArgs {
             },
             progress: !self.no_progress,
             resume: self.resume,
+            report_only: self.report_only,
         }
     }
 }

@@ -26,6 +26,7 @@ fn options(output: &std::path::Path) -> BenchOptions {
         server_time: ServerTime::Client,
         progress: false,
         resume: false,
+        report_only: false,
     }
 }
 
@@ -117,6 +118,26 @@ fn a_tiny_suite_runs_end_to_end_and_writes_its_report() {
         .filter(|(a, b)| a.wall_seconds == b.wall_seconds)
         .count();
     assert_eq!(same_wall, runs - 1);
+
+    // An interim report of an unfinished suite: only the recorded runs, nothing run.
+    std::fs::write(dir.path().join(bench::RUN_LOG), truncated.join("\n") + "\n").unwrap();
+    let interim = bench::run(&BenchOptions {
+        report_only: true,
+        ..options.clone()
+    })
+    .unwrap();
+    assert_eq!(interim.runs.len(), runs - 1);
+    assert_eq!(interim.planned_runs, runs);
+    let markdown = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    assert!(markdown.contains(&format!("interim: {} of the {runs} runs", runs - 1)));
+    std::fs::write(dir.path().join(bench::RUN_LOG), "").unwrap();
+    assert!(
+        bench::run(&BenchOptions {
+            report_only: true,
+            ..options.clone()
+        })
+        .is_err()
+    );
 }
 
 /// With the compute time fixed, the same seed gives the same regrets, iteration by

@@ -301,6 +301,9 @@ pub struct BenchOptions {
     /// Keep the runs already recorded in `<output>/runs.jsonl` (same objective,
     /// algorithm, replication and seed) and run only the others.
     pub resume: bool,
+    /// Run nothing: report the runs of the plan already recorded in
+    /// `<output>/runs.jsonl`.
+    pub report_only: bool,
 }
 
 impl Default for BenchOptions {
@@ -319,6 +322,7 @@ impl Default for BenchOptions {
             server_time: ServerTime::Client,
             progress: true,
             resume: false,
+            report_only: false,
         }
     }
 }
@@ -659,18 +663,19 @@ fn recorded_runs(path: &std::path::Path) -> Result<Vec<RunResult>, BenchError> {
         .collect())
 }
 
-/// Runs every run of the plan on `options.jobs` threads; results in plan order. Each
-/// finished run is appended to `<output>/runs.jsonl`; with `options.resume` the runs
-/// already there are reused instead of run again.
-pub fn execute(plan: &Plan, options: &BenchOptions) -> Result<Vec<RunResult>, BenchError> {
-    std::fs::create_dir_all(&options.output)?;
-    let log_path = options.output.join(RUN_LOG);
-    let mut done: Vec<Option<RunResult>> = vec![None; plan.runs.len()];
-    if options.resume {
-        let recorded = recorded_runs(&log_path)?;
-        for (slot, run) in done.iter_mut().zip(&plan.runs) {
+/// The runs of `plan` recorded in the log at `path` (same objective, algorithm,
+/// replication and seed), in plan order; `None` where a run is missing.
+fn recorded_for_plan(
+    plan: &Plan,
+    path: &std::path::Path,
+) -> Result<Vec<Option<RunResult>>, BenchError> {
+    let recorded = recorded_runs(path)?;
+    Ok(plan
+        .runs
+        .iter()
+        .map(|run| {
             let name = &plan.suite.objectives[run.objective].name;
-            *slot = recorded
+            recorded
                 .iter()
                 .find(|r| {
                     &r.objective == name
@@ -678,9 +683,22 @@ pub fn execute(plan: &Plan, options: &BenchOptions) -> Result<Vec<RunResult>, Be
                         && r.replication == run.replication
                         && r.seed == run.seed
                 })
-                .cloned();
-        }
-    }
+                .cloned()
+        })
+        .collect())
+}
+
+/// Runs every run of the plan on `options.jobs` threads; results in plan order. Each
+/// finished run is appended to `<output>/runs.jsonl`; with `options.resume` the runs
+/// already there are reused instead of run again.
+pub fn execute(plan: &Plan, options: &BenchOptions) -> Result<Vec<RunResult>, BenchError> {
+    std::fs::create_dir_all(&options.output)?;
+    let log_path = options.output.join(RUN_LOG);
+    let done = if options.resume {
+        recorded_for_plan(plan, &log_path)?
+    } else {
+        vec![None; plan.runs.len()]
+    };
     // The log is rewritten with the reused runs, so that it holds this plan's runs only.
     let mut log = std::fs::File::create(&log_path)?;
     for run in done.iter().flatten() {
@@ -804,10 +822,25 @@ pub fn execute(plan: &Plan, options: &BenchOptions) -> Result<Vec<RunResult>, Be
 }
 
 /// Plans, runs, writes the report files into `options.output`, and returns the report.
+/// With `options.report_only`, nothing runs and the report holds the recorded runs.
 pub fn run(options: &BenchOptions) -> Result<report::Report, BenchError> {
     let plan = Plan::new(options)?;
     let started = Instant::now();
-    let results = execute(&plan, options)?;
+    let results = if options.report_only {
+        let recorded: Vec<RunResult> = recorded_for_plan(&plan, &options.output.join(RUN_LOG))?
+            .into_iter()
+            .flatten()
+            .collect();
+        if recorded.is_empty() {
+            return Err(BenchError::Options(format!(
+                "--report-only: no run of this suite is recorded in {}",
+                options.output.join(RUN_LOG).display()
+            )));
+        }
+        recorded
+    } else {
+        execute(&plan, options)?
+    };
     let report = report::Report::new(&plan, options, &results, started.elapsed().as_secs_f64());
     report.write(&options.output)?;
     Ok(report)

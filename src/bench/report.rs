@@ -123,6 +123,8 @@ pub struct Report {
     pub mode: String,
     pub horizon: f64,
     pub replications: usize,
+    /// Runs of the plan; `runs` holds fewer in an interim report (`--report-only`).
+    pub planned_runs: usize,
     pub seed: u64,
     pub jobs: usize,
     pub fixed_compute: Option<f64>,
@@ -226,6 +228,7 @@ impl Report {
             mode,
             horizon: plan.suite.horizon,
             replications: plan.suite.replications,
+            planned_runs: plan.runs.len(),
             seed: options.seed,
             jobs: options.jobs,
             fixed_compute: options.fixed_compute,
@@ -259,10 +262,19 @@ impl Report {
         let _ = writeln!(md, "# tvbo bench: suite `{}`\n", self.suite);
         let _ = writeln!(
             md,
-            "{}; horizon {} s; {} replication(s); seed {}; {} job(s); compute {}; {} finished in {:.0} s.\n",
+            "{}; horizon {} s; {} replication(s){}; seed {}; {} job(s); compute {}; {} finished in {:.0} s.\n",
             self.mode,
             self.horizon,
             self.replications,
+            if self.runs.len() < self.planned_runs {
+                format!(
+                    " (interim: {} of the {} runs recorded; the column `runs` of the details says how many per cell)",
+                    self.runs.len(),
+                    self.planned_runs
+                )
+            } else {
+                String::new()
+            },
             self.seed,
             self.jobs,
             match self.fixed_compute {
@@ -333,15 +345,16 @@ impl Report {
         );
         let _ = writeln!(
             md,
-            "| objective | algorithm | average regret | iterations | final n | mean n | compute / iteration |"
+            "| objective | algorithm | runs | average regret | iterations | final n | mean n | compute / iteration |"
         );
-        let _ = writeln!(md, "|---|---|---|---|---|---|---|");
+        let _ = writeln!(md, "|---|---|---|---|---|---|---|---|");
         for s in &self.summaries {
             let _ = writeln!(
                 md,
-                "| {} | {} | {} ± {} | {:.0} | {:.0} | {:.1} | {} |",
+                "| {} | {} | {} | {} ± {} | {:.0} | {:.0} | {:.1} | {} |",
                 s.label,
                 s.algorithm,
+                s.replications,
                 significant(s.average_regret.mean),
                 significant(s.average_regret.se),
                 s.iterations,
