@@ -307,21 +307,20 @@ impl ArmGp {
     /// finite.
     pub fn push(&mut self, arm: usize, y: f64) {
         debug_assert!(arm < self.arm_count() && y.is_finite());
-        let m = self.arm_count();
         // Column `arm` of B is L⁻¹ C_{X,arm}: the new row of L without its diagonal.
         let mut row: Vec<f64> = self.cross_rows.iter().map(|b| b[arm]).collect();
         let pivot = (self.variance(arm) + self.noise_variance).sqrt();
         row.push(pivot);
         let whitened = (y - self.posterior_mean[arm]) / pivot;
-        let covariance = &self.prior.covariance;
-        let mut cross = Vec::with_capacity(m);
-        for j in 0..m {
-            let mut value = covariance[(arm, j)];
-            for (b, l) in self.cross_rows.iter().zip(&row) {
-                value -= l * b[j];
+        // (C_{arm,·} − Σ_k L_{n,k} B_{k,·}) / pivot, one row of B at a time (contiguous);
+        // C is exactly symmetric, so its column `arm` is row `arm`.
+        let mut cross: Vec<f64> = self.prior.covariance.column(arm).iter().copied().collect();
+        for (b, l) in self.cross_rows.iter().zip(&row) {
+            for (value, b) in cross.iter_mut().zip(b) {
+                *value -= l * b;
             }
-            cross.push(value / pivot);
         }
+        cross.iter_mut().for_each(|value| *value /= pivot);
         for ((mean, explained), b) in self
             .posterior_mean
             .iter_mut()
