@@ -262,6 +262,13 @@ impl ArmGp {
         &self.prior
     }
 
+    /// Memory held by the posterior itself (the prior is shared), roughly: B (n×m), L
+    /// (n(n+1)/2) and the per-arm vectors.
+    pub fn approximate_bytes(&self) -> usize {
+        let n = self.len();
+        8 * (n * self.arm_count() + n * (n + 1) / 2 + 2 * self.arm_count() + 3 * n)
+    }
+
     pub fn noise_variance(&self) -> f64 {
         self.noise_variance
     }

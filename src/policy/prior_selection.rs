@@ -19,7 +19,7 @@ use rand::RngExt;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::prior_cache::build_prior;
+use super::prior_cache::posterior_after;
 use super::{
     ArmSet, ObserveContext, Policy, PolicyError, PolicyRng, PolicyState, Proposal, RemovalReason,
     SuggestContext, beta_value,
@@ -204,15 +204,6 @@ impl PriorSelection {
         }
     }
 
-    /// Every prior over the arms (O(m³) each, for the factor of its covariance, when not
-    /// in the process's [`prior_cache`](super::prior_cache)).
-    pub fn priors(&self) -> Result<Vec<Arc<ArmPrior>>, PolicyError> {
-        self.specs
-            .iter()
-            .map(|spec| build_prior(spec, &self.arms, self.sign))
-            .collect()
-    }
-
     /// The posterior of every prior, before any observation.
     pub fn prior_models(&self, priors: &[Arc<ArmPrior>]) -> Vec<ArmGp> {
         priors
@@ -244,17 +235,37 @@ impl PriorSelection {
         }
     }
 
+    /// (arm, value) of each observation of `data`, oldest first.
+    fn arm_observations(
+        &self,
+        data: &[super::Observation],
+    ) -> Result<Vec<(usize, f64)>, PolicyError> {
+        data.iter()
+            .map(|o| Ok((self.arm_points.index_of(&o.x)?, o.y)))
+            .collect()
+    }
+
+    fn posterior(
+        &self,
+        spec: &PriorSpec,
+        observations: &[(usize, f64)],
+    ) -> Result<ArmGp, PolicyError> {
+        posterior_after(
+            spec,
+            &self.arms,
+            self.sign,
+            self.noise_variance,
+            observations,
+        )
+    }
+
     /// The posteriors of every prior after `data` (oldest first).
     fn models_after(&self, data: &[super::Observation]) -> Result<Vec<ArmGp>, PolicyError> {
-        let priors = self.priors()?;
-        let mut models = self.prior_models(&priors);
-        for observation in data {
-            let arm = self.arm_points.index_of(&observation.x)?;
-            for model in &mut models {
-                model.push(arm, observation.y);
-            }
-        }
-        Ok(models)
+        let observations = self.arm_observations(data)?;
+        self.specs
+            .iter()
+            .map(|spec| self.posterior(spec, &observations))
+            .collect()
     }
 
     /// The posterior under the most probable active prior after `data`, for predictions
@@ -265,12 +276,7 @@ impl PriorSelection {
         state: &PolicyState,
     ) -> Result<ArmGp, PolicyError> {
         let spec = &self.specs[self.state_of(state).most_probable_active()];
-        let prior = build_prior(spec, &self.arms, self.sign)?;
-        let mut model = ArmGp::new(prior, self.noise_variance);
-        for observation in data {
-            model.push(self.arm_points.index_of(&observation.x)?, observation.y);
-        }
-        Ok(model)
+        self.posterior(spec, &self.arm_observations(data)?)
     }
 
     /// The arm of a unit-cube point, if it is one of the arms.
@@ -489,6 +495,17 @@ mod tests {
     use nalgebra::DVector;
     use rand::SeedableRng;
 
+    /// Every prior of `policy` over its arms.
+    fn priors(policy: &PriorSelection) -> Vec<Arc<ArmPrior>> {
+        policy
+            .specs
+            .iter()
+            .map(|spec| {
+                crate::policy::prior_cache::build_prior(spec, &policy.arms, policy.sign).unwrap()
+            })
+            .collect()
+    }
+
     fn arms(m: usize) -> (Vec<Arm>, Vec<Vec<f64>>) {
         let arms = (0..m)
             .map(|i| Arm {
@@ -530,7 +547,7 @@ mod tests {
     #[test]
     fn hyperposterior_equals_the_product_of_gaussian_likelihoods() {
         let policy = selection(SelectionRule::HpGpTs, 30);
-        let priors = policy.priors().unwrap();
+        let priors = priors(&policy);
         let mut models = policy.prior_models(&priors);
         let mut state = policy.initial_state();
         let mut rng = PolicyRng::seed_from_u64(5);
@@ -601,7 +618,7 @@ mod tests {
             None,
             0.01,
         );
-        let priors = policy.priors().unwrap();
+        let priors = priors(&policy);
         let mut models = policy.prior_models(&priors);
         let mut state = policy.initial_state();
         let mut rng = PolicyRng::seed_from_u64(1);
@@ -628,7 +645,7 @@ mod tests {
             SelectionRule::Ucb(Beta::Constant(2.0)),
         ] {
             let policy = selection(rule, 25);
-            let priors = policy.priors().unwrap();
+            let priors = priors(&policy);
             let run = |seed: u64| {
                 let mut models = policy.prior_models(&priors);
                 let mut state = policy.initial_state();
@@ -661,7 +678,7 @@ mod tests {
             None,
             0.01,
         );
-        let prior = &policy.priors().unwrap()[0];
+        let prior = &priors(&policy)[0];
         let params = KernelPriorParams {
             kernel: PriorKernel::Rbf,
             lengthscale: 4.0,
