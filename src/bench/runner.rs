@@ -336,3 +336,25 @@ impl Driver for InProcess {
         Ok(self.data.len())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The thread's CPU clock does not count time spent off the CPU (a sleep stands for
+    /// another process holding the core); the wall clock does.
+    #[test]
+    fn thread_cpu_time_ignores_time_off_the_cpu() {
+        let cpu = Stopwatch::start(ComputeClock::ThreadCpu).unwrap();
+        let wall = Stopwatch::start(ComputeClock::Wall).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(60));
+        let spin = Instant::now();
+        while spin.elapsed().as_millis() < 20 {
+            std::hint::black_box(spin.elapsed());
+        }
+        let (cpu, wall) = (cpu.seconds().unwrap(), wall.seconds().unwrap());
+        assert!(wall >= 0.08, "wall {wall}");
+        assert!(cpu < 0.06, "cpu {cpu}: the sleep was counted");
+        assert!(cpu > 0.0, "cpu {cpu}: the spin was not counted");
+    }
+}
