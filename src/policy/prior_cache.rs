@@ -30,32 +30,30 @@ pub const PRIOR_CACHE_BYTES: u64 = 256 << 20;
 
 type Key = [u8; 32];
 
+/// Weighs a cached value by the memory it holds.
 #[derive(Clone)]
-struct PriorBytes;
+struct Bytes;
 
-impl Weighter<Key, Arc<ArmPrior>> for PriorBytes {
+impl Weighter<Key, Arc<ArmPrior>> for Bytes {
     fn weight(&self, _key: &Key, prior: &Arc<ArmPrior>) -> u64 {
         prior.approximate_bytes() as u64
     }
 }
 
-static PRIORS: LazyLock<Cache<Key, Arc<ArmPrior>, PriorBytes>> =
-    LazyLock::new(|| Cache::with_weighter(64, PRIOR_CACHE_BYTES, PriorBytes));
-
-/// Bytes of posteriors a process keeps (B = L⁻¹C_{X,·} is n×m: 2 MB at n = m = 500).
-pub const POSTERIOR_CACHE_BYTES: u64 = 256 << 20;
-
-#[derive(Clone)]
-struct PosteriorBytes;
-
-impl Weighter<Key, Arc<ArmGp>> for PosteriorBytes {
+impl Weighter<Key, Arc<ArmGp>> for Bytes {
     fn weight(&self, _key: &Key, posterior: &Arc<ArmGp>) -> u64 {
         posterior.approximate_bytes() as u64
     }
 }
 
-static POSTERIORS: LazyLock<Cache<Key, Arc<ArmGp>, PosteriorBytes>> =
-    LazyLock::new(|| Cache::with_weighter(256, POSTERIOR_CACHE_BYTES, PosteriorBytes));
+static PRIORS: LazyLock<Cache<Key, Arc<ArmPrior>, Bytes>> =
+    LazyLock::new(|| Cache::with_weighter(64, PRIOR_CACHE_BYTES, Bytes));
+
+/// Bytes of posteriors a process keeps (B = L⁻¹C_{X,·} is n×m: 2 MB at n = m = 500).
+pub const POSTERIOR_CACHE_BYTES: u64 = 256 << 20;
+
+static POSTERIORS: LazyLock<Cache<Key, Arc<ArmGp>, Bytes>> =
+    LazyLock::new(|| Cache::with_weighter(256, POSTERIOR_CACHE_BYTES, Bytes));
 
 /// `spec` built over `arms` with `sign` ([`PriorSpec::build`]), from the cache when the
 /// same prior was built before.
