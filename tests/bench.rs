@@ -85,6 +85,21 @@ fn a_tiny_suite_runs_end_to_end_and_writes_its_report() {
     assert_eq!(json["suite"], "quick");
     let log = std::fs::read_to_string(dir.path().join(bench::RUN_LOG)).unwrap();
     assert_eq!(log.lines().count(), runs);
+    // The session's warm-up is recorded: 15 random queries, none for 003's rules (their
+    // sessions have priors), and the after-warm-up average skips exactly those.
+    for line in log.lines() {
+        let run: RunResult = serde_json::from_str(line).unwrap();
+        let entry = bench::algorithm(&run.algorithm).unwrap();
+        assert_eq!(run.warmup, if entry.needs_priors { 0 } else { 15 });
+        let after: Vec<f64> = regrets(&run)[run.warmup..].to_vec();
+        let summary = report
+            .runs
+            .iter()
+            .find(|r| r.objective == run.objective && r.algorithm == run.algorithm)
+            .unwrap();
+        let mean = after.iter().sum::<f64>() / after.len() as f64;
+        assert!((summary.average_regret_after_warmup - mean).abs() <= 1e-12 * mean.max(1.0));
+    }
 
     // Resuming an interrupted bench: the recorded runs are reused, the missing one is run
     // again (the same, since the compute time is fixed).

@@ -343,6 +343,8 @@ pub struct RunResult {
     pub algorithm: String,
     pub replication: usize,
     pub seed: u64,
+    /// Random warm-up queries of the session (its `model.warmup`): the first iterations.
+    pub warmup: usize,
     pub iterations: Vec<Iteration>,
     /// Real seconds the run took.
     pub wall_seconds: f64,
@@ -586,6 +588,18 @@ fn run_one(
         spec.name, run.algorithm.name, run.replication, run.seed
     );
     let noise_seed = derive_seed(run.seed, name_hash(&spec.name));
+    let warmup = session_config(
+        &session_request(
+            objective,
+            &name,
+            run.algorithm,
+            run.seed,
+            ServerTime::Client,
+        )?,
+        run.seed,
+    )?
+    .model
+    .warmup as usize;
     let started = Instant::now();
     let (mut driver, clock): (Box<dyn Driver + '_>, ClockMode) = match http {
         None => {
@@ -641,6 +655,7 @@ fn run_one(
         algorithm: run.algorithm.name.to_string(),
         replication: run.replication,
         seed: run.seed,
+        warmup,
         iterations,
         wall_seconds: started.elapsed().as_secs_f64(),
     })

@@ -21,6 +21,8 @@ pub struct RunSummary {
     pub iterations: usize,
     /// Mean regret over the run's queries (warm-up included): R_T / T.
     pub average_regret: f64,
+    /// Mean regret over the queries after the warm-up (0 if there were none).
+    pub average_regret_after_warmup: f64,
     pub final_dataset_size: usize,
     /// Mean over the iterations of the dataset size after each observation.
     pub mean_dataset_size: f64,
@@ -39,6 +41,10 @@ impl RunSummary {
             seed: run.seed,
             iterations: run.iterations.len(),
             average_regret: run.iterations.iter().map(|i| i.regret).sum::<f64>() / n,
+            average_regret_after_warmup: {
+                let after = run.iterations.get(run.warmup..).unwrap_or(&[]);
+                after.iter().map(|i| i.regret).sum::<f64>() / after.len().max(1) as f64
+            },
             final_dataset_size: run.iterations.last().map_or(0, |i| i.dataset_size),
             mean_dataset_size: run
                 .iterations
@@ -88,6 +94,8 @@ pub struct Summary {
     pub replications: usize,
     /// Mean ± standard error over replications of each run's average regret.
     pub average_regret: MeanSe,
+    /// The same over the queries after the warm-up.
+    pub average_regret_after_warmup: MeanSe,
     pub iterations: f64,
     pub final_dataset_size: f64,
     pub mean_dataset_size: f64,
@@ -198,6 +206,12 @@ impl Report {
                     algorithm: algorithm.clone(),
                     replications: mine.len(),
                     average_regret: MeanSe::of(&regrets),
+                    average_regret_after_warmup: MeanSe::of(
+                        &mine
+                            .iter()
+                            .map(|r| r.average_regret_after_warmup)
+                            .collect::<Vec<_>>(),
+                    ),
                     iterations: mean(&|r| r.iterations as f64),
                     final_dataset_size: mean(&|r| r.final_dataset_size as f64),
                     mean_dataset_size: mean(&|r| r.mean_dataset_size),
@@ -345,18 +359,20 @@ impl Report {
         );
         let _ = writeln!(
             md,
-            "| objective | algorithm | runs | average regret | iterations | final n | mean n | compute / iteration |"
+            "| objective | algorithm | runs | average regret | after warm-up | iterations | final n | mean n | compute / iteration |"
         );
-        let _ = writeln!(md, "|---|---|---|---|---|---|---|---|");
+        let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|");
         for s in &self.summaries {
             let _ = writeln!(
                 md,
-                "| {} | {} | {} | {} ± {} | {:.0} | {:.0} | {:.1} | {} |",
+                "| {} | {} | {} | {} ± {} | {} ± {} | {:.0} | {:.0} | {:.1} | {} |",
                 s.label,
                 s.algorithm,
                 s.replications,
                 significant(s.average_regret.mean),
                 significant(s.average_regret.se),
+                significant(s.average_regret_after_warmup.mean),
+                significant(s.average_regret_after_warmup.se),
                 s.iterations,
                 s.final_dataset_size,
                 s.mean_dataset_size,
@@ -368,17 +384,19 @@ impl Report {
 
     fn summary_csv(&self) -> String {
         let mut csv = String::from(
-            "objective,algorithm,replications,average_regret_mean,average_regret_se,iterations,final_dataset_size,mean_dataset_size,compute_per_iteration_s\n",
+            "objective,algorithm,replications,average_regret_mean,average_regret_se,after_warmup_mean,after_warmup_se,iterations,final_dataset_size,mean_dataset_size,compute_per_iteration_s\n",
         );
         for s in &self.summaries {
             let _ = writeln!(
                 csv,
-                "{},{},{},{},{},{},{},{},{}",
+                "{},{},{},{},{},{},{},{},{},{},{}",
                 s.objective,
                 s.algorithm,
                 s.replications,
                 s.average_regret.mean,
                 s.average_regret.se,
+                s.average_regret_after_warmup.mean,
+                s.average_regret_after_warmup.se,
                 s.iterations,
                 s.final_dataset_size,
                 s.mean_dataset_size,
@@ -390,18 +408,19 @@ impl Report {
 
     fn runs_csv(&self) -> String {
         let mut csv = String::from(
-            "objective,algorithm,replication,seed,iterations,average_regret,final_dataset_size,mean_dataset_size,compute_per_iteration_s,wall_s\n",
+            "objective,algorithm,replication,seed,iterations,average_regret,after_warmup,final_dataset_size,mean_dataset_size,compute_per_iteration_s,wall_s\n",
         );
         for r in &self.runs {
             let _ = writeln!(
                 csv,
-                "{},{},{},{},{},{},{},{},{},{}",
+                "{},{},{},{},{},{},{},{},{},{},{}",
                 r.objective,
                 r.algorithm,
                 r.replication,
                 r.seed,
                 r.iterations,
                 r.average_regret,
+                r.average_regret_after_warmup,
                 r.final_dataset_size,
                 r.mean_dataset_size,
                 r.compute_per_iteration,
@@ -510,6 +529,10 @@ mod tests {
             algorithm: algorithm.into(),
             replications: 1,
             average_regret: MeanSe {
+                mean: regret,
+                se: 0.0,
+            },
+            average_regret_after_warmup: MeanSe {
                 mean: regret,
                 se: 0.0,
             },
