@@ -23,20 +23,9 @@ fn bench_fit(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(3));
     for n in SIZES {
         let (xs, ts, ys) = data(n);
-        let warm = hyper();
         group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
             b.iter(|| {
-                let mut rng = ChaCha8Rng::seed_from_u64(1);
-                fit_hyperparameters(
-                    spec(),
-                    &xs,
-                    &ts,
-                    &ys,
-                    Some(&warm),
-                    &FitOptions::default(),
-                    &mut rng,
-                )
-                .unwrap()
+                fit_hyperparameters(spec(), &xs, &ts, &ys, None, &FitOptions::default()).unwrap()
             })
         });
     }
@@ -87,8 +76,8 @@ fn bench_push_remove(c: &mut Criterion) {
     group.finish();
 }
 
-/// One suggest of the production policy (TV-GP-UCB): warm-started fit (the state of the
-/// previous call), factorisation, UCB maximisation — DESIGN.md §9's "one iteration".
+/// One suggest of the production policy (TV-GP-UCB): fit, factorisation, UCB
+/// maximisation — DESIGN.md §9's "one iteration".
 fn bench_suggest(c: &mut Criterion) {
     use tvbo::policy::{self, PolicyState, SuggestContext};
 
@@ -101,7 +90,6 @@ fn bench_suggest(c: &mut Criterion) {
     let model = model(KernelKind::Matern12);
     let algorithm = tvbo::session::config::AlgorithmConfig::default();
     let tv_gp_ucb = policy::policy_for(&common::session(algorithm));
-    // Sizes off the multiples of FULL_REFIT_EVERY: the warm-started fit of most calls.
     for n in [25, 101, 201, 401, 801] {
         let observations = observations(n);
         let ctx = SuggestContext {
@@ -115,12 +103,9 @@ fn bench_suggest(c: &mut Criterion) {
             issued_before: n as u64,
             fixed_noise: None,
         };
-        let mut warm = PolicyState::default();
-        let mut rng = ChaCha8Rng::seed_from_u64(3);
-        policy::suggest(tv_gp_ucb.as_ref(), &ctx, &mut warm, &mut rng).unwrap();
         group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
             b.iter(|| {
-                let mut state = warm.clone();
+                let mut state = PolicyState::default();
                 let mut rng = ChaCha8Rng::seed_from_u64(4);
                 black_box(policy::suggest(tv_gp_ucb.as_ref(), &ctx, &mut state, &mut rng).unwrap())
             })
@@ -129,7 +114,7 @@ fn bench_suggest(c: &mut Criterion) {
     group.finish();
 }
 
-/// One BOLT iteration at a full dataset: suggest (warm-started fit, UCB maximisation),
+/// One BOLT iteration at a full dataset: suggest (fit, UCB maximisation),
 /// then observe the suggestion, which pushes the dataset above n* and removes the least
 /// relevant observation (relevance of all, one removal).
 fn bench_bolt_iteration(c: &mut Criterion) {
@@ -161,17 +146,9 @@ fn bench_bolt_iteration(c: &mut Criterion) {
             issued_before: n as u64,
             fixed_noise: None,
         };
-        let mut warm = PolicyState::default();
-        policy::suggest(
-            bolt.as_ref(),
-            &ctx,
-            &mut warm,
-            &mut ChaCha8Rng::seed_from_u64(3),
-        )
-        .unwrap();
         group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
             b.iter(|| {
-                let mut state = warm.clone();
+                let mut state = PolicyState::default();
                 let proposal = policy::suggest(
                     bolt.as_ref(),
                     &ctx,

@@ -588,59 +588,26 @@ fn run_one(
         spec.name, run.algorithm.name, run.replication, run.seed
     );
     let noise_seed = derive_seed(run.seed, name_hash(&spec.name));
-    let warmup = session_config(
-        &session_request(
-            objective,
-            &name,
-            run.algorithm,
-            run.seed,
-            ServerTime::Client,
-        )?,
-        run.seed,
-    )?
-    .model
-    .warmup as usize;
+    let time = match http {
+        None => ServerTime::Client,
+        Some(_) => options.server_time,
+    };
+    let request = session_request(objective, &name, run.algorithm, run.seed, time)?;
+    let config = session_config(&request, run.seed)?;
+    let warmup = config.model.warmup as usize;
     let started = Instant::now();
+    let simulated = ClockMode::Simulated {
+        fixed_compute: options.fixed_compute,
+    };
     let (mut driver, clock): (Box<dyn Driver + '_>, ClockMode) = match http {
-        None => {
-            let request = session_request(
-                objective,
-                &name,
-                run.algorithm,
-                run.seed,
-                ServerTime::Client,
-            )?;
-            let config = session_config(&request, run.seed)?;
-            (
-                Box::new(InProcess::new(config)?),
-                ClockMode::Simulated {
-                    fixed_compute: options.fixed_compute,
-                },
-            )
-        }
-        Some(client) => {
-            let request = session_request(
-                objective,
-                &name,
-                run.algorithm,
-                run.seed,
-                options.server_time,
-            )?;
-            let clock = match options.server_time {
-                ServerTime::Client => ClockMode::Simulated {
-                    fixed_compute: options.fixed_compute,
-                },
+        None => (Box::new(InProcess::new(config)?), simulated),
+        Some(client) => (
+            Box::new(http::HttpDriver::create(client, &request, time)?),
+            match time {
+                ServerTime::Client => simulated,
                 ServerTime::Wall => ClockMode::Wall,
-            };
-            (
-                Box::new(http::HttpDriver::create(
-                    client,
-                    &request,
-                    options.server_time,
-                )?),
-                clock,
-            )
-        }
+            },
+        ),
     };
     let iterations = runner::run(
         driver.as_mut(),
@@ -664,18 +631,33 @@ fn run_one(
 /// The file of finished runs, one JSON [`RunResult`] per line, appended as runs finish.
 pub const RUN_LOG: &str = "runs.jsonl";
 
-/// The runs recorded in `path` (a partial last line, from an interrupted bench, is
-/// ignored).
+/// The runs recorded in `path`. A partial last line (from an interrupted bench) is
+/// ignored silently; any other line that is not a run of this version's format is
+/// ignored with a warning that counts them, since `--resume` runs those runs again.
 fn recorded_runs(path: &std::path::Path) -> Result<Vec<RunResult>, BenchError> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(e.into()),
     };
-    Ok(text
-        .lines()
-        .filter_map(|line| serde_json::from_str(line).ok())
-        .collect())
+    let lines: Vec<&str> = text.lines().collect();
+    let mut runs = Vec::with_capacity(lines.len());
+    let mut unreadable = 0usize;
+    for (i, line) in lines.iter().enumerate() {
+        match serde_json::from_str(line) {
+            Ok(run) => runs.push(run),
+            Err(_) if i + 1 == lines.len() && !text.ends_with('\n') => {}
+            Err(_) => unreadable += 1,
+        }
+    }
+    if unreadable > 0 {
+        tracing::warn!(
+            path = %path.display(),
+            unreadable,
+            "lines of the run log are not runs of this version's format; they are ignored"
+        );
+    }
+    Ok(runs)
 }
 
 /// The runs of `plan` recorded in the log at `path` (same objective, algorithm,

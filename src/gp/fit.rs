@@ -1,8 +1,8 @@
 //! Maximum-likelihood hyperparameters: the exact log marginal likelihood with analytic
-//! gradients in log space, maximised by bounded L-BFGS from several starts.
+//! gradients in log space, maximised by bounded L-BFGS from a fixed start (optionally
+//! plus quasi-random restarts).
 
 use nalgebra::DMatrix;
-use rand::Rng;
 
 use super::kernel::KernelSpec;
 use super::linalg;
@@ -58,8 +58,11 @@ pub struct Fixed {
 /// Settings of [`fit_hyperparameters`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct FitOptions {
-    /// Quasi-random starts in addition to the warm (or default) start (default 3).
+    /// Quasi-random starts in addition to the given (or default) start (default 0: one
+    /// local search, see [`fit_hyperparameters`]).
     pub restarts: usize,
+    /// Scramble seed of the quasi-random starts (default 0).
+    pub restart_seed: u32,
     /// L-BFGS iteration budget per start (default 50).
     pub max_iterations: usize,
     /// Fitting box (default [`HyperBounds::default`]).
@@ -71,7 +74,8 @@ pub struct FitOptions {
 impl Default for FitOptions {
     fn default() -> Self {
         FitOptions {
-            restarts: 3,
+            restarts: 0,
+            restart_seed: 0,
             max_iterations: 50,
             bounds: HyperBounds::default(),
             fixed: Fixed::default(),
@@ -318,40 +322,43 @@ fn default_start(ts: &[f64], bounds: &HyperBounds) -> Hyperparameters {
 }
 
 /// Maximises the exact log marginal likelihood in log space within `options.bounds`
-/// using analytic gradients and [`minimize_bounded`], starting from `warm_start` (if
-/// Some, clamped into the bounds; otherwise the default start λ = 1, l_S = 0.3,
+/// using analytic gradients and [`minimize_bounded`], starting from `start` (if Some,
+/// clamped into the bounds; otherwise the default start λ = 1, l_S = 0.3,
 /// l_T = max(time span, 1 s), σ² = 0.01) plus `options.restarts` scrambled-Sobol starts
-/// whose scramble seed is drawn from `rng`. The quasi-random starts cover, in log space,
+/// (scramble seed `options.restart_seed`). The quasi-random starts cover, in log space,
 /// λ ∈ [0.2, 5], l_S ∈ [0.05, 2], l_T ∈ [span/10, 10·span], σ² ∈ [1e-3, 0.3] (each
 /// intersected with the bounds). Returns the best hyperparameters found; ties keep the
-/// earlier start. Deterministic for the same inputs and rng state.
+/// earlier start. A pure function of its inputs.
+///
+/// With the defaults this is one local search from the default start, as BoTorch's
+/// `fit_gpytorch_mll` does on a freshly built model (002 §5.1 fits every algorithm with
+/// it): it finds the likelihood maximum nearest a moderate start, whereas a global search
+/// often finds the degenerate "all noise" or "every point its own bump" corners when the
+/// data are few (docs/architecture.md, "Hyperparameter fit").
 ///
 /// Fixed values in `options.fixed` are applied to the result. With fewer than 2 points
-/// the warm start (or the default start) is returned unchanged apart from them.
+/// the start (or the default start) is returned unchanged apart from them.
 /// Fails only on invalid data or when no start gives a positive-definite kernel matrix.
-pub fn fit_hyperparameters<R: Rng + ?Sized>(
+pub fn fit_hyperparameters(
     spec: KernelSpec,
     xs: &[Vec<f64>],
     ts: &[f64],
     ys: &[f64],
-    warm_start: Option<&Hyperparameters>,
+    start: Option<&Hyperparameters>,
     options: &FitOptions,
-    rng: &mut R,
 ) -> Result<Hyperparameters, GpError> {
     let dim = xs.first().map_or(0, Vec::len);
     validate_data(dim, xs, ts, ys)?;
     let bounds = &options.bounds;
     let fixed = &options.fixed;
     if xs.len() < 2 {
-        let start = warm_start
-            .copied()
-            .unwrap_or_else(|| default_start(ts, bounds));
+        let start = start.copied().unwrap_or_else(|| default_start(ts, bounds));
         return Ok(apply_fixed(spec, &start, fixed));
     }
     let layout = Layout::new(spec, fixed);
     let base = apply_fixed(
         spec,
-        &match warm_start {
+        &match start {
             Some(w) => clamp_into(w, bounds),
             None => default_start(ts, bounds),
         },
@@ -363,7 +370,7 @@ pub fn fit_hyperparameters<R: Rng + ?Sized>(
 
     let mut starts = vec![layout.to_log(&base)];
     if options.restarts > 0 {
-        let seed = rng.next_u32();
+        let seed = options.restart_seed;
         let span = default_start(ts, bounds).temporal_lengthscale;
         let mut region = vec![(0.2f64, 5.0f64), (0.05, 2.0)];
         if layout.temporal {
@@ -542,9 +549,12 @@ mod tests {
             },
         ] {
             let (xs, ts, ys) = sample_gp(spec, &truth, 60, 2, &mut rng);
-            let options = FitOptions::default();
-            let fitted =
-                fit_hyperparameters(spec, &xs, &ts, &ys, None, &options, &mut rng).unwrap();
+            // The global search: the default start plus quasi-random restarts.
+            let options = FitOptions {
+                restarts: 3,
+                ..FitOptions::default()
+            };
+            let fitted = fit_hyperparameters(spec, &xs, &ts, &ys, None, &options).unwrap();
             let none = Fixed::default();
             let lml_fit = log_marginal_likelihood(spec, &fitted, &none, &xs, &ts, &ys)
                 .unwrap()
@@ -564,6 +574,54 @@ mod tests {
     }
 
     #[test]
+    fn the_default_fit_is_a_local_search_from_the_default_start() {
+        let truth = Hyperparameters {
+            signal_variance: 1.0,
+            spatial_lengthscale: 0.3,
+            temporal_lengthscale: 40.0,
+            noise_variance: 0.02,
+        };
+        let spec = KernelSpec::default();
+        let (xs, ts, ys) = sample_gp(spec, &truth, 40, 2, &mut ChaCha8Rng::seed_from_u64(5));
+        let fitted =
+            fit_hyperparameters(spec, &xs, &ts, &ys, None, &FitOptions::default()).expect("fit");
+        let start = default_start(&ts, &HyperBounds::default());
+        assert_eq!(
+            fitted,
+            fit_hyperparameters(spec, &xs, &ts, &ys, Some(&start), &FitOptions::default()).unwrap(),
+            "no start given means the default start"
+        );
+        let none = Fixed::default();
+        let lml = |h: &Hyperparameters| {
+            log_marginal_likelihood(spec, h, &none, &xs, &ts, &ys)
+                .unwrap()
+                .0
+        };
+        assert!(lml(&fitted) > lml(&start));
+        // A local maximum within the box: no coordinate step in log space that stays in
+        // the box improves the likelihood by more than the optimiser's tolerance allows.
+        let layout = Layout::new(spec, &none);
+        let theta = layout.to_log(&fitted);
+        let (lower, upper) = layout.log_bounds(&HyperBounds::default());
+        for k in 0..theta.len() {
+            for step in [-1e-3, 1e-3] {
+                let mut moved = theta.clone();
+                moved[k] += step;
+                if moved[k] < lower[k] || moved[k] > upper[k] {
+                    continue;
+                }
+                let h = layout.hyper_from_log(&moved, &fitted);
+                assert!(
+                    lml(&h) <= lml(&fitted) + 1e-6,
+                    "coordinate {k}, step {step}: {} > {}",
+                    lml(&h),
+                    lml(&fitted)
+                );
+            }
+        }
+    }
+
+    #[test]
     fn fit_is_deterministic_and_respects_fixed() {
         let truth = Hyperparameters {
             signal_variance: 2.0,
@@ -573,24 +631,17 @@ mod tests {
         };
         let spec = KernelSpec::default();
         let (xs, ts, ys) = sample_gp(spec, &truth, 30, 3, &mut ChaCha8Rng::seed_from_u64(2));
-        let options = FitOptions {
-            fixed: Fixed {
-                temporal_lengthscale: Some(17.0),
-                noise_variance: None,
-            },
-            ..FitOptions::default()
-        };
-        let fit = |seed| {
-            fit_hyperparameters(
-                spec,
-                &xs,
-                &ts,
-                &ys,
-                Some(&truth),
-                &options,
-                &mut ChaCha8Rng::seed_from_u64(seed),
-            )
-            .unwrap()
+        let fit = |restart_seed| {
+            let options = FitOptions {
+                restarts: 3,
+                restart_seed,
+                fixed: Fixed {
+                    temporal_lengthscale: Some(17.0),
+                    noise_variance: None,
+                },
+                ..FitOptions::default()
+            };
+            fit_hyperparameters(spec, &xs, &ts, &ys, Some(&truth), &options).unwrap()
         };
         let a = fit(1);
         assert_eq!(a, fit(1));
@@ -600,21 +651,18 @@ mod tests {
     #[test]
     fn tiny_datasets_return_the_start() {
         let spec = KernelSpec::default();
-        let mut rng = ChaCha8Rng::seed_from_u64(0);
-        let warm = Hyperparameters::default();
+        let start = Hyperparameters::default();
         let out = fit_hyperparameters(
             spec,
             &[vec![0.5]],
             &[0.0],
             &[1.0],
-            Some(&warm),
+            Some(&start),
             &FitOptions::default(),
-            &mut rng,
         )
         .unwrap();
-        assert_eq!(out, warm);
-        let out = fit_hyperparameters(spec, &[], &[], &[], None, &FitOptions::default(), &mut rng)
-            .unwrap();
+        assert_eq!(out, start);
+        let out = fit_hyperparameters(spec, &[], &[], &[], None, &FitOptions::default()).unwrap();
         assert_eq!(out.temporal_lengthscale, 1.0);
         assert!(
             fit_hyperparameters(
@@ -623,8 +671,7 @@ mod tests {
                 &[],
                 &[1.0],
                 None,
-                &FitOptions::default(),
-                &mut rng
+                &FitOptions::default()
             )
             .is_err()
         );

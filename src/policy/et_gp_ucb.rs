@@ -6,11 +6,8 @@
 //! |y − μ(x)| > √(2 ln(2π_t/δ)) σ(x) + √(2 σ_n² ln(2π_t/δ)).
 //! On a trigger the dataset is emptied and the surprising observation starts the new one.
 
-use rand::SeedableRng;
-
 use super::{
-    Observation, ObserveContext, Policy, PolicyError, PolicyRng, PolicyState, RemovalReason,
-    Surrogate,
+    Observation, ObserveContext, Policy, PolicyError, PolicyState, RemovalReason, Surrogate,
 };
 use crate::session::config::Beta;
 
@@ -44,18 +41,14 @@ impl Policy for EtGpUcb {
         let spec = self.kernel(ctx.model);
         let mut dataset: Vec<Observation> = ctx.data.to_vec();
         let mut removed = Vec::new();
-        // One fit per call (its restarts draw from a fixed seed, so the decision is
-        // reproducible); each new observation then enters the model in O(n²).
-        let mut rng = PolicyRng::seed_from_u64(0);
+        // One fit per call; each new observation then enters the model in O(n²).
         let mut model = if dataset.len() >= 2 {
             Some(Surrogate::fit(
                 spec,
                 ctx.new[0].x.len(),
                 &dataset,
-                state.hyperparameters.as_ref(),
                 ctx.fixed_noise,
                 None,
-                &mut rng,
             )?)
         } else {
             None
@@ -82,10 +75,8 @@ impl Policy for EtGpUcb {
                         spec,
                         observation.x.len(),
                         &dataset,
-                        state.hyperparameters.as_ref(),
                         ctx.fixed_noise,
                         None,
-                        &mut rng,
                     )?);
                 }
                 None => {}

@@ -83,7 +83,8 @@ pub struct Observation {
 /// Saved between calls (stored as JSON with the session).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct PolicyState {
-    /// Hyperparameters of the last fit (warm start of the next).
+    /// Hyperparameters of the last fit: the model by which BOLT and W-DBO judge the
+    /// relevance of observations, and what `GET …/model` reports.
     #[schema(value_type = Option<Object>)]
     pub hyperparameters: Option<Hyperparameters>,
     /// Observations since the last reset (R-GP-UCB, ET-GP-UCB).
@@ -424,14 +425,13 @@ pub fn beta_value(beta: Beta, dim: usize, n: usize, arms: Option<usize>) -> f64 
 }
 
 /// The model of the active data after this call's observations, with the saved
-/// hyperparameters (fitted now, reproducibly, when there are none yet), for the
+/// hyperparameters (fitted now when there are none yet), for the
 /// relevance-based forgetting of BOLT and W-DBO.
 pub(crate) fn model_after(
     policy: &dyn Policy,
     ctx: &ObserveContext<'_>,
     state: &mut PolicyState,
 ) -> Result<(Vec<Observation>, Surrogate), PolicyError> {
-    use rand::SeedableRng;
     let data: Vec<Observation> = ctx.data.iter().chain(ctx.new).cloned().collect();
     let dim = data.first().map_or(0, |o| o.x.len());
     let spec = policy.kernel(ctx.model);
@@ -442,10 +442,8 @@ pub(crate) fn model_after(
                 spec,
                 dim,
                 &data,
-                None,
                 ctx.fixed_noise,
                 policy.fixed_temporal_lengthscale(),
-                &mut PolicyRng::seed_from_u64(0),
             )?;
             state.hyperparameters = Some(*surrogate.hyperparameters());
             surrogate
@@ -470,10 +468,8 @@ pub fn ucb_proposals(
         spec,
         ctx.space.dim(),
         ctx.data,
-        state.hyperparameters.as_ref(),
         ctx.fixed_noise,
         fixed_temporal_lengthscale,
-        rng,
     )?;
     state.hyperparameters = Some(*surrogate.hyperparameters());
     let beta = beta_value(

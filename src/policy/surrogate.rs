@@ -2,10 +2,7 @@
 
 use crate::gp::fit::{FitOptions, Fixed, NOISE_VARIANCE_BOUNDS, fit_hyperparameters};
 use crate::gp::{Gp, GpError, Hyperparameters, KernelSpec};
-use crate::policy::{Observation, PolicyRng};
-
-/// Dataset sizes that are multiples of this get a fit with random restarts.
-pub const FULL_REFIT_EVERY: usize = 10;
+use crate::policy::Observation;
 
 /// A GP over standardised values y' = (y − mean) / scale, with the map back.
 #[derive(Clone, Debug)]
@@ -41,28 +38,18 @@ impl Surrogate {
     /// Fits the hyperparameters by maximum marginal likelihood and builds the GP.
     /// `fixed_noise` is in objective units squared.
     ///
-    /// With a warm start, the fit refines it alone, except on every
-    /// [`FULL_REFIT_EVERY`]-th dataset size, where it also tries quasi-random restarts (as
-    /// it always does without a warm start): a warm-started local search tracks a slowly
-    /// moving optimum at a fraction of the cost, and the periodic restarts let it escape
-    /// a local one.
+    /// Every fit is one local search from the default start, whatever the earlier fits
+    /// found ([`fit_hyperparameters`] says why): the result depends on the data alone, so
+    /// one unlucky fit cannot steer the next ones.
     pub fn fit(
         spec: KernelSpec,
         dim: usize,
         data: &[Observation],
-        warm_start: Option<&Hyperparameters>,
         fixed_noise: Option<f64>,
         fixed_temporal_lengthscale: Option<f64>,
-        rng: &mut PolicyRng,
     ) -> Result<Self, GpError> {
         let (y_mean, y_scale, xs, ts, ys) = standardised(data);
-        let full_refit = warm_start.is_none() || data.len().is_multiple_of(FULL_REFIT_EVERY);
         let options = FitOptions {
-            restarts: if full_refit {
-                FitOptions::default().restarts
-            } else {
-                0
-            },
             fixed: Fixed {
                 temporal_lengthscale: fixed_temporal_lengthscale,
                 // The noise floor of DESIGN.md §3 holds for a configured noise too.
@@ -71,7 +58,7 @@ impl Surrogate {
             },
             ..FitOptions::default()
         };
-        let hyper = fit_hyperparameters(spec, &xs, &ts, &ys, warm_start, &options, rng)?;
+        let hyper = fit_hyperparameters(spec, &xs, &ts, &ys, None, &options)?;
         let gp = Gp::new(spec, hyper, dim, xs, ts, ys)?;
         Ok(Surrogate {
             gp,

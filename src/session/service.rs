@@ -881,15 +881,13 @@ impl SessionService {
         let dim = config.parameters.len();
         let surrogate = match state.hyperparameters {
             Some(hyper) => Surrogate::with_hyperparameters(spec, dim, &data, hyper)?,
-            // Nothing fitted yet (warm-up, random search): fit now, reproducibly.
+            // Nothing fitted yet (warm-up, random search): fit now.
             None => Surrogate::fit(
                 spec,
                 dim,
                 &data,
-                None,
                 config.model.noise,
                 policy.fixed_temporal_lengthscale(),
-                &mut call_rng(config.seed, u64::MAX - 1),
             )?,
         };
         Ok(Some(CurrentModel::Surrogate(surrogate)))
