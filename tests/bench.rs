@@ -145,6 +145,27 @@ fn a_tiny_suite_runs_end_to_end_and_writes_its_report() {
     assert_eq!(interim.planned_runs, runs);
     let markdown = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
     assert!(markdown.contains(&format!("interim: {} of the {runs} runs", runs - 1)));
+    // Runs of another protocol (another horizon or compute) are not this suite's runs.
+    for other in [
+        BenchOptions {
+            horizon: Some(30.0),
+            ..options.clone()
+        },
+        BenchOptions {
+            fixed_compute: Some(0.06),
+            ..options.clone()
+        },
+    ] {
+        let error = bench::run(&BenchOptions {
+            report_only: true,
+            ..other
+        })
+        .unwrap_err();
+        assert!(
+            error.to_string().contains("no run of this suite"),
+            "{error}"
+        );
+    }
     std::fs::write(dir.path().join(bench::RUN_LOG), "").unwrap();
     assert!(
         bench::run(&BenchOptions {

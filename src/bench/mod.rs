@@ -13,6 +13,7 @@
 pub mod http;
 pub mod objective;
 pub mod prior_setup;
+pub mod reference;
 pub mod report;
 pub mod runner;
 pub mod svg;
@@ -343,6 +344,10 @@ pub struct RunResult {
     pub algorithm: String,
     pub replication: usize,
     pub seed: u64,
+    /// The protocol the run followed: its horizon and its `--fixed-compute` (`None`:
+    /// measured). `--resume` and `--report-only` take only runs of the current protocol.
+    pub horizon: f64,
+    pub fixed_compute: Option<f64>,
     /// Random warm-up queries of the session (its `model.warmup`): the first iterations.
     pub warmup: usize,
     pub iterations: Vec<Iteration>,
@@ -622,6 +627,8 @@ fn run_one(
         algorithm: run.algorithm.name.to_string(),
         replication: run.replication,
         seed: run.seed,
+        horizon,
+        fixed_compute: options.fixed_compute,
         warmup,
         iterations,
         wall_seconds: started.elapsed().as_secs_f64(),
@@ -631,15 +638,9 @@ fn run_one(
 /// The file of finished runs, one JSON [`RunResult`] per line, appended as runs finish.
 pub const RUN_LOG: &str = "runs.jsonl";
 
-/// The runs recorded in `path`. A partial last line (from an interrupted bench) is
-/// ignored silently; any other line that is not a run of this version's format is
-/// ignored with a warning that counts them, since `--resume` runs those runs again.
-fn recorded_runs(path: &std::path::Path) -> Result<Vec<RunResult>, BenchError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e.into()),
-    };
+/// The runs of a run log's text, and how many of its lines are not runs of this
+/// version's format. A partial last line (an interrupted bench's) is not counted.
+fn parse_run_log(text: &str) -> (Vec<RunResult>, usize) {
     let lines: Vec<&str> = text.lines().collect();
     let mut runs = Vec::with_capacity(lines.len());
     let mut unreadable = 0usize;
@@ -650,6 +651,19 @@ fn recorded_runs(path: &std::path::Path) -> Result<Vec<RunResult>, BenchError> {
             Err(_) => unreadable += 1,
         }
     }
+    (runs, unreadable)
+}
+
+/// The runs recorded in `path`. A partial last line (from an interrupted bench) is
+/// ignored silently; any other line that is not a run of this version's format is
+/// ignored with a warning that counts them, since `--resume` runs those runs again.
+fn recorded_runs(path: &std::path::Path) -> Result<Vec<RunResult>, BenchError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e.into()),
+    };
+    let (runs, unreadable) = parse_run_log(&text);
     if unreadable > 0 {
         tracing::warn!(
             path = %path.display(),
@@ -661,9 +675,11 @@ fn recorded_runs(path: &std::path::Path) -> Result<Vec<RunResult>, BenchError> {
 }
 
 /// The runs of `plan` recorded in the log at `path` (same objective, algorithm,
-/// replication and seed), in plan order; `None` where a run is missing.
+/// replication, seed, horizon and `fixed_compute`), in plan order; `None` where a run is
+/// missing.
 fn recorded_for_plan(
     plan: &Plan,
+    fixed_compute: Option<f64>,
     path: &std::path::Path,
 ) -> Result<Vec<Option<RunResult>>, BenchError> {
     let recorded = recorded_runs(path)?;
@@ -679,6 +695,8 @@ fn recorded_for_plan(
                         && r.algorithm == run.algorithm.name
                         && r.replication == run.replication
                         && r.seed == run.seed
+                        && r.horizon == plan.suite.horizon
+                        && r.fixed_compute == fixed_compute
                 })
                 .cloned()
         })
@@ -692,7 +710,7 @@ pub fn execute(plan: &Plan, options: &BenchOptions) -> Result<Vec<RunResult>, Be
     std::fs::create_dir_all(&options.output)?;
     let log_path = options.output.join(RUN_LOG);
     let done = if options.resume {
-        recorded_for_plan(plan, &log_path)?
+        recorded_for_plan(plan, options.fixed_compute, &log_path)?
     } else {
         vec![None; plan.runs.len()]
     };
@@ -824,10 +842,11 @@ pub fn run(options: &BenchOptions) -> Result<report::Report, BenchError> {
     let plan = Plan::new(options)?;
     let started = Instant::now();
     let results = if options.report_only {
-        let recorded: Vec<RunResult> = recorded_for_plan(&plan, &options.output.join(RUN_LOG))?
-            .into_iter()
-            .flatten()
-            .collect();
+        let recorded: Vec<RunResult> =
+            recorded_for_plan(&plan, options.fixed_compute, &options.output.join(RUN_LOG))?
+                .into_iter()
+                .flatten()
+                .collect();
         if recorded.is_empty() {
             return Err(BenchError::Options(format!(
                 "--report-only: no run of this suite is recorded in {}",
@@ -931,6 +950,36 @@ mod tests {
             session_request(&prior_objective, "t", &ALGORITHMS[0], 9, ServerTime::Client).unwrap();
         assert_eq!(request["parameters"][0]["high"], 20.0);
         assert_eq!(request["arms"][29]["params"]["x1"], 20.0);
+    }
+
+    #[test]
+    fn the_run_log_counts_lines_of_another_format_but_not_a_partial_last_line() {
+        let run = RunResult {
+            objective: "hartmann3".into(),
+            algorithm: "bolt".into(),
+            replication: 0,
+            seed: 7,
+            horizon: 600.0,
+            fixed_compute: None,
+            warmup: 15,
+            iterations: vec![runner::Iteration {
+                t: 1.0,
+                regret: 0.5,
+                dataset_size: 1,
+                compute: 0.01,
+            }],
+            wall_seconds: 1.0,
+        };
+        let line = serde_json::to_string(&run).unwrap();
+        let old_format = r#"{"objective":"hartmann3","algorithm":"bolt","replication":1}"#;
+        let (runs, unreadable) = parse_run_log(&format!("{line}\n{old_format}\n{line}\n"));
+        assert_eq!((runs, unreadable), (vec![run.clone(), run.clone()], 1));
+        let partial = &line[..line.len() / 2];
+        let (runs, unreadable) = parse_run_log(&format!("{line}\n{partial}"));
+        assert_eq!((runs, unreadable), (vec![run.clone()], 0));
+        // A broken line that is followed by others was not cut off by an interruption.
+        let (runs, unreadable) = parse_run_log(&format!("{partial}\n{line}\n"));
+        assert_eq!((runs, unreadable), (vec![run], 1));
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::{BenchOptions, Plan, RunResult, ServerTime};
+use super::{BenchOptions, Plan, RunResult, ServerTime, reference};
 
 /// Points of the time series (bins over the horizon).
 const SERIES_POINTS: usize = 60;
@@ -100,6 +100,9 @@ pub struct Summary {
     pub final_dataset_size: f64,
     pub mean_dataset_size: f64,
     pub compute_per_iteration: f64,
+    /// The published average regret of this pair (002's Table 3), where there is one
+    /// and the runs follow its protocol (its horizon).
+    pub published: Option<MeanSe>,
 }
 
 /// 002's normalised regret of one algorithm (Figure 3, last row of Table 3): per
@@ -216,6 +219,9 @@ impl Report {
                     final_dataset_size: mean(&|r| r.final_dataset_size as f64),
                     mean_dataset_size: mean(&|r| r.mean_dataset_size),
                     compute_per_iteration: mean(&|r| r.compute_per_iteration),
+                    published: (plan.suite.horizon == reference::TABLE_3_HORIZON)
+                        .then(|| reference::table_3(&spec.name, algorithm))
+                        .flatten(),
                 });
                 let raw: Vec<&RunResult> = results
                     .iter()
@@ -353,6 +359,7 @@ impl Report {
             }
         }
         let _ = writeln!(md, "\n");
+        md.push_str(&self.published_comparison());
         let _ = writeln!(
             md,
             "Details per (objective, algorithm), means over replications:\n"
@@ -382,14 +389,156 @@ impl Report {
         md
     }
 
+    /// The objectives of the report with published results (002's Table 3), each cell
+    /// "ours (runs) / published", best of each side in bold; then, for every row where
+    /// all algorithms have run, the two orders and how many pairs of algorithms they
+    /// order alike. Empty if no objective of the report was published, or the runs are
+    /// not of the published horizon.
+    fn published_comparison(&self) -> String {
+        if self.horizon != reference::TABLE_3_HORIZON {
+            return String::new();
+        }
+        let rows: Vec<&(String, String)> = self
+            .objectives
+            .iter()
+            .filter(|(name, _)| {
+                self.algorithms
+                    .iter()
+                    .any(|a| reference::table_3(name, a).is_some())
+            })
+            .collect();
+        if rows.is_empty() {
+            return String::new();
+        }
+        let mut md = String::new();
+        let _ = writeln!(
+            md,
+            "Beside 002's Table 3: each cell is ours, mean ± standard error over the replications recorded (how many in parentheses) / 002's, over 10 replications; bold: the best of the row on each side (ours only where every algorithm has run):\n"
+        );
+        let _ = write!(md, "| objective |");
+        for a in &self.algorithms {
+            let _ = write!(md, " {a} |");
+        }
+        let _ = writeln!(md);
+        let _ = writeln!(md, "|---|{}", "---|".repeat(self.algorithms.len()));
+        let mut orders = String::new();
+        // The summaries of the complete rows, ours and the published ones.
+        let mut complete_ours: Vec<Summary> = Vec::new();
+        let mut complete_published: Vec<Summary> = Vec::new();
+        for (name, label) in rows {
+            let ours: Vec<Option<&Summary>> = self
+                .algorithms
+                .iter()
+                .map(|a| self.summary(name, a))
+                .collect();
+            let published: Vec<Option<MeanSe>> = self
+                .algorithms
+                .iter()
+                .map(|a| reference::table_3(name, a))
+                .collect();
+            let complete = ours.iter().all(Option::is_some);
+            let best = |values: &mut dyn Iterator<Item = f64>| values.fold(f64::INFINITY, f64::min);
+            let our_best = best(&mut ours.iter().flatten().map(|s| s.average_regret.mean));
+            let published_best = best(&mut published.iter().flatten().map(|p| p.mean));
+            let _ = write!(md, "| {label} |");
+            for (summary, paper) in ours.iter().zip(&published) {
+                let our_cell = match summary {
+                    Some(s) => {
+                        let cell = format!(
+                            "{} ± {}",
+                            significant(s.average_regret.mean),
+                            significant(s.average_regret.se)
+                        );
+                        let cell = if complete && s.average_regret.mean == our_best {
+                            format!("**{cell}**")
+                        } else {
+                            cell
+                        };
+                        format!("{cell} ({})", s.replications)
+                    }
+                    None => "–".to_string(),
+                };
+                let paper_cell = match paper {
+                    Some(p) if p.mean == published_best => format!("**{} ± {}**", p.mean, p.se),
+                    Some(p) => format!("{} ± {}", p.mean, p.se),
+                    None => "–".to_string(),
+                };
+                let _ = write!(md, " {our_cell} / {paper_cell} |");
+            }
+            let _ = writeln!(md);
+            if complete {
+                for (summary, paper) in ours.iter().flatten().zip(&published) {
+                    complete_ours.push((*summary).clone());
+                    if let Some(paper) = paper {
+                        complete_published.push(Summary {
+                            average_regret: *paper,
+                            ..(*summary).clone()
+                        });
+                    }
+                }
+                let rank = |value: &dyn Fn(usize) -> Option<f64>| -> Vec<&str> {
+                    let mut ranked: Vec<(f64, &str)> = (0..self.algorithms.len())
+                        .filter_map(|k| value(k).map(|v| (v, self.algorithms[k].as_str())))
+                        .collect();
+                    ranked.sort_by(|a, b| a.0.total_cmp(&b.0));
+                    ranked.into_iter().map(|(_, a)| a).collect()
+                };
+                let our_order = rank(&|k| ours[k].map(|s| s.average_regret.mean));
+                let published_order = rank(&|k| published[k].map(|p| p.mean));
+                let (alike, pairs) = reference::concordant_pairs(&our_order, &published_order);
+                let _ = writeln!(
+                    orders,
+                    "- {label}: ours {}; 002 {} ({alike} of {pairs} pairs in the same order)",
+                    our_order.join(" < "),
+                    published_order.join(" < ")
+                );
+            }
+        }
+        if !complete_ours.is_empty() {
+            // 002's normalised regret over the same rows and algorithms on both sides
+            // (Table 3's "Overall" row also holds ABO and the real-data rows).
+            let ours = normalise(&complete_ours, &self.algorithms);
+            let published = normalise(&complete_published, &self.algorithms);
+            let _ = write!(md, "| normalised, rows where all have run |");
+            for a in &self.algorithms {
+                let cell = |values: &[Normalised]| {
+                    values.iter().find(|n| &n.algorithm == a).map_or_else(
+                        || "–".to_string(),
+                        |n| {
+                            format!(
+                                "{:.2} ± {:.2}",
+                                n.normalised_regret.mean, n.normalised_regret.se
+                            )
+                        },
+                    )
+                };
+                let _ = write!(md, " {} / {} |", cell(&ours), cell(&published));
+            }
+            let _ = writeln!(md);
+        }
+        if !orders.is_empty() {
+            let _ = writeln!(
+                md,
+                "\nOrder of the mean average regrets, best first, where every algorithm has run:\n\n{orders}"
+            );
+        } else {
+            let _ = writeln!(md);
+        }
+        md
+    }
+
     fn summary_csv(&self) -> String {
         let mut csv = String::from(
-            "objective,algorithm,replications,average_regret_mean,average_regret_se,after_warmup_mean,after_warmup_se,iterations,final_dataset_size,mean_dataset_size,compute_per_iteration_s\n",
+            "objective,algorithm,replications,average_regret_mean,average_regret_se,after_warmup_mean,after_warmup_se,iterations,final_dataset_size,mean_dataset_size,compute_per_iteration_s,published_mean,published_se\n",
         );
         for s in &self.summaries {
+            let (published_mean, published_se) =
+                s.published.map_or((String::new(), String::new()), |p| {
+                    (p.mean.to_string(), p.se.to_string())
+                });
             let _ = writeln!(
                 csv,
-                "{},{},{},{},{},{},{},{},{},{},{}",
+                "{},{},{},{},{},{},{},{},{},{},{},{published_mean},{published_se}",
                 s.objective,
                 s.algorithm,
                 s.replications,
@@ -540,7 +689,69 @@ mod tests {
             final_dataset_size: 1.0,
             mean_dataset_size: 1.0,
             compute_per_iteration: 0.0,
+            published: None,
         }
+    }
+
+    fn report(horizon: f64, summaries: Vec<Summary>) -> Report {
+        Report {
+            suite: "paper".into(),
+            mode: "in-process".into(),
+            horizon,
+            replications: 10,
+            planned_runs: 20,
+            seed: 0,
+            jobs: 1,
+            fixed_compute: None,
+            started: String::new(),
+            total_seconds: 0.0,
+            objectives: vec![
+                ("hartmann3".into(), "Hartmann (3)".into()),
+                ("shekel".into(), "Shekel (4)".into()),
+            ],
+            algorithms: vec!["gp-ucb".into(), "w-dbo".into(), "bolt".into()],
+            summaries,
+            normalised: Vec::new(),
+            runs: Vec::new(),
+            series: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_paper_comparison_puts_ours_beside_table_3() {
+        let summaries = vec![
+            summary("hartmann3", "gp-ucb", 0.5),
+            summary("hartmann3", "w-dbo", 0.25),
+            summary("hartmann3", "bolt", 0.75),
+            summary("shekel", "bolt", 2.0),
+        ];
+        let md = report(600.0, summaries.clone()).markdown();
+        assert!(md.contains("Beside 002's Table 3"), "{md}");
+        // Complete row: the best of each side in bold, runs in parentheses.
+        assert!(
+            md.contains("| Hartmann (3) | 0.500 ± 0 (1) / 1.45 ± 0.15 | **0.250 ± 0** (1) / 0.47 ± 0.08 | 0.750 ± 0 (1) / **0.3 ± 0.02** |"),
+            "{md}"
+        );
+        // Incomplete row: ours is never bold, missing cells are dashes.
+        assert!(
+            md.contains("| Shekel (4) | – / 2.51 ± 0.06 | – / 2.06 ± 0.09 | 2.00 ± 0 (1) / **1.83 ± 0.09** |"),
+            "{md}"
+        );
+        // The order only of the complete row; 002 orders bolt < w-dbo < gp-ucb, we
+        // w-dbo < gp-ucb < bolt: of three pairs only (w-dbo, gp-ucb) agrees.
+        assert!(
+            md.contains("- Hartmann (3): ours w-dbo < gp-ucb < bolt; 002 bolt < w-dbo < gp-ucb (1 of 3 pairs in the same order)"),
+            "{md}"
+        );
+        assert!(!md.contains("- Shekel (4)"), "{md}");
+        // Normalised over the complete row only: ours w-dbo 0, gp-ucb 0.5, bolt 1; 002's
+        // (0.47 − 0.3)/(1.45 − 0.3) for w-dbo.
+        assert!(
+            md.contains("| normalised, rows where all have run | 0.50 ± 0.00 / 1.00 ± 0.00 | 0.00 ± 0.00 / 0.15 ± 0.00 | 1.00 ± 0.00 / 0.00 ± 0.00 |"),
+            "{md}"
+        );
+        // Another horizon is another protocol: no comparison.
+        assert!(!report(60.0, summaries).markdown().contains("Table 3"));
     }
 
     #[test]
