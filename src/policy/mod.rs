@@ -87,7 +87,8 @@ pub struct PolicyState {
     /// relevance of observations, and what `GET …/model` reports.
     #[schema(value_type = Option<Object>)]
     pub hyperparameters: Option<Hyperparameters>,
-    /// Observations since the last reset (R-GP-UCB, ET-GP-UCB).
+    /// Observations since the last reset (R-GP-UCB, ET-GP-UCB; W-DBO, which never
+    /// resets, counts from the start to know when its warm-up is over).
     #[serde(default)]
     pub steps_since_reset: u64,
     /// Resets so far (R-GP-UCB, ET-GP-UCB).
