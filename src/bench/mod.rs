@@ -152,16 +152,6 @@ pub fn algorithm(name: &str) -> Result<&'static AlgorithmEntry, BenchError> {
     })
 }
 
-/// The algorithms of 002's Table 3 that tvbo implements (ABO is not implemented).
-const PAPER_ALGORITHMS: [&str; 6] = [
-    "gp-ucb",
-    "et-gp-ucb",
-    "r-gp-ucb",
-    "tv-gp-ucb",
-    "w-dbo",
-    "bolt",
-];
-
 /// A named set of objectives and algorithms with its default horizon and replications.
 #[derive(Clone, Debug)]
 pub struct Suite {
@@ -220,7 +210,7 @@ fn objectives_named(names: &[&str]) -> Result<Vec<ObjectiveSpec>, BenchError> {
 /// - `all`: every objective × every algorithm, 600 s, 10 replications.
 pub fn suite(name: &str) -> Result<Suite, BenchError> {
     let every: Vec<&'static AlgorithmEntry> = ALGORITHMS.iter().collect();
-    let paper: Vec<&'static AlgorithmEntry> = PAPER_ALGORITHMS
+    let paper: Vec<&'static AlgorithmEntry> = reference::TABLE_3_ALGORITHMS
         .iter()
         .map(|n| algorithm(n))
         .collect::<Result<_, _>>()?;

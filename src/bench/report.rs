@@ -308,12 +308,7 @@ impl Report {
             md,
             "Average regret (mean ± standard error over replications; lower is better, best in bold):\n"
         );
-        let _ = write!(md, "| objective |");
-        for a in &self.algorithms {
-            let _ = write!(md, " {a} |");
-        }
-        let _ = writeln!(md);
-        let _ = writeln!(md, "|---|{}", "---|".repeat(self.algorithms.len()));
+        self.algorithm_columns(&mut md);
         for (name, label) in &self.objectives {
             let best = self
                 .algorithms
@@ -389,6 +384,16 @@ impl Report {
         md
     }
 
+    /// The header of a table with one column per algorithm.
+    fn algorithm_columns(&self, md: &mut String) {
+        let _ = writeln!(
+            md,
+            "| objective | {} |\n|---|{}",
+            self.algorithms.join(" | "),
+            "---|".repeat(self.algorithms.len())
+        );
+    }
+
     /// The objectives of the report with published results (002's Table 3), each cell
     /// "ours (runs) / published", best of each side in bold; then, for every row where
     /// all algorithms have run, the two orders and how many pairs of algorithms they
@@ -415,12 +420,7 @@ impl Report {
             md,
             "Beside 002's Table 3: each cell is ours, mean ± standard error over the replications recorded (how many in parentheses) / 002's, over 10 replications; bold: the best of the row on each side (ours only where every algorithm has run):\n"
         );
-        let _ = write!(md, "| objective |");
-        for a in &self.algorithms {
-            let _ = write!(md, " {a} |");
-        }
-        let _ = writeln!(md);
-        let _ = writeln!(md, "|---|{}", "---|".repeat(self.algorithms.len()));
+        self.algorithm_columns(&mut md);
         let mut orders = String::new();
         // The summaries of the complete rows, ours and the published ones.
         let mut complete_ours: Vec<Summary> = Vec::new();
