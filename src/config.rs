@@ -62,6 +62,11 @@ pub struct BenchArgs {
     /// Only these algorithms (comma-separated API names, e.g. `bolt,w-dbo`).
     #[arg(long, value_delimiter = ',')]
     pub algorithms: Option<Vec<String>>,
+    /// Options of an algorithm instead of its defaults, as NAME=JSON with the fields of
+    /// the API's `algorithm` object, e.g. `r-gp-ucb={"reset_every":60}` (repeatable).
+    /// The runs record them, and `--resume` reuses only runs with the same options.
+    #[arg(long, value_name = "NAME=JSON", value_parser = crate::bench::parse_algorithm_options)]
+    pub algorithm_options: Vec<(String, crate::bench::AlgorithmOptions)>,
     /// Replications per (objective, algorithm) (suite default: 10; quick: 2).
     #[arg(long)]
     pub replications: Option<usize>,
@@ -108,6 +113,7 @@ impl BenchArgs {
             suite: self.suite.clone(),
             objectives: self.objectives.clone(),
             algorithms: self.algorithms.clone(),
+            algorithm_options: self.algorithm_options.clone(),
             replications: self.replications,
             horizon: self.horizon,
             jobs: self.jobs,

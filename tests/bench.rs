@@ -16,6 +16,7 @@ fn options(output: &std::path::Path) -> BenchOptions {
             "prior-lengthscale".into(),
         ]),
         algorithms: None,
+        algorithm_options: Vec::new(),
         replications: Some(1),
         horizon: Some(20.5),
         jobs: 2,
@@ -207,6 +208,31 @@ fn a_fixed_compute_time_makes_runs_reproducible() {
     for (a, b) in first.iter().zip(&other) {
         assert_ne!(regrets(a), regrets(b), "{}: seed ignored", a.algorithm);
     }
+}
+
+/// `--algorithm-options` reach the policy: R-GP-UCB with blocks of 4 observations holds
+/// at most 3 after an observation (the 4th empties it; by default it holds up to 14),
+/// and the runs record the options.
+#[test]
+fn algorithm_options_change_what_the_policy_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = options(dir.path());
+    options.objectives = Some(vec!["eggholder".into()]);
+    options.algorithms = Some(vec!["r-gp-ucb".into()]);
+    options.horizon = Some(3.0);
+    options.fixed_compute = Some(0.02);
+    let largest = |options: &BenchOptions| {
+        let runs = bench::execute(&Plan::new(options).unwrap(), options).unwrap();
+        let sizes = runs[0].iterations.iter().map(|i| i.dataset_size);
+        (sizes.max().unwrap(), runs[0].algorithm_options.clone())
+    };
+    assert_eq!(largest(&options), (14, None));
+    options
+        .algorithm_options
+        .push(bench::parse_algorithm_options(r#"r-gp-ucb={"reset_every":4}"#).unwrap());
+    let (size, recorded) = largest(&options);
+    assert_eq!(size, 3);
+    assert_eq!(recorded.unwrap()["reset_every"], 4);
 }
 
 /// `--server`: the same runs through the HTTP API of a running server, in client time.

@@ -20,7 +20,7 @@ pub mod svg;
 pub mod synthetic;
 pub mod tvgp;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -32,7 +32,7 @@ use serde_json::{Value, json};
 
 use crate::experiments::SetupKind;
 use crate::policy::PolicyError;
-use crate::session::config::{CreateSession, SessionConfig};
+use crate::session::config::{AlgorithmConfig, CreateSession, SessionConfig};
 use objective::{Objective, ObjectiveKind, ObjectiveSpec};
 use runner::{ClockMode, Driver, InProcess, Iteration};
 use synthetic::SyntheticFunction;
@@ -275,6 +275,9 @@ pub struct BenchOptions {
     pub objectives: Option<Vec<String>>,
     /// Restrict the suite to these algorithms (any known algorithm may be named).
     pub algorithms: Option<Vec<String>>,
+    /// Options merged into an algorithm's create request instead of its defaults, as
+    /// (algorithm name, JSON object) in the order given; a later object's keys win.
+    pub algorithm_options: Vec<(String, AlgorithmOptions)>,
     pub replications: Option<usize>,
     pub horizon: Option<f64>,
     /// Runs in parallel (threads).
@@ -303,6 +306,7 @@ impl Default for BenchOptions {
             suite: "quick".into(),
             objectives: None,
             algorithms: None,
+            algorithm_options: Vec::new(),
             replications: None,
             horizon: None,
             jobs: 1,
@@ -338,6 +342,10 @@ pub struct RunResult {
     /// measured). `--resume` and `--report-only` take only runs of the current protocol.
     pub horizon: f64,
     pub fixed_compute: Option<f64>,
+    /// `--algorithm-options` of the run's algorithm (absent: its defaults). Runs are
+    /// reused only with the same options.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub algorithm_options: Option<AlgorithmOptions>,
     /// Random warm-up queries of the session (its `model.warmup`): the first iterations.
     pub warmup: usize,
     pub iterations: Vec<Iteration>,
@@ -349,7 +357,96 @@ pub struct RunResult {
 #[derive(Clone, Debug)]
 pub struct Plan {
     pub suite: Suite,
+    /// The options given for some of the suite's algorithms (the others run with their
+    /// defaults), checked against the service's validation.
+    pub algorithm_options: BTreeMap<&'static str, AlgorithmOptions>,
     pub runs: Vec<RunSpec>,
+}
+
+impl Plan {
+    /// The options of `algorithm` in this plan, if any were given.
+    pub fn options_of(&self, algorithm: &str) -> Option<&AlgorithmOptions> {
+        self.algorithm_options.get(algorithm)
+    }
+}
+
+/// Options of an algorithm's create request (`algorithm.reset_every`, ...), as a JSON
+/// object without `name`.
+pub type AlgorithmOptions = serde_json::Map<String, Value>;
+
+/// Parses `NAME=JSON` (e.g. `r-gp-ucb={"reset_every":60}`) of `--algorithm-options`.
+pub fn parse_algorithm_options(text: &str) -> Result<(String, AlgorithmOptions), String> {
+    let (name, json) = text.split_once('=').ok_or_else(|| {
+        format!("{text:?} is not NAME=JSON, e.g. r-gp-ucb={{\"reset_every\":60}}")
+    })?;
+    let name = name.trim();
+    algorithm(name).map_err(|e| e.to_string())?;
+    match serde_json::from_str(json) {
+        Ok(Value::Object(options)) => Ok((name.to_string(), options)),
+        Ok(_) => Err(format!("the options of {name} must be a JSON object")),
+        Err(e) => Err(format!("the options of {name} are not JSON: {e}")),
+    }
+}
+
+/// The options per algorithm of `given` (later keys win), each checked: the algorithm is
+/// one of `algorithms`, the bench's own keys are left alone, and a session the service
+/// would create accepts them (the message names the field).
+fn checked_algorithm_options(
+    given: &[(String, AlgorithmOptions)],
+    algorithms: &[&'static AlgorithmEntry],
+) -> Result<BTreeMap<&'static str, AlgorithmOptions>, BenchError> {
+    let mut merged: BTreeMap<&'static str, AlgorithmOptions> = BTreeMap::new();
+    for (name, options) in given {
+        let entry = algorithms.iter().find(|a| a.name == name).ok_or_else(|| {
+            let names: Vec<&str> = algorithms.iter().map(|a| a.name).collect();
+            BenchError::Options(format!(
+                "--algorithm-options {name}: this bench does not run {name} (it runs {})",
+                names.join(", ")
+            ))
+        })?;
+        if let Some(key) = ["name", "priors"]
+            .iter()
+            .find(|k| options.contains_key(**k))
+        {
+            return Err(BenchError::Options(format!(
+                "--algorithm-options {name}: `{key}` is set by the bench"
+            )));
+        }
+        merged
+            .entry(entry.name)
+            .or_default()
+            .extend(options.iter().map(|(k, v)| (k.clone(), v.clone())));
+    }
+    for (&name, options) in &merged {
+        let entry = algorithm(name)?;
+        let mut request: Value = serde_json::from_str(entry.request)
+            .map_err(|e| BenchError::Config(format!("algorithm {name}: {e}")))?;
+        merge_options(&mut request, Some(options));
+        let invalid = |e: String| BenchError::Options(format!("--algorithm-options {name}: {e}"));
+        if entry.needs_priors {
+            // Their options can depend on the objective's priors (a hyperprior holds one
+            // weight per prior): names and types are checked here, values when a run's
+            // session is created.
+            request["priors"] = json!([]);
+            serde_json::from_value::<AlgorithmConfig>(request)
+                .map_err(|e| invalid(e.to_string()))?;
+        } else {
+            let create = json!({
+                "name": "options check",
+                "parameters": [{"name": "x1", "low": 0.0, "high": 1.0}],
+                "algorithm": request,
+            });
+            session_config(&create, 0).map_err(|e| invalid(e.to_string()))?;
+        }
+    }
+    Ok(merged)
+}
+
+/// Sets each of `options` in the `algorithm` object of a create request.
+fn merge_options(algorithm: &mut Value, options: Option<&AlgorithmOptions>) {
+    if let (Value::Object(request), Some(options)) = (algorithm, options) {
+        request.extend(options.iter().map(|(k, v)| (k.clone(), v.clone())));
+    }
 }
 
 /// splitmix64 of `seed` and `stream`: independent seeds from one base seed.
@@ -407,6 +504,8 @@ impl Plan {
                 "--fixed-compute must be a number ≥ 0".into(),
             ));
         }
+        let algorithm_options =
+            checked_algorithm_options(&options.algorithm_options, &suite.algorithms)?;
         let mut runs = Vec::new();
         // Replication by replication: an interrupted suite has whole replications of
         // every (objective, algorithm), which `--resume` completes.
@@ -425,18 +524,23 @@ impl Plan {
                 }
             }
         }
-        Ok(Plan { suite, runs })
+        Ok(Plan {
+            suite,
+            algorithm_options,
+            runs,
+        })
     }
 }
 
 /// The create-session request of a run: the objective's parameters (x1…xd over its
-/// [`Objective::parameter_range`]) or arms, the algorithm with its defaults (and, for the
-/// algorithms that select among priors, the objective's priors and noise variance),
-/// client time, the run's seed, minimisation.
+/// [`Objective::parameter_range`]) or arms, the algorithm with its defaults and `options`
+/// (and, for the algorithms that select among priors, the objective's priors and noise
+/// variance), client time, the run's seed, minimisation.
 pub fn session_request(
     objective: &dyn Objective,
     name: &str,
     algorithm: &AlgorithmEntry,
+    options: Option<&AlgorithmOptions>,
     seed: u64,
     time: ServerTime,
 ) -> Result<Value, BenchError> {
@@ -447,6 +551,7 @@ pub fn session_request(
         .collect();
     let mut algorithm_request: Value = serde_json::from_str(algorithm.request)
         .map_err(|e| BenchError::Config(format!("algorithm {}: {e}", algorithm.name)))?;
+    merge_options(&mut algorithm_request, options);
     let source = match time {
         ServerTime::Client => "client",
         ServerTime::Wall => "wall",
@@ -587,7 +692,15 @@ fn run_one(
         None => ServerTime::Client,
         Some(_) => options.server_time,
     };
-    let request = session_request(objective, &name, run.algorithm, run.seed, time)?;
+    let algorithm_options = plan.options_of(run.algorithm.name);
+    let request = session_request(
+        objective,
+        &name,
+        run.algorithm,
+        algorithm_options,
+        run.seed,
+        time,
+    )?;
     let config = session_config(&request, run.seed)?;
     let warmup = config.model.warmup as usize;
     let started = Instant::now();
@@ -619,6 +732,7 @@ fn run_one(
         seed: run.seed,
         horizon,
         fixed_compute: options.fixed_compute,
+        algorithm_options: algorithm_options.cloned(),
         warmup,
         iterations,
         wall_seconds: started.elapsed().as_secs_f64(),
@@ -664,9 +778,9 @@ fn recorded_runs(path: &std::path::Path) -> Result<Vec<RunResult>, BenchError> {
     Ok(runs)
 }
 
-/// The runs of `plan` recorded in the log at `path` (same objective, algorithm,
-/// replication, seed, horizon and `fixed_compute`), in plan order; `None` where a run is
-/// missing.
+/// The runs of `plan` recorded in the log at `path` (same objective, algorithm, algorithm
+/// options, replication, seed, horizon and `fixed_compute`), in plan order; `None` where
+/// a run is missing.
 fn recorded_for_plan(
     plan: &Plan,
     fixed_compute: Option<f64>,
@@ -683,6 +797,7 @@ fn recorded_for_plan(
                 .find(|r| {
                     &r.objective == name
                         && r.algorithm == run.algorithm.name
+                        && r.algorithm_options.as_ref() == plan.options_of(run.algorithm.name)
                         && r.replication == run.replication
                         && r.seed == run.seed
                         && r.horizon == plan.suite.horizon
@@ -916,7 +1031,7 @@ mod tests {
                 &arm_objective as &dyn Objective,
                 &prior_objective,
             ] {
-                let request = session_request(objective, "t", entry, 9, ServerTime::Client);
+                let request = session_request(objective, "t", entry, None, 9, ServerTime::Client);
                 if entry.needs_priors && objective.priors().is_none() {
                     assert!(request.is_err(), "{} without priors", entry.name);
                     continue;
@@ -936,8 +1051,15 @@ mod tests {
             }
         }
         // The arms are in the objective's own coordinates: 003's lie in [0, 20].
-        let request =
-            session_request(&prior_objective, "t", &ALGORITHMS[0], 9, ServerTime::Client).unwrap();
+        let request = session_request(
+            &prior_objective,
+            "t",
+            &ALGORITHMS[0],
+            None,
+            9,
+            ServerTime::Client,
+        )
+        .unwrap();
         assert_eq!(request["parameters"][0]["high"], 20.0);
         assert_eq!(request["arms"][29]["params"]["x1"], 20.0);
     }
@@ -951,6 +1073,7 @@ mod tests {
             seed: 7,
             horizon: 600.0,
             fixed_compute: None,
+            algorithm_options: None,
             warmup: 15,
             iterations: vec![runner::Iteration {
                 t: 1.0,
@@ -970,6 +1093,142 @@ mod tests {
         // A broken line that is followed by others was not cut off by an interruption.
         let (runs, unreadable) = parse_run_log(&format!("{partial}\n{line}\n"));
         assert_eq!((runs, unreadable), (vec![run], 1));
+    }
+
+    #[test]
+    fn algorithm_options_are_checked_before_anything_runs_and_name_the_field() {
+        let (name, options) = parse_algorithm_options(r#"r-gp-ucb={"reset_every":60}"#).unwrap();
+        assert_eq!(
+            (name.as_str(), &options["reset_every"]),
+            ("r-gp-ucb", &json!(60))
+        );
+        for (text, says) in [
+            ("r-gp-ucb", "NAME=JSON"),
+            ("r-gp-ucbb={}", "unknown algorithm"),
+            ("r-gp-ucb=60", "JSON object"),
+            ("r-gp-ucb={reset_every:60}", "not JSON"),
+        ] {
+            let e = parse_algorithm_options(text).unwrap_err();
+            assert!(e.contains(says), "{text}: {e}");
+        }
+        let plan_with = |given: &[&str]| {
+            Plan::new(&BenchOptions {
+                suite: "paper".into(),
+                algorithm_options: given
+                    .iter()
+                    .map(|t| parse_algorithm_options(t).unwrap())
+                    .collect(),
+                ..BenchOptions::default()
+            })
+        };
+        for (given, says) in [
+            (&[r#"random={}"#][..], "does not run random"),
+            (
+                &[r#"r-gp-ucb={"name":"bolt"}"#],
+                "`name` is set by the bench",
+            ),
+            (&[r#"r-gp-ucb={"reset_every":0}"#], "algorithm.reset_every"),
+            (&[r#"r-gp-ucb={"reset_evry":60}"#], "reset_evry"),
+            (&[r#"w-dbo={"alpha":"high"}"#], "invalid type"),
+        ] {
+            let e = plan_with(given).unwrap_err().to_string();
+            assert!(e.contains(says), "{given:?}: {e}");
+        }
+        let plan = plan_with(&[
+            r#"r-gp-ucb={"reset_every":30}"#,
+            r#"r-gp-ucb={"reset_every":60,"beta":4.0}"#,
+        ])
+        .unwrap();
+        let options = plan.options_of("r-gp-ucb").unwrap();
+        assert_eq!(options["reset_every"], json!(60));
+        assert_eq!(plan.options_of("bolt"), None);
+        let prior_plan = Plan::new(&BenchOptions {
+            suite: "priors".into(),
+            algorithm_options: vec![
+                parse_algorithm_options(r#"hp-gp-ts={"hyperprior":[1,1,1,2]}"#).unwrap(),
+            ],
+            ..BenchOptions::default()
+        });
+        assert!(prior_plan.is_ok(), "{:?}", prior_plan.err());
+        let objective = ObjectiveSpec::synthetic(SyntheticFunction::Hartmann3)
+            .instantiate(600.0, 0)
+            .unwrap();
+        let request = session_request(
+            objective.as_ref(),
+            "t",
+            algorithm("r-gp-ucb").unwrap(),
+            Some(options),
+            9,
+            ServerTime::Client,
+        )
+        .unwrap();
+        let config = session_config(&request, 9).unwrap();
+        assert!(matches!(
+            config.algorithm,
+            AlgorithmConfig::RGpUcb {
+                reset_every: 60,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn resumed_runs_are_those_of_the_same_algorithm_options() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join(RUN_LOG);
+        let options = |given: &[&str]| BenchOptions {
+            suite: "paper".into(),
+            objectives: Some(vec!["hartmann3".into()]),
+            algorithms: Some(vec!["r-gp-ucb".into()]),
+            replications: Some(1),
+            algorithm_options: given
+                .iter()
+                .map(|t| parse_algorithm_options(t).unwrap())
+                .collect(),
+            ..BenchOptions::default()
+        };
+        let plan = Plan::new(&options(&[r#"r-gp-ucb={"reset_every":60}"#])).unwrap();
+        let run = |algorithm_options: Option<AlgorithmOptions>| RunResult {
+            objective: "hartmann3".into(),
+            algorithm: "r-gp-ucb".into(),
+            replication: 0,
+            seed: plan.runs[0].seed,
+            horizon: 600.0,
+            fixed_compute: None,
+            algorithm_options,
+            warmup: 15,
+            iterations: Vec::new(),
+            wall_seconds: 1.0,
+        };
+        let with_options = run(plan.options_of("r-gp-ucb").cloned());
+        let with_defaults = run(None);
+        let default_line = serde_json::to_string(&with_defaults).unwrap();
+        assert!(
+            !default_line.contains("algorithm_options"),
+            "{default_line}"
+        );
+        std::fs::write(
+            &log,
+            format!(
+                "{default_line}\n{}\n",
+                serde_json::to_string(&with_options).unwrap()
+            ),
+        )
+        .unwrap();
+        assert_eq!(
+            recorded_for_plan(&plan, None, &log).unwrap(),
+            vec![Some(with_options)]
+        );
+        let default_plan = Plan::new(&options(&[])).unwrap();
+        assert_eq!(
+            recorded_for_plan(&default_plan, None, &log).unwrap(),
+            vec![Some(with_defaults)]
+        );
+        let other_plan = Plan::new(&options(&[r#"r-gp-ucb={"reset_every":30}"#])).unwrap();
+        assert_eq!(
+            recorded_for_plan(&other_plan, None, &log).unwrap(),
+            vec![None]
+        );
     }
 
     #[test]

@@ -1,12 +1,14 @@
 //! Aggregation of benchmark runs and the report files: `report.md`, `summary.csv`,
 //! `runs.csv`, `report.json` and one `<objective>.svg` per objective.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
 use serde::Serialize;
+use serde_json::Value;
 
-use super::{BenchOptions, Plan, RunResult, ServerTime, reference};
+use super::{AlgorithmOptions, BenchOptions, Plan, RunResult, ServerTime, reference};
 
 /// Points of the time series (bins over the horizon).
 const SERIES_POINTS: usize = 60;
@@ -143,6 +145,8 @@ pub struct Report {
     pub total_seconds: f64,
     pub objectives: Vec<(String, String)>,
     pub algorithms: Vec<String>,
+    /// `--algorithm-options` per algorithm; the others ran with their defaults.
+    pub algorithm_options: BTreeMap<String, AlgorithmOptions>,
     pub summaries: Vec<Summary>,
     pub normalised: Vec<Normalised>,
     pub runs: Vec<RunSummary>,
@@ -261,6 +265,11 @@ impl Report {
                 .map(|o| (o.name.clone(), o.label.clone()))
                 .collect(),
             algorithms,
+            algorithm_options: plan
+                .algorithm_options
+                .iter()
+                .map(|(name, options)| (name.to_string(), options.clone()))
+                .collect(),
             summaries,
             normalised,
             runs,
@@ -304,6 +313,18 @@ impl Report {
             self.started,
             self.total_seconds
         );
+        if !self.algorithm_options.is_empty() {
+            let given: Vec<String> = self
+                .algorithm_options
+                .iter()
+                .map(|(name, options)| format!("`{name}` `{}`", Value::Object(options.clone())))
+                .collect();
+            let _ = writeln!(
+                md,
+                "Algorithm options (`--algorithm-options`; the other algorithms ran with their defaults): {}.\n",
+                given.join(", ")
+            );
+        }
         let _ = writeln!(
             md,
             "Average regret (mean ± standard error over replications; lower is better, best in bold):\n"
@@ -418,7 +439,12 @@ impl Report {
         let mut md = String::new();
         let _ = writeln!(
             md,
-            "Beside 002's Table 3: each cell is ours, mean ± standard error over the replications recorded (how many in parentheses) / 002's, over 10 replications; bold: the best of the row on each side (ours only where every algorithm has run):\n"
+            "Beside 002's Table 3: each cell is ours, mean ± standard error over the replications recorded (how many in parentheses) / 002's, over 10 replications; bold: the best of the row on each side (ours only where every algorithm has run){}:\n",
+            if self.algorithm_options.is_empty() {
+                ""
+            } else {
+                "; ours with the algorithm options above, 002's with its own settings"
+            }
         );
         self.algorithm_columns(&mut md);
         let mut orders = String::new();
@@ -710,6 +736,7 @@ mod tests {
                 ("shekel".into(), "Shekel (4)".into()),
             ],
             algorithms: vec!["gp-ucb".into(), "w-dbo".into(), "bolt".into()],
+            algorithm_options: BTreeMap::new(),
             summaries,
             normalised: Vec::new(),
             runs: Vec::new(),
@@ -750,6 +777,19 @@ mod tests {
             md.contains("| normalised, rows where all have run | 0.50 ± 0.00 / 1.00 ± 0.00 | 0.00 ± 0.00 / 0.15 ± 0.00 | 1.00 ± 0.00 / 0.00 ± 0.00 |"),
             "{md}"
         );
+        assert!(!md.contains("Algorithm options"), "{md}");
+        // Runs with options say so in the settings and beside 002's numbers.
+        let mut with_options = report(600.0, summaries.clone());
+        let options = serde_json::json!({"alpha": 0.5});
+        with_options
+            .algorithm_options
+            .insert("w-dbo".into(), options.as_object().unwrap().clone());
+        let md = with_options.markdown();
+        assert!(
+            md.contains("ran with their defaults): `w-dbo` `{\"alpha\":0.5}`."),
+            "{md}"
+        );
+        assert!(md.contains("ours with the algorithm options above"), "{md}");
         // Another horizon is another protocol: no comparison.
         assert!(!report(60.0, summaries).markdown().contains("Table 3"));
     }
