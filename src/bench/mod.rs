@@ -404,12 +404,14 @@ fn checked_algorithm_options(
                 names.join(", ")
             ))
         })?;
-        if let Some(key) = ["name", "priors"]
-            .iter()
-            .find(|k| options.contains_key(**k))
-        {
+        if options.contains_key("name") {
             return Err(BenchError::Options(format!(
-                "--algorithm-options {name}: `{key}` is set by the bench"
+                "--algorithm-options {name}: `name` is the algorithm's, given before `=`"
+            )));
+        }
+        if options.contains_key("priors") {
+            return Err(BenchError::Options(format!(
+                "--algorithm-options {name}: `priors` come from the objective (003's setups)"
             )));
         }
         merged
@@ -1125,7 +1127,11 @@ mod tests {
             (&[r#"random={}"#][..], "does not run random"),
             (
                 &[r#"r-gp-ucb={"name":"bolt"}"#],
-                "`name` is set by the bench",
+                "`name` is the algorithm's",
+            ),
+            (
+                &[r#"gp-ucb={"priors":[]}"#],
+                "`priors` come from the objective",
             ),
             (&[r#"r-gp-ucb={"reset_every":0}"#], "algorithm.reset_every"),
             (&[r#"r-gp-ucb={"reset_evry":60}"#], "reset_evry"),
