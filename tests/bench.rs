@@ -146,6 +146,9 @@ fn a_tiny_suite_runs_end_to_end_and_writes_its_report() {
     assert_eq!(interim.planned_runs, runs);
     let markdown = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
     assert!(markdown.contains(&format!("interim: {} of the {runs} runs", runs - 1)));
+    assert!(markdown.contains("from the recorded runs"), "{markdown}");
+    assert_eq!(interim.total_seconds, None);
+    assert!(resumed.total_seconds.is_some());
     // Runs of another protocol (another horizon or compute) are not this suite's runs.
     for other in [
         BenchOptions {

@@ -948,7 +948,7 @@ pub fn execute(plan: &Plan, options: &BenchOptions) -> Result<Vec<RunResult>, Be
 pub fn run(options: &BenchOptions) -> Result<report::Report, BenchError> {
     let plan = Plan::new(options)?;
     let started = Instant::now();
-    let results = if options.report_only {
+    let (results, total_seconds) = if options.report_only {
         let recorded: Vec<RunResult> =
             recorded_for_plan(&plan, options.fixed_compute, &options.output.join(RUN_LOG))?
                 .into_iter()
@@ -960,11 +960,12 @@ pub fn run(options: &BenchOptions) -> Result<report::Report, BenchError> {
                 options.output.join(RUN_LOG).display()
             )));
         }
-        recorded
+        (recorded, None)
     } else {
-        execute(&plan, options)?
+        let results = execute(&plan, options)?;
+        (results, Some(started.elapsed().as_secs_f64()))
     };
-    let report = report::Report::new(&plan, options, &results, started.elapsed().as_secs_f64());
+    let report = report::Report::new(&plan, options, &results, total_seconds);
     report.write(&options.output)?;
     Ok(report)
 }

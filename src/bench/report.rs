@@ -142,7 +142,8 @@ pub struct Report {
     pub jobs: usize,
     pub fixed_compute: Option<f64>,
     pub started: String,
-    pub total_seconds: f64,
+    /// Seconds the bench ran; `None` for a report of recorded runs (`--report-only`).
+    pub total_seconds: Option<f64>,
     pub objectives: Vec<(String, String)>,
     pub algorithms: Vec<String>,
     /// `--algorithm-options` per algorithm; the others ran with their defaults.
@@ -184,7 +185,12 @@ fn series(runs: &[&RunResult], horizon: f64) -> (Vec<f64>, Vec<Option<f64>>, Vec
 }
 
 impl Report {
-    pub fn new(plan: &Plan, options: &BenchOptions, results: &[RunResult], total: f64) -> Report {
+    pub fn new(
+        plan: &Plan,
+        options: &BenchOptions,
+        results: &[RunResult],
+        total: Option<f64>,
+    ) -> Report {
         let runs: Vec<RunSummary> = results.iter().map(RunSummary::new).collect();
         let algorithms: Vec<String> = plan
             .suite
@@ -291,7 +297,7 @@ impl Report {
         let _ = writeln!(md, "# tvbo bench: suite `{}`\n", self.suite);
         let _ = writeln!(
             md,
-            "{}; horizon {} s; {} replication(s){}; seed {}; {} job(s); compute {}; {} finished in {:.0} s.\n",
+            "{}; horizon {} s; {} replication(s){}; seed {}; {} job(s); compute {}; {}.\n",
             self.mode,
             self.horizon,
             self.replications,
@@ -310,8 +316,10 @@ impl Report {
                 Some(f) => format!("fixed at {f} s per iteration"),
                 None => "measured".to_string(),
             },
-            self.started,
-            self.total_seconds
+            match self.total_seconds {
+                Some(seconds) => format!("{} finished in {seconds:.0} s", self.started),
+                None => format!("reported at {} from the recorded runs", self.started),
+            }
         );
         if !self.algorithm_options.is_empty() {
             let given: Vec<String> = self
@@ -730,7 +738,7 @@ mod tests {
             jobs: 1,
             fixed_compute: None,
             started: String::new(),
-            total_seconds: 0.0,
+            total_seconds: None,
             objectives: vec![
                 ("hartmann3".into(), "Hartmann (3)".into()),
                 ("shekel".into(), "Shekel (4)".into()),
