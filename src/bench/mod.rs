@@ -421,9 +421,7 @@ fn checked_algorithm_options(
     }
     for (&name, options) in &merged {
         let entry = algorithm(name)?;
-        let mut request: Value = serde_json::from_str(entry.request)
-            .map_err(|e| BenchError::Config(format!("algorithm {name}: {e}")))?;
-        merge_options(&mut request, Some(options));
+        let mut request = algorithm_request(entry, Some(options))?;
         let invalid = |e: String| BenchError::Options(format!("--algorithm-options {name}: {e}"));
         if entry.needs_priors {
             // Their options can depend on the objective's priors (a hyperprior holds one
@@ -444,11 +442,18 @@ fn checked_algorithm_options(
     Ok(merged)
 }
 
-/// Sets each of `options` in the `algorithm` object of a create request.
-fn merge_options(algorithm: &mut Value, options: Option<&AlgorithmOptions>) {
-    if let (Value::Object(request), Some(options)) = (algorithm, options) {
-        request.extend(options.iter().map(|(k, v)| (k.clone(), v.clone())));
+/// The `algorithm` object of a create request: the entry's defaults with each of
+/// `options` set.
+fn algorithm_request(
+    algorithm: &AlgorithmEntry,
+    options: Option<&AlgorithmOptions>,
+) -> Result<Value, BenchError> {
+    let mut request: Value = serde_json::from_str(algorithm.request)
+        .map_err(|e| BenchError::Config(format!("algorithm {}: {e}", algorithm.name)))?;
+    if let (Value::Object(fields), Some(options)) = (&mut request, options) {
+        fields.extend(options.iter().map(|(k, v)| (k.clone(), v.clone())));
     }
+    Ok(request)
 }
 
 /// splitmix64 of `seed` and `stream`: independent seeds from one base seed.
@@ -551,9 +556,7 @@ pub fn session_request(
     let parameters: Vec<Value> = (0..objective.dim())
         .map(|i| json!({"name": parameter(i), "low": low, "high": high}))
         .collect();
-    let mut algorithm_request: Value = serde_json::from_str(algorithm.request)
-        .map_err(|e| BenchError::Config(format!("algorithm {}: {e}", algorithm.name)))?;
-    merge_options(&mut algorithm_request, options);
+    let mut algorithm_request = algorithm_request(algorithm, options)?;
     let source = match time {
         ServerTime::Client => "client",
         ServerTime::Wall => "wall",
