@@ -83,7 +83,8 @@ pub struct PriorSelectionState {
     pub active: Vec<bool>,
     /// The step at which each eliminated prior left P_t.
     pub eliminated_at: Vec<Option<u64>>,
-    /// |S_{t,p}|: steps each prior was selected and observed.
+    /// |S_{t,p}|: steps each prior was selected and observed (counted under every rule;
+    /// only the elimination rules' thresholds read it).
     pub selected: Vec<u64>,
     /// Σ_{i∈S_{t,p}} η_i, η_i = y_i − μ_{i,p}(x_i).
     pub error_sum: Vec<f64>,
@@ -386,6 +387,9 @@ impl PriorSelection {
         for log_p in &mut state.log_hyperposterior {
             *log_p -= normaliser;
         }
+        if let Some(p) = prior {
+            state.selected[p] += 1;
+        }
         if let Some(p) = prior.filter(|_| self.rule.eliminates()) {
             let model = &models[p];
             let beta = match self.rule {
@@ -394,7 +398,6 @@ impl PriorSelection {
                 }
                 _ => beta_pe_gp_ucb(self.arm_points.len(), priors, t, self.delta),
             };
-            state.selected[p] += 1;
             state.error_sum[p] += y - model.mean(arm);
             state.confidence_sum[p] += (beta * model.variance(arm)).sqrt();
             let threshold =
@@ -651,6 +654,7 @@ mod tests {
                 let mut state = policy.initial_state();
                 let mut rng = PolicyRng::seed_from_u64(seed);
                 let mut arms = Vec::new();
+                let mut chosen = vec![0u64; 4];
                 for _ in 0..15 {
                     let choice = policy.choose(&models, &state, &mut rng);
                     assert!(choice.arm < 25 && choice.prior < 4);
@@ -658,7 +662,9 @@ mod tests {
                     let y = (choice.arm as f64 / 4.0).sin();
                     policy.record(&mut models, &mut state, choice.arm, y, Some(choice.prior));
                     arms.push(choice.arm);
+                    chosen[choice.prior] += 1;
                 }
+                assert_eq!(state.selected, chosen, "{rule:?}");
                 (arms, state)
             };
             assert_eq!(run(3), run(3), "{rule:?}");

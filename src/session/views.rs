@@ -290,7 +290,7 @@ pub struct PriorStatusView {
     pub active: bool,
     /// The step at which the prior was eliminated.
     pub eliminated_at: Option<u64>,
-    /// |S_{t,p}|: observed steps the prior was selected for.
+    /// |S_{t,p}|: observed steps whose suggestion was chosen under this prior (every rule).
     pub selected: u64,
     /// Σ_{i∈S} η_i, the prior's summed prediction errors (003 Alg. 1, line 9).
     pub error_sum: f64,
