@@ -389,25 +389,26 @@ impl PriorSelection {
         }
         if let Some(p) = prior {
             state.selected[p] += 1;
-        }
-        if let Some(p) = prior.filter(|_| self.rule.eliminates()) {
-            let model = &models[p];
-            let beta = match self.rule {
-                SelectionRule::PeGpTs => {
-                    beta_pe_gp_ts(self.arm_points.len(), priors, t, self.delta)
-                }
-                _ => beta_pe_gp_ucb(self.arm_points.len(), priors, t, self.delta),
-            };
-            state.error_sum[p] += y - model.mean(arm);
-            state.confidence_sum[p] += (beta * model.variance(arm)).sqrt();
-            let threshold =
-                (xi(self.noise_variance, priors, t, self.delta) * state.selected[p] as f64).sqrt()
+            if self.rule.eliminates() {
+                let model = &models[p];
+                let beta = match self.rule {
+                    SelectionRule::PeGpTs => {
+                        beta_pe_gp_ts(self.arm_points.len(), priors, t, self.delta)
+                    }
+                    _ => beta_pe_gp_ucb(self.arm_points.len(), priors, t, self.delta),
+                };
+                state.error_sum[p] += y - model.mean(arm);
+                state.confidence_sum[p] += (beta * model.variance(arm)).sqrt();
+                let threshold = (xi(self.noise_variance, priors, t, self.delta)
+                    * state.selected[p] as f64)
+                    .sqrt()
                     + state.confidence_sum[p];
-            let active = state.active.iter().filter(|a| **a).count();
-            // The last active prior stays: P_t is never empty (Algorithm 1 assumes p* ∈ P).
-            if state.active[p] && state.error_sum[p].abs() > threshold && active > 1 {
-                state.active[p] = false;
-                state.eliminated_at[p] = Some(t);
+                let active = state.active.iter().filter(|a| **a).count();
+                // The last active prior stays: P_t is never empty (Algorithm 1 assumes p* ∈ P).
+                if state.active[p] && state.error_sum[p].abs() > threshold && active > 1 {
+                    state.active[p] = false;
+                    state.eliminated_at[p] = Some(t);
+                }
             }
         }
         for model in models.iter_mut() {
