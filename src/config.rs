@@ -73,7 +73,8 @@ pub struct BenchArgs {
     /// Seconds of (simulated) time per run (suite default: 600; quick: 60).
     #[arg(long)]
     pub horizon: Option<f64>,
-    /// Runs in parallel. Measured compute time inflates when runs share cores.
+    /// Runs in parallel: at most the number of cores, with nothing else running, or the
+    /// measured compute that drives the clock inflates.
     #[arg(long, default_value_t = 1)]
     pub jobs: usize,
     /// Base seed; replication r of every algorithm uses the same seed derived from it.

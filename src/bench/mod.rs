@@ -856,6 +856,16 @@ pub fn execute(plan: &Plan, options: &BenchOptions) -> Result<Vec<RunResult>, Be
         .expect("template")
         .progress_chars("=> ");
     let workers = options.jobs.min(pending.len()).max(1);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if workers > cores && options.fixed_compute.is_none() {
+        tracing::warn!(
+            jobs = workers,
+            cores,
+            "more parallel runs than cores: the compute each run is charged inflates, and \
+             with it its results (docs/benchmarks.md, \"Load on the machine\"); use \
+             --jobs {cores} or fewer"
+        );
+    }
     let queue: Mutex<VecDeque<usize>> = Mutex::new(pending);
     let results: Mutex<Vec<Option<RunResult>>> = Mutex::new(done);
     let failure: Mutex<Option<BenchError>> = Mutex::new(None);
