@@ -192,10 +192,13 @@ impl Report {
         total: Option<f64>,
     ) -> Report {
         let runs: Vec<RunSummary> = results.iter().map(RunSummary::new).collect();
+        // An algorithm that needs priors has no column when no objective comes with them.
+        let any_priors = plan.suite.objectives.iter().any(|o| o.has_priors());
         let algorithms: Vec<String> = plan
             .suite
             .algorithms
             .iter()
+            .filter(|a| any_priors || !a.needs_priors)
             .map(|a| a.name.to_string())
             .collect();
         let mut summaries = Vec::new();
@@ -824,6 +827,23 @@ mod tests {
         assert_eq!(get("b").mean, 0.5);
         assert_eq!(get("c").mean, 0.5);
         assert_eq!(get("a").se, 0.5);
+    }
+
+    #[test]
+    fn algorithms_that_need_priors_have_columns_only_where_an_objective_has_priors() {
+        let columns = |suite: &str| {
+            let options = crate::bench::BenchOptions {
+                suite: suite.into(),
+                ..Default::default()
+            };
+            let plan = crate::bench::Plan::new(&options).unwrap();
+            Report::new(&plan, &options, &[], None).algorithms
+        };
+        let gp = columns("gp");
+        assert_eq!(gp.len(), 7, "{gp:?}");
+        assert!(!gp.iter().any(|a| a == "hp-gp-ts"), "{gp:?}");
+        let quick = columns("quick");
+        assert_eq!(quick.len(), 11, "{quick:?}");
     }
 
     #[test]
