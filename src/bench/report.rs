@@ -192,13 +192,13 @@ impl Report {
         total: Option<f64>,
     ) -> Report {
         let runs: Vec<RunSummary> = results.iter().map(RunSummary::new).collect();
-        // An algorithm that needs priors has no column when no objective comes with them.
-        let any_priors = plan.suite.objectives.iter().any(|o| o.has_priors());
+        // A column for each algorithm the plan runs at all (the prior-selection ones only
+        // run where an objective comes with priors).
         let algorithms: Vec<String> = plan
             .suite
             .algorithms
             .iter()
-            .filter(|a| any_priors || !a.needs_priors)
+            .filter(|a| plan.runs.iter().any(|r| r.algorithm.name == a.name))
             .map(|a| a.name.to_string())
             .collect();
         let mut summaries = Vec::new();
