@@ -21,6 +21,7 @@ use anyhow::{Context, bail, ensure};
 use clap::Parser;
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
+use tvbo::session::service::Limits;
 use tvbo::store::PoolSettings;
 
 /// Drive tvbo with concurrent suggest → observe loops and report throughput and latency.
@@ -96,7 +97,7 @@ async fn start_local_servers(args: &Args) -> anyhow::Result<LocalServers> {
         bases.push(format!("http://{}", listener.local_addr()?));
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         shutdown.push(stop);
-        tokio::spawn(tvbo::server::serve(listener, store, async {
+        tokio::spawn(tvbo::server::serve(listener, store, Limits::default(), async {
             let _ = stopped.await;
         }));
     }

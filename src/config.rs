@@ -4,6 +4,8 @@ use std::net::SocketAddr;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+use crate::session::service::Limits;
+
 /// Log output format.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
 pub enum LogFormat {
@@ -172,9 +174,43 @@ pub struct ServeArgs {
     /// Log format.
     #[arg(long, env = "TVBO_LOG_FORMAT", value_enum, default_value_t = LogFormat::Human, global = true)]
     pub log_format: LogFormat,
+    /// Most pending (handed out, unobserved, unexpired) suggestions of one session; a
+    /// suggest beyond it answers 409 `too-many-pending`.
+    #[arg(
+        long,
+        env = "TVBO_MAX_PENDING_SUGGESTIONS",
+        default_value_t = Limits::DEFAULT_MAX_PENDING,
+        global = true
+    )]
+    pub max_pending_suggestions: usize,
+    /// Most active observations of one session whose algorithm does not bound its own
+    /// dataset (all but BOLT); an observe beyond it answers 409 `dataset-full`.
+    #[arg(
+        long,
+        env = "TVBO_MAX_ACTIVE_OBSERVATIONS",
+        default_value_t = Limits::DEFAULT_MAX_ACTIVE_OBSERVATIONS,
+        global = true
+    )]
+    pub max_active_observations: usize,
 }
 
 impl ServeArgs {
+    /// The caps on each session's work of these arguments.
+    pub fn limits(&self) -> anyhow::Result<Limits> {
+        anyhow::ensure!(
+            self.max_pending_suggestions >= 1,
+            "TVBO_MAX_PENDING_SUGGESTIONS must be at least 1"
+        );
+        anyhow::ensure!(
+            self.max_active_observations >= 1,
+            "TVBO_MAX_ACTIVE_OBSERVATIONS must be at least 1"
+        );
+        Ok(Limits {
+            max_pending: self.max_pending_suggestions,
+            max_active_observations: self.max_active_observations,
+        })
+    }
+
     /// The connection-pool settings of these arguments.
     pub fn pool_settings(&self) -> anyhow::Result<crate::store::PoolSettings> {
         anyhow::ensure!(

@@ -50,6 +50,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Serve => {
             let args = cli.serve;
             init_logging(args.log_format);
+            let limits = args.limits()?;
             let store = server::open_store(&args.database_url, &args.pool_settings()?).await?;
             let listener = tokio::net::TcpListener::bind(args.bind)
                 .await
@@ -59,7 +60,7 @@ async fn main() -> anyhow::Result<()> {
                 database = %server::redacted_database_url(&args.database_url),
                 "tvbo listening"
             );
-            server::serve(listener, store, server::shutdown_signal()).await
+            server::serve(listener, store, limits, server::shutdown_signal()).await
         }
     }
 }

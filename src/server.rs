@@ -6,6 +6,7 @@ use anyhow::Context;
 use tokio::net::TcpListener;
 
 use crate::api;
+use crate::session::service::Limits;
 use crate::store::{PoolSettings, PostgresStore, SqliteStore, Store};
 
 /// Opens the store named by a database URL: `sqlite:` URLs open SQLite, `postgres://` and
@@ -55,9 +56,10 @@ pub fn redacted_database_url(url: &str) -> String {
 pub async fn serve(
     listener: TcpListener,
     store: Arc<dyn Store>,
+    limits: Limits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    axum::serve(listener, api::router(store))
+    axum::serve(listener, api::router(store, limits))
         .with_graceful_shutdown(shutdown)
         .await
         .context("serving HTTP")

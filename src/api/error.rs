@@ -76,6 +76,14 @@ impl From<ServiceError> for ApiError {
             ServiceError::Conflict(input) => {
                 ApiError::field_error(StatusCode::CONFLICT, "conflict", input)
             }
+            ServiceError::Limit(kind, input) => {
+                ApiError::field_error(StatusCode::CONFLICT, kind, input)
+            }
+            ServiceError::Busy => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "busy",
+                "other replicas kept changing this session; nothing was changed, retry",
+            ),
             ServiceError::Store(StoreError::Conflict) | ServiceError::IdempotencyRace => {
                 ApiError::new(
                     StatusCode::CONFLICT,

@@ -15,7 +15,7 @@ use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
 use tracing::Level;
 use utoipa::OpenApi;
 
-use crate::session::service::SessionService;
+use crate::session::service::{Limits, SessionService};
 use crate::store::Store;
 
 /// Shared state of the handlers.
@@ -71,10 +71,10 @@ async fn openapi_handler() -> axum::response::Response {
         .into_response()
 }
 
-/// The application's router over a store.
-pub fn router(store: Arc<dyn Store>) -> Router {
+/// The application's router over a store, with the given caps on each session's work.
+pub fn router(store: Arc<dyn Store>, limits: Limits) -> Router {
     let state = AppState {
-        service: SessionService::new(store),
+        service: SessionService::new(store, limits),
     };
     Router::new()
         .route(

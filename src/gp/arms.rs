@@ -195,9 +195,9 @@ impl ArmPrior {
         self.mean.is_empty()
     }
 
-    /// Memory held by the prior's vectors and matrices, roughly (two m×m matrices).
-    pub fn approximate_bytes(&self) -> usize {
-        8 * (self.covariance.len() + self.factor.len() + self.mean.len())
+    /// Bytes of heap memory the prior holds: its mean, covariance and factor.
+    pub fn heap_bytes(&self) -> usize {
+        std::mem::size_of::<f64>() * (self.covariance.len() + self.factor.len() + self.mean.len())
     }
 
     pub fn mean(&self) -> &DVector<f64> {
@@ -218,6 +218,17 @@ impl ArmPrior {
         let z = DVector::from_fn(self.len(), |_, _| StandardNormal.sample(rng));
         &self.mean + &self.factor * z
     }
+}
+
+/// Heap bytes of a vector of rows: the row headers and every row's values (from the
+/// capacities, hence `&Vec`).
+#[allow(clippy::ptr_arg)]
+pub fn rows_heap_bytes(rows: &Vec<Vec<f64>>) -> usize {
+    rows.capacity() * std::mem::size_of::<Vec<f64>>()
+        + rows
+            .iter()
+            .map(|r| r.capacity() * std::mem::size_of::<f64>())
+            .sum::<usize>()
 }
 
 /// The posterior of an [`ArmPrior`] after noisy observations of arms (see the module
@@ -262,11 +273,17 @@ impl ArmGp {
         &self.prior
     }
 
-    /// Memory held by the posterior itself (the prior is shared), roughly: B (n×m), L
-    /// (n(n+1)/2) and the per-arm vectors.
-    pub fn approximate_bytes(&self) -> usize {
-        let n = self.len();
-        8 * (n * self.arm_count() + n * (n + 1) / 2 + 2 * self.arm_count() + 3 * n)
+    /// Bytes of heap memory the posterior itself holds (the prior is shared and not
+    /// counted), from the allocations' capacities: L's and B's rows and the vectors.
+    pub fn heap_bytes(&self) -> usize {
+        rows_heap_bytes(&self.factor_rows)
+            + rows_heap_bytes(&self.cross_rows)
+            + self.arms.capacity() * std::mem::size_of::<usize>()
+            + std::mem::size_of::<f64>()
+                * (self.values.capacity()
+                    + self.whitened.capacity()
+                    + self.posterior_mean.capacity()
+                    + self.explained.capacity())
     }
 
     pub fn noise_variance(&self) -> f64 {
@@ -473,6 +490,19 @@ impl TimeVaryingArmGp {
     }
 
     /// ln p(y | prior, l_T, σ²).
+    /// The prior the posterior conditions.
+    pub fn prior(&self) -> &Arc<ArmPrior> {
+        &self.prior
+    }
+
+    /// Bytes of heap memory the posterior itself holds (the prior is shared and not
+    /// counted): the arms, times, the n × n factor and α.
+    pub fn heap_bytes(&self) -> usize {
+        self.arms.capacity() * std::mem::size_of::<usize>()
+            + std::mem::size_of::<f64>()
+                * (self.times.capacity() + self.factor.len() + self.alpha.len())
+    }
+
     pub fn log_marginal_likelihood(&self) -> f64 {
         self.log_marginal_likelihood
     }

@@ -236,6 +236,16 @@ impl Gp {
     }
 
     /// Number of observations.
+    /// Bytes of heap memory the model holds (inputs, times, values, the factor and α),
+    /// counted from the allocations' capacities: what a cache of models must account.
+    pub fn heap_bytes(&self) -> usize {
+        let double = std::mem::size_of::<f64>();
+        self.xs.capacity() * std::mem::size_of::<Vec<f64>>()
+            + self.xs.iter().map(|x| x.capacity() * double).sum::<usize>()
+            + (self.ts.capacity() + self.ys.capacity() + self.chol.len() + self.alpha.len())
+                * double
+    }
+
     pub fn len(&self) -> usize {
         self.ys.len()
     }

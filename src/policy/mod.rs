@@ -41,6 +41,18 @@ pub struct ArmSet {
 }
 
 impl ArmSet {
+    /// Bytes of heap memory held: the points and the index (its table and keys).
+    pub fn heap_bytes(&self) -> usize {
+        let keys: usize = self
+            .index
+            .keys()
+            .map(|k| k.capacity() * std::mem::size_of::<u64>())
+            .sum();
+        crate::gp::arms::rows_heap_bytes(&self.points)
+            + self.index.capacity() * (std::mem::size_of::<(Vec<u64>, usize)>() + 1)
+            + keys
+    }
+
     pub fn new(points: Vec<Vec<f64>>) -> ArmSet {
         let index = points
             .iter()

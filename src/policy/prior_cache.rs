@@ -36,13 +36,13 @@ struct Bytes;
 
 impl Weighter<Key, Arc<ArmPrior>> for Bytes {
     fn weight(&self, _key: &Key, prior: &Arc<ArmPrior>) -> u64 {
-        prior.approximate_bytes() as u64
+        prior.heap_bytes() as u64
     }
 }
 
 impl Weighter<Key, Arc<ArmGp>> for Bytes {
     fn weight(&self, _key: &Key, posterior: &Arc<ArmGp>) -> u64 {
-        posterior.approximate_bytes() as u64
+        posterior.heap_bytes() as u64
     }
 }
 

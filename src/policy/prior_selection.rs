@@ -178,6 +178,16 @@ pub struct PriorSelection {
 }
 
 impl PriorSelection {
+    /// Bytes of heap memory held: the priors' specifications, the arms and the weights.
+    pub fn heap_bytes(&self) -> usize {
+        self.specs.iter().map(PriorSpec::heap_bytes).sum::<usize>()
+            + self.specs.capacity() * std::mem::size_of::<PriorSpec>()
+            + self.arms.iter().map(Arm::heap_bytes).sum::<usize>()
+            + self.arms.capacity() * std::mem::size_of::<Arm>()
+            + self.arm_points.heap_bytes()
+            + self.hyperprior.capacity() * std::mem::size_of::<f64>()
+    }
+
     /// `arm_points` are the arms in the unit cube, in the order of `arms`.
     #[allow(clippy::too_many_arguments)]
     pub fn new(

@@ -66,6 +66,14 @@ pub struct TvGpUcbWithPrior {
 }
 
 impl TvGpUcbWithPrior {
+    /// Bytes of heap memory held: the prior's specification and the arms.
+    pub fn heap_bytes(&self) -> usize {
+        self.prior.heap_bytes()
+            + self.arms.iter().map(Arm::heap_bytes).sum::<usize>()
+            + self.arms.capacity() * std::mem::size_of::<Arm>()
+            + self.arm_points.heap_bytes()
+    }
+
     fn build_prior(&self) -> Result<Arc<ArmPrior>, PolicyError> {
         super::prior_cache::build_prior(&self.prior, &self.arms, self.sign)
     }

@@ -9,7 +9,7 @@ use utoipa::ToSchema;
 use crate::gp::fit::TEMPORAL_LENGTHSCALE_BOUNDS;
 use crate::gp::{KernelKind, KernelSpec};
 use crate::policy::tv_gp_ucb::epsilon_of_temporal_lengthscale;
-use crate::session::InvalidInput;
+use crate::session::{InvalidInput, validate_text};
 use crate::session::priors::{MAX_PRIORS, PriorSpec, validate_priors};
 use crate::session::space::{Arm, ArmSpec, MAX_MAGNITUDE, ParameterSpec, SearchSpace};
 
@@ -414,8 +414,10 @@ pub struct TimeRequest {
     pub source: Option<TimeSource>,
     /// Seconds between handing out a suggestion and its measurement, added to the
     /// suggestion's target time. Absent: the median of the session's past delays.
+    #[schema(minimum = 0, maximum = 2592000)]
     pub lead: Option<f64>,
     /// Seconds after which an unobserved suggestion stops counting as pending (default 3600).
+    #[schema(exclusive_minimum = 0, maximum = 2592000)]
     pub pending_timeout: Option<f64>,
 }
 
@@ -432,13 +434,20 @@ pub struct TimeConfig {
 #[derive(Clone, Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateSession {
+    /// Up to 200 characters, no control characters.
+    #[schema(max_length = 200)]
     pub name: Option<String>,
     pub goal: Option<Goal>,
+    #[schema(min_items = 1, max_items = 32)]
     pub parameters: Vec<ParameterSpec>,
+    #[schema(min_items = 1, max_items = 10000)]
     pub arms: Option<Vec<ArmSpec>>,
     pub algorithm: Option<AlgorithmConfig>,
     pub model: Option<ModelRequest>,
     pub time: Option<TimeRequest>,
+    /// Same seed, same history and same session time ⇒ same suggestions. Default: random
+    /// in [0, 2^53 − 1].
+    #[schema(minimum = 0, maximum = 9007199254740991_u64)]
     pub seed: Option<u64>,
 }
 
@@ -457,17 +466,34 @@ pub struct SessionConfig {
 
 const DEFAULT_WARMUP: u32 = 15;
 const DEFAULT_PENDING_TIMEOUT: f64 = 3600.0;
-const MAX_NAME_LEN: usize = 200;
+/// Longest session name, in characters.
+pub const MAX_NAME_LEN: usize = 200;
+/// Largest `time.lead` and `time.pending_timeout`: 30 days, in seconds.
+pub const MAX_TIME_SETTING: f64 = 30.0 * 24.0 * 3600.0;
+/// Largest seed: 2^53 − 1, so that JavaScript, jq and every other client that reads JSON
+/// numbers as doubles reads it exactly (and a re-created session is the same session).
+pub const MAX_SEED: u64 = (1 << 53) - 1;
+
+/// A seed for a session created without one: uniform in [0, [`MAX_SEED`]].
+pub fn random_seed() -> u64 {
+    rand::random::<u64>() >> 11
+}
 
 impl SessionConfig {
     /// Validates a create request and fills in every default. `random_seed` is used when
     /// the request has no seed.
     pub fn from_request(request: CreateSession, random_seed: u64) -> Result<Self, InvalidInput> {
         let name = request.name.unwrap_or_default();
-        if name.chars().count() > MAX_NAME_LEN {
+        validate_text("name", &name, 0, MAX_NAME_LEN)?;
+        if let Some(seed) = request.seed
+            && seed > MAX_SEED
+        {
             return Err(InvalidInput::new(
-                "name",
-                format!("must be at most {MAX_NAME_LEN} characters"),
+                "seed",
+                format!(
+                    "must be at most {MAX_SEED} (2^53 − 1, the largest integer every JSON \
+                     client reads exactly)"
+                ),
             ));
         }
         let space = SearchSpace::new(request.parameters.clone())?;
@@ -540,17 +566,23 @@ impl SessionConfig {
         };
         let time_request = request.time.unwrap_or_default();
         if let Some(lead) = time_request.lead
-            && !(lead.is_finite() && lead >= 0.0)
+            && !(lead.is_finite() && (0.0..=MAX_TIME_SETTING).contains(&lead))
         {
-            return Err(InvalidInput::new("time.lead", "must be a number ≥ 0"));
+            return Err(InvalidInput::new(
+                "time.lead",
+                format!("must be a number of seconds in [0, {MAX_TIME_SETTING}] (30 days)"),
+            ));
         }
         let pending_timeout = time_request
             .pending_timeout
             .unwrap_or(DEFAULT_PENDING_TIMEOUT);
-        if !(pending_timeout.is_finite() && pending_timeout > 0.0) {
+        if !(pending_timeout.is_finite()
+            && pending_timeout > 0.0
+            && pending_timeout <= MAX_TIME_SETTING)
+        {
             return Err(InvalidInput::new(
                 "time.pending_timeout",
-                "must be a number > 0",
+                format!("must be a number of seconds in (0, {MAX_TIME_SETTING}] (30 days)"),
             ));
         }
         let time = TimeConfig {

@@ -10,11 +10,13 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::gp::arms::{ArmPrior, KernelPriorParams, PriorError, PriorKernel};
-use crate::session::InvalidInput;
+use crate::session::{InvalidInput, validate_text};
 use crate::session::space::{Arm, MAX_MAGNITUDE};
 
 /// Largest number of priors of a session.
 pub const MAX_PRIORS: usize = 16;
+/// Longest prior name, in characters.
+pub const MAX_PRIOR_NAME_CHARS: usize = 200;
 /// Largest number of arms of a session with priors: every prior holds two m × m
 /// matrices (the covariance and its factor), 16 MB per prior at this limit.
 pub const MAX_PRIOR_ARMS: usize = 1000;
@@ -31,8 +33,10 @@ pub enum PriorMean {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PriorSpec {
-    /// A label shown in the model view (default `prior-<index>`).
+    /// A label shown in the model view (default `prior-<index>`): 1 to 200 characters,
+    /// no control characters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(min_length = 1, max_length = 200)]
     pub name: Option<String>,
     /// Kernel family of a kernel prior; absent for an empirical prior.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -68,20 +72,27 @@ fn finite(value: f64) -> bool {
 }
 
 impl PriorSpec {
+    /// Bytes of heap memory held: the name, a per-arm mean and an empirical covariance.
+    pub fn heap_bytes(&self) -> usize {
+        let mean = match &self.mean {
+            Some(PriorMean::PerArm(values)) => values.capacity() * std::mem::size_of::<f64>(),
+            _ => 0,
+        };
+        self.name.as_ref().map_or(0, String::capacity)
+            + mean
+            + self
+                .covariance
+                .as_ref()
+                .map_or(0, crate::gp::arms::rows_heap_bytes)
+    }
+
     /// Validates the prior against the session's arms and fills in its defaults. `field`
     /// is the prior's path, e.g. `algorithm.priors[1]`.
     fn validate(&mut self, index: usize, arms: &[Arm], field: &str) -> Result<(), InvalidInput> {
         let m = arms.len();
         let at = |name: &str| format!("{field}.{name}");
-        if self
-            .name
-            .as_ref()
-            .is_some_and(|n| n.is_empty() || n.len() > 200)
-        {
-            return Err(InvalidInput::new(
-                at("name"),
-                "must have 1 to 200 characters",
-            ));
+        if let Some(name) = &self.name {
+            validate_text(&at("name"), name, 1, MAX_PRIOR_NAME_CHARS)?;
         }
         self.name.get_or_insert_with(|| format!("prior-{index}"));
         let forbid = |present: bool, name: &str, why: &str| {

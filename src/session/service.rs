@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use rand::SeedableRng;
@@ -17,7 +17,10 @@ use crate::policy::tv_gp_ucb::TvGpUcbWithPrior;
 use crate::policy::{self, Observation, ObserveContext, PolicyRng, PolicyState, Surrogate};
 use crate::policy::{PolicyError, SuggestContext};
 use crate::session::InvalidInput;
-use crate::session::config::{AlgorithmConfig, CreateSession, SessionConfig, TimeSource};
+use crate::session::scheduler::FairScheduler;
+use crate::session::config::{
+    AlgorithmConfig, CreateSession, SessionConfig, TimeSource, random_seed,
+};
 use crate::session::space::{MAX_MAGNITUDE, SearchSpace};
 use crate::session::time::{fit_response_time, median_lead, resolve_time, wall_time};
 use crate::session::views::{
@@ -40,8 +43,16 @@ pub const MAX_OBSERVATIONS_PER_CALL: usize = 1000;
 pub const MAX_PREDICT_POINTS: usize = 10_000;
 /// How far in the future (seconds) a `measured_at` may lie, for clock skew.
 const MEASURED_AT_SKEW: f64 = 60.0;
-/// Attempts of a change that keeps meeting concurrent changes of the same session.
-const COMMIT_ATTEMPTS: usize = 8;
+/// How long a change that keeps meeting concurrent changes of the same session (by other
+/// replicas) is re-planned before the request gives up with 503 `busy`: below the HTTP
+/// request timeout (120 s), so a client that did nothing wrong is never told of a
+/// conflict it cannot resolve.
+const COMMIT_RETRY_BUDGET: Duration = Duration::from_secs(90);
+/// First back-off after a lost commit race; it doubles up to [`MAX_COMMIT_BACKOFF`], and
+/// each wait is drawn uniformly from [0, backoff] (full jitter) so that two replicas
+/// that collided do not collide again.
+const FIRST_COMMIT_BACKOFF: Duration = Duration::from_millis(5);
+const MAX_COMMIT_BACKOFF: Duration = Duration::from_millis(500);
 /// Quasi-random candidates over which regret estimates search the posterior mean's maximum.
 const REGRET_CANDIDATES: usize = 256;
 
@@ -60,6 +71,13 @@ pub enum ServiceError {
     /// The idempotency key was taken concurrently; look it up again.
     #[error("idempotency key taken concurrently")]
     IdempotencyRace,
+    /// A cap of the server is reached (pending suggestions, active dataset): 409 of the
+    /// given kind naming the field.
+    #[error("{}: {}", .1.field, .1.message)]
+    Limit(&'static str, InvalidInput),
+    /// Other replicas kept changing the session for [`COMMIT_RETRY_BUDGET`]: 503, retry.
+    #[error("the session stayed busy with concurrent changes")]
+    Busy,
     #[error(transparent)]
     Store(StoreError),
     #[error(transparent)]
@@ -110,19 +128,53 @@ impl IdempotencyKey {
     }
 }
 
+/// Caps on the work one session may ask of the server (docs/api.md, "Limits").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Most pending (handed out, not yet observed, not expired) suggestions per session:
+    /// each is conditioned on in every later suggest, so they cost like observations.
+    pub max_pending: usize,
+    /// Most active observations of a session whose algorithm does not bound its own
+    /// dataset (every algorithm but BOLT, whose `max_dataset_size` is its bound).
+    pub max_active_observations: usize,
+}
+
+impl Limits {
+    /// Default of [`Limits::max_pending`].
+    pub const DEFAULT_MAX_PENDING: usize = 256;
+    /// Default of [`Limits::max_active_observations`]: a fit at this size takes seconds,
+    /// well inside the request timeout, on one core.
+    pub const DEFAULT_MAX_ACTIVE_OBSERVATIONS: usize = 2000;
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_pending: Self::DEFAULT_MAX_PENDING,
+            max_active_observations: Self::DEFAULT_MAX_ACTIVE_OBSERVATIONS,
+        }
+    }
+}
+
 /// Sessions over a store. Cheap to clone.
 #[derive(Clone)]
 pub struct SessionService {
     store: Arc<dyn Store>,
+    limits: Limits,
     locks: Arc<Mutex<HashMap<Uuid, Arc<tokio::sync::Mutex<()>>>>>,
-    /// One permit per core: model work queues here instead of piling onto the blocking
-    /// pool (a request that timed out keeps its permit until its work ends).
-    model_permits: Arc<tokio::sync::Semaphore>,
+    /// Model work, one job per core, queued per session and served round robin (a
+    /// request that timed out keeps its turn until its work ends).
+    scheduler: FairScheduler,
     models: Arc<Mutex<ModelCache>>,
 }
 
 /// Bytes of models a replica keeps for reads (predict, best, regret, model).
 const MODEL_CACHE_BYTES: usize = 512 << 20;
+/// Bytes of one cache entry besides its model: the map's slot (key, entry and control
+/// byte) and the `Arc`'s counts.
+const CACHE_ENTRY_BYTES: usize = std::mem::size_of::<(Uuid, CachedModel)>()
+    + 1
+    + 2 * std::mem::size_of::<usize>();
 
 /// This replica's models of recently read sessions, each with the session version it
 /// was built from: a read at another version rebuilds (DESIGN.md §6). Entries past
@@ -151,7 +203,7 @@ impl ModelCache {
     }
 
     fn insert(&mut self, id: Uuid, version: i64, model: Option<Arc<CurrentModel>>) {
-        let bytes = model.as_deref().map_or(0, CurrentModel::approximate_bytes);
+        let bytes = CACHE_ENTRY_BYTES + model.as_deref().map_or(0, CurrentModel::memory_bytes);
         if let Some(old) = self.entries.remove(&id) {
             self.bytes -= old.bytes;
         }
@@ -277,14 +329,20 @@ impl CurrentModel {
         }
     }
 
-    /// Memory held by the model's matrices, roughly.
-    fn approximate_bytes(&self) -> usize {
-        let doubles = match self {
-            CurrentModel::Surrogate(surrogate) => 2 * surrogate.gp().len().pow(2),
-            CurrentModel::Arms { gp, .. } => 2 * gp.arm_count().pow(2) + gp.len() * gp.arm_count(),
-            CurrentModel::TimeVaryingArms { gp, .. } => 2 * gp.arm_count().pow(2) + gp.len().pow(2),
-        };
-        8 * doubles
+    /// Bytes of memory the model holds: itself, and everything it owns or keeps alive
+    /// on the heap (the prior of a model over arms included, though the prior cache may
+    /// share it).
+    fn memory_bytes(&self) -> usize {
+        std::mem::size_of::<Self>()
+            + match self {
+                CurrentModel::Surrogate(surrogate) => surrogate.gp().heap_bytes(),
+                CurrentModel::Arms { selection, gp } => {
+                    selection.heap_bytes() + gp.heap_bytes() + gp.prior().heap_bytes()
+                }
+                CurrentModel::TimeVaryingArms { policy, gp } => {
+                    policy.heap_bytes() + gp.heap_bytes() + gp.prior().heap_bytes()
+                }
+            }
     }
 
     fn uses_time(&self) -> bool {
@@ -297,12 +355,13 @@ impl CurrentModel {
 }
 
 impl SessionService {
-    pub fn new(store: Arc<dyn Store>) -> Self {
+    pub fn new(store: Arc<dyn Store>, limits: Limits) -> Self {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         SessionService {
             store,
+            limits,
             locks: Arc::default(),
-            model_permits: Arc::new(tokio::sync::Semaphore::new(cores)),
+            scheduler: FairScheduler::new(cores),
             models: Arc::default(),
         }
     }
@@ -325,19 +384,16 @@ impl SessionService {
         Ok(model)
     }
 
-    /// Runs CPU-heavy model work on the blocking pool, off the async runtime.
+    /// Runs CPU-heavy model work of `session` on the blocking pool, off the async
+    /// runtime, when the fair scheduler gives the session its turn.
     async fn blocking<T: Send + 'static>(
         &self,
+        session: Uuid,
         work: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T, ServiceError> {
-        let permit = self
-            .model_permits
-            .clone()
-            .acquire_owned()
-            .await
-            .map_err(|e| ServiceError::Internal(format!("model permits closed: {e}")))?;
+        let turn = self.scheduler.turn(session).await;
         tokio::task::spawn_blocking(move || {
-            let _permit = permit;
+            let _turn = turn;
             work()
         })
         .await
@@ -380,12 +436,13 @@ impl SessionService {
         idempotency: Option<&IdempotencyKey>,
     ) -> Result<Session, ServiceError> {
         // Validating priors factorises m × m matrices: off the async runtime.
-        let seed = rand::random();
+        let seed = random_seed();
+        let id = Uuid::new_v4();
         let config = self
-            .blocking(move || SessionConfig::from_request(request, seed))
+            .blocking(id, move || SessionConfig::from_request(request, seed))
             .await??;
         let row = SessionRow {
-            id: Uuid::new_v4(),
+            id,
             config,
             created_at: Utc::now(),
             status: "active".into(),
@@ -479,7 +536,9 @@ impl SessionService {
         F: Fn(History) -> Fut,
         Fut: Future<Output = Result<(ChangeSet, T), ServiceError>>,
     {
-        for _ in 0..COMMIT_ATTEMPTS {
+        let deadline = Instant::now() + COMMIT_RETRY_BUDGET;
+        let mut backoff = FIRST_COMMIT_BACKOFF;
+        loop {
             let history = self.history(id).await?;
             let version = history.session.version;
             let (change, response) = plan(history).await?;
@@ -490,11 +549,15 @@ impl SessionService {
                 .await
             {
                 Ok(()) => return Ok(response),
-                Err(StoreError::Conflict) => continue,
+                Err(StoreError::Conflict) if Instant::now() < deadline => {
+                    let wait = backoff.mul_f64(rand::random::<f64>());
+                    tokio::time::sleep(wait).await;
+                    backoff = (backoff * 2).min(MAX_COMMIT_BACKOFF);
+                }
+                Err(StoreError::Conflict) => return Err(ServiceError::Busy),
                 Err(e) => return Err(e.into()),
             }
         }
-        Err(ServiceError::Store(StoreError::Conflict))
     }
 
     async fn plan_suggest(
@@ -512,6 +575,21 @@ impl SessionService {
             .pending
             .iter()
             .partition(|s| t_now - s.issued_t > config.time.pending_timeout);
+        let max_pending = self.limits.max_pending;
+        if pending.len() + count as usize > max_pending {
+            return Err(ServiceError::Limit(
+                "too-many-pending",
+                InvalidInput::new(
+                    "count",
+                    format!(
+                        "{count} more would exceed the cap of {max_pending} pending \
+                         suggestions (this session has {}): observe them, or wait until \
+                         they expire after time.pending_timeout",
+                        pending.len()
+                    ),
+                ),
+            ));
+        }
         let target = t_now + lead(&history);
         let data = policy_data(&config, &history.active);
         let pending_points: Vec<(Vec<f64>, f64)> =
@@ -520,7 +598,7 @@ impl SessionService {
         let ordinal = session.suggest_count as u64;
         let (proposals, state) = {
             let config = config.clone();
-            self.blocking(move || {
+            self.blocking(session.id, move || {
                 let space = config.space();
                 let arms = arm_points(&space, &config);
                 let ctx = SuggestContext {
@@ -769,7 +847,7 @@ impl SessionService {
             .collect();
         let (removals, state) = {
             let config = config.clone();
-            self.blocking(move || {
+            self.blocking(session.id, move || {
                 let policy = policy::policy_for(&config);
                 let ctx = ObserveContext {
                     model: &config.model,
@@ -786,6 +864,22 @@ impl SessionService {
             })
             .await??
         };
+        let active_after = history.active.len() + rows.len() - removals.len();
+        let cap = self.limits.max_active_observations;
+        if !matches!(config.algorithm, AlgorithmConfig::Bolt { .. }) && active_after > cap {
+            return Err(ServiceError::Limit(
+                "dataset-full",
+                InvalidInput::new(
+                    "session",
+                    format!(
+                        "would hold {active_after} active observations; {} keeps them \
+                         and this server caps a session at {cap}: use bolt, which bounds \
+                         its own dataset",
+                        config.algorithm.name()
+                    ),
+                ),
+            ));
+        }
         let mut deactivate = Vec::new();
         for (seq, reason) in removals {
             match rows.iter_mut().find(|r| r.seq == seq) {
@@ -899,7 +993,7 @@ impl SessionService {
         let history = self.history(id).await?;
         let rows = self.store.list_observations(id, 0, i64::MAX, true).await?;
         let cache = self.models.clone();
-        self.blocking(move || -> Result<RegretReport, ServiceError> {
+        self.blocking(id, move || -> Result<RegretReport, ServiceError> {
             let config = &history.session.config;
             let model = Self::cached_model(&cache, &history)?;
             let space = config.space();
@@ -973,7 +1067,7 @@ impl SessionService {
             let history = history.clone();
             let t = Self::default_time(&history, Utc::now());
             let cache = self.models.clone();
-            self.blocking(move || -> Result<Vec<RelevanceView>, ServiceError> {
+            self.blocking(id, move || -> Result<Vec<RelevanceView>, ServiceError> {
                 let model = Self::cached_model(&cache, &history)?;
                 let Some(CurrentModel::Surrogate(surrogate)) = model.as_deref() else {
                     return Ok(Vec::new());
@@ -1104,7 +1198,7 @@ impl SessionService {
             .map(|(i, p)| space.to_unit(p, &format!("points[{i}]")))
             .collect::<Result<Vec<_>, _>>()?;
         let cache = self.models.clone();
-        self.blocking(move || -> Result<PredictResponse, ServiceError> {
+        self.blocking(id, move || -> Result<PredictResponse, ServiceError> {
             let config = &history.session.config;
             let model = Self::cached_model(&cache, &history)?.ok_or_else(|| {
                 ServiceError::Conflict(InvalidInput::new(
@@ -1143,7 +1237,7 @@ impl SessionService {
         let history = self.history(id).await?;
         let t = Self::query_time(&history, t)?;
         let cache = self.models.clone();
-        self.blocking(move || -> Result<Best, ServiceError> {
+        self.blocking(id, move || -> Result<Best, ServiceError> {
             let config = &history.session.config;
             let model = Self::cached_model(&cache, &history)?.ok_or_else(|| {
                 ServiceError::Conflict(InvalidInput::new(

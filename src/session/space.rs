@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::session::InvalidInput;
+use crate::session::{InvalidInput, validate_text};
 
 /// Parameter values by name.
 pub type Params = BTreeMap<String, f64>;
@@ -29,10 +29,22 @@ pub enum Scale {
     Log,
 }
 
+impl Scale {
+    /// The name used in the API.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scale::Linear => "linear",
+            Scale::Log => "log",
+        }
+    }
+}
+
 /// One named parameter with its bounds.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ParameterSpec {
+    /// 1 to 100 characters, no control characters; unique within the session.
+    #[schema(min_length = 1, max_length = 100)]
     pub name: String,
     #[serde(rename = "type", default)]
     pub kind: ParameterType,
@@ -42,10 +54,23 @@ pub struct ParameterSpec {
     pub scale: Scale,
 }
 
+impl ParameterSpec {
+    /// The length of the bounds on the parameter's scale: high − low, or
+    /// ln(high) − ln(low) on a log scale. The map to [0, 1] divides by it.
+    fn unit_span(&self) -> f64 {
+        match self.scale {
+            Scale::Linear => self.high - self.low,
+            Scale::Log => self.high.ln() - self.low.ln(),
+        }
+    }
+}
+
 /// An arm of a finite arm set as sent by a client.
 #[derive(Clone, Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ArmSpec {
+    /// 1 to 100 characters, no control characters; unique (default `arm-<index>`).
+    #[schema(min_length = 1, max_length = 100)]
     pub name: Option<String>,
     #[schema(value_type = BTreeMap<String, f64>)]
     pub params: Params,
@@ -59,9 +84,25 @@ pub struct Arm {
     pub params: Params,
 }
 
+impl Arm {
+    /// Bytes of heap memory held: the name and the parameters (the map's entries counted
+    /// as packed, plus one node header per map: its node layout is internal to std).
+    pub fn heap_bytes(&self) -> usize {
+        let entries: usize = self
+            .params
+            .keys()
+            .map(|k| std::mem::size_of::<(String, f64)>() + k.capacity())
+            .sum();
+        self.name.capacity() + entries + 2 * std::mem::size_of::<usize>()
+    }
+}
+
 /// Largest magnitude of a bound or an observed value: squares and differences of numbers
 /// beyond it overflow f64.
 pub const MAX_MAGNITUDE: f64 = 1e100;
+
+/// Longest parameter or arm name, in characters.
+pub const MAX_NAME_CHARS: usize = 100;
 
 /// Maximum number of parameters of a session.
 pub const MAX_DIMENSION: usize = 32;
@@ -93,12 +134,7 @@ impl SearchSpace {
         let mut names = BTreeSet::new();
         for (i, p) in parameters.iter().enumerate() {
             let field = |f: &str| format!("parameters[{i}].{f}");
-            if p.name.is_empty() || p.name.len() > 100 {
-                return Err(InvalidInput::new(
-                    field("name"),
-                    "must be 1 to 100 characters",
-                ));
-            }
+            validate_text(&field("name"), &p.name, 1, MAX_NAME_CHARS)?;
             if !names.insert(p.name.as_str()) {
                 return Err(InvalidInput::new(
                     field("name"),
@@ -127,6 +163,24 @@ impl SearchSpace {
                 return Err(InvalidInput::new(
                     field("low"),
                     "bounds of an int parameter must be integers",
+                ));
+            }
+            // The map to [0, 1] divides by this span: it must be finite and positive in
+            // f64, which low < high alone does not give on a log scale (1e10 and
+            // 1e10 + 2e-6 have the same logarithm).
+            let span = p.unit_span();
+            if !(span.is_finite() && span > 0.0) {
+                return Err(InvalidInput::new(
+                    field("high"),
+                    format!(
+                        "must be distinguishable from low on a {} scale: the map to [0, 1] \
+                         needs {} > 0 in double precision",
+                        p.scale.name(),
+                        match p.scale {
+                            Scale::Linear => "high − low",
+                            Scale::Log => "ln(high) − ln(low)",
+                        }
+                    ),
                 ));
             }
         }
@@ -174,10 +228,19 @@ impl SearchSpace {
                 if p.kind == ParameterType::Int && value.fract() != 0.0 {
                     return Err(InvalidInput::new(name, "must be an integer"));
                 }
-                Ok(match p.scale {
-                    Scale::Linear => (value - p.low) / (p.high - p.low),
-                    Scale::Log => (value.ln() - p.low.ln()) / (p.high.ln() - p.low.ln()),
-                })
+                let unit = match p.scale {
+                    Scale::Linear => (value - p.low) / p.unit_span(),
+                    Scale::Log => (value.ln() - p.low.ln()) / p.unit_span(),
+                };
+                // Guaranteed by the span check of `new`; kept as a guard so that nothing
+                // non-finite is ever stored.
+                if !(0.0..=1.0).contains(&unit) {
+                    return Err(InvalidInput::new(
+                        name,
+                        "does not map to a point of [0, 1] in double precision",
+                    ));
+                }
+                Ok(unit)
             })
             .collect()
     }
@@ -194,8 +257,8 @@ impl SearchSpace {
                     0.5
                 };
                 let raw = match p.scale {
-                    Scale::Linear => p.low + u * (p.high - p.low),
-                    Scale::Log => (p.low.ln() + u * (p.high.ln() - p.low.ln())).exp(),
+                    Scale::Linear => p.low + u * p.unit_span(),
+                    Scale::Log => (p.low.ln() + u * p.unit_span()).exp(),
                 };
                 let value = match p.kind {
                     ParameterType::Float => raw.clamp(p.low, p.high),
@@ -227,11 +290,10 @@ impl SearchSpace {
             .map(|(i, arm)| {
                 self.to_unit(&arm.params, &format!("arms[{i}].params"))?;
                 let name = arm.name.unwrap_or_else(|| format!("arm-{i}"));
-                if name.is_empty() || !names.insert(name.clone()) {
-                    return Err(InvalidInput::new(
-                        format!("arms[{i}].name"),
-                        "must be non-empty and unique",
-                    ));
+                let field = format!("arms[{i}].name");
+                validate_text(&field, &name, 1, MAX_NAME_CHARS)?;
+                if !names.insert(name.clone()) {
+                    return Err(InvalidInput::new(field, "must be unique"));
                 }
                 Ok(Arm {
                     name,
@@ -303,6 +365,41 @@ mod tests {
             s.to_unit(&fractional, "params").unwrap_err().field,
             "params.workers"
         );
+    }
+
+    #[test]
+    fn bounds_must_span_a_positive_finite_length_on_their_scale() {
+        let parameter = |low: f64, high: f64, scale: Scale| ParameterSpec {
+            name: "x".into(),
+            kind: ParameterType::Float,
+            low,
+            high,
+            scale,
+        };
+        // Same logarithm in f64, though low < high.
+        let err = SearchSpace::new(vec![parameter(1e10, 10000000000.000002, Scale::Log)])
+            .unwrap_err();
+        assert_eq!(err.field, "parameters[0].high");
+        // Adjacent doubles are fine on a linear scale, and every value maps into [0, 1].
+        let low = 1e10_f64;
+        let high = f64::from_bits(low.to_bits() + 1);
+        let s = SearchSpace::new(vec![parameter(low, high, Scale::Linear)]).unwrap();
+        for v in [low, high] {
+            let unit = s.to_unit(&[("x".to_string(), v)].into(), "params").unwrap();
+            assert!((0.0..=1.0).contains(&unit[0]));
+        }
+        // A brute force over many tiny log ranges: accepted ranges map both bounds finitely.
+        for k in 1..200u64 {
+            let low = 1e10_f64;
+            let high = f64::from_bits(low.to_bits() + k);
+            if let Ok(s) = SearchSpace::new(vec![parameter(low, high, Scale::Log)]) {
+                for v in [low, high] {
+                    let unit = s.to_unit(&[("x".to_string(), v)].into(), "params").unwrap();
+                    assert!(unit[0].is_finite() && (0.0..=1.0).contains(&unit[0]));
+                }
+                assert!(s.from_unit(&[0.5])["x"].is_finite());
+            }
+        }
     }
 
     #[test]

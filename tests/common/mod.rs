@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use sqlx::{ColumnIndex, Decode, Row, Type};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
+use tvbo::session::service::Limits;
 use tvbo::store::{PoolSettings, PostgresStore, SqliteStore, Store};
 
 /// The database behind a [`TestServer`].
@@ -78,11 +79,30 @@ impl TestServer {
     }
 
     async fn serve(shared: Arc<dyn Store>, backend: Backend) -> TestServer {
+        Self::serve_with(shared, backend, Limits::default()).await
+    }
+
+    /// A server over a fresh SQLite database with the given caps.
+    pub async fn start_with(limits: Limits) -> TestServer {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let url = format!("sqlite://{}", dir.path().join("tvbo.db").display());
+        let store = SqliteStore::connect(&url, &PoolSettings::default())
+            .await
+            .expect("open store");
+        let shared: Arc<dyn Store> = Arc::new(store.clone());
+        let backend = Backend::Sqlite {
+            store,
+            dir: Some(dir),
+        };
+        Self::serve_with(shared, backend, limits).await
+    }
+
+    async fn serve_with(shared: Arc<dyn Store>, backend: Backend, limits: Limits) -> TestServer {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr: SocketAddr = listener.local_addr().unwrap();
         let (tx, rx) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
-            tvbo::server::serve(listener, shared, async {
+            tvbo::server::serve(listener, shared, limits, async {
                 let _ = rx.await;
             })
             .await
