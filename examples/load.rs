@@ -97,9 +97,14 @@ async fn start_local_servers(args: &Args) -> anyhow::Result<LocalServers> {
         bases.push(format!("http://{}", listener.local_addr()?));
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         shutdown.push(stop);
-        tokio::spawn(tvbo::server::serve(listener, store, Limits::default(), async {
-            let _ = stopped.await;
-        }));
+        tokio::spawn(tvbo::server::serve(
+            listener,
+            store,
+            Limits::default(),
+            async {
+                let _ = stopped.await;
+            },
+        ));
     }
     Ok(LocalServers {
         bases,

@@ -25,9 +25,7 @@ const SAMPLES: usize = 7;
 
 /// A gp-ucb client-time session over (x, y) with `n` observations of a smooth function.
 async fn session_with(server: &TestServer, n: usize, seed: u64) -> String {
-    let id = server
-        .create(common::client_session("gp-ucb", seed))
-        .await;
+    let id = server.create(common::client_session("gp-ucb", seed)).await;
     let observations: Vec<Value> = (0..n)
         .map(|i| {
             let x = (i as f64 * 0.618_033_988_75).fract();

@@ -62,9 +62,7 @@ async fn log_bounds_with_equal_logarithms_are_refused(server: TestServer) {
         )
         .await;
     assert_eq!(status, 201, "{answer}");
-    let (status, list) = server
-        .get(&format!("/v1/sessions/{id}/observations"))
-        .await;
+    let (status, list) = server.get(&format!("/v1/sessions/{id}/observations")).await;
     assert_eq!(status, 200, "{list}");
     assert_eq!(list["observations"].as_array().unwrap().len(), 1);
 }
@@ -121,9 +119,9 @@ async fn control_characters_in_stored_texts_are_refused(server: TestServer) {
         .await;
     let (status, session) = server.get(&format!("/v1/sessions/{id}")).await;
     assert_eq!(status, 200, "{session}");
-    assert_eq!(session["config"]["name"], json!(session_name));
-    assert_eq!(session["config"]["parameters"][0]["name"], json!(long));
-    assert_eq!(session["config"]["arms"][0]["name"], json!(long));
+    assert_eq!(session["name"], json!(session_name));
+    assert_eq!(session["parameters"][0]["name"], json!(long));
+    assert_eq!(session["arms"][0]["name"], json!(long));
     let (status, answer) = server
         .post(&format!("/v1/sessions/{id}/suggestions"), &json!({}))
         .await;
@@ -144,7 +142,7 @@ async fn seeds_fit_in_a_double(server: TestServer) {
             .post("/v1/sessions", &json!({"parameters": [parameter("x")]}))
             .await;
         assert_eq!(status, 201, "{session}");
-        let seed = session["config"]["seed"].as_u64().unwrap();
+        let seed = session["seed"].as_u64().unwrap();
         assert!(seed <= MAX_SAFE, "default seed {seed} is above 2^53 − 1");
     }
     let (status, session) = server
@@ -154,7 +152,7 @@ async fn seeds_fit_in_a_double(server: TestServer) {
         )
         .await;
     assert_eq!(status, 201, "{session}");
-    assert_eq!(session["config"]["seed"], json!(MAX_SAFE));
+    assert_eq!(session["seed"], json!(MAX_SAFE));
     for seed in [MAX_SAFE + 1, u64::MAX] {
         refused(
             &server,
@@ -212,7 +210,11 @@ async fn pending_suggestions_are_capped() {
             .unwrap()
             .ends_with("/too-many-pending")
     );
-    assert_eq!(server.dump().await, before, "a refused suggest changed rows");
+    assert_eq!(
+        server.dump().await,
+        before,
+        "a refused suggest changed rows"
+    );
     // Observing one frees a place.
     let suggestion = first["suggestions"][0]["id"].as_str().unwrap();
     let (status, answer) = server
@@ -252,7 +254,11 @@ async fn non_forgetting_sessions_are_capped_and_bolt_is_not() {
     assert_eq!(status, 409, "{problem}");
     assert!(problem["type"].as_str().unwrap().ends_with("/dataset-full"));
     assert!(problem["detail"].as_str().unwrap().contains("gp-ucb"));
-    assert_eq!(server.dump().await, before, "a refused observe changed rows");
+    assert_eq!(
+        server.dump().await,
+        before,
+        "a refused observe changed rows"
+    );
     // R-GP-UCB resets every 3 observations: it never reaches the cap.
     let mut resetting = common::client_session("r-gp-ucb", 1);
     resetting["algorithm"]["reset_every"] = json!(3);

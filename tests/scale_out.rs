@@ -465,8 +465,7 @@ async fn drive_and_check(db: &PgDatabase, mut replicas: Vec<Replica>, kill: Opti
     let calls = cluster.clock.load(Ordering::SeqCst);
     eprintln!(
         "{} rounds ({calls} suggest and observe requests, plus duplicates) in {:.1} s; \
-         retried: {} refused connections, {} lost replies, {} after 503 or 409 \
-         concurrent-change",
+         retried: {} refused connections, {} lost replies, {} after 503",
         CLIENTS * ROUNDS_PER_CLIENT,
         started.elapsed().as_secs_f64(),
         ledger.refused_retries,
@@ -605,6 +604,115 @@ async fn two_replicas_serve_one_session_exactly_once() {
     let a = Replica::start("a", &db.url, &[]).await;
     let b = Replica::start("b", &db.url, &[]).await;
     drive_and_check(&db, vec![a, b], None).await;
+}
+
+/// Heavier contention than [`drive_and_check`]'s: a GP session with a few hundred
+/// observations, so that each plan takes long enough for the replicas to collide on most
+/// commits, and 8 clients alternating between the replicas. Every answer must be a 2xx:
+/// the losing replica backs off and re-plans instead of answering `409 concurrent-change`
+/// (which it did after 8 lost races in a row).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn contended_session_never_answers_409() {
+    const ROUNDS: usize = 12;
+    let Some(db) = PgDatabase::create("contended_session_never_answers_409").await else {
+        return;
+    };
+    let replicas = [
+        Replica::start("a", &db.url, &[]).await,
+        Replica::start("b", &db.url, &[]).await,
+    ];
+    let bases: Vec<String> = replicas.iter().map(|r| r.base.clone()).collect();
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(110))
+        .build()
+        .unwrap();
+    let mut session = load_session();
+    session["algorithm"] = json!({"name": "gp-ucb"});
+    let created = client
+        .post(format!("{}/v1/sessions", bases[0]))
+        .json(&session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status().as_u16(), 201);
+    let id = created.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let seed: Vec<Value> = (0..300)
+        .map(|i| {
+            let (x, y) = ((i as f64 * 0.618).fract(), (i as f64 * 0.755).fract());
+            json!({"params": {"x": x, "y": y}, "value": objective(x, y, i), "t": 0.0})
+        })
+        .collect();
+    let seeded = client
+        .post(format!("{}/v1/sessions/{id}/observations", bases[0]))
+        .json(&json!({"observations": seed}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(seeded.status().as_u16(), 201);
+    let clock = Arc::new(AtomicUsize::new(1));
+    let mut tasks = Vec::new();
+    for c in 0..CLIENTS {
+        let (client, bases, id, clock) = (client.clone(), bases.clone(), id.clone(), clock.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut answers = Vec::new();
+            for round in 0..ROUNDS {
+                let base = &bases[(c + round) % 2];
+                let t = clock.fetch_add(1, Ordering::SeqCst) as f64 * 0.01;
+                let response = client
+                    .post(format!("{base}/v1/sessions/{id}/suggestions"))
+                    .json(&json!({"t": t}))
+                    .send()
+                    .await
+                    .unwrap();
+                let status = response.status().as_u16();
+                let answer: Value = response.json().await.unwrap_or(Value::Null);
+                answers.push((status, answer.clone()));
+                if status != 201 {
+                    continue;
+                }
+                let s = &answer["suggestions"][0];
+                let (x, y) = (
+                    s["params"]["x"].as_f64().unwrap(),
+                    s["params"]["y"].as_f64().unwrap(),
+                );
+                let body = json!({
+                    "suggestion_id": s["id"],
+                    "value": objective(x, y, 1000 + c * ROUNDS + round),
+                    "t": t,
+                });
+                let response = client
+                    .post(format!(
+                        "{}/v1/sessions/{id}/observations",
+                        bases[(c + round + 1) % 2]
+                    ))
+                    .json(&body)
+                    .send()
+                    .await
+                    .unwrap();
+                let status = response.status().as_u16();
+                answers.push((status, response.json().await.unwrap_or(Value::Null)));
+            }
+            answers
+        }));
+    }
+    let mut refused = Vec::new();
+    let mut calls = 0;
+    for task in tasks {
+        for (status, answer) in task.await.expect("a client failed") {
+            calls += 1;
+            if !(200..300).contains(&status) {
+                refused.push(format!("{status} {answer}"));
+            }
+        }
+    }
+    eprintln!(
+        "{calls} calls on one contended session, {} refused",
+        refused.len()
+    );
+    assert!(refused.is_empty(), "clients were refused: {refused:#?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -9,9 +9,9 @@ use utoipa::ToSchema;
 use crate::gp::fit::TEMPORAL_LENGTHSCALE_BOUNDS;
 use crate::gp::{KernelKind, KernelSpec};
 use crate::policy::tv_gp_ucb::epsilon_of_temporal_lengthscale;
-use crate::session::{InvalidInput, validate_text};
 use crate::session::priors::{MAX_PRIORS, PriorSpec, validate_priors};
 use crate::session::space::{Arm, ArmSpec, MAX_MAGNITUDE, ParameterSpec, SearchSpace};
+use crate::session::{InvalidInput, validate_text};
 
 /// Whether larger or smaller objective values are better.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]

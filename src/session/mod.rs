@@ -26,7 +26,6 @@ impl InvalidInput {
     }
 }
 
-
 /// Checks a client-supplied text that will be stored: `min_chars..=max_chars` characters
 /// (Unicode scalar values, not bytes) and no control characters (C0, DEL, C1, which
 /// PostgreSQL cannot store (U+0000) or which corrupt logs and terminals), so that both

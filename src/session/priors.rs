@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::gp::arms::{ArmPrior, KernelPriorParams, PriorError, PriorKernel};
-use crate::session::{InvalidInput, validate_text};
 use crate::session::space::{Arm, MAX_MAGNITUDE};
+use crate::session::{InvalidInput, validate_text};
 
 /// Largest number of priors of a session.
 pub const MAX_PRIORS: usize = 16;

@@ -59,7 +59,10 @@ impl Queues {
     /// Ends a running job of session `id` and starts the next waiting ones.
     fn release(&mut self, id: Uuid) {
         self.running -= 1;
-        let lane = self.lanes.get_mut(&id).expect("running sessions have lanes");
+        let lane = self
+            .lanes
+            .get_mut(&id)
+            .expect("running sessions have lanes");
         lane.running = false;
         if lane.waiting.is_empty() {
             self.lanes.remove(&id);

@@ -17,10 +17,10 @@ use crate::policy::tv_gp_ucb::TvGpUcbWithPrior;
 use crate::policy::{self, Observation, ObserveContext, PolicyRng, PolicyState, Surrogate};
 use crate::policy::{PolicyError, SuggestContext};
 use crate::session::InvalidInput;
-use crate::session::scheduler::FairScheduler;
 use crate::session::config::{
     AlgorithmConfig, CreateSession, SessionConfig, TimeSource, random_seed,
 };
+use crate::session::scheduler::FairScheduler;
 use crate::session::space::{MAX_MAGNITUDE, SearchSpace};
 use crate::session::time::{fit_response_time, median_lead, resolve_time, wall_time};
 use crate::session::views::{
@@ -172,9 +172,8 @@ pub struct SessionService {
 const MODEL_CACHE_BYTES: usize = 512 << 20;
 /// Bytes of one cache entry besides its model: the map's slot (key, entry and control
 /// byte) and the `Arc`'s counts.
-const CACHE_ENTRY_BYTES: usize = std::mem::size_of::<(Uuid, CachedModel)>()
-    + 1
-    + 2 * std::mem::size_of::<usize>();
+const CACHE_ENTRY_BYTES: usize =
+    std::mem::size_of::<(Uuid, CachedModel)>() + 1 + 2 * std::mem::size_of::<usize>();
 
 /// This replica's models of recently read sessions, each with the session version it
 /// was built from: a read at another version rebuilds (DESIGN.md §6). Entries past
@@ -1319,5 +1318,7 @@ mod tests {
         assert!(cache.get(a, 1).is_none(), "one entry per session");
         assert!(cache.get(a, 2).is_some() && cache.get(b, 4).is_some());
         assert_eq!(cache.entries.len(), 2);
+        // Even an empty entry costs its slot: the cap counts memory, not matrix sizes.
+        assert_eq!(cache.bytes, 2 * CACHE_ENTRY_BYTES);
     }
 }

@@ -377,8 +377,8 @@ mod tests {
             scale,
         };
         // Same logarithm in f64, though low < high.
-        let err = SearchSpace::new(vec![parameter(1e10, 10000000000.000002, Scale::Log)])
-            .unwrap_err();
+        let err =
+            SearchSpace::new(vec![parameter(1e10, 10000000000.000002, Scale::Log)]).unwrap_err();
         assert_eq!(err.field, "parameters[0].high");
         // Adjacent doubles are fine on a linear scale, and every value maps into [0, 1].
         let low = 1e10_f64;
