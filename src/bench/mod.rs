@@ -32,7 +32,7 @@ use serde_json::{Value, json};
 
 use crate::experiments::SetupKind;
 use crate::policy::PolicyError;
-use crate::session::config::{AlgorithmConfig, CreateSession, SessionConfig};
+use crate::session::config::{AlgorithmConfig, CreateSession, MAX_SEED, SessionConfig};
 use objective::{Objective, ObjectiveKind, ObjectiveSpec};
 use runner::{ClockMode, Driver, InProcess, Iteration};
 use synthetic::SyntheticFunction;
@@ -698,15 +698,18 @@ fn run_one(
         Some(_) => options.server_time,
     };
     let algorithm_options = plan.options_of(run.algorithm.name);
+    // The API takes seeds up to 2^53 − 1 (so that every JSON client reads them exactly):
+    // the session's seed is the run seed's low 53 bits, in-process and over HTTP alike.
+    let session_seed = run.seed & MAX_SEED;
     let request = session_request(
         objective,
         &name,
         run.algorithm,
         algorithm_options,
-        run.seed,
+        session_seed,
         time,
     )?;
-    let config = session_config(&request, run.seed)?;
+    let config = session_config(&request, session_seed)?;
     let warmup = config.model.warmup as usize;
     let started = Instant::now();
     let simulated = ClockMode::Simulated {
