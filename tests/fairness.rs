@@ -20,8 +20,10 @@ const HEAVY_OBSERVATIONS: usize = 600;
 const HEAVY_PREDICT_POINTS: usize = 2000;
 /// Concurrent predict loops of the heavy client.
 const HEAVY_PREDICT_LOOPS: usize = 3;
-/// Light suggests timed alone and under load.
-const SAMPLES: usize = 7;
+/// Light suggests timed under load, and alone before and after it.
+const SAMPLES: usize = 9;
+/// Observations of each light session.
+const LIGHT_OBSERVATIONS: usize = 30;
 
 /// A gp-ucb client-time session over (x, y) with `n` observations of a smooth function.
 async fn session_with(server: &TestServer, n: usize, seed: u64) -> String {
@@ -47,15 +49,15 @@ async fn session_with(server: &TestServer, n: usize, seed: u64) -> String {
     id
 }
 
-/// Seconds of one suggest of a fresh light session (10 observations, same data and seed
-/// every time, so every sample does the same work).
+/// Seconds of one suggest of a fresh light session ([`LIGHT_OBSERVATIONS`], same data and
+/// seed every time, so every sample does the same work).
 async fn light_suggest(server: &TestServer) -> f64 {
-    let id = session_with(server, 10, 7).await;
+    let id = session_with(server, LIGHT_OBSERVATIONS, 7).await;
     let started = Instant::now();
     let (status, answer) = server
         .post(
             &format!("/v1/sessions/{id}/suggestions"),
-            &json!({"t": 11.0}),
+            &json!({"t": LIGHT_OBSERVATIONS as f64 + 1.0}),
         )
         .await;
     let seconds = started.elapsed().as_secs_f64();
@@ -129,6 +131,11 @@ async fn one_sessions_backlog_does_not_starve_another() {
     running.store(false, Ordering::SeqCst);
     for task in backlog {
         task.await.expect("a heavy client failed");
+    }
+    // Solo samples before and after the backlog: a transient load on the machine in
+    // either phase does not decide the ratio.
+    for _ in 0..SAMPLES {
+        solo.push(light_suggest(&server).await);
     }
 
     let jobs = heavy_jobs.load(Ordering::SeqCst);
