@@ -39,6 +39,12 @@ pub enum Command {
     },
     /// Run the papers' benchmarks (docs/benchmarks.md) and write a report.
     Bench(BenchArgs),
+    /// Write a consistent copy of the SQLite database (DATABASE_URL) to a new file while
+    /// the server runs (docs/operations.md); PostgreSQL is backed up with pg_dump.
+    Backup {
+        /// The new file; must not exist.
+        path: std::path::PathBuf,
+    },
 }
 
 /// Where a benchmarked server session takes its time from.

@@ -5,6 +5,7 @@ use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
 use tvbo::config::{Cli, Command, LogFormat};
+use tvbo::store::Store;
 use tvbo::{api, server};
 
 fn init_logging(format: LogFormat) {
@@ -47,6 +48,11 @@ async fn main() -> anyhow::Result<()> {
             eprintln!("report written to {}", args.output.display());
             Ok(())
         }
+        Command::Backup { path } => {
+            let args = cli.serve;
+            init_logging(args.log_format);
+            backup(&args.database_url, &args.pool_settings()?, &path).await
+        }
         Command::Serve => {
             let args = cli.serve;
             init_logging(args.log_format);
@@ -60,7 +66,48 @@ async fn main() -> anyhow::Result<()> {
                 database = %server::redacted_database_url(&args.database_url),
                 "tvbo listening"
             );
-            server::serve(listener, store, limits, server::shutdown_signal()).await
+            let served =
+                server::serve(listener, store.clone(), limits, server::shutdown_signal()).await;
+            store.close().await;
+            tracing::info!("stopped");
+            served
         }
     }
+}
+
+/// `tvbo backup PATH`: an online, consistent copy of a SQLite database.
+async fn backup(
+    database_url: &str,
+    pool: &tvbo::store::PoolSettings,
+    path: &std::path::Path,
+) -> anyhow::Result<()> {
+    if !database_url.starts_with("sqlite:") {
+        anyhow::bail!(
+            "tvbo backup copies SQLite databases; back up PostgreSQL with its own tools: \
+             pg_dump --format=custom --file=tvbo.dump 'postgres://USER@HOST/DB' (restore \
+             with pg_restore --clean --dbname='postgres://USER@HOST/DB' tvbo.dump; \
+             docs/operations.md)"
+        );
+    }
+    anyhow::ensure!(
+        !path.exists(),
+        "{} exists: tvbo backup writes a new file and overwrites nothing",
+        path.display()
+    );
+    let source = tvbo::store::SqliteStore::database_file(database_url)?;
+    anyhow::ensure!(
+        source.as_deref().is_some_and(std::path::Path::exists),
+        "there is no database file at {database_url} to back up"
+    );
+    let store = tvbo::store::SqliteStore::connect(database_url, pool)
+        .await
+        .with_context(|| format!("opening {database_url}"))?;
+    let copied = store
+        .backup_to(path)
+        .await
+        .with_context(|| format!("writing the backup to {}", path.display()));
+    store.close().await;
+    copied?;
+    tracing::info!(backup = %path.display(), "backup written");
+    Ok(())
 }

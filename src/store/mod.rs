@@ -37,6 +37,14 @@ pub enum StoreError {
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("corrupt stored data: {0}")]
     Corrupt(String),
+    /// The database file fails SQLite's integrity check at start.
+    #[error(
+        "the SQLite database {path} is damaged ({detail}). Do not start on it: stop here, \
+         restore the latest backup made with `tvbo backup` (docs/operations.md), or salvage \
+         what is readable with `sqlite3 {path} .recover | sqlite3 recovered.db` and start on \
+         that file"
+    )]
+    Damaged { path: String, detail: String },
 }
 
 /// A session as stored, with its counts.
@@ -276,6 +284,10 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<Option<IdempotencyRecord>, StoreError>;
     /// Whether the database answers.
     async fn ping(&self) -> Result<(), StoreError>;
+    /// Closes every connection, waiting for queries in flight; SQLite first checkpoints
+    /// its write-ahead log into the database file, so that the file alone holds every
+    /// committed change. Call once, after the server has stopped.
+    async fn close(&self);
 }
 
 /// Unix microseconds of a timestamp (the storage format of every time column).

@@ -538,6 +538,10 @@ impl Store for PostgresStore {
         .transpose()
     }
 
+    async fn close(&self) {
+        self.pool.close().await;
+    }
+
     async fn ping(&self) -> Result<(), StoreError> {
         sqlx::query("SELECT 1").execute(&self.pool).await?;
         Ok(())

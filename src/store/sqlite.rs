@@ -1,12 +1,19 @@
 //! The embedded SQLite backend (WAL, one writer).
+//!
+//! At start the file is checked (`PRAGMA quick_check`, bounded by
+//! [`INTEGRITY_CHECK_TIMEOUT`]) and a damaged one is refused; a database created new
+//! is announced with a warning. [`Store::close`] checkpoints the write-ahead log, so that
+//! after a clean stop the database file alone holds every committed change.
+//! [`SqliteStore::backup_to`] writes a consistent copy while the server runs.
 
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::Utc;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{Row, SqlitePool};
+use sqlx::{Connection, Row, SqliteConnection, SqlitePool};
 use uuid::Uuid;
 
 use super::rows::{
@@ -25,15 +32,81 @@ const SESSION_COLUMNS: &str = "s.id, s.config, s.created_micros, s.status, s.ver
      (SELECT COUNT(*) FROM observations o WHERE o.session_id = s.id AND o.active = 1) AS dataset_size, \
      (SELECT COUNT(*) FROM suggestions g WHERE g.session_id = s.id AND g.status = 'pending') AS pending_count";
 
+/// Longest the integrity check at start may take; past it the server starts anyway,
+/// saying that the check did not finish (`PRAGMA quick_check` reads the whole file: about
+/// a second per few hundred MB).
+pub const INTEGRITY_CHECK_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// SQLite store over a connection pool.
 #[derive(Clone, Debug)]
 pub struct SqliteStore {
     pool: SqlitePool,
 }
 
+/// Whether an error says the file is damaged or not a database (SQLITE_CORRUPT,
+/// SQLITE_NOTADB and their extended codes).
+fn is_damage(error: &sqlx::Error) -> bool {
+    let sqlx::Error::Database(e) = error else {
+        return false;
+    };
+    e.code()
+        .and_then(|code| code.parse::<i32>().ok())
+        .is_some_and(|code| matches!(code & 0xff, 11 | 26))
+}
+
+/// Runs `PRAGMA quick_check` on the existing database file at `path` on a connection of
+/// its own: `Damaged` if it reports problems or the file cannot be read as a database;
+/// a warning, and Ok, if it does not finish within [`INTEGRITY_CHECK_TIMEOUT`].
+async fn check_integrity(path: &Path) -> Result<(), StoreError> {
+    let damaged = |detail: String| StoreError::Damaged {
+        path: path.display().to_string(),
+        detail,
+    };
+    let options = SqliteConnectOptions::new()
+        .filename(path)
+        .busy_timeout(Duration::from_secs(10));
+    let check = async {
+        let mut connection = SqliteConnection::connect_with(&options).await?;
+        let rows: Vec<String> = sqlx::query_scalar("PRAGMA quick_check")
+            .fetch_all(&mut connection)
+            .await?;
+        connection.close().await?;
+        Ok::<_, sqlx::Error>(rows)
+    };
+    match tokio::time::timeout(INTEGRITY_CHECK_TIMEOUT, check).await {
+        Ok(Ok(rows)) if rows.len() == 1 && rows[0] == "ok" => Ok(()),
+        Ok(Ok(rows)) => {
+            let mut detail: Vec<String> = rows.into_iter().take(5).collect();
+            detail.insert(0, "quick_check:".into());
+            Err(damaged(detail.join(" ")))
+        }
+        Ok(Err(e)) if is_damage(&e) => Err(damaged(e.to_string())),
+        Ok(Err(e)) => Err(e.into()),
+        Err(_) => {
+            tracing::warn!(
+                path = %path.display(),
+                seconds = INTEGRITY_CHECK_TIMEOUT.as_secs(),
+                "the integrity check of the database did not finish in time; starting \
+                 without its verdict (check it offline with sqlite3 PATH 'PRAGMA quick_check')"
+            );
+            Ok(())
+        }
+    }
+}
+
 impl SqliteStore {
+    /// The database file a `sqlite:` URL names; None for an in-memory database.
+    pub fn database_file(url: &str) -> Result<Option<PathBuf>, StoreError> {
+        let options = SqliteConnectOptions::from_str(url)?;
+        let in_memory = url.contains(":memory:") || url.contains("mode=memory");
+        Ok((!in_memory).then(|| options.get_filename().to_path_buf()))
+    }
+
     /// Opens (creating if missing) the database at `url` (`sqlite://path` or
-    /// `sqlite::memory:`) and applies the migrations.
+    /// `sqlite::memory:`) and applies the migrations. An existing file is checked first
+    /// and refused (`Damaged`) if SQLite finds it damaged; a file that is created, or
+    /// that exists but is empty, is announced with a warning: a server that should have
+    /// found its sessions there is looking at the wrong path or at a lost database.
     pub async fn connect(url: &str, settings: &PoolSettings) -> Result<Self, StoreError> {
         let options = SqliteConnectOptions::from_str(url)?
             .create_if_missing(true)
@@ -42,7 +115,17 @@ impl SqliteStore {
             .synchronous(SqliteSynchronous::Full)
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(10));
-        let in_memory = url.contains(":memory:") || url.contains("mode=memory");
+        let file = Self::database_file(url)?;
+        let in_memory = file.is_none();
+        let existing_bytes = file
+            .as_deref()
+            .and_then(|path| std::fs::metadata(path).ok())
+            .map(|metadata| metadata.len());
+        if let Some(path) = &file
+            && existing_bytes.is_some_and(|bytes| bytes > 0)
+        {
+            check_integrity(path).await?;
+        }
         let pool = SqlitePoolOptions::new()
             // An in-memory database lives and dies with its one connection.
             .max_connections(if in_memory {
@@ -61,7 +144,35 @@ impl SqliteStore {
             .connect_with(options)
             .await?;
         sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
+        if let Some(path) = &file {
+            match existing_bytes {
+                None => tracing::warn!(
+                    path = %path.display(),
+                    "created a NEW, EMPTY database: no database file was there. If this \
+                     server should have found sessions, stop it: DATABASE_URL names the \
+                     wrong path, or the file was lost (restore a backup)"
+                ),
+                Some(0) => tracing::warn!(
+                    path = %path.display(),
+                    "the database file was EMPTY (0 bytes): started a NEW, EMPTY database \
+                     in it. If it should have held sessions, stop this server and restore \
+                     a backup"
+                ),
+                Some(_) => {}
+            }
+        }
         Ok(SqliteStore { pool })
+    }
+
+    /// Writes a consistent copy of the whole database to a new file at `path` (`VACUUM
+    /// INTO`, one read transaction: it sees every change committed before it began and
+    /// none after, and the server goes on serving). Fails if `path` exists.
+    pub async fn backup_to(&self, path: &Path) -> Result<(), StoreError> {
+        sqlx::query("VACUUM INTO ?1")
+            .bind(path.to_string_lossy().into_owned())
+            .execute(&self.pool)
+            .await?;
+        Ok(())
     }
 
     /// The underlying pool (tests inspect tables through it).
@@ -487,5 +598,17 @@ impl Store for SqliteStore {
     async fn ping(&self) -> Result<(), StoreError> {
         sqlx::query("SELECT 1").execute(&self.pool).await?;
         Ok(())
+    }
+
+    async fn close(&self) {
+        // TRUNCATE: copy every committed page into the database file and empty the log,
+        // so that a copy of the file alone (a naive backup) holds everything.
+        if let Err(e) = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+            .execute(&self.pool)
+            .await
+        {
+            tracing::warn!(error = %e, "cannot checkpoint the write-ahead log at shutdown");
+        }
+        self.pool.close().await;
     }
 }
