@@ -1,13 +1,19 @@
 //! Request extraction whose failures are problem+json naming the field.
 
 use axum::body::Bytes;
-use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::extract::{FromRequest, FromRequestParts, RawPathParams, Request};
 use axum::http::request::Parts;
 use axum::http::{StatusCode, header};
-use serde::de::DeserializeOwned;
+use serde::Deserializer;
+use serde::de::value::{Error as ValueError, MapDeserializer};
+use serde::de::{DeserializeOwned, Error as _, IntoDeserializer, Unexpected, Visitor};
 use sha2::{Digest, Sha256};
+use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn};
+use utoipa::openapi::{KnownFormat, ObjectBuilder, Required, SchemaFormat, Type};
+use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
+use crate::api::body::{self, ShapeError};
 use crate::api::error::ApiError;
 use crate::session::InvalidInput;
 use crate::session::service::IdempotencyKey;
@@ -15,8 +21,15 @@ use crate::session::service::IdempotencyKey;
 /// Largest request body accepted, in bytes.
 pub const MAX_BODY_BYTES: usize = 1 << 20;
 
-/// Parses JSON, naming the field of a type error or unknown field by its path.
-pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+/// Parses a JSON body into `T`, holding it to `T`'s schema in the API's document.
+///
+/// Syntax errors (and numbers beyond f64) are 400 `malformed-json` naming `body`. An
+/// object with the same key twice, anywhere in the document, is a 422 naming the repeated
+/// key's path (`observations[0].params.x`) instead of silently keeping the last value; an
+/// array where the schema admits none (serde would read a struct's fields from it) is a
+/// 422 naming it; a wrong type, unknown field or missing field is a 422 naming the field
+/// by its path.
+pub fn parse_json<T: DeserializeOwned + ToSchema>(bytes: &[u8]) -> Result<T, ApiError> {
     let malformed = |e: serde_json::Error| {
         ApiError::field_error(
             StatusCode::BAD_REQUEST,
@@ -24,36 +37,57 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
             InvalidInput::new("body", format!("is not valid JSON: {e}")),
         )
     };
-    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
-    let value: Result<T, _> = serde_path_to_error::deserialize(&mut deserializer);
-    if value.is_ok() {
-        deserializer.end().map_err(malformed)?;
+    let body_field = |path: String| if path.is_empty() { "body".into() } else { path };
+    match body::check(bytes, &T::name()).map_err(malformed)? {
+        Some(ShapeError::RepeatedKey(path)) => {
+            return Err(ApiError::invalid(InvalidInput::new(
+                body_field(path),
+                "appears more than once in its object",
+            )));
+        }
+        Some(ShapeError::UnexpectedArray(path, types)) => {
+            return Err(ApiError::invalid(InvalidInput::new(
+                body_field(path),
+                format!("must be {types}, not an array"),
+            )));
+        }
+        None => {}
     }
-    value.map_err(|e| {
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
         match inner.classify() {
             serde_json::error::Category::Data => {
                 let message = strip_position(&inner.to_string());
-                let base = if path == "." { String::new() } else { path };
-                let field = match named_field(&message) {
-                    // serde_path_to_error's path already ends at an unknown field.
-                    Some(name) if base == name || base.ends_with(&format!(".{name}")) => base,
-                    Some(name) if base.is_empty() => name.to_string(),
-                    Some(name) => format!("{base}.{name}"),
-                    None if base.is_empty() => "body".to_string(),
-                    None => base,
-                };
-                ApiError::invalid(InvalidInput::new(field, message))
+                ApiError::invalid(InvalidInput::new(
+                    field_of(&path, &message, "body"),
+                    message,
+                ))
             }
             _ => malformed(inner),
         }
     })
 }
 
-/// The field an "unknown field `x`" or "missing field `x`" message is about.
-pub fn named_field(message: &str) -> Option<&str> {
-    let start = ["unknown field `", "missing field `"]
+/// The field a deserialisation error is about: serde_path_to_error's `path` (`.` at the
+/// top level), extended by the name an unknown, missing or duplicate field message quotes
+/// (unless the path already ends there), or `whole` when neither names one.
+fn field_of(path: &str, message: &str, whole: &str) -> String {
+    let base = if path == "." { "" } else { path };
+    match named_field(message) {
+        Some(name) if base == name || base.ends_with(&format!(".{name}")) => base.to_string(),
+        Some(name) if base.is_empty() => name.to_string(),
+        Some(name) => format!("{base}.{name}"),
+        None if base.is_empty() => whole.to_string(),
+        None => base.to_string(),
+    }
+}
+
+/// The field an "unknown field `x`", "missing field `x`" or "duplicate field `x`" message
+/// is about.
+fn named_field(message: &str) -> Option<&str> {
+    let start = ["unknown field `", "missing field `", "duplicate field `"]
         .iter()
         .find_map(|prefix| message.find(prefix).map(|i| i + prefix.len()))?;
     message[start..].split('`').next()
@@ -120,7 +154,7 @@ impl<S: Send + Sync> FromRequest<S> for RawJson {
     }
 }
 
-impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
+impl<S: Send + Sync, T: DeserializeOwned + ToSchema> FromRequest<S> for JsonBody<T> {
     type Rejection = ApiError;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
@@ -130,11 +164,139 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
     }
 }
 
-/// The `Idempotency-Key` header of a request, if any.
+/// A query string parsed into `T`: a struct of optional scalars (strings, `i64`, `f64`,
+/// `bool`) that denies unknown fields. A parameter that does not parse as its type, is
+/// repeated, or is unknown is a 400 `invalid-query` naming the parameter; bytes that do
+/// not decode to UTF-8 are a 400 naming `query`.
+pub struct QueryParams<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for QueryParams<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        parse_query(parts.uri.query().unwrap_or("")).map(QueryParams)
+    }
+}
+
+/// Parses an `application/x-www-form-urlencoded` query string into `T` (see
+/// [`QueryParams`]).
+pub fn parse_query<T: DeserializeOwned>(query: &str) -> Result<T, ApiError> {
+    let invalid = |field: String, message: String| {
+        ApiError::field_error(
+            StatusCode::BAD_REQUEST,
+            "invalid-query",
+            InvalidInput::new(field, message),
+        )
+    };
+    let pairs = query
+        .split('&')
+        .filter(|pair| !pair.is_empty())
+        .map(|pair| {
+            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+            let name = form_decode(name)
+                .ok_or_else(|| invalid("query".into(), "is not UTF-8 once decoded".into()))?;
+            let value = form_decode(value)
+                .ok_or_else(|| invalid(name.clone(), "is not UTF-8 once decoded".into()))?;
+            Ok((name, QueryValue(value)))
+        })
+        .collect::<Result<Vec<_>, ApiError>>()?;
+    let deserializer = MapDeserializer::<_, ValueError>::new(pairs.into_iter());
+    serde_path_to_error::deserialize(deserializer).map_err(|e| {
+        let path = e.path().to_string();
+        let message = e.into_inner().to_string();
+        invalid(field_of(&path, &message, "query"), message)
+    })
+}
+
+/// Decodes one name or value of a form-encoded query: `+` is a space and `%XX` a byte
+/// (a `%` not followed by two hex digits stands for itself); None when the bytes are not
+/// UTF-8.
+fn form_decode(raw: &str) -> Option<String> {
+    let bytes = raw.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes.get(i + 1..i + 3).and_then(|h| {
+            std::str::from_utf8(h)
+                .ok()
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+        });
+        match (bytes[i], hex) {
+            (b'%', Some(byte)) => {
+                decoded.push(byte);
+                i += 3;
+            }
+            (b'+', _) => {
+                decoded.push(b' ');
+                i += 1;
+            }
+            (byte, _) => {
+                decoded.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(decoded).ok()
+}
+
+/// One decoded query value: deserialises as the type asked for, parsing its text.
+struct QueryValue(String);
+
+impl QueryValue {
+    fn parse<T: std::str::FromStr>(self, expected: &str) -> Result<T, ValueError> {
+        self.0
+            .parse()
+            .map_err(|_| ValueError::invalid_value(Unexpected::Str(&self.0), &expected))
+    }
+}
+
+impl<'de> IntoDeserializer<'de, ValueError> for QueryValue {
+    type Deserializer = Self;
+
+    fn into_deserializer(self) -> Self {
+        self
+    }
+}
+
+impl<'de> Deserializer<'de> for QueryValue {
+    type Error = ValueError;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ValueError> {
+        visitor.visit_string(self.0)
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ValueError> {
+        visitor.visit_some(self)
+    }
+
+    fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ValueError> {
+        visitor.visit_bool(self.parse("true or false")?)
+    }
+
+    fn deserialize_i64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ValueError> {
+        visitor.visit_i64(self.parse("an integer")?)
+    }
+
+    fn deserialize_f64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ValueError> {
+        visitor.visit_f64(self.parse("a number")?)
+    }
+
+    serde::forward_to_deserialize_any! {
+        i8 i16 i32 i128 u8 u16 u32 u64 u128 f32 char str string bytes byte_buf unit
+        unit_struct newtype_struct seq tuple tuple_struct map struct enum identifier
+        ignored_any
+    }
+}
+
+/// The `Idempotency-Key` header of a request, if any: 1 to [`MAX_KEY_LEN`] visible ASCII
+/// characters (`!` to `~`, no spaces), else a 400 naming the header.
 pub struct IdempotencyHeader(pub Option<String>);
 
 /// Longest idempotency key accepted.
-const MAX_KEY_LEN: usize = 255;
+pub const MAX_KEY_LEN: usize = 255;
+
+/// The keys accepted, as the OpenAPI document states them.
+pub const IDEMPOTENCY_KEY_PATTERN: &str = "^[!-~]{1,255}$";
 
 impl<S: Send + Sync> FromRequestParts<S> for IdempotencyHeader {
     type Rejection = ApiError;
@@ -146,18 +308,42 @@ impl<S: Send + Sync> FromRequestParts<S> for IdempotencyHeader {
         let key = value
             .to_str()
             .ok()
-            .filter(|k| !k.is_empty() && k.len() <= MAX_KEY_LEN)
+            .filter(|k| {
+                (1..=MAX_KEY_LEN).contains(&k.len()) && k.bytes().all(|b| b.is_ascii_graphic())
+            })
             .ok_or_else(|| {
                 ApiError::field_error(
                     StatusCode::BAD_REQUEST,
                     "invalid-header",
                     InvalidInput::new(
                         "Idempotency-Key",
-                        format!("must be 1 to {MAX_KEY_LEN} visible ASCII characters"),
+                        format!("must be 1 to {MAX_KEY_LEN} visible ASCII characters (no spaces)"),
                     ),
                 )
-            })?;
-        Ok(IdempotencyHeader(Some(key.to_string())))
+            })?
+            .to_string();
+        Ok(IdempotencyHeader(Some(key)))
+    }
+}
+
+impl IntoParams for IdempotencyHeader {
+    fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
+        let schema = ObjectBuilder::new()
+            .schema_type(Type::String)
+            .min_length(Some(1))
+            .max_length(Some(MAX_KEY_LEN))
+            .pattern(Some(IDEMPOTENCY_KEY_PATTERN));
+        vec![
+            ParameterBuilder::new()
+                .name("Idempotency-Key")
+                .parameter_in(ParameterIn::Header)
+                .required(Required::False)
+                .description(Some(
+                    "Retries with the same key, path and body return the first answer",
+                ))
+                .schema(Some(schema))
+                .build(),
+        ]
     }
 }
 
@@ -172,9 +358,42 @@ impl IdempotencyHeader {
     }
 }
 
-/// A session id from the path; anything that is not a UUID names no session (404).
-pub fn session_id(raw: &str) -> Result<Uuid, ApiError> {
-    Uuid::parse_str(raw).map_err(|_| ApiError::not_found("session"))
+/// The `{id}` of a `/v1/sessions/{id}...` path. Anything that is not a UUID (or not UTF-8
+/// once percent-decoded) names no session: 404.
+pub struct SessionId(pub Uuid);
+
+impl<S: Send + Sync> FromRequestParts<S> for SessionId {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let params = RawPathParams::from_request_parts(parts, state)
+            .await
+            .map_err(|_| ApiError::not_found("session"))?;
+        params
+            .iter()
+            .find(|(name, _)| *name == "id")
+            .and_then(|(_, id)| Uuid::parse_str(id).ok())
+            .map(SessionId)
+            .ok_or_else(|| ApiError::not_found("session"))
+    }
+}
+
+impl IntoParams for SessionId {
+    fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
+        vec![
+            ParameterBuilder::new()
+                .name("id")
+                .parameter_in(ParameterIn::Path)
+                .required(Required::True)
+                .description(Some("Session id"))
+                .schema(Some(
+                    ObjectBuilder::new()
+                        .schema_type(Type::String)
+                        .format(Some(SchemaFormat::KnownFormat(KnownFormat::Uuid))),
+                ))
+                .build(),
+        ]
+    }
 }
 
 #[cfg(test)]
@@ -191,6 +410,34 @@ mod tests {
         assert_eq!(err.field.as_deref(), Some("cuont"));
         assert!(err.detail.starts_with("cuont: "), "{}", err.detail);
         assert!(err.detail.contains("unknown field"), "{}", err.detail);
+    }
+
+    #[test]
+    fn repeated_keys_and_misplaced_arrays_are_named_by_their_path() {
+        let err = parse_json::<SuggestRequest>(br#"{"count": 1, "count": 2}"#).unwrap_err();
+        assert_eq!(err.status, StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(err.field.as_deref(), Some("count"));
+        let err = parse_json::<SuggestRequest>(br#"[1, 2.5]"#).unwrap_err();
+        assert_eq!(err.status, StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(err.field.as_deref(), Some("body"));
+        assert_eq!(err.detail, "body: must be object, not an array");
+        let err = parse_json::<SuggestRequest>(br#"{"count": 1, "count": 2,}"#).unwrap_err();
+        assert_eq!(
+            err.status,
+            StatusCode::BAD_REQUEST,
+            "syntax is checked first"
+        );
+    }
+
+    #[test]
+    fn query_values_are_form_decoded() {
+        assert_eq!(form_decode("a+b%2B%41%zz%4").as_deref(), Some("a b+A%zz%4"));
+        assert_eq!(form_decode("%FF"), None);
+        let query: crate::api::handlers::BestQuery = parse_query("t=%2D1.5").unwrap();
+        assert_eq!(query.t, Some(-1.5));
+        let err = parse_query::<crate::api::handlers::BestQuery>("t=1&t=2").unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("t"));
+        assert_eq!(err.status, StatusCode::BAD_REQUEST);
     }
 
     #[test]

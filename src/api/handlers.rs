@@ -1,8 +1,7 @@
 //! HTTP handlers: parse, delegate to the [`SessionService`], answer.
 
 use axum::Json;
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::{HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
@@ -11,37 +10,17 @@ use utoipa::IntoParams;
 use crate::api::AppState;
 use crate::api::error::{ApiError, Problem};
 use crate::api::extract::{
-    IdempotencyHeader, JsonBody, RawJson, has_member, named_field, parse_json, session_id,
+    IdempotencyHeader, JsonBody, QueryParams, RawJson, SessionId, has_member, parse_json,
 };
 use crate::session::InvalidInput;
 use crate::session::config::CreateSession;
 use crate::session::service::{IdempotencyKey, ServiceError};
 use crate::session::views::{
-    Best, ModelView, ObservationBatch, ObservationInput, ObservationList, PredictRequest,
-    PredictResponse, RegretReport, Session, SessionList, SuggestRequest, SuggestResponse,
+    Best, ModelView, ObservationList, ObservationRequest, PredictRequest, PredictResponse,
+    RegretReport, Session, SessionList, SuggestRequest, SuggestResponse,
 };
 
 type ApiResult<T> = Result<T, ApiError>;
-
-/// A query string that failed to parse: 400 naming the parameter serde complained about.
-fn query_error(rejection: QueryRejection) -> ApiError {
-    let text = rejection.body_text();
-    let field = named_field(&text)
-        .or_else(|| {
-            ["limit", "cursor", "after", "include_pruned", "t"]
-                .into_iter()
-                .find(|name| {
-                    text.contains(&format!("`{name}`")) || text.contains(&format!(" {name}: "))
-                })
-        })
-        .unwrap_or("query")
-        .to_string();
-    ApiError::field_error(
-        StatusCode::BAD_REQUEST,
-        "invalid-query",
-        InvalidInput::new(field, text),
-    )
-}
 
 /// A created resource: 201 with its JSON.
 fn created<T: serde::Serialize>(body: &T) -> Response {
@@ -124,11 +103,10 @@ where
 /// Create a session.
 #[utoipa::path(post, path = "/v1/sessions", tag = "sessions",
     request_body = CreateSession,
-    params(("Idempotency-Key" = Option<String>, Header, description = "Retries with the same key return the first answer")),
+    params(IdempotencyHeader),
     responses(
-        (status = 201, body = Session),
-        (status = 400, body = Problem, content_type = "application/problem+json"),
-        (status = 422, body = Problem, content_type = "application/problem+json"),
+        (status = 201, description = "The session, with every default filled in", body = Session),
+        (status = 422, description = "A field's value is wrong (`invalid-field`), or the Idempotency-Key was used for another body (`idempotency-key-reused`)", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn create_session(
     State(state): State<AppState>,
@@ -148,21 +126,28 @@ pub async fn create_session(
 /// Query of the session listing.
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct ListSessionsQuery {
-    /// Page size, 1..=1000 (default 50).
+    /// Page size (default 50).
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<i64>,
     /// `next_cursor` of the previous page.
+    #[param(
+        pattern = "^-?[0-9]{1,18}_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+    )]
     pub cursor: Option<String>,
 }
 
 /// List sessions, newest first.
 #[utoipa::path(get, path = "/v1/sessions", tag = "sessions", params(ListSessionsQuery),
-    responses((status = 200, body = SessionList), (status = 400, body = Problem, content_type = "application/problem+json")))]
+    responses(
+        (status = 200, description = "A page of sessions", body = SessionList),
+        (status = 422, description = "`limit` out of range, or a `cursor` this server did not hand out", body = Problem, content_type = "application/problem+json"),
+    ))]
 pub async fn list_sessions(
     State(state): State<AppState>,
-    query: Result<Query<ListSessionsQuery>, QueryRejection>,
+    QueryParams(query): QueryParams<ListSessionsQuery>,
 ) -> ApiResult<Json<SessionList>> {
-    let Query(query) = query.map_err(query_error)?;
     Ok(Json(
         state
             .service
@@ -172,47 +157,50 @@ pub async fn list_sessions(
 }
 
 /// A session's configuration, status and counts.
-#[utoipa::path(get, path = "/v1/sessions/{id}", tag = "sessions",
-    params(("id" = uuid::Uuid, Path, description = "Session id")),
-    responses((status = 200, body = Session), (status = 404, body = Problem, content_type = "application/problem+json")))]
+#[utoipa::path(get, path = "/v1/sessions/{id}", tag = "sessions", params(SessionId),
+    responses(
+        (status = 200, description = "The session", body = Session),
+        (status = 404, description = "No such session", body = Problem, content_type = "application/problem+json"),
+    ))]
 pub async fn get_session(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    SessionId(id): SessionId,
 ) -> ApiResult<Json<Session>> {
-    Ok(Json(state.service.get_session(session_id(&id)?).await?))
+    Ok(Json(state.service.get_session(id).await?))
 }
 
 /// Delete a session and everything it holds.
-#[utoipa::path(delete, path = "/v1/sessions/{id}", tag = "sessions",
-    params(("id" = uuid::Uuid, Path, description = "Session id")),
-    responses((status = 204), (status = 404, body = Problem, content_type = "application/problem+json")))]
+#[utoipa::path(delete, path = "/v1/sessions/{id}", tag = "sessions", params(SessionId),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 404, description = "No such session", body = Problem, content_type = "application/problem+json"),
+    ))]
 pub async fn delete_session(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    SessionId(id): SessionId,
 ) -> ApiResult<StatusCode> {
-    state.service.delete_session(session_id(&id)?).await?;
+    state.service.delete_session(id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
 /// Suggest the next settings to evaluate.
 #[utoipa::path(post, path = "/v1/sessions/{id}/suggestions", tag = "optimisation",
     request_body = SuggestRequest,
-    params(("id" = uuid::Uuid, Path, description = "Session id"),
-           ("Idempotency-Key" = Option<String>, Header, description = "Retries with the same key return the first answer")),
+    params(SessionId, IdempotencyHeader),
     responses(
-        (status = 201, body = SuggestResponse),
-        (status = 404, body = Problem, content_type = "application/problem+json"),
-        (status = 422, body = Problem, content_type = "application/problem+json"),
+        (status = 201, description = "The suggestions, now pending", body = SuggestResponse),
+        (status = 404, description = "No such session", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The session's cap on pending suggestions is reached (`too-many-pending`), or it changed concurrently (`concurrent-change`)", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "A field's value is wrong for this session (`t` given or missing for its time source), or the Idempotency-Key was used for another body", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn suggest(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    SessionId(id): SessionId,
     method: Method,
     uri: Uri,
     idempotency: IdempotencyHeader,
     body: JsonBody<SuggestRequest>,
 ) -> ApiResult<Response> {
-    let id = session_id(&id)?;
     let key = idempotency.scoped(method.as_str(), uri.path(), &body.bytes);
     let service = state.service.clone();
     once(&state, key, |key| async move {
@@ -223,35 +211,28 @@ pub async fn suggest(
 
 /// Record one observation, or several (`{"observations": [...]}`, all or nothing).
 #[utoipa::path(post, path = "/v1/sessions/{id}/observations", tag = "optimisation",
-    request_body(content = ObservationBatch, description = "One `ObservationInput`, or `{\"observations\": [ObservationInput, ...]}`"),
-    params(("id" = uuid::Uuid, Path, description = "Session id"),
-           ("Idempotency-Key" = Option<String>, Header, description = "Retries with the same key return the first answer")),
+    request_body = ObservationRequest,
+    params(SessionId, IdempotencyHeader),
     responses(
-        (status = 201, body = ObservationList),
-        (status = 404, body = Problem, content_type = "application/problem+json"),
-        (status = 409, body = Problem, content_type = "application/problem+json"),
-        (status = 422, body = Problem, content_type = "application/problem+json"),
+        (status = 201, description = "The observations as stored", body = ObservationList),
+        (status = 404, description = "No such session", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "A suggestion was observed already (`conflict`), the algorithm's dataset is full (`dataset-full`), or the session changed concurrently (`concurrent-change`)", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "A field's value is wrong for this session (unknown suggestion, params out of bounds, `t` or `measured_at` for the wrong time source), or the Idempotency-Key was used for another body", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn observe(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    SessionId(id): SessionId,
     method: Method,
     uri: Uri,
     idempotency: IdempotencyHeader,
     RawJson(bytes): RawJson,
 ) -> ApiResult<Response> {
-    let id = session_id(&id)?;
-    let is_batch = has_member(&bytes, "observations");
-    let inputs: Vec<(String, ObservationInput)> = if is_batch {
-        parse_json::<ObservationBatch>(&bytes)?
-            .observations
-            .into_iter()
-            .enumerate()
-            .map(|(i, o)| (format!("observations[{i}]."), o))
-            .collect()
+    let request = if has_member(&bytes, "observations") {
+        ObservationRequest::Batch(parse_json(&bytes)?)
     } else {
-        vec![(String::new(), parse_json::<ObservationInput>(&bytes)?)]
+        ObservationRequest::One(parse_json(&bytes)?)
     };
+    let inputs = request.into_inputs();
     let key = idempotency.scoped(method.as_str(), uri.path(), &bytes);
     let service = state.service.clone();
     once(&state, key, |key| async move {
@@ -263,10 +244,12 @@ pub async fn observe(
 /// Query of the observation listing.
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct ListObservationsQuery {
     /// Only observations with seq greater than this (default 0).
     pub after: Option<i64>,
-    /// Page size, 1..=10000 (default 1000).
+    /// Page size (default 1000).
+    #[param(minimum = 1, maximum = 10000)]
     pub limit: Option<i64>,
     /// Include observations the algorithm has forgotten (default false).
     pub include_pruned: Option<bool>,
@@ -274,15 +257,17 @@ pub struct ListObservationsQuery {
 
 /// List observations in the order they were recorded.
 #[utoipa::path(get, path = "/v1/sessions/{id}/observations", tag = "optimisation",
-    params(("id" = uuid::Uuid, Path, description = "Session id"), ListObservationsQuery),
-    responses((status = 200, body = ObservationList), (status = 404, body = Problem, content_type = "application/problem+json")))]
+    params(SessionId, ListObservationsQuery),
+    responses(
+        (status = 200, description = "A page of observations", body = ObservationList),
+        (status = 404, description = "No such session", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "`limit` out of range", body = Problem, content_type = "application/problem+json"),
+    ))]
 pub async fn list_observations(
     State(state): State<AppState>,
-    Path(id): Path<String>,
-    query: Result<Query<ListObservationsQuery>, QueryRejection>,
+    SessionId(id): SessionId,
+    QueryParams(query): QueryParams<ListObservationsQuery>,
 ) -> ApiResult<Json<ObservationList>> {
-    let id = session_id(&id)?;
-    let Query(query) = query.map_err(query_error)?;
     Ok(Json(
         state
             .service
@@ -297,49 +282,53 @@ pub async fn list_observations(
 }
 
 /// Regret of every observation: reported, or estimated from the model.
-#[utoipa::path(get, path = "/v1/sessions/{id}/regret", tag = "insight",
-    params(("id" = uuid::Uuid, Path, description = "Session id")),
-    responses((status = 200, body = RegretReport), (status = 404, body = Problem, content_type = "application/problem+json")))]
+#[utoipa::path(get, path = "/v1/sessions/{id}/regret", tag = "insight", params(SessionId),
+    responses(
+        (status = 200, description = "The regret of every observation", body = RegretReport),
+        (status = 404, description = "No such session", body = Problem, content_type = "application/problem+json"),
+    ))]
 pub async fn regret(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    SessionId(id): SessionId,
 ) -> ApiResult<Json<RegretReport>> {
-    Ok(Json(state.service.regret(session_id(&id)?).await?))
+    Ok(Json(state.service.regret(id).await?))
 }
 
 /// The model: hyperparameters, dataset size, response-time samples and fit, policy state.
-#[utoipa::path(get, path = "/v1/sessions/{id}/model", tag = "insight",
-    params(("id" = uuid::Uuid, Path, description = "Session id")),
-    responses((status = 200, body = ModelView), (status = 404, body = Problem, content_type = "application/problem+json")))]
+#[utoipa::path(get, path = "/v1/sessions/{id}/model", tag = "insight", params(SessionId),
+    responses(
+        (status = 200, description = "The model behind the session", body = ModelView),
+        (status = 404, description = "No such session", body = Problem, content_type = "application/problem+json"),
+    ))]
 pub async fn model(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    SessionId(id): SessionId,
 ) -> ApiResult<Json<ModelView>> {
-    Ok(Json(state.service.model(session_id(&id)?).await?))
+    Ok(Json(state.service.model(id).await?))
 }
 
 /// Posterior mean and standard deviation of the objective at given settings.
 #[utoipa::path(post, path = "/v1/sessions/{id}/predict", tag = "insight",
     request_body = PredictRequest,
-    params(("id" = uuid::Uuid, Path, description = "Session id")),
+    params(SessionId),
     responses(
-        (status = 200, body = PredictResponse),
-        (status = 404, body = Problem, content_type = "application/problem+json"),
-        (status = 409, body = Problem, content_type = "application/problem+json"),
-        (status = 422, body = Problem, content_type = "application/problem+json"),
+        (status = 200, description = "The posterior at each point", body = PredictResponse),
+        (status = 404, description = "No such session", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The session has no active observations to predict from", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "A point is wrong for this session (unknown or missing parameter, out of bounds, not an arm)", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn predict(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    SessionId(id): SessionId,
     body: JsonBody<PredictRequest>,
 ) -> ApiResult<Json<PredictResponse>> {
-    let id = session_id(&id)?;
     Ok(Json(state.service.predict(id, body.value).await?))
 }
 
 /// Query of the recommendation.
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct BestQuery {
     /// Session time (default: now, or the latest observation's time in client-time sessions).
     pub t: Option<f64>,
@@ -347,31 +336,31 @@ pub struct BestQuery {
 
 /// The current recommendation: the best setting under the posterior mean at time t.
 #[utoipa::path(get, path = "/v1/sessions/{id}/best", tag = "insight",
-    params(("id" = uuid::Uuid, Path, description = "Session id"), BestQuery),
+    params(SessionId, BestQuery),
     responses(
-        (status = 200, body = Best),
-        (status = 404, body = Problem, content_type = "application/problem+json"),
-        (status = 409, body = Problem, content_type = "application/problem+json"),
+        (status = 200, description = "The recommendation", body = Best),
+        (status = 404, description = "No such session", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The session has no active observations to recommend from", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "`t` is not a finite number", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn best(
     State(state): State<AppState>,
-    Path(id): Path<String>,
-    query: Result<Query<BestQuery>, QueryRejection>,
+    SessionId(id): SessionId,
+    QueryParams(query): QueryParams<BestQuery>,
 ) -> ApiResult<Json<Best>> {
-    let id = session_id(&id)?;
-    let Query(query) = query.map_err(query_error)?;
     Ok(Json(state.service.best(id, query.t).await?))
 }
 
 /// Liveness: the process answers.
-#[utoipa::path(get, path = "/healthz", tag = "operations", responses((status = 200, body = String)))]
+#[utoipa::path(get, path = "/healthz", tag = "operations",
+    responses((status = 200, description = "`ok`", body = String)))]
 pub async fn healthz() -> &'static str {
     "ok"
 }
 
 /// Readiness: the database answers.
 #[utoipa::path(get, path = "/readyz", tag = "operations",
-    responses((status = 200, body = String), (status = 503, body = Problem, content_type = "application/problem+json")))]
+    responses((status = 200, description = "`ready`", body = String)))]
 pub async fn readyz(State(state): State<AppState>) -> ApiResult<&'static str> {
     state.service.store().ping().await.map_err(|e| {
         tracing::warn!(error = %e, "readiness check failed");

@@ -1,19 +1,24 @@
 //! The HTTP API (DESIGN.md §5): axum router, handlers, problem+json errors, OpenAPI.
 
+pub mod body;
 pub mod error;
 pub mod extract;
 pub mod handlers;
+pub mod transport;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::http::StatusCode;
+use axum::middleware::{from_fn, from_fn_with_state};
 use axum::routing::{get, post};
-use tower_http::timeout::TimeoutLayer;
+use serde_json::json;
 use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
 use tracing::Level;
-use utoipa::OpenApi;
+use utoipa::openapi::link::LinkBuilder;
+use utoipa::openapi::path::Operation;
+use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
+use utoipa::{Modify, OpenApi};
 
 use crate::session::service::{Limits, SessionService};
 use crate::store::Store;
@@ -49,9 +54,191 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
         handlers::healthz,
         handlers::readyz,
     ),
-    components(schemas(crate::session::views::ObservationInput))
+    modifiers(&CommonAnswers, &Links)
 )]
 pub struct ApiDoc;
+
+/// The answers the transport gives rather than a handler, added to the operations that
+/// can get them, as shared `components/responses`: 414, 431 and 503 to every operation;
+/// 400 to every operation with a body, a query or a header parameter; 413 and 415 to
+/// every operation with a body.
+struct CommonAnswers;
+
+impl CommonAnswers {
+    /// (status, component name, description, whether only operations with a body get it,
+    /// whether operations with query or header parameters get it too).
+    const ANSWERS: [(&str, &str, &str, bool, bool); 6] = [
+        (
+            "400",
+            "BadRequest",
+            "Malformed JSON (`malformed-json`, naming `body`), or a query parameter or header \
+             that does not parse (`invalid-query`, `invalid-header`, naming it)",
+            true,
+            true,
+        ),
+        (
+            "413",
+            "PayloadTooLarge",
+            "The body is over 1 MiB (`body-too-large`)",
+            true,
+            false,
+        ),
+        (
+            "414",
+            "UriTooLong",
+            "The request target is over 8 KiB (`uri-too-long`)",
+            false,
+            false,
+        ),
+        (
+            "415",
+            "UnsupportedMediaType",
+            "The content type is not `application/json` (`unsupported-media-type`)",
+            true,
+            false,
+        ),
+        (
+            "431",
+            "HeaderFieldsTooLarge",
+            "The header fields total over 32 KiB (`headers-too-large`, naming the largest)",
+            false,
+            false,
+        ),
+        (
+            "503",
+            "ServiceUnavailable",
+            "The database is unavailable (`database-unavailable`, `not-ready`), no answer came \
+             within the time limit (`timeout`), or the server is at capacity (`busy`); nothing \
+             was changed unless the detail says it may have been",
+            false,
+            false,
+        ),
+    ];
+}
+
+impl Modify for CommonAnswers {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        for (_, name, description, _, _) in Self::ANSWERS {
+            let problem = ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name("Problem")))
+                .build();
+            let response = ResponseBuilder::new()
+                .description(description)
+                .content("application/problem+json", problem)
+                .build();
+            components.responses.insert(name.into(), response.into());
+        }
+        for operation in operations(openapi) {
+            let has_body = operation.request_body.is_some();
+            let has_parameters = operation.parameters.iter().flatten().any(|p| {
+                matches!(p, RefOr::T(p) if p.parameter_in != utoipa::openapi::path::ParameterIn::Path)
+            });
+            for (status, name, _, body_only, with_parameters) in Self::ANSWERS {
+                if !body_only || has_body || (with_parameters && has_parameters) {
+                    operation
+                        .responses
+                        .responses
+                        .insert(status.into(), Ref::from_response_name(name).into());
+                }
+            }
+        }
+    }
+}
+
+/// Links between operations, for clients and for stateful testing: a created session's
+/// `id` feeds every operation on the session, a suggestion's `id` feeds its observation,
+/// and an observation leads on to the operations that read what it changed.
+struct Links;
+
+impl Links {
+    /// The operations on one session, by operation id.
+    const ON_SESSION: [&str; 9] = [
+        "get_session",
+        "delete_session",
+        "suggest",
+        "observe",
+        "list_observations",
+        "regret",
+        "model",
+        "predict",
+        "best",
+    ];
+
+    /// The operations that read what an observation changes.
+    const AFTER_OBSERVE: [&str; 6] = [
+        "suggest",
+        "list_observations",
+        "regret",
+        "model",
+        "predict",
+        "best",
+    ];
+}
+
+impl Modify for Links {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let link =
+            |target: &str, id: &str| LinkBuilder::new().operation_id(target).parameter("id", id);
+        for operation in operations(openapi) {
+            let (status, links) = match operation.operation_id.as_deref() {
+                Some("create_session") => (
+                    "201",
+                    Self::ON_SESSION
+                        .iter()
+                        .map(|target| (*target, link(target, "$response.body#/id").build()))
+                        .collect::<Vec<_>>(),
+                ),
+                Some("suggest") => (
+                    "201",
+                    vec![(
+                        "observe",
+                        link("observe", "$request.path.id")
+                            .request_body(Some(json!({
+                                "suggestion_id": "$response.body#/suggestions/0/id"
+                            })))
+                            .description(
+                                "Observe the first suggestion (add `value`, and `t` in \
+                                 client-time sessions)",
+                            )
+                            .build(),
+                    )],
+                ),
+                Some("observe") => (
+                    "201",
+                    Self::AFTER_OBSERVE
+                        .iter()
+                        .map(|target| (*target, link(target, "$request.path.id").build()))
+                        .collect(),
+                ),
+                _ => continue,
+            };
+            if let Some(RefOr::T(response)) = operation.responses.responses.get_mut(status) {
+                for (name, link) in links {
+                    response.links.insert(name.into(), link.into());
+                }
+            }
+        }
+    }
+}
+
+/// Every operation of the document.
+fn operations(openapi: &mut utoipa::openapi::OpenApi) -> impl Iterator<Item = &mut Operation> {
+    openapi.paths.paths.values_mut().flat_map(|item| {
+        [
+            &mut item.get,
+            &mut item.put,
+            &mut item.post,
+            &mut item.delete,
+            &mut item.options,
+            &mut item.head,
+            &mut item.patch,
+            &mut item.trace,
+        ]
+        .into_iter()
+        .flatten()
+    })
+}
 
 /// The OpenAPI document as pretty JSON (what `tvbo openapi` writes).
 pub fn openapi_json() -> String {
@@ -73,6 +260,15 @@ async fn openapi_handler() -> axum::response::Response {
 
 /// The application's router over a store, with the given caps on each session's work.
 pub fn router(store: Arc<dyn Store>, limits: Limits) -> Router {
+    router_with_timeout(store, limits, REQUEST_TIMEOUT)
+}
+
+/// [`router`] with another limit on the time to answer a request than [`REQUEST_TIMEOUT`].
+pub fn router_with_timeout(
+    store: Arc<dyn Store>,
+    limits: Limits,
+    request_timeout: Duration,
+) -> Router {
     let state = AppState {
         service: SessionService::new(store, limits),
     };
@@ -100,10 +296,11 @@ pub fn router(store: Arc<dyn Store>, limits: Limits) -> Router {
         .fallback(handlers::not_found)
         .method_not_allowed_fallback(handlers::method_not_allowed)
         .with_state(state)
-        .layer(TimeoutLayer::with_status_code(
-            StatusCode::SERVICE_UNAVAILABLE,
-            REQUEST_TIMEOUT,
+        .layer(from_fn_with_state(
+            request_timeout,
+            transport::answer_within,
         ))
+        .layer(from_fn(transport::limit_head))
         .layer(
             TraceLayer::new_for_http()
                 .make_span_with(DefaultMakeSpan::new().level(Level::INFO))

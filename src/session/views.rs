@@ -87,8 +87,10 @@ pub struct SessionList {
 #[serde(deny_unknown_fields)]
 pub struct SuggestRequest {
     /// How many suggestions, 1..=64 (default 1).
+    #[schema(minimum = 1, maximum = 64)]
     pub count: Option<i64>,
     /// Session time in seconds (client-time sessions only, where it is required).
+    #[schema(minimum = -1e10, maximum = 1e10)]
     pub t: Option<f64>,
 }
 
@@ -131,12 +133,15 @@ pub struct ObservationInput {
     pub suggestion_id: Option<Uuid>,
     #[schema(value_type = Option<std::collections::BTreeMap<String, f64>>)]
     pub params: Option<Params>,
+    #[schema(minimum = -1e100, maximum = 1e100)]
     pub value: f64,
     /// When the value was measured (wall-clock sessions; default: when the request arrived).
     pub measured_at: Option<DateTime<Utc>>,
     /// Session time of the measurement (client-time sessions, where it is required).
+    #[schema(minimum = -1e10, maximum = 1e10)]
     pub t: Option<f64>,
     /// The true regret of this evaluation, if the client knows it (benchmarks).
+    #[schema(minimum = 0)]
     pub regret: Option<f64>,
 }
 
@@ -144,7 +149,32 @@ pub struct ObservationInput {
 #[derive(Clone, Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ObservationBatch {
+    #[schema(min_items = 1, max_items = 1000)]
     pub observations: Vec<ObservationInput>,
+}
+
+/// Body of `POST /v1/sessions/{id}/observations`: one observation, or a batch of them.
+#[derive(Clone, Debug, ToSchema)]
+#[serde(untagged)]
+pub enum ObservationRequest {
+    One(ObservationInput),
+    Batch(ObservationBatch),
+}
+
+impl ObservationRequest {
+    /// The observations, each with the prefix that turns its field names into paths of
+    /// the request body (`observations[2].` in a batch, empty for a single one).
+    pub fn into_inputs(self) -> Vec<(String, ObservationInput)> {
+        match self {
+            ObservationRequest::One(input) => vec![(String::new(), input)],
+            ObservationRequest::Batch(batch) => batch
+                .observations
+                .into_iter()
+                .enumerate()
+                .map(|(i, input)| (format!("observations[{i}]."), input))
+                .collect(),
+        }
+    }
 }
 
 /// An observation as stored.
@@ -342,7 +372,7 @@ impl PriorSelectionView {
 #[derive(Clone, Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PredictRequest {
-    #[schema(value_type = Vec<std::collections::BTreeMap<String, f64>>)]
+    #[schema(value_type = Vec<std::collections::BTreeMap<String, f64>>, min_items = 1, max_items = 10000)]
     pub points: Vec<Params>,
     /// Session time (default: now for wall-clock sessions, the latest observation's time
     /// for client-time sessions).

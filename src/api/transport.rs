@@ -1,0 +1,90 @@
+//! Answers about the request as a whole rather than its fields: a request head over the
+//! limits (414, 431) and a request that takes too long (503), all problem+json.
+//!
+//! hyper parses the request head before any of this runs and answers by itself, with an
+//! empty body, the heads it cannot hold: a URI over 65,534 bytes (414), more than 100
+//! header fields or a head over about 400 KiB (431), a malformed request line or header
+//! (400). The limits here are well below hyper's, so a head that is merely too large gets
+//! a problem naming what is too large.
+
+use std::time::Duration;
+
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use crate::api::error::ApiError;
+use crate::session::InvalidInput;
+
+/// Longest request target (path and query) accepted, in bytes.
+pub const MAX_URI_BYTES: usize = 8 << 10;
+
+/// Largest total of the header fields accepted (names and values), in bytes.
+pub const MAX_HEADER_BYTES: usize = 32 << 10;
+
+/// Refuses a request whose target is over [`MAX_URI_BYTES`] (414 naming `URI`) or whose
+/// header fields total over [`MAX_HEADER_BYTES`] (431 naming the largest field).
+pub async fn limit_head(request: Request, next: Next) -> Response {
+    let target = request
+        .uri()
+        .path_and_query()
+        .map_or(0, |target| target.as_str().len());
+    if target > MAX_URI_BYTES {
+        return ApiError::field_error(
+            StatusCode::URI_TOO_LONG,
+            "uri-too-long",
+            InvalidInput::new(
+                "URI",
+                format!("is {target} bytes long; at most {MAX_URI_BYTES} are accepted"),
+            ),
+        )
+        .into_response();
+    }
+    let headers = request.headers();
+    let total: usize = headers
+        .iter()
+        .map(|(name, value)| name.as_str().len() + value.len())
+        .sum();
+    if total > MAX_HEADER_BYTES
+        && let Some((largest, _)) = headers
+            .iter()
+            .max_by_key(|(name, value)| name.as_str().len() + value.len())
+    {
+        return ApiError::field_error(
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            "headers-too-large",
+            InvalidInput::new(
+                largest.as_str(),
+                format!(
+                    "is the largest of header fields that total {total} bytes; at most \
+                     {MAX_HEADER_BYTES} are accepted"
+                ),
+            ),
+        )
+        .into_response();
+    }
+    next.run(request).await
+}
+
+/// Answers 503 `timeout` when the rest of the stack takes longer than the given time to
+/// answer; the work in progress is dropped, so a write may or may not have committed.
+pub async fn answer_within(
+    State(limit): State<Duration>,
+    request: Request,
+    next: Next,
+) -> Response {
+    match tokio::time::timeout(limit, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "timeout",
+            format!(
+                "no answer within {} s; the request was abandoned and may or may not have \
+                 taken effect: retry it with the same Idempotency-Key",
+                limit.as_secs_f64()
+            ),
+        )
+        .into_response(),
+    }
+}
