@@ -6,7 +6,8 @@
 //! - control characters in any stored text are a 422 on both backends (U+0000 used to be
 //!   a 503 on PostgreSQL, forever for an arm name); name limits count characters;
 //! - default seeds fit in a double exactly and larger seeds are refused;
-//! - `time.lead` and `time.pending_timeout` are bounded;
+//! - `time.lead` and `time.pending_timeout` are bounded, and so is the `t` of best and
+//!   predict (at −1.8e308 best answered 200 with a null mean);
 //! - pending suggestions and the active dataset of non-forgetting algorithms are capped,
 //!   with a 409 that names the cap.
 
@@ -23,6 +24,7 @@ backend_tests!(
     control_characters_in_stored_texts_are_refused,
     seeds_fit_in_a_double,
     time_settings_are_bounded,
+    query_times_are_bounded,
 );
 
 /// POSTs a session; asserts a 422 naming `field` that stored nothing.
@@ -273,4 +275,37 @@ async fn non_forgetting_sessions_are_capped_and_bolt_is_not() {
         let (status, answer) = observe(bolt.clone(), i).await;
         assert_eq!(status, 201, "{answer}");
     }
+}
+
+/// The time of a read is bounded like a client's time: far beyond it the posterior was
+/// NaN, and best answered 200 with `"mean": null`.
+async fn query_times_are_bounded(server: TestServer) {
+    let id = server
+        .create(json!({"parameters": [parameter("x")], "model": {"warmup": 2}}))
+        .await;
+    for x in [0.2, 0.7, 0.4] {
+        let (status, answer) = server
+            .post(
+                &format!("/v1/sessions/{id}/observations"),
+                &json!({"params": {"x": x}, "value": x}),
+            )
+            .await;
+        assert_eq!(status, 201, "{answer}");
+    }
+    for t in ["-1.7976931348623157e308", "1e11"] {
+        let (status, problem) = server.get(&format!("/v1/sessions/{id}/best?t={t}")).await;
+        assert_eq!(status, 422, "best at {t}: {problem}");
+        assert_eq!(problem["field"], json!("t"));
+        let (status, problem) = server
+            .post(
+                &format!("/v1/sessions/{id}/predict"),
+                &json!({"points": [{"x": 0.5}], "t": t.parse::<f64>().unwrap()}),
+            )
+            .await;
+        assert_eq!(status, 422, "predict at {t}: {problem}");
+        assert_eq!(problem["field"], json!("t"));
+    }
+    let (status, best) = server.get(&format!("/v1/sessions/{id}/best?t=-1e10")).await;
+    assert_eq!(status, 200, "{best}");
+    assert!(best["mean"].is_f64(), "{best}");
 }

@@ -331,6 +331,7 @@ pub async fn predict(
 #[into_params(parameter_in = Query)]
 pub struct BestQuery {
     /// Session time (default: now, or the latest observation's time in client-time sessions).
+    #[param(minimum = -1e10, maximum = 1e10)]
     pub t: Option<f64>,
 }
 

@@ -22,7 +22,9 @@ use crate::session::config::{
 };
 use crate::session::scheduler::FairScheduler;
 use crate::session::space::{MAX_MAGNITUDE, SearchSpace};
-use crate::session::time::{fit_response_time, median_lead, resolve_time, wall_time};
+use crate::session::time::{
+    MAX_CLIENT_TIME, fit_response_time, median_lead, resolve_time, wall_time,
+};
 use crate::session::views::{
     Best, ComputeTimeView, HyperparametersView, ModelView, ObservationInput, ObservationList,
     PredictRequest, PredictResponse, Prediction, PriorSelectionView, RegretPoint, RegretReport,
@@ -1166,9 +1168,13 @@ impl SessionService {
 
     fn query_time(history: &History, t: Option<f64>) -> Result<f64, ServiceError> {
         match t {
-            Some(t) if !t.is_finite() => {
-                Err(InvalidInput::new("t", "must be a finite number of seconds").into())
-            }
+            // The same bound as a client's time: far beyond it the kernels' distances
+            // overflow and the posterior is NaN.
+            Some(t) if !t.is_finite() || t.abs() > MAX_CLIENT_TIME => Err(InvalidInput::new(
+                "t",
+                format!("must be a finite number of seconds within ±{MAX_CLIENT_TIME:e}"),
+            )
+            .into()),
             Some(t) => Ok(t),
             None => Ok(Self::default_time(history, Utc::now())),
         }

@@ -376,6 +376,7 @@ pub struct PredictRequest {
     pub points: Vec<Params>,
     /// Session time (default: now for wall-clock sessions, the latest observation's time
     /// for client-time sessions).
+    #[schema(minimum = -1e10, maximum = 1e10)]
     pub t: Option<f64>,
 }
 
