@@ -88,7 +88,7 @@ fn bench_suggest(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(3));
     let space = unit_space();
     let model = model(KernelKind::Matern12);
-    let algorithm = tvbo::session::config::AlgorithmConfig::default();
+    let algorithm = tvbo::domain::config::AlgorithmConfig::default();
     let tv_gp_ucb = policy::policy_for(&common::session(algorithm));
     for n in [25, 101, 201, 401, 801] {
         let observations = observations(n);
@@ -118,8 +118,8 @@ fn bench_suggest(c: &mut Criterion) {
 /// then observe the suggestion, which pushes the dataset above n* and removes the least
 /// relevant observation (relevance of all, one removal).
 fn bench_bolt_iteration(c: &mut Criterion) {
+    use tvbo::domain::config::{AlgorithmConfig, Beta};
     use tvbo::policy::{self, Observation, ObserveContext, PolicyState, SuggestContext};
-    use tvbo::session::config::{AlgorithmConfig, Beta};
 
     let mut group = c.benchmark_group("bolt_iteration");
     group

@@ -21,7 +21,7 @@ use anyhow::{Context, bail, ensure};
 use clap::Parser;
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
-use tvbo::session::service::Limits;
+use tvbo::engine::Limits;
 use tvbo::store::PoolSettings;
 
 /// Drive tvbo with concurrent suggest → observe loops and report throughput and latency.

@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use crate::session::service::Limits;
+use crate::engine::Limits;
 
 /// Log output format.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]

@@ -14,6 +14,7 @@ use rand::{RngExt, SeedableRng};
 use rand_distr::{Distribution, StandardNormal};
 
 use crate::gp::arms::{ArmPrior, PriorKernel};
+use crate::policy::priors::build_prior_matrix;
 use crate::policy::{PolicyRng, PriorSelection, SelectionRule};
 use crate::session::priors::{PriorMean, PriorSpec};
 use crate::session::space::Arm;
@@ -176,7 +177,9 @@ impl Setup {
     pub fn build_priors(&self) -> Vec<Arc<ArmPrior>> {
         self.priors
             .iter()
-            .map(|p| Arc::new(p.build(&self.arms, 1.0).expect("the setups' priors build")))
+            .map(|p| {
+                Arc::new(build_prior_matrix(p, &self.arms, 1.0).expect("the setups' priors build"))
+            })
             .collect()
     }
 

@@ -10,6 +10,8 @@ pub mod acquisition;
 pub mod api;
 pub mod bench;
 pub mod config;
+pub mod domain;
+pub mod engine;
 pub mod experiments;
 pub mod gp;
 pub mod optim;

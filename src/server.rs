@@ -6,7 +6,7 @@ use anyhow::Context;
 use tokio::net::TcpListener;
 
 use crate::api;
-use crate::session::service::Limits;
+use crate::engine::Limits;
 use crate::store::{PoolSettings, PostgresStore, SqliteStore, Store};
 
 /// Opens the store named by a database URL: `sqlite:` URLs open SQLite, `postgres://` and

@@ -14,7 +14,7 @@ use common::TestServer;
 use reqwest::Method;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tvbo::session::service::Limits;
+use tvbo::engine::Limits;
 use tvbo::store::{PoolSettings, SqliteStore};
 
 backend_tests!(
@@ -284,11 +284,11 @@ fn every_answer_the_server_can_give_is_documented() {
 #[test]
 fn request_schemas_state_the_servers_bounds() {
     use tvbo::api::extract::{IDEMPOTENCY_KEY_PATTERN, MAX_KEY_LEN};
+    use tvbo::domain::space::MAX_MAGNITUDE;
+    use tvbo::domain::time::MAX_CLIENT_TIME;
     use tvbo::session::service::{
         MAX_OBSERVATIONS_PER_CALL, MAX_PREDICT_POINTS, MAX_SUGGESTIONS_PER_CALL,
     };
-    use tvbo::session::space::MAX_MAGNITUDE;
-    use tvbo::session::time::MAX_CLIENT_TIME;
 
     let doc = document();
     let schemas = &doc["components"]["schemas"];

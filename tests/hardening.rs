@@ -16,7 +16,7 @@ mod common;
 
 use common::TestServer;
 use serde_json::{Value, json};
-use tvbo::session::service::Limits;
+use tvbo::engine::Limits;
 
 backend_tests!(
     #[tokio::test]

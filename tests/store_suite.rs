@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
 use serde_json::json;
+use tvbo::domain::config::{CreateSession, SessionConfig};
 use tvbo::server::open_store;
-use tvbo::session::config::{CreateSession, SessionConfig};
 use tvbo::store::{
     CallRecord, ChangeSet, Deactivation, IdempotencyRecord, ObservationRow, PoolSettings,
     PostgresStore, ResponseTimeSample, SessionCursor, SessionRow, SqliteStore, Store, StoreError,

@@ -4,10 +4,10 @@
 
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use tvbo::domain::config::{AlgorithmConfig, CreateSession, ModelConfig, SessionConfig};
+use tvbo::domain::space::{ParameterSpec, ParameterType, Scale, SearchSpace};
 use tvbo::gp::{Gp, Hyperparameters, KernelKind, KernelSpec};
 use tvbo::policy::Observation;
-use tvbo::session::config::{AlgorithmConfig, CreateSession, ModelConfig, SessionConfig};
-use tvbo::session::space::{ParameterSpec, ParameterType, Scale, SearchSpace};
 
 pub const DIM: usize = 3;
 pub const HORIZON: f64 = 600.0;

@@ -5,7 +5,7 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::session::InvalidInput;
+use crate::domain::InvalidInput;
 use crate::session::service::ServiceError;
 use crate::store::StoreError;
 

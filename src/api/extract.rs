@@ -15,7 +15,7 @@ use uuid::Uuid;
 
 use crate::api::body::{self, ShapeError};
 use crate::api::error::ApiError;
-use crate::session::InvalidInput;
+use crate::domain::InvalidInput;
 use crate::session::service::IdempotencyKey;
 
 /// Largest request body accepted, in bytes.

@@ -12,8 +12,8 @@ use crate::api::error::{ApiError, Problem};
 use crate::api::extract::{
     IdempotencyHeader, JsonBody, QueryParams, RawJson, SessionId, has_member, parse_json,
 };
-use crate::session::InvalidInput;
-use crate::session::config::CreateSession;
+use crate::domain::InvalidInput;
+use crate::domain::config::CreateSession;
 use crate::session::service::{IdempotencyKey, ServiceError};
 use crate::session::views::{
     Best, ModelView, ObservationList, ObservationRequest, PredictRequest, PredictResponse,

@@ -20,7 +20,8 @@ use utoipa::openapi::path::Operation;
 use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
 use utoipa::{Modify, OpenApi};
 
-use crate::session::service::{Limits, SessionService};
+use crate::engine::Limits;
+use crate::session::service::SessionService;
 use crate::store::Store;
 
 /// Shared state of the handlers.

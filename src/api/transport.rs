@@ -15,7 +15,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::api::error::ApiError;
-use crate::session::InvalidInput;
+use crate::domain::InvalidInput;
 
 /// Longest request target (path and query) accepted, in bytes.
 pub const MAX_URI_BYTES: usize = 8 << 10;

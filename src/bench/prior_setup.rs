@@ -121,6 +121,7 @@ impl Objective for PriorSetupObjective {
 mod tests {
     use super::*;
     use crate::experiments::Setup;
+    use crate::policy::priors::build_prior_matrix;
 
     /// The bench's objective is the experiments' f of the same seed, negated; its optimum
     /// is −max f at the arm where f peaks; the priors are those of −f.
@@ -143,8 +144,8 @@ mod tests {
             let priors = objective.priors().unwrap();
             assert_eq!(priors.len(), setup.priors.len());
             for (mine, theirs) in priors.iter().zip(&setup.priors) {
-                let negated = mine.build(&setup.arms, -1.0).unwrap();
-                let original = theirs.build(&setup.arms, 1.0).unwrap();
+                let negated = build_prior_matrix(mine, &setup.arms, -1.0).unwrap();
+                let original = build_prior_matrix(theirs, &setup.arms, 1.0).unwrap();
                 assert_eq!(negated.mean(), original.mean());
             }
         }

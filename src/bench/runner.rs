@@ -13,21 +13,21 @@
 //! (dataset size at the previous suggest, s' − s). The run ends when a suggestion would
 //! be handed out after the horizon.
 
-use std::collections::VecDeque;
 use std::time::Instant;
+
+use chrono::{DateTime, TimeDelta, Utc};
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
 use serde::{Deserialize, Serialize};
+use uuid::Uuid;
 
 use super::BenchError;
 use super::objective::Objective;
-use crate::policy::{self, Observation, ObserveContext, Policy, PolicyState, SuggestContext};
-use crate::session::config::SessionConfig;
-use crate::session::service::call_rng;
-use crate::session::space::SearchSpace;
-use crate::session::time::median_lead;
+use crate::domain::config::{SessionConfig, TimeSource};
+use crate::domain::input::ObservationInput;
+use crate::engine::{EngineError, LocalSession};
 
 /// How time passes in a run.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -205,58 +205,36 @@ pub fn run(
     Ok(iterations)
 }
 
-/// Delays remembered for the lead time (the store keeps the latest 50).
-const RECENT_DELAYS: usize = 50;
-
-/// The policies in-process, doing what `SessionService::plan_suggest` and
-/// `plan_observe` do for a client-time session with one worker: the same policy, the
-/// same per-call RNG (`call_rng(seed, ordinal)`), the same lead time (median of the
-/// latest 50 delays between hand-out request and measurement), the same response-time
-/// samples, the same removals. Nothing is pending at a suggest, since each suggestion
-/// is observed before the next is requested.
+/// The session in-process, through the server's engine ([`LocalSession`]): the same
+/// checks, policy, per-call RNG, lead time, response-time samples and removals as a
+/// server's session, with one client that observes each suggestion before asking for the
+/// next. Session time 0 is [`InProcess::EPOCH`]; a wall-clock session's calls arrive at
+/// EPOCH + t, a client-time session's carry t.
 pub struct InProcess {
-    config: SessionConfig,
-    space: SearchSpace,
-    arms: Option<Vec<Vec<f64>>>,
-    policy: Box<dyn Policy>,
-    state: PolicyState,
-    /// Active observations, oldest first.
-    data: Vec<Observation>,
-    next_seq: i64,
-    suggest_count: u64,
-    last_suggest: Option<(f64, usize)>,
-    response_times: Vec<(f64, f64)>,
-    recent_delays: VecDeque<f64>,
-    /// Request time of the outstanding suggestion.
-    issued_t: f64,
+    session: LocalSession,
+    time: TimeSource,
 }
 
 impl InProcess {
+    /// Creation time of every in-process session (any fixed instant would do).
+    const EPOCH: DateTime<Utc> = DateTime::UNIX_EPOCH;
+
     pub fn new(config: SessionConfig) -> Result<Self, BenchError> {
-        let space = config.space();
-        let arms = match &config.arms {
-            Some(arms) => Some(
-                arms.iter()
-                    .map(|a| space.to_unit(&a.params, "arms"))
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(|e| BenchError::Config(e.to_string()))?,
-            ),
-            None => None,
-        };
         Ok(InProcess {
-            policy: policy::policy_for(&config),
-            config,
-            space,
-            arms,
-            state: PolicyState::default(),
-            data: Vec::new(),
-            next_seq: 1,
-            suggest_count: 0,
-            last_suggest: None,
-            response_times: Vec::new(),
-            recent_delays: VecDeque::new(),
-            issued_t: 0.0,
+            time: config.time.source,
+            session: LocalSession::new(config, Self::EPOCH),
         })
+    }
+
+    /// The session time to send and the instant the call arrives, at session time `t`.
+    fn at(&self, t: f64) -> (Option<f64>, DateTime<Utc>) {
+        match self.time {
+            TimeSource::Client => (Some(t), Self::EPOCH),
+            TimeSource::Wall => (
+                None,
+                Self::EPOCH + TimeDelta::microseconds((t * 1e6) as i64),
+            ),
+        }
     }
 }
 
@@ -266,40 +244,15 @@ impl Driver for InProcess {
     }
 
     fn suggest(&mut self, t: f64) -> Result<Handed, BenchError> {
-        let delays: Vec<f64> = self.recent_delays.iter().copied().collect();
-        let target = t + self
-            .config
-            .time
-            .lead
-            .unwrap_or_else(|| median_lead(&delays));
-        let ctx = SuggestContext {
-            space: &self.space,
-            arms: self.arms.as_deref(),
-            model: &self.config.model,
-            data: &self.data,
-            pending: &[],
-            t: target,
-            count: 1,
-            issued_before: self.suggest_count,
-            fixed_noise: self.config.model.noise,
-        };
-        let mut rng = call_rng(self.config.seed, self.suggest_count);
-        let proposals = policy::suggest(self.policy.as_ref(), &ctx, &mut self.state, &mut rng)?;
-        let proposal = proposals
+        let (t, now) = self.at(t);
+        let handed = self.session.suggest(1, t, now).map_err(engine_error)?;
+        let suggestion = handed
             .into_iter()
             .next()
             .ok_or_else(|| BenchError::Policy("the policy proposed nothing".into()))?;
-        if let Some((last_t, n)) = self.last_suggest
-            && t >= last_t
-        {
-            self.response_times.push((n as f64, t - last_t));
-        }
-        self.last_suggest = Some((t, self.data.len()));
-        self.suggest_count += 1;
-        self.issued_t = t;
         Ok(Handed {
-            x: proposal.x,
-            id: None,
+            x: suggestion.unit,
+            id: Some(suggestion.id.to_string()),
         })
     }
 
@@ -310,38 +263,34 @@ impl Driver for InProcess {
         value: f64,
         _regret: f64,
     ) -> Result<(), BenchError> {
-        let new = [Observation {
-            seq: self.next_seq,
-            x: handed.x.clone(),
-            t,
-            y: self.config.goal.sign() * value,
-        }];
-        self.next_seq += 1;
-        let ctx = ObserveContext {
-            model: &self.config.model,
-            data: &self.data,
-            new: &new,
-            // One suggestion is outstanding at a time: the latest.
-            suggestion_ordinals: &[self.suggest_count.checked_sub(1)],
-            fixed_noise: self.config.model.noise,
-            t,
-            response_times: &self.response_times,
+        let (t_sent, now) = self.at(t);
+        let suggestion_id = handed
+            .id
+            .as_deref()
+            .and_then(|id| Uuid::parse_str(id).ok())
+            .ok_or_else(|| BenchError::Policy("a suggestion without its id".into()))?;
+        let input = ObservationInput {
+            suggestion_id: Some(suggestion_id),
+            params: None,
+            value,
+            measured_at: t_sent.is_none().then_some(now),
+            t: t_sent,
+            regret: None,
         };
-        let removals = self.policy.observe(&ctx, &mut self.state)?;
-        let [observation] = new;
-        self.data.push(observation);
-        self.data
-            .retain(|o| !removals.iter().any(|(seq, _)| *seq == o.seq));
-        self.recent_delays.push_back(t - self.issued_t);
-        if self.recent_delays.len() > RECENT_DELAYS {
-            self.recent_delays.pop_front();
-        }
+        self.session
+            .observe(&[(String::new(), input)], now)
+            .map_err(engine_error)?;
         Ok(())
     }
 
     fn dataset_size(&mut self) -> Result<usize, BenchError> {
-        Ok(self.data.len())
+        Ok(self.session.history().active.len())
     }
+}
+
+/// A refused or failed engine step of a benchmark session.
+fn engine_error(e: EngineError) -> BenchError {
+    BenchError::Policy(e.to_string())
 }
 
 #[cfg(test)]

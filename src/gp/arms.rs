@@ -24,11 +24,11 @@ use std::sync::Arc;
 use nalgebra::{DMatrix, DVector};
 use rand::Rng;
 use rand_distr::{Distribution, StandardNormal};
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
 use super::kernel::KernelKind;
 use super::model::factorise_with_jitter;
+pub use crate::domain::kernel::PriorKernel;
+use crate::domain::rows_heap_bytes;
 
 /// Why a prior is not usable.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -49,28 +49,6 @@ pub enum PriorError {
 
 /// Relative tolerance of the symmetry check, against the largest diagonal entry.
 const SYMMETRY_TOLERANCE: f64 = 1e-9;
-
-/// The covariance families a kernel prior may use. The stationary ones are functions of
-/// r = ‖x − x'‖ / lengthscale (Euclidean distance of the raw parameter values).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum PriorKernel {
-    /// Matérn ν = 1/2: `v·e^{−r}`.
-    Matern12,
-    /// Matérn ν = 3/2.
-    Matern32,
-    /// Matérn ν = 5/2.
-    Matern52,
-    /// Squared exponential `v·e^{−r²/2}` (003 §2 writes e^{−‖x−x'‖²/ℓ²}, i.e. ℓ_003 = √2·ℓ).
-    Rbf,
-    /// Periodic `v·exp(−2 Σ_d sin²(π|x_d − x'_d|/period) / lengthscale²)` (MacKay's form, as
-    /// in GPyTorch).
-    Periodic,
-    /// Linear (dot product) `v·⟨x, x'⟩`, no lengthscale (003 §5 uses v = 0.05²).
-    Linear,
-    /// Rational quadratic `v·(1 + r²/(2α))^{−α}`.
-    Rq,
-}
 
 /// The parameters of a kernel prior.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -218,17 +196,6 @@ impl ArmPrior {
         let z = DVector::from_fn(self.len(), |_, _| StandardNormal.sample(rng));
         &self.mean + &self.factor * z
     }
-}
-
-/// Heap bytes of a vector of rows: the row headers and every row's values (from the
-/// capacities, hence `&Vec`).
-#[allow(clippy::ptr_arg)]
-pub fn rows_heap_bytes(rows: &Vec<Vec<f64>>) -> usize {
-    rows.capacity() * std::mem::size_of::<Vec<f64>>()
-        + rows
-            .iter()
-            .map(|r| r.capacity() * std::mem::size_of::<f64>())
-            .sum::<usize>()
 }
 
 /// The posterior of an [`ArmPrior`] after noisy observations of arms (see the module

@@ -10,14 +10,11 @@ use super::model::{
     GpError, Hyperparameters, factorise_with_jitter, squared_distance, validate_data,
     validate_hyperparameters,
 };
+use crate::domain::config::{
+    SIGNAL_VARIANCE_BOUNDS, SPATIAL_LENGTHSCALE_BOUNDS, TEMPORAL_LENGTHSCALE_BOUNDS,
+};
 use crate::optim::{BoundedOptions, minimize_bounded};
 
-/// Bounds of λ for standardised y.
-pub const SIGNAL_VARIANCE_BOUNDS: (f64, f64) = (0.05, 20.0);
-/// Bounds of l_S for inputs in `[0,1]^d`.
-pub const SPATIAL_LENGTHSCALE_BOUNDS: (f64, f64) = (0.01, 10.0);
-/// Bounds of l_T in seconds.
-pub const TEMPORAL_LENGTHSCALE_BOUNDS: (f64, f64) = (0.1, 1e7);
 /// Bounds of σ² for standardised y; the lower end is the design's noise floor.
 pub const NOISE_VARIANCE_BOUNDS: (f64, f64) = (1e-4, 1.0);
 

@@ -6,34 +6,13 @@
 //! spec has no temporal kernel.
 
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
+
+pub use crate::domain::kernel::KernelKind;
 
 const SQRT3: f64 = 1.732_050_807_568_877_2;
 const SQRT5: f64 = 2.236_067_977_499_79;
 
-/// A stationary correlation function of the scaled distance.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum KernelKind {
-    /// Matérn ν = 1/2 (exponential): `e^{−r}`.
-    Matern12,
-    /// Matérn ν = 3/2: `(1 + √3 r) e^{−√3 r}`.
-    Matern32,
-    /// Matérn ν = 5/2: `(1 + √5 r + 5r²/3) e^{−√5 r}`.
-    Matern52,
-    /// Squared exponential: `e^{−r²/2}`.
-    Rbf,
-}
-
 impl KernelKind {
-    /// Every kernel kind, in declaration order.
-    pub const ALL: [KernelKind; 4] = [
-        KernelKind::Matern12,
-        KernelKind::Matern32,
-        KernelKind::Matern52,
-        KernelKind::Rbf,
-    ];
-
     /// Correlation k(r) of the scaled distance r = d / lengthscale >= 0, with k(0) = 1.
     pub fn correlation(self, r: f64) -> f64 {
         match self {

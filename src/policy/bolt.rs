@@ -5,10 +5,10 @@
 //! Wasserstein distance (Section 3.4, W-DBO's relevance).
 
 use super::{ObserveContext, Policy, PolicyError, PolicyState, RemovalReason, model_after};
+use crate::domain::config::Beta;
 use crate::gp::KernelKind;
 use crate::gp::relevance::Relevance;
-use crate::session::config::Beta;
-use crate::session::time::{fit_response_time, response_time_at};
+use crate::policy::response_time::{fit_response_time, response_time_at};
 
 /// BOLT with n* confined to [min_dataset_size, max_dataset_size].
 pub struct Bolt {

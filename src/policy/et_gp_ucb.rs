@@ -9,7 +9,7 @@
 use super::{
     Observation, ObserveContext, Policy, PolicyError, PolicyState, RemovalReason, Surrogate,
 };
-use crate::session::config::Beta;
+use crate::domain::config::Beta;
 
 /// Event-triggered GP-UCB.
 pub struct EtGpUcb {
@@ -89,8 +89,8 @@ impl Policy for EtGpUcb {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::config::ModelConfig;
     use crate::gp::KernelKind;
-    use crate::session::config::ModelConfig;
 
     fn model() -> ModelConfig {
         ModelConfig {

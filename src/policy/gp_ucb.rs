@@ -2,7 +2,7 @@
 //! μ_{t−1}(x) + √β_t σ_{t−1}(x) under a static kernel; every observation is kept forever.
 
 use super::Policy;
-use crate::session::config::Beta;
+use crate::domain::config::Beta;
 
 /// GP-UCB with a static kernel (k_T ≡ 1).
 pub struct GpUcb {

@@ -10,8 +10,10 @@ mod et_gp_ucb;
 mod gp_ucb;
 pub mod prior_cache;
 pub mod prior_selection;
+pub mod priors;
 mod r_gp_ucb;
 mod random;
+pub mod response_time;
 pub mod surrogate;
 pub mod tv_gp_ucb;
 mod w_dbo;
@@ -21,9 +23,9 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use crate::acquisition::{self, AcquisitionOptions};
+use crate::domain::config::{AlgorithmConfig, Beta, BetaSchedule, ModelConfig, SessionConfig};
+use crate::domain::space::SearchSpace;
 use crate::gp::{GpError, Hyperparameters, KernelSpec};
-use crate::session::config::{AlgorithmConfig, Beta, BetaSchedule, ModelConfig, SessionConfig};
-use crate::session::space::SearchSpace;
 
 pub use prior_selection::{PriorSelection, PriorSelectionState, SelectionRule};
 pub use surrogate::Surrogate;
@@ -48,7 +50,7 @@ impl ArmSet {
             .keys()
             .map(|k| k.capacity() * std::mem::size_of::<u64>())
             .sum();
-        crate::gp::arms::rows_heap_bytes(&self.points)
+        crate::domain::rows_heap_bytes(&self.points)
             + self.index.capacity() * (std::mem::size_of::<(Vec<u64>, usize)>() + 1)
             + keys
     }
@@ -235,7 +237,10 @@ pub trait Policy: Send + Sync {
 
     /// The kernel of this algorithm's model.
     fn kernel(&self, model: &ModelConfig) -> KernelSpec {
-        model.kernel_spec()
+        KernelSpec {
+            spatial: model.spatial_kernel,
+            temporal: model.temporal_kernel,
+        }
     }
 
     /// A temporal lengthscale the algorithm holds fixed instead of fitting.
@@ -355,7 +360,7 @@ pub fn tv_gp_ucb_with_prior_for(config: &SessionConfig) -> Option<tv_gp_ucb::TvG
 }
 
 /// A session's arms and their unit-cube points.
-fn arms_of(config: &SessionConfig) -> Option<(Vec<crate::session::space::Arm>, Vec<Vec<f64>>)> {
+fn arms_of(config: &SessionConfig) -> Option<(Vec<crate::domain::space::Arm>, Vec<Vec<f64>>)> {
     let arms = config.arms.clone()?;
     let space = config.space();
     let points = arms

@@ -19,9 +19,10 @@ use quick_cache::Weighter;
 use quick_cache::sync::Cache;
 use sha2::{Digest, Sha256};
 
+use crate::domain::priors::{PriorMean, PriorSpec};
+use crate::domain::space::Arm;
 use crate::gp::arms::{ArmGp, ArmPrior};
-use crate::session::priors::{PriorMean, PriorSpec};
-use crate::session::space::Arm;
+use crate::policy::priors::build_prior_matrix;
 
 use super::PolicyError;
 
@@ -72,7 +73,7 @@ fn prior_with_key(
     key: &Key,
 ) -> Result<Arc<ArmPrior>, PolicyError> {
     PRIORS.get_or_insert_with(key, || {
-        spec.build(arms, sign)
+        build_prior_matrix(spec, arms, sign)
             .map(Arc::new)
             .map_err(|e| PolicyError::Prior(e.to_string()))
     })
@@ -235,7 +236,7 @@ mod tests {
         let first = build_prior(&spec, &arms, -1.0).unwrap();
         let again = build_prior(&spec, &arms, -1.0).unwrap();
         assert!(Arc::ptr_eq(&first, &again));
-        let fresh = spec.build(&arms, -1.0).unwrap();
+        let fresh = build_prior_matrix(&spec, &arms, -1.0).unwrap();
         assert_eq!(first.mean(), fresh.mean());
         assert_eq!(first.covariance(), fresh.covariance());
 
@@ -273,7 +274,10 @@ mod tests {
             .map(|i| ((i * 7) % 15, i as f64 * 0.3 - 1.0))
             .collect();
         let scratch = |count: usize, noise: f64| {
-            let mut gp = ArmGp::new(Arc::new(spec.build(&arms, 1.0).unwrap()), noise);
+            let mut gp = ArmGp::new(
+                Arc::new(build_prior_matrix(&spec, &arms, 1.0).unwrap()),
+                noise,
+            );
             observations[..count]
                 .iter()
                 .for_each(|&(a, y)| gp.push(a, y));

@@ -24,10 +24,10 @@ use super::{
     ArmSet, ObserveContext, Policy, PolicyError, PolicyRng, PolicyState, Proposal, RemovalReason,
     SuggestContext, beta_value,
 };
+use crate::domain::config::Beta;
+use crate::domain::priors::PriorSpec;
+use crate::domain::space::Arm;
 use crate::gp::arms::{ArmGp, ArmPrior};
-use crate::session::config::Beta;
-use crate::session::priors::PriorSpec;
-use crate::session::space::Arm;
 
 /// At most this many pending choices are remembered; older ones (suggestions never
 /// observed) are dropped first.
@@ -504,8 +504,8 @@ impl Policy for PriorSelection {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::priors::PriorMean;
     use crate::gp::arms::{KernelPriorParams, PriorKernel};
-    use crate::session::priors::PriorMean;
     use nalgebra::DVector;
     use rand::SeedableRng;
 

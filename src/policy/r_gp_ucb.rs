@@ -3,7 +3,7 @@
 //! The default N = 15 is the block length their Section 5.2 picks by cross-validation.
 
 use super::{ObserveContext, Policy, PolicyError, PolicyState, RemovalReason};
-use crate::session::config::Beta;
+use crate::domain::config::Beta;
 
 /// GP-UCB that forgets everything every `reset_every` observations.
 pub struct RGpUcb {
@@ -41,9 +41,9 @@ impl Policy for RGpUcb {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::config::ModelConfig;
     use crate::gp::KernelKind;
     use crate::policy::Observation;
-    use crate::session::config::ModelConfig;
 
     #[test]
     fn resets_after_every_block() {

@@ -12,12 +12,12 @@ use super::{
     ArmSet, Observation, Policy, PolicyError, PolicyRng, PolicyState, Proposal, SuggestContext,
     beta_value,
 };
+use crate::domain::config::Beta;
+use crate::domain::config::{TEMPORAL_LENGTHSCALE_BOUNDS, temporal_lengthscale_of_epsilon};
+use crate::domain::priors::PriorSpec;
+use crate::domain::space::Arm;
 use crate::gp::arms::{ArmPrior, TimeVaryingArmGp};
-use crate::gp::fit::TEMPORAL_LENGTHSCALE_BOUNDS;
 use crate::gp::{Hyperparameters, KernelKind};
-use crate::session::config::Beta;
-use crate::session::priors::PriorSpec;
-use crate::session::space::Arm;
 
 /// Golden-section steps of the l_T fit with a given prior: the bracket [0.1 s, 10⁷ s]
 /// shrinks to 1e-8 of its log-width.
@@ -27,16 +27,6 @@ const TEMPORAL_FIT_STEPS: usize = 40;
 pub struct TvGpUcb {
     pub epsilon: Option<f64>,
     pub beta: Beta,
-}
-
-/// l_T of the forgetting rate ε (per second).
-pub fn temporal_lengthscale_of_epsilon(epsilon: f64) -> f64 {
-    -2.0 / (-epsilon).ln_1p()
-}
-
-/// ε (per second) of the temporal lengthscale l_T.
-pub fn epsilon_of_temporal_lengthscale(temporal_lengthscale: f64) -> f64 {
-    -(-2.0 / temporal_lengthscale).exp_m1()
 }
 
 impl Policy for TvGpUcb {
@@ -221,6 +211,7 @@ impl Policy for TvGpUcbWithPrior {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::config::epsilon_of_temporal_lengthscale;
     use crate::gp::KernelKind;
 
     #[test]

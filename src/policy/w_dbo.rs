@@ -6,8 +6,8 @@
 //! emptying the dataset.
 
 use super::{ObserveContext, Policy, PolicyError, PolicyState, RemovalReason, model_after};
+use crate::domain::config::Beta;
 use crate::gp::relevance::Relevance;
-use crate::session::config::Beta;
 
 /// W-DBO with budget rate α.
 pub struct WDbo {
@@ -76,9 +76,9 @@ impl Policy for WDbo {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::config::ModelConfig;
     use crate::gp::KernelKind;
     use crate::policy::Observation;
-    use crate::session::config::ModelConfig;
 
     /// Observations one per call, 10 s apart: during the warm-up the budget stays empty
     /// and nothing is forgotten; from the observation that completes it the budget grows

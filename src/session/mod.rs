@@ -1,75 +1,9 @@
-//! Sessions: search space, configuration, time, and the suggest/observe lifecycle.
+//! Sessions: the service that runs the suggest/observe lifecycle over a store, its fair
+//! scheduler of model work, and the views it answers with.
 
-pub mod config;
-pub mod priors;
 pub mod scheduler;
 pub mod service;
-pub mod space;
-pub mod time;
 pub mod views;
 
-/// A client error in a request: which field, and what was wrong with it.
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
-#[error("{field}: {message}")]
-pub struct InvalidInput {
-    /// Dotted path of the offending field, e.g. `observations[2].value`.
-    pub field: String,
-    pub message: String,
-}
-
-impl InvalidInput {
-    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
-        InvalidInput {
-            field: field.into(),
-            message: message.into(),
-        }
-    }
-}
-
-/// Checks a client-supplied text that will be stored: `min_chars..=max_chars` characters
-/// (Unicode scalar values, not bytes) and no control characters (C0, DEL, C1, which
-/// PostgreSQL cannot store (U+0000) or which corrupt logs and terminals), so that both
-/// backends accept and return exactly the same texts.
-pub fn validate_text(
-    field: &str,
-    text: &str,
-    min_chars: usize,
-    max_chars: usize,
-) -> Result<(), InvalidInput> {
-    let chars = text.chars().count();
-    if chars < min_chars || chars > max_chars {
-        return Err(InvalidInput::new(
-            field,
-            format!("must have {min_chars} to {max_chars} characters, has {chars}"),
-        ));
-    }
-    if let Some((at, c)) = text.chars().enumerate().find(|(_, c)| c.is_control()) {
-        return Err(InvalidInput::new(
-            field,
-            format!(
-                "must not contain control characters (U+{:04X} at character {at})",
-                u32::from(c)
-            ),
-        ));
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::validate_text;
-
-    #[test]
-    fn texts_are_counted_in_characters_and_refuse_control_characters() {
-        // 100 characters of 3 bytes each: within a 100-character limit.
-        assert!(validate_text("name", &"€".repeat(100), 1, 100).is_ok());
-        assert!(validate_text("name", &"€".repeat(101), 1, 100).is_err());
-        assert!(validate_text("name", "", 1, 100).is_err());
-        assert!(validate_text("name", "", 0, 100).is_ok());
-        for bad in ["a\u{0}b", "tab\there", "line\n", "del\u{7f}", "c1\u{85}"] {
-            let err = validate_text("arms[2].name", bad, 0, 100).unwrap_err();
-            assert_eq!(err.field, "arms[2].name");
-            assert!(err.message.contains("control"), "{bad:?}: {}", err.message);
-        }
-    }
-}
+// Old paths of the domain's modules, for the bench code until it moves over.
+pub use crate::domain::{config, priors, space};

@@ -2,39 +2,39 @@
 //! commit the result. The database is the truth and the model is rebuilt from it on every
 //! call, so a restarted (or another) server gives the same next suggestion.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
-use rand::SeedableRng;
 use uuid::Uuid;
 
 use crate::acquisition::{self, AcquisitionOptions};
-use crate::gp::arms::{ArmGp, TimeVaryingArmGp};
-use crate::gp::relevance::relevances;
-use crate::policy::tv_gp_ucb::TvGpUcbWithPrior;
-use crate::policy::{self, Observation, ObserveContext, PolicyRng, PolicyState, Surrogate};
-use crate::policy::{PolicyError, SuggestContext};
-use crate::session::InvalidInput;
-use crate::session::config::{
+use crate::domain::InvalidInput;
+use crate::domain::config::{
     AlgorithmConfig, CreateSession, SessionConfig, TimeSource, random_seed,
 };
-use crate::session::scheduler::FairScheduler;
-use crate::session::space::{MAX_MAGNITUDE, SearchSpace};
-use crate::session::time::{
-    MAX_CLIENT_TIME, fit_response_time, median_lead, resolve_time, wall_time,
+use crate::domain::input::ObservationInput;
+use crate::domain::time::{MAX_CLIENT_TIME, wall_time};
+use crate::engine::{
+    EngineError, Limits, ObserveSnapshot, arm_points, call_rng, lead, new_session_config,
+    plan_observe, plan_suggest, policy_data, policy_state,
 };
+use crate::gp::arms::{ArmGp, TimeVaryingArmGp};
+use crate::gp::relevance::relevances;
+use crate::policy::PolicyError;
+use crate::policy::response_time::fit_response_time;
+use crate::policy::tv_gp_ucb::TvGpUcbWithPrior;
+use crate::policy::{self, PolicyState, Surrogate};
+use crate::session::scheduler::FairScheduler;
 use crate::session::views::{
-    Best, ComputeTimeView, HyperparametersView, ModelView, ObservationInput, ObservationList,
-    PredictRequest, PredictResponse, Prediction, PriorSelectionView, RegretPoint, RegretReport,
-    RelevanceView, ResponseTimeSampleView, ResponseTimeView, Session, SessionList, SuggestRequest,
+    Best, ComputeTimeView, HyperparametersView, ModelView, ObservationList, PredictRequest,
+    PredictResponse, Prediction, PriorSelectionView, RegretPoint, RegretReport, RelevanceView,
+    ResponseTimeSampleView, ResponseTimeView, Session, SessionList, SuggestRequest,
     SuggestResponse, Suggestion,
 };
 use crate::store::{
-    CallRecord, ChangeSet, Deactivation, History, IdempotencyRecord, ObservationRow,
-    ResponseTimeSample, SessionCursor, SessionRow, Store, StoreError, SuggestionRow,
-    SuggestionStatus,
+    ChangeSet, History, IdempotencyRecord, SessionCursor, SessionRow, Store, StoreError,
 };
 
 /// Largest `count` of one suggest call.
@@ -43,8 +43,7 @@ pub const MAX_SUGGESTIONS_PER_CALL: i64 = 64;
 pub const MAX_OBSERVATIONS_PER_CALL: usize = 1000;
 /// Largest number of points of one predict call.
 pub const MAX_PREDICT_POINTS: usize = 10_000;
-/// How far in the future (seconds) a `measured_at` may lie, for clock skew.
-const MEASURED_AT_SKEW: f64 = 60.0;
+
 /// How long a change that keeps meeting concurrent changes of the same session (by other
 /// replicas) is re-planned before the request gives up with 503 `busy`: below the HTTP
 /// request timeout (120 s), so a client that did nothing wrong is never told of a
@@ -98,6 +97,20 @@ impl From<StoreError> for ServiceError {
     }
 }
 
+impl From<EngineError> for ServiceError {
+    fn from(e: EngineError) -> Self {
+        match e {
+            EngineError::Invalid(e) => ServiceError::Invalid(e),
+            EngineError::Conflict(e) => ServiceError::Conflict(e),
+            EngineError::Limit(kind, e) => ServiceError::Limit(kind, e),
+            EngineError::CorruptState(e) => {
+                ServiceError::Store(StoreError::Corrupt(format!("policy state: {e}")))
+            }
+            EngineError::Policy(e) => ServiceError::Policy(e),
+        }
+    }
+}
+
 impl From<crate::gp::GpError> for ServiceError {
     fn from(e: crate::gp::GpError) -> Self {
         ServiceError::Policy(PolicyError::Gp(e))
@@ -126,34 +139,6 @@ impl IdempotencyKey {
             request_hash: self.request_hash.clone(),
             status,
             body: serde_json::to_string(body).expect("response bodies serialise"),
-        }
-    }
-}
-
-/// Caps on the work one session may ask of the server (docs/api.md, "Limits").
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Limits {
-    /// Most pending (handed out, not yet observed, not expired) suggestions per session:
-    /// each is conditioned on in every later suggest, so they cost like observations.
-    pub max_pending: usize,
-    /// Most active observations of a session whose algorithm does not bound its own
-    /// dataset (every algorithm but BOLT, whose `max_dataset_size` is its bound).
-    pub max_active_observations: usize,
-}
-
-impl Limits {
-    /// Default of [`Limits::max_pending`].
-    pub const DEFAULT_MAX_PENDING: usize = 256;
-    /// Default of [`Limits::max_active_observations`]: a fit at this size takes seconds,
-    /// well inside the request timeout, on one core.
-    pub const DEFAULT_MAX_ACTIVE_OBSERVATIONS: usize = 2000;
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            max_pending: Self::DEFAULT_MAX_PENDING,
-            max_active_observations: Self::DEFAULT_MAX_ACTIVE_OBSERVATIONS,
         }
     }
 }
@@ -236,56 +221,6 @@ impl ModelCache {
             },
         );
     }
-}
-
-/// The RNG of the `ordinal`-th call of a session with `seed` (splitmix64 of both).
-/// Public for the benchmark harness, which replays sessions in-process.
-pub fn call_rng(seed: u64, ordinal: u64) -> PolicyRng {
-    let mut z = seed ^ ordinal.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    PolicyRng::seed_from_u64(z ^ (z >> 31))
-}
-
-fn policy_state(row: &SessionRow) -> Result<PolicyState, ServiceError> {
-    serde_json::from_value(row.state.clone())
-        .map_err(|e| ServiceError::Store(StoreError::Corrupt(format!("policy state: {e}"))))
-}
-
-/// The active observations as the policy sees them (internal "larger is better" scale).
-fn policy_data(config: &SessionConfig, rows: &[ObservationRow]) -> Vec<Observation> {
-    let sign = config.goal.sign();
-    rows.iter()
-        .map(|o| Observation {
-            seq: o.seq,
-            x: o.unit.clone(),
-            t: o.t,
-            y: sign * o.value,
-        })
-        .collect()
-}
-
-/// Seconds between handing a suggestion out and its measurement: configured, or the
-/// median of the session's recent delays.
-fn lead(history: &History) -> f64 {
-    history
-        .session
-        .config
-        .time
-        .lead
-        .unwrap_or_else(|| median_lead(&history.recent_delays))
-}
-
-fn arm_points(space: &SearchSpace, config: &SessionConfig) -> Option<Vec<Vec<f64>>> {
-    config.arms.as_ref().map(|arms| {
-        arms.iter()
-            .map(|a| {
-                space
-                    .to_unit(&a.params, "arms")
-                    .expect("arms were validated")
-            })
-            .collect()
-    })
 }
 
 /// The model predictions, recommendations and regret estimates read from.
@@ -401,6 +336,28 @@ impl SessionService {
         .map_err(|e| ServiceError::Internal(format!("model task failed: {e}")))
     }
 
+    /// Runs an engine step as model work of `session` ([`Self::blocking`]), and fills in
+    /// the compute time of its calls.
+    async fn plan(
+        &self,
+        session: Uuid,
+        step: impl FnOnce() -> Result<ChangeSet, EngineError> + Send + 'static,
+    ) -> Result<ChangeSet, ServiceError> {
+        let change = self
+            .blocking(session, move || {
+                let started = Instant::now();
+                step().map(|mut change| {
+                    let seconds = started.elapsed().as_secs_f64();
+                    for call in &mut change.calls {
+                        call.compute_seconds = seconds;
+                    }
+                    change
+                })
+            })
+            .await??;
+        Ok(change)
+    }
+
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.store
     }
@@ -440,7 +397,7 @@ impl SessionService {
         let seed = random_seed();
         let id = Uuid::new_v4();
         let config = self
-            .blocking(id, move || SessionConfig::from_request(request, seed))
+            .blocking(id, move || new_session_config(request, seed))
             .await??;
         let row = SessionRow {
             id,
@@ -516,10 +473,22 @@ impl SessionService {
             )
             .into());
         }
-        let arrived = Utc::now();
+        let (arrived, limits, t) = (Utc::now(), self.limits, request.t);
         let _guard = self.lock(id).await;
-        self.commit_with_retry(id, idempotency, |history| {
-            self.plan_suggest(history, &request, count, arrived)
+        self.commit_with_retry(id, idempotency, |history| async move {
+            let change = self
+                .plan(id, move || {
+                    plan_suggest(&history, count as usize, t, arrived, &limits)
+                })
+                .await?;
+            let response = SuggestResponse {
+                suggestions: change
+                    .new_suggestions
+                    .iter()
+                    .map(Suggestion::from)
+                    .collect(),
+            };
+            Ok((change, response))
         })
         .await
     }
@@ -561,114 +530,6 @@ impl SessionService {
         }
     }
 
-    async fn plan_suggest(
-        &self,
-        history: History,
-        request: &SuggestRequest,
-        count: i64,
-        now: DateTime<Utc>,
-    ) -> Result<(ChangeSet, SuggestResponse), ServiceError> {
-        let started = Instant::now();
-        let session = &history.session;
-        let config = session.config.clone();
-        let t_now = resolve_time(config.time.source, request.t, session.created_at, now, "t")?;
-        let (expired, pending): (Vec<&SuggestionRow>, Vec<&SuggestionRow>) = history
-            .pending
-            .iter()
-            .partition(|s| t_now - s.issued_t > config.time.pending_timeout);
-        let max_pending = self.limits.max_pending;
-        if pending.len() + count as usize > max_pending {
-            return Err(ServiceError::Limit(
-                "too-many-pending",
-                InvalidInput::new(
-                    "count",
-                    format!(
-                        "{count} more would exceed the cap of {max_pending} pending \
-                         suggestions (this session has {}): observe them, or wait until \
-                         they expire after time.pending_timeout",
-                        pending.len()
-                    ),
-                ),
-            ));
-        }
-        let target = t_now + lead(&history);
-        let data = policy_data(&config, &history.active);
-        let pending_points: Vec<(Vec<f64>, f64)> =
-            pending.iter().map(|s| (s.unit.clone(), s.t)).collect();
-        let mut state = policy_state(session)?;
-        let ordinal = session.suggest_count as u64;
-        let (proposals, state) = {
-            let config = config.clone();
-            self.blocking(session.id, move || {
-                let space = config.space();
-                let arms = arm_points(&space, &config);
-                let ctx = SuggestContext {
-                    space: &space,
-                    arms: arms.as_deref(),
-                    model: &config.model,
-                    data: &data,
-                    pending: &pending_points,
-                    t: target,
-                    count: count as usize,
-                    issued_before: ordinal,
-                    fixed_noise: config.model.noise,
-                };
-                let policy = policy::policy_for(&config);
-                let mut rng = call_rng(config.seed, ordinal);
-                policy::suggest(policy.as_ref(), &ctx, &mut state, &mut rng)
-                    .map(|proposals| (proposals, state))
-            })
-            .await??
-        };
-        let space = config.space();
-        let rows: Vec<SuggestionRow> = proposals
-            .into_iter()
-            .enumerate()
-            .map(|(i, p)| SuggestionRow {
-                id: Uuid::new_v4(),
-                ordinal: session.suggest_count + i as i64,
-                params: space.from_unit(&p.x),
-                arm: p
-                    .arm
-                    .and_then(|i| config.arms.as_ref().map(|arms| arms[i].name.clone())),
-                unit: p.x,
-                issued_t: t_now,
-                t: target,
-                created_at: now,
-                status: SuggestionStatus::Pending,
-            })
-            .collect();
-        let dataset_size = history.active.len() as i64;
-        let response_time = session
-            .last_suggest
-            .filter(|(last_t, _)| t_now >= *last_t)
-            .map(|(last_t, n)| ResponseTimeSample {
-                n,
-                seconds: t_now - last_t,
-            });
-        let response = SuggestResponse {
-            suggestions: rows.iter().map(Suggestion::from).collect(),
-        };
-        let change = ChangeSet {
-            suggestion_status: expired
-                .iter()
-                .map(|s| (s.id, SuggestionStatus::Expired))
-                .collect(),
-            new_suggestions: rows,
-            state: Some(serde_json::to_value(&state).expect("state serialises")),
-            last_suggest: Some((t_now, dataset_size)),
-            response_time,
-            calls: vec![CallRecord {
-                kind: "suggest",
-                t: t_now,
-                dataset_size,
-                compute_seconds: started.elapsed().as_secs_f64(),
-            }],
-            ..ChangeSet::default()
-        };
-        Ok((change, response))
-    }
-
     /// Records observations, all or nothing (DESIGN.md §5).
     pub async fn observe(
         &self,
@@ -686,238 +547,35 @@ impl SessionService {
             )
             .into());
         }
-        let arrived = Utc::now();
+        let (arrived, limits) = (Utc::now(), self.limits);
         let _guard = self.lock(id).await;
         self.commit_with_retry(id, idempotency, |history| {
-            let inputs = &inputs;
-            async move { self.plan_observe(&history, inputs, arrived).await }
+            let inputs = inputs.clone();
+            async move {
+                let mut suggestions = HashMap::new();
+                for suggestion_id in inputs.iter().filter_map(|(_, input)| input.suggestion_id) {
+                    if let Some(row) = self.store.get_suggestion(id, suggestion_id).await? {
+                        suggestions.insert(suggestion_id, row);
+                    }
+                }
+                let snapshot = ObserveSnapshot {
+                    history,
+                    suggestions,
+                    response_times: self.store.response_times(id).await?,
+                };
+                let change = self
+                    .plan(id, move || {
+                        plan_observe(&snapshot, &inputs, arrived, &limits)
+                    })
+                    .await?;
+                let response = ObservationList {
+                    observations: change.new_observations.iter().map(Into::into).collect(),
+                    next_after: None,
+                };
+                Ok((change, response))
+            }
         })
         .await
-    }
-
-    async fn plan_observe(
-        &self,
-        history: &History,
-        inputs: &[(String, ObservationInput)],
-        now: DateTime<Utc>,
-    ) -> Result<(ChangeSet, ObservationList), ServiceError> {
-        let started = Instant::now();
-        let session = &history.session;
-        let config = &session.config;
-        let space = config.space();
-        let mut seen_suggestions = BTreeSet::new();
-        let mut rows = Vec::with_capacity(inputs.len());
-        let mut ordinals = Vec::with_capacity(inputs.len());
-        let mut observed_suggestions = Vec::new();
-        for (i, (prefix, input)) in inputs.iter().enumerate() {
-            let field = |name: &str| format!("{prefix}{name}");
-            if !(input.value.is_finite() && input.value.abs() <= MAX_MAGNITUDE) {
-                return Err(InvalidInput::new(
-                    field("value"),
-                    format!("must be a finite number within ±{MAX_MAGNITUDE:e}"),
-                )
-                .into());
-            }
-            if let Some(regret) = input.regret
-                && !(regret.is_finite() && regret >= 0.0)
-            {
-                return Err(
-                    InvalidInput::new(field("regret"), "must be a finite number ≥ 0").into(),
-                );
-            }
-            let (suggestion_id, params, unit) = match (&input.suggestion_id, &input.params) {
-                (Some(_), Some(_)) => {
-                    return Err(InvalidInput::new(
-                        field("params"),
-                        "give suggestion_id or params, not both",
-                    )
-                    .into());
-                }
-                (None, None) => {
-                    return Err(InvalidInput::new(
-                        field("suggestion_id"),
-                        "give suggestion_id (of a suggestion) or params (a setting of your own)",
-                    )
-                    .into());
-                }
-                (Some(sid), None) => {
-                    let suggestion = self
-                        .store
-                        .get_suggestion(session.id, *sid)
-                        .await?
-                        .ok_or_else(|| {
-                            InvalidInput::new(
-                                field("suggestion_id"),
-                                "no such suggestion in this session",
-                            )
-                        })?;
-                    if suggestion.status == SuggestionStatus::Observed
-                        || !seen_suggestions.insert(*sid)
-                    {
-                        return Err(ServiceError::Conflict(InvalidInput::new(
-                            field("suggestion_id"),
-                            "this suggestion has already been observed",
-                        )));
-                    }
-                    observed_suggestions.push(*sid);
-                    ordinals.push(u64::try_from(suggestion.ordinal).ok());
-                    (Some(*sid), suggestion.params, suggestion.unit)
-                }
-                (None, Some(params)) => {
-                    let unit = space.to_unit(params, &field("params"))?;
-                    if let Some(arms) = &config.arms
-                        && !arms.iter().any(|a| &a.params == params)
-                    {
-                        return Err(InvalidInput::new(
-                            field("params"),
-                            "is not one of this session's arms",
-                        )
-                        .into());
-                    }
-                    ordinals.push(None);
-                    (None, params.clone(), unit)
-                }
-            };
-            let t = match (config.time.source, input.measured_at) {
-                (TimeSource::Wall, Some(at)) => {
-                    if input.t.is_some() {
-                        return Err(InvalidInput::new(
-                            field("t"),
-                            "this session uses wall-clock time; send measured_at, not t",
-                        )
-                        .into());
-                    }
-                    let t = wall_time(session.created_at, at);
-                    if t < 0.0 {
-                        return Err(InvalidInput::new(
-                            field("measured_at"),
-                            "is before the session was created",
-                        )
-                        .into());
-                    }
-                    if (at - now).num_milliseconds() as f64 / 1000.0 > MEASURED_AT_SKEW {
-                        return Err(
-                            InvalidInput::new(field("measured_at"), "is in the future").into()
-                        );
-                    }
-                    t
-                }
-                (TimeSource::Client, Some(_)) => {
-                    return Err(InvalidInput::new(
-                        field("measured_at"),
-                        "this session uses client time; send t (seconds), not measured_at",
-                    )
-                    .into());
-                }
-                (_, None) => resolve_time(
-                    config.time.source,
-                    input.t,
-                    session.created_at,
-                    now,
-                    &field("t"),
-                )?,
-            };
-            rows.push(ObservationRow {
-                seq: history.next_seq + i as i64,
-                suggestion_id,
-                params,
-                unit,
-                value: input.value,
-                t,
-                measured_at: input.measured_at,
-                regret: input.regret,
-                active: true,
-                removed_at: None,
-                removed_reason: None,
-                created_at: now,
-            });
-        }
-        let data = policy_data(config, &history.active);
-        let new = policy_data(config, &rows);
-        let mut state = policy_state(session)?;
-        let t_now = match config.time.source {
-            TimeSource::Wall => wall_time(session.created_at, now),
-            TimeSource::Client => rows.iter().map(|r| r.t).fold(f64::NEG_INFINITY, f64::max),
-        };
-        let response_times: Vec<(f64, f64)> = self
-            .store
-            .response_times(session.id)
-            .await?
-            .iter()
-            .map(|s| (s.n as f64, s.seconds))
-            .collect();
-        let (removals, state) = {
-            let config = config.clone();
-            self.blocking(session.id, move || {
-                let policy = policy::policy_for(&config);
-                let ctx = ObserveContext {
-                    model: &config.model,
-                    data: &data,
-                    new: &new,
-                    suggestion_ordinals: &ordinals,
-                    fixed_noise: config.model.noise,
-                    t: t_now,
-                    response_times: &response_times,
-                };
-                policy
-                    .observe(&ctx, &mut state)
-                    .map(|removals| (removals, state))
-            })
-            .await??
-        };
-        let active_after = history.active.len() + rows.len() - removals.len();
-        let cap = self.limits.max_active_observations;
-        if !matches!(config.algorithm, AlgorithmConfig::Bolt { .. }) && active_after > cap {
-            return Err(ServiceError::Limit(
-                "dataset-full",
-                InvalidInput::new(
-                    "session",
-                    format!(
-                        "would hold {active_after} active observations; {} keeps them \
-                         and this server caps a session at {cap}: use bolt, which bounds \
-                         its own dataset",
-                        config.algorithm.name()
-                    ),
-                ),
-            ));
-        }
-        let mut deactivate = Vec::new();
-        for (seq, reason) in removals {
-            match rows.iter_mut().find(|r| r.seq == seq) {
-                Some(row) => {
-                    row.active = false;
-                    row.removed_at = Some(now);
-                    row.removed_reason = Some(reason.as_str().to_string());
-                }
-                None => deactivate.push(Deactivation {
-                    seq,
-                    reason: reason.as_str().to_string(),
-                }),
-            }
-        }
-        let response = ObservationList {
-            observations: rows.iter().map(Into::into).collect(),
-            next_after: None,
-        };
-        let t_last = rows.last().map_or(0.0, |r| r.t);
-        let dataset_size = history.active.len() as i64;
-        let change = ChangeSet {
-            suggestion_status: observed_suggestions
-                .into_iter()
-                .map(|s| (s, SuggestionStatus::Observed))
-                .collect(),
-            new_observations: rows,
-            deactivate,
-            state: Some(serde_json::to_value(&state).expect("state serialises")),
-            calls: vec![CallRecord {
-                kind: "observe",
-                t: t_last,
-                dataset_size,
-                compute_seconds: started.elapsed().as_secs_f64(),
-            }],
-            ..ChangeSet::default()
-        };
-        Ok((change, response))
     }
 
     /// A page of observations with seq > `after`.
@@ -1121,7 +779,7 @@ impl SessionService {
                 noise_variance: h.noise_variance,
                 epsilon: match config.algorithm {
                     AlgorithmConfig::TvGpUcb { .. } => {
-                        temporal.map(crate::policy::tv_gp_ucb::epsilon_of_temporal_lengthscale)
+                        temporal.map(crate::domain::config::epsilon_of_temporal_lengthscale)
                     }
                     _ => None,
                 },

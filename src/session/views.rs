@@ -6,10 +6,11 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use crate::domain::config::{AlgorithmConfig, Goal, ModelConfig, SessionConfig, TimeConfig};
+use crate::domain::input::ObservationInput;
+use crate::domain::space::{Arm, ParameterSpec, Params};
 use crate::policy::PolicyState;
 use crate::policy::prior_selection::{PriorSelectionState, StepRecord, entropy};
-use crate::session::config::{AlgorithmConfig, Goal, ModelConfig, SessionConfig, TimeConfig};
-use crate::session::space::{Arm, ParameterSpec, Params};
 use crate::store::{ObservationRow, SessionRow, SuggestionRow};
 
 /// A session: its filled-in configuration, status and counts.
@@ -123,26 +124,6 @@ impl From<&SuggestionRow> for Suggestion {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct SuggestResponse {
     pub suggestions: Vec<Suggestion>,
-}
-
-/// One measured value, for a suggestion (`suggestion_id`) or for a setting the client
-/// chose itself (`params`).
-#[derive(Clone, Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ObservationInput {
-    pub suggestion_id: Option<Uuid>,
-    #[schema(value_type = Option<std::collections::BTreeMap<String, f64>>)]
-    pub params: Option<Params>,
-    #[schema(minimum = -1e100, maximum = 1e100)]
-    pub value: f64,
-    /// When the value was measured (wall-clock sessions; default: when the request arrived).
-    pub measured_at: Option<DateTime<Utc>>,
-    /// Session time of the measurement (client-time sessions, where it is required).
-    #[schema(minimum = -1e10, maximum = 1e10)]
-    pub t: Option<f64>,
-    /// The true regret of this evaluation, if the client knows it (benchmarks).
-    #[schema(minimum = 0)]
-    pub regret: Option<f64>,
 }
 
 /// Body of `POST /v1/sessions/{id}/observations` with several observations (all or nothing).

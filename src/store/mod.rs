@@ -14,8 +14,10 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use crate::session::config::SessionConfig;
-use crate::session::space::Params;
+pub use crate::domain::records::{
+    CallRecord, ChangeSet, Deactivation, History, ObservationRow, ResponseTimeSample, SessionRow,
+    SuggestionRow, SuggestionStatus,
+};
 
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
@@ -45,138 +47,6 @@ pub enum StoreError {
          that file"
     )]
     Damaged { path: String, detail: String },
-}
-
-/// A session as stored, with its counts.
-#[derive(Clone, Debug)]
-pub struct SessionRow {
-    pub id: Uuid,
-    pub config: SessionConfig,
-    pub created_at: DateTime<Utc>,
-    pub status: String,
-    /// Incremented by every committed change.
-    pub version: i64,
-    /// The policy's saved state (JSON).
-    pub state: serde_json::Value,
-    /// Suggestions handed out so far.
-    pub suggest_count: i64,
-    /// Session time and active dataset size at the last suggest call.
-    pub last_suggest: Option<(f64, i64)>,
-    pub observation_count: i64,
-    pub dataset_size: i64,
-    pub pending_count: i64,
-}
-
-/// Status of a suggestion.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SuggestionStatus {
-    Pending,
-    Observed,
-    Expired,
-}
-
-impl SuggestionStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SuggestionStatus::Pending => "pending",
-            SuggestionStatus::Observed => "observed",
-            SuggestionStatus::Expired => "expired",
-        }
-    }
-
-    pub fn parse(s: &str) -> Result<Self, StoreError> {
-        match s {
-            "pending" => Ok(SuggestionStatus::Pending),
-            "observed" => Ok(SuggestionStatus::Observed),
-            "expired" => Ok(SuggestionStatus::Expired),
-            other => Err(StoreError::Corrupt(format!("suggestion status {other:?}"))),
-        }
-    }
-}
-
-/// A suggestion handed out to a client.
-#[derive(Clone, Debug, PartialEq)]
-pub struct SuggestionRow {
-    pub id: Uuid,
-    /// 0, 1, ... per session, in the order suggestions were handed out.
-    pub ordinal: i64,
-    pub params: Params,
-    /// The point in [0,1]^d the model saw.
-    pub unit: Vec<f64>,
-    pub arm: Option<String>,
-    /// Session time when it was handed out.
-    pub issued_t: f64,
-    /// Session time it targets (issued_t + lead).
-    pub t: f64,
-    pub created_at: DateTime<Utc>,
-    pub status: SuggestionStatus,
-}
-
-/// An observation, active or forgotten.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ObservationRow {
-    /// 1, 2, ... per session, in the order observations were committed.
-    pub seq: i64,
-    pub suggestion_id: Option<Uuid>,
-    pub params: Params,
-    pub unit: Vec<f64>,
-    pub value: f64,
-    /// Session time of the measurement.
-    pub t: f64,
-    pub measured_at: Option<DateTime<Utc>>,
-    pub regret: Option<f64>,
-    pub active: bool,
-    pub removed_at: Option<DateTime<Utc>>,
-    pub removed_reason: Option<String>,
-    pub created_at: DateTime<Utc>,
-}
-
-/// One recorded response-time sample: n at the first of two consecutive suggests, and the
-/// seconds between them (BOLT, Section 4).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ResponseTimeSample {
-    pub n: i64,
-    pub seconds: f64,
-}
-
-/// Server compute time of one call.
-#[derive(Clone, Debug, PartialEq)]
-pub struct CallRecord {
-    pub kind: &'static str,
-    pub t: f64,
-    pub dataset_size: i64,
-    pub compute_seconds: f64,
-}
-
-/// An observation being forgotten.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Deactivation {
-    pub seq: i64,
-    pub reason: String,
-}
-
-/// Everything a session needs to rebuild its model.
-#[derive(Clone, Debug)]
-pub struct History {
-    pub session: SessionRow,
-    pub active: Vec<ObservationRow>,
-    pub pending: Vec<SuggestionRow>,
-    /// Delays between handing out and measuring, of the latest observed suggestions.
-    pub recent_delays: Vec<f64>,
-    pub next_seq: i64,
-}
-
-/// An atomic change to one session.
-#[derive(Clone, Debug, Default)]
-pub struct ChangeSet {
-    pub new_suggestions: Vec<SuggestionRow>,
-    pub suggestion_status: Vec<(Uuid, SuggestionStatus)>,
-    pub new_observations: Vec<ObservationRow>,
-    pub deactivate: Vec<Deactivation>,
-    pub state: Option<serde_json::Value>,
-    pub last_suggest: Option<(f64, i64)>,
-    pub response_time: Option<ResponseTimeSample>,
-    pub calls: Vec<CallRecord>,
 }
 
 /// A stored response to replay for a retried request.

@@ -8,8 +8,7 @@ use uuid::Uuid;
 
 use super::{ObservationRow, SessionRow, StoreError, SuggestionRow, SuggestionStatus, from_micros};
 
-/// How many recent measurement delays feed the lead-time estimate.
-pub(crate) const RECENT_DELAYS: i64 = 50;
+pub(crate) use crate::domain::records::RECENT_DELAYS;
 
 /// Typed access to a row's columns by name.
 pub(crate) trait Columns {
@@ -98,7 +97,11 @@ pub(crate) fn suggestion_from_row(row: &impl Columns) -> Result<SuggestionRow, S
         issued_t: row.real("issued_t")?,
         t: row.real("t")?,
         created_at: from_micros(row.int("created_micros")?)?,
-        status: SuggestionStatus::parse(row.text("status")?)?,
+        status: {
+            let status = row.text("status")?;
+            SuggestionStatus::parse(status)
+                .ok_or_else(|| StoreError::Corrupt(format!("suggestion status {status:?}")))?
+        },
     })
 }
 

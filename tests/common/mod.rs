@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use sqlx::{ColumnIndex, Decode, Row, Type};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
-use tvbo::session::service::Limits;
+use tvbo::engine::Limits;
 use tvbo::store::{PoolSettings, PostgresStore, SqliteStore, Store};
 
 /// The database behind a [`TestServer`].

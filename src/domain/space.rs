@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::session::{InvalidInput, validate_text};
+use crate::domain::{InvalidInput, validate_text};
 
 /// Parameter values by name.
 pub type Params = BTreeMap<String, f64>;

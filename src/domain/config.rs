@@ -6,12 +6,10 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::gp::fit::TEMPORAL_LENGTHSCALE_BOUNDS;
-use crate::gp::{KernelKind, KernelSpec};
-use crate::policy::tv_gp_ucb::epsilon_of_temporal_lengthscale;
-use crate::session::priors::{MAX_PRIORS, PriorSpec, validate_priors};
-use crate::session::space::{Arm, ArmSpec, MAX_MAGNITUDE, ParameterSpec, SearchSpace};
-use crate::session::{InvalidInput, validate_text};
+use crate::domain::kernel::KernelKind;
+use crate::domain::priors::{MAX_PRIORS, PriorSpec, validate_priors};
+use crate::domain::space::{Arm, ArmSpec, MAX_MAGNITUDE, ParameterSpec, SearchSpace};
+use crate::domain::{InvalidInput, validate_text};
 
 /// Whether larger or smaller objective values are better.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -348,6 +346,23 @@ fn validate_delta(delta: f64) -> Result<(), InvalidInput> {
     Ok(())
 }
 
+/// Bounds of the hyperparameter fit. λ, for standardised y:
+pub const SIGNAL_VARIANCE_BOUNDS: (f64, f64) = (0.05, 20.0);
+/// Bounds of l_S for inputs in `[0,1]^d`.
+pub const SPATIAL_LENGTHSCALE_BOUNDS: (f64, f64) = (0.01, 10.0);
+/// Bounds of l_T in seconds.
+pub const TEMPORAL_LENGTHSCALE_BOUNDS: (f64, f64) = (0.1, 1e7);
+
+/// l_T of the forgetting rate ε (per second).
+pub fn temporal_lengthscale_of_epsilon(epsilon: f64) -> f64 {
+    -2.0 / (-epsilon).ln_1p()
+}
+
+/// ε (per second) of the temporal lengthscale l_T.
+pub fn epsilon_of_temporal_lengthscale(temporal_lengthscale: f64) -> f64 {
+    -(-2.0 / temporal_lengthscale).exp_m1()
+}
+
 /// Largest dataset a session may keep (BOLT's `max_dataset_size` bound).
 pub const MAX_DATASET_SIZE: u64 = 20_000;
 
@@ -384,16 +399,6 @@ pub struct ModelConfig {
     pub temporal_kernel: Option<KernelKind>,
     pub noise: Option<f64>,
     pub warmup: u32,
-}
-
-impl ModelConfig {
-    /// The kernel the GP uses.
-    pub fn kernel_spec(&self) -> KernelSpec {
-        KernelSpec {
-            spatial: self.spatial_kernel,
-            temporal: self.temporal_kernel,
-        }
-    }
 }
 
 /// Where a session's time axis comes from.

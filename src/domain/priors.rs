@@ -1,17 +1,17 @@
-//! The priors of arm sessions (DESIGN.md §4, paper 003 §5): as sent, validated with
-//! their defaults filled in, and built into [`ArmPrior`]s over the session's arms.
+//! The priors of arm sessions (paper 003 §5): as sent, and validated with their defaults
+//! filled in. Building them into covariance matrices over the arms (and refusing one that
+//! is not positive semi-definite) is the policy layer's (`policy::priors`).
 //!
 //! A prior is either a kernel over the arms' raw parameter values (every kernel is
 //! invariant to the order of the parameters) with a constant or per-arm mean, or an empirical prior: one
 //! mean per arm and an m × m covariance matrix.
 
-use nalgebra::{DMatrix, DVector};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::gp::arms::{ArmPrior, KernelPriorParams, PriorError, PriorKernel};
-use crate::session::space::{Arm, MAX_MAGNITUDE};
-use crate::session::{InvalidInput, validate_text};
+use crate::domain::kernel::PriorKernel;
+use crate::domain::space::{Arm, MAX_MAGNITUDE};
+use crate::domain::{InvalidInput, rows_heap_bytes, validate_text};
 
 /// Largest number of priors of a session.
 pub const MAX_PRIORS: usize = 16;
@@ -80,10 +80,7 @@ impl PriorSpec {
         };
         self.name.as_ref().map_or(0, String::capacity)
             + mean
-            + self
-                .covariance
-                .as_ref()
-                .map_or(0, crate::gp::arms::rows_heap_bytes)
+            + self.covariance.as_ref().map_or(0, rows_heap_bytes)
     }
 
     /// Validates the prior against the session's arms and fills in its defaults. `field`
@@ -224,66 +221,7 @@ impl PriorSpec {
                 }
             }
         }
-        self.build(arms, 1.0).map_err(|e| {
-            let name = if self.kernel.is_some() {
-                "kernel"
-            } else {
-                "covariance"
-            };
-            InvalidInput::new(at(name), e.to_string())
-        })?;
         Ok(())
-    }
-
-    /// The prior over `arms` on the internal scale: means multiplied by `sign` (−1 for
-    /// minimisation), the covariance unchanged.
-    pub fn build(&self, arms: &[Arm], sign: f64) -> Result<ArmPrior, PriorError> {
-        let m = arms.len();
-        let mean = match &self.mean {
-            None => DVector::zeros(m),
-            Some(PriorMean::Constant(value)) => DVector::from_element(m, sign * value),
-            Some(PriorMean::PerArm(values)) => {
-                if values.len() != m {
-                    return Err(PriorError::Size {
-                        expected: m,
-                        found: values.len(),
-                    });
-                }
-                DVector::from_iterator(m, values.iter().map(|v| sign * v))
-            }
-        };
-        let covariance = match (&self.kernel, &self.covariance) {
-            (Some(kernel), _) => {
-                let params = KernelPriorParams {
-                    kernel: *kernel,
-                    lengthscale: self.lengthscale.unwrap_or(1.0),
-                    variance: self.variance.unwrap_or(1.0),
-                    period: self.period.unwrap_or(1.0),
-                    alpha: self.alpha.unwrap_or(1.0),
-                };
-                let points: Vec<Vec<f64>> = arms
-                    .iter()
-                    .map(|a| a.params.values().copied().collect())
-                    .collect();
-                params.matrix(&points)
-            }
-            (None, Some(rows)) => {
-                if rows.iter().any(|r| r.len() != m) {
-                    return Err(PriorError::Size {
-                        expected: m,
-                        found: rows.iter().map(Vec::len).find(|&l| l != m).unwrap_or(0),
-                    });
-                }
-                DMatrix::from_fn(rows.len(), m, |i, j| rows[i][j])
-            }
-            (None, None) => {
-                return Err(PriorError::Size {
-                    expected: m,
-                    found: 0,
-                });
-            }
-        };
-        ArmPrior::new(mean, covariance)
     }
 }
 

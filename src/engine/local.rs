@@ -1,0 +1,148 @@
+//! A session held in memory and driven through the engine, for the benchmark harness and
+//! tests: every step is planned exactly as on the server and its change applied as a store
+//! applies it (`store::Store::commit`), with one client and no concurrency.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::{EngineError, Limits, ObserveSnapshot, plan_observe, plan_suggest};
+use crate::domain::config::SessionConfig;
+use crate::domain::input::ObservationInput;
+use crate::domain::records::{
+    ChangeSet, History, ObservationRow, RECENT_DELAYS, ResponseTimeSample, SessionRow,
+    SuggestionRow, SuggestionStatus,
+};
+use crate::policy::PolicyState;
+
+/// A session in memory: its history as a store would load it, every suggestion it handed
+/// out, and its response-time samples.
+#[derive(Clone, Debug)]
+pub struct LocalSession {
+    history: History,
+    suggestions: HashMap<Uuid, SuggestionRow>,
+    response_times: Vec<ResponseTimeSample>,
+    limits: Limits,
+}
+
+impl LocalSession {
+    /// A new session with `config`, created at `created_at` (session time 0 of a
+    /// wall-clock session), under the server's default [`Limits`].
+    pub fn new(config: SessionConfig, created_at: DateTime<Utc>) -> Self {
+        let session = SessionRow {
+            id: Uuid::new_v4(),
+            config,
+            created_at,
+            status: "active".into(),
+            version: 0,
+            state: serde_json::to_value(PolicyState::default()).expect("state serialises"),
+            suggest_count: 0,
+            last_suggest: None,
+            observation_count: 0,
+            dataset_size: 0,
+            pending_count: 0,
+        };
+        LocalSession {
+            history: History {
+                session,
+                active: Vec::new(),
+                pending: Vec::new(),
+                recent_delays: Vec::new(),
+                next_seq: 1,
+            },
+            suggestions: HashMap::new(),
+            response_times: Vec::new(),
+            limits: Limits::default(),
+        }
+    }
+
+    /// The session as a store would load it now.
+    pub fn history(&self) -> &History {
+        &self.history
+    }
+
+    /// Hands out `count` suggestions ([`plan_suggest`]).
+    pub fn suggest(
+        &mut self,
+        count: usize,
+        t: Option<f64>,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<SuggestionRow>, EngineError> {
+        let change = plan_suggest(&self.history, count, t, now, &self.limits)?;
+        let handed = change.new_suggestions.clone();
+        self.apply(change);
+        Ok(handed)
+    }
+
+    /// Records observations ([`plan_observe`]); returns them as stored.
+    pub fn observe(
+        &mut self,
+        inputs: &[(String, ObservationInput)],
+        now: DateTime<Utc>,
+    ) -> Result<Vec<ObservationRow>, EngineError> {
+        let suggestions = inputs
+            .iter()
+            .filter_map(|(_, input)| input.suggestion_id)
+            .filter_map(|id| self.suggestions.get(&id).map(|s| (id, s.clone())))
+            .collect();
+        let snapshot = ObserveSnapshot {
+            history: self.history.clone(),
+            suggestions,
+            response_times: self.response_times.clone(),
+        };
+        let change = plan_observe(&snapshot, inputs, now, &self.limits)?;
+        let stored = change.new_observations.clone();
+        self.apply(change);
+        Ok(stored)
+    }
+
+    /// Applies a change as `Store::commit` does.
+    fn apply(&mut self, change: ChangeSet) {
+        let history = &mut self.history;
+        let session = &mut history.session;
+        session.version += 1;
+        if let Some(state) = change.state {
+            session.state = state;
+        }
+        if let Some(last) = change.last_suggest {
+            session.last_suggest = Some(last);
+        }
+        self.response_times.extend(change.response_time);
+        session.suggest_count += change.new_suggestions.len() as i64;
+        for suggestion in change.new_suggestions {
+            self.suggestions.insert(suggestion.id, suggestion.clone());
+            history.pending.push(suggestion);
+        }
+        for (id, status) in change.suggestion_status {
+            if let Some(suggestion) = self.suggestions.get_mut(&id) {
+                suggestion.status = status;
+            }
+            if status != SuggestionStatus::Pending {
+                history.pending.retain(|s| s.id != id);
+            }
+        }
+        for observation in change.new_observations {
+            session.observation_count += 1;
+            history.next_seq = history.next_seq.max(observation.seq + 1);
+            // The store's delays: measurement time − hand-out time, newest first.
+            if let Some(suggestion) = observation
+                .suggestion_id
+                .and_then(|id| self.suggestions.get(&id))
+            {
+                history
+                    .recent_delays
+                    .insert(0, observation.t - suggestion.issued_t);
+                history.recent_delays.truncate(RECENT_DELAYS as usize);
+            }
+            if observation.active {
+                history.active.push(observation);
+            }
+        }
+        for deactivation in change.deactivate {
+            history.active.retain(|o| o.seq != deactivation.seq);
+        }
+        session.dataset_size = history.active.len() as i64;
+        session.pending_count = history.pending.len() as i64;
+    }
+}

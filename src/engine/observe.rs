@@ -1,0 +1,240 @@
+//! The observe step: check each measurement against its session (its suggestion, or a
+//! setting in the space; its time), let the policy forget what it forgets (BOLT,
+//! W-DBO, the resetting algorithms), and check the active-dataset cap.
+
+use std::collections::{BTreeSet, HashMap};
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::{EngineError, Limits, policy_data, policy_state};
+use crate::domain::InvalidInput;
+use crate::domain::config::{AlgorithmConfig, TimeSource};
+use crate::domain::input::ObservationInput;
+use crate::domain::records::{
+    CallRecord, ChangeSet, Deactivation, History, ObservationRow, ResponseTimeSample,
+    SuggestionRow, SuggestionStatus,
+};
+use crate::domain::space::MAX_MAGNITUDE;
+use crate::domain::time::{resolve_time, wall_time};
+use crate::policy::{self, ObserveContext};
+
+/// How far in the future a client's `measured_at` may be (clock skew), in seconds.
+const MEASURED_AT_SKEW: f64 = 60.0;
+
+/// What an observe step reads: the session's history, the suggestions the request names
+/// (those that exist in the session, whatever their status), and the session's
+/// response-time samples (BOLT's R(n)).
+#[derive(Clone, Debug)]
+pub struct ObserveSnapshot {
+    pub history: History,
+    pub suggestions: HashMap<Uuid, SuggestionRow>,
+    pub response_times: Vec<ResponseTimeSample>,
+}
+
+/// Plans recording `inputs` (each with the prefix of its fields' paths, e.g.
+/// `observations[2].`), all or nothing: the change stores them, marks their suggestions
+/// observed, forgets what the policy removes (a new observation may be stored already
+/// inactive) and saves the policy's state. Its call record's `compute_seconds` is left
+/// at 0 for the caller to fill in.
+pub fn plan_observe(
+    snapshot: &ObserveSnapshot,
+    inputs: &[(String, ObservationInput)],
+    now: DateTime<Utc>,
+    limits: &Limits,
+) -> Result<ChangeSet, EngineError> {
+    let history = &snapshot.history;
+    let session = &history.session;
+    let config = &session.config;
+    let space = config.space();
+    let mut seen_suggestions = BTreeSet::new();
+    let mut rows = Vec::with_capacity(inputs.len());
+    let mut ordinals = Vec::with_capacity(inputs.len());
+    let mut observed_suggestions = Vec::new();
+    for (i, (prefix, input)) in inputs.iter().enumerate() {
+        let field = |name: &str| format!("{prefix}{name}");
+        if !(input.value.is_finite() && input.value.abs() <= MAX_MAGNITUDE) {
+            return Err(InvalidInput::new(
+                field("value"),
+                format!("must be a finite number within ±{MAX_MAGNITUDE:e}"),
+            )
+            .into());
+        }
+        if let Some(regret) = input.regret
+            && !(regret.is_finite() && regret >= 0.0)
+        {
+            return Err(InvalidInput::new(field("regret"), "must be a finite number ≥ 0").into());
+        }
+        let (suggestion_id, params, unit) = match (&input.suggestion_id, &input.params) {
+            (Some(_), Some(_)) => {
+                return Err(InvalidInput::new(
+                    field("params"),
+                    "give suggestion_id or params, not both",
+                )
+                .into());
+            }
+            (None, None) => {
+                return Err(InvalidInput::new(
+                    field("suggestion_id"),
+                    "give suggestion_id (of a suggestion) or params (a setting of your own)",
+                )
+                .into());
+            }
+            (Some(sid), None) => {
+                let suggestion = snapshot.suggestions.get(sid).ok_or_else(|| {
+                    InvalidInput::new(field("suggestion_id"), "no such suggestion in this session")
+                })?;
+                if suggestion.status == SuggestionStatus::Observed || !seen_suggestions.insert(*sid)
+                {
+                    return Err(EngineError::Conflict(InvalidInput::new(
+                        field("suggestion_id"),
+                        "this suggestion has already been observed",
+                    )));
+                }
+                observed_suggestions.push(*sid);
+                ordinals.push(u64::try_from(suggestion.ordinal).ok());
+                (
+                    Some(*sid),
+                    suggestion.params.clone(),
+                    suggestion.unit.clone(),
+                )
+            }
+            (None, Some(params)) => {
+                let unit = space.to_unit(params, &field("params"))?;
+                if let Some(arms) = &config.arms
+                    && !arms.iter().any(|a| &a.params == params)
+                {
+                    return Err(InvalidInput::new(
+                        field("params"),
+                        "is not one of this session's arms",
+                    )
+                    .into());
+                }
+                ordinals.push(None);
+                (None, params.clone(), unit)
+            }
+        };
+        let t = match (config.time.source, input.measured_at) {
+            (TimeSource::Wall, Some(at)) => {
+                if input.t.is_some() {
+                    return Err(InvalidInput::new(
+                        field("t"),
+                        "this session uses wall-clock time; send measured_at, not t",
+                    )
+                    .into());
+                }
+                let t = wall_time(session.created_at, at);
+                if t < 0.0 {
+                    return Err(InvalidInput::new(
+                        field("measured_at"),
+                        "is before the session was created",
+                    )
+                    .into());
+                }
+                if (at - now).num_milliseconds() as f64 / 1000.0 > MEASURED_AT_SKEW {
+                    return Err(InvalidInput::new(field("measured_at"), "is in the future").into());
+                }
+                t
+            }
+            (TimeSource::Client, Some(_)) => {
+                return Err(InvalidInput::new(
+                    field("measured_at"),
+                    "this session uses client time; send t (seconds), not measured_at",
+                )
+                .into());
+            }
+            (_, None) => resolve_time(
+                config.time.source,
+                input.t,
+                session.created_at,
+                now,
+                &field("t"),
+            )?,
+        };
+        rows.push(ObservationRow {
+            seq: history.next_seq + i as i64,
+            suggestion_id,
+            params,
+            unit,
+            value: input.value,
+            t,
+            measured_at: input.measured_at,
+            regret: input.regret,
+            active: true,
+            removed_at: None,
+            removed_reason: None,
+            created_at: now,
+        });
+    }
+    let data = policy_data(config, &history.active);
+    let new = policy_data(config, &rows);
+    let mut state = policy_state(session)?;
+    let t_now = match config.time.source {
+        TimeSource::Wall => wall_time(session.created_at, now),
+        TimeSource::Client => rows.iter().map(|r| r.t).fold(f64::NEG_INFINITY, f64::max),
+    };
+    let response_times: Vec<(f64, f64)> = snapshot
+        .response_times
+        .iter()
+        .map(|s| (s.n as f64, s.seconds))
+        .collect();
+    let policy = policy::policy_for(config);
+    let ctx = ObserveContext {
+        model: &config.model,
+        data: &data,
+        new: &new,
+        suggestion_ordinals: &ordinals,
+        fixed_noise: config.model.noise,
+        t: t_now,
+        response_times: &response_times,
+    };
+    let removals = policy.observe(&ctx, &mut state)?;
+    let active_after = history.active.len() + rows.len() - removals.len();
+    let cap = limits.max_active_observations;
+    if !matches!(config.algorithm, AlgorithmConfig::Bolt { .. }) && active_after > cap {
+        return Err(EngineError::Limit(
+            "dataset-full",
+            InvalidInput::new(
+                "session",
+                format!(
+                    "would hold {active_after} active observations; {} keeps them \
+                     and this server caps a session at {cap}: use bolt, which bounds \
+                     its own dataset",
+                    config.algorithm.name()
+                ),
+            ),
+        ));
+    }
+    let mut deactivate = Vec::new();
+    for (seq, reason) in removals {
+        match rows.iter_mut().find(|r| r.seq == seq) {
+            Some(row) => {
+                row.active = false;
+                row.removed_at = Some(now);
+                row.removed_reason = Some(reason.as_str().to_string());
+            }
+            None => deactivate.push(Deactivation {
+                seq,
+                reason: reason.as_str().to_string(),
+            }),
+        }
+    }
+    let t_last = rows.last().map_or(0.0, |r| r.t);
+    let dataset_size = history.active.len() as i64;
+    Ok(ChangeSet {
+        suggestion_status: observed_suggestions
+            .into_iter()
+            .map(|s| (s, SuggestionStatus::Observed))
+            .collect(),
+        new_observations: rows,
+        deactivate,
+        state: Some(serde_json::to_value(&state).expect("state serialises")),
+        calls: vec![CallRecord {
+            kind: "observe",
+            t: t_last,
+            dataset_size,
+            compute_seconds: 0.0,
+        }],
+        ..ChangeSet::default()
+    })
+}

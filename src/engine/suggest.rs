@@ -1,0 +1,114 @@
+//! The suggest step: expire stale pending suggestions, check the pending cap, and ask the
+//! policy for `count` points at the target time (now + lead).
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::{EngineError, Limits, arm_points, call_rng, lead, policy_data, policy_state};
+use crate::domain::InvalidInput;
+use crate::domain::records::{
+    CallRecord, ChangeSet, History, ResponseTimeSample, SuggestionRow, SuggestionStatus,
+};
+use crate::domain::time::resolve_time;
+use crate::policy::{self, SuggestContext};
+
+/// Plans `count` suggestions for the session of `history`, asked at session time `t`
+/// (client-time sessions) or at `now` (wall-clock sessions). The change hands them out
+/// (`new_suggestions`), expires the pending ones older than `time.pending_timeout`,
+/// saves the policy's state, and records the response-time sample (dataset size at the
+/// previous suggest, seconds since it: BOLT §4). Its call record's `compute_seconds` is
+/// left at 0 for the caller, which owns the clock, to fill in.
+pub fn plan_suggest(
+    history: &History,
+    count: usize,
+    t: Option<f64>,
+    now: DateTime<Utc>,
+    limits: &Limits,
+) -> Result<ChangeSet, EngineError> {
+    let session = &history.session;
+    let config = &session.config;
+    let t_now = resolve_time(config.time.source, t, session.created_at, now, "t")?;
+    let (expired, pending): (Vec<&SuggestionRow>, Vec<&SuggestionRow>) = history
+        .pending
+        .iter()
+        .partition(|s| t_now - s.issued_t > config.time.pending_timeout);
+    if pending.len() + count > limits.max_pending {
+        return Err(EngineError::Limit(
+            "too-many-pending",
+            InvalidInput::new(
+                "count",
+                format!(
+                    "{count} more would exceed the cap of {} pending suggestions (this \
+                     session has {}): observe them, or wait until they expire after \
+                     time.pending_timeout",
+                    limits.max_pending,
+                    pending.len()
+                ),
+            ),
+        ));
+    }
+    let target = t_now + lead(history);
+    let data = policy_data(config, &history.active);
+    let pending_points: Vec<(Vec<f64>, f64)> =
+        pending.iter().map(|s| (s.unit.clone(), s.t)).collect();
+    let mut state = policy_state(session)?;
+    let ordinal = session.suggest_count as u64;
+    let space = config.space();
+    let arms = arm_points(&space, config);
+    let ctx = SuggestContext {
+        space: &space,
+        arms: arms.as_deref(),
+        model: &config.model,
+        data: &data,
+        pending: &pending_points,
+        t: target,
+        count,
+        issued_before: ordinal,
+        fixed_noise: config.model.noise,
+    };
+    let policy = policy::policy_for(config);
+    let mut rng = call_rng(config.seed, ordinal);
+    let proposals = policy::suggest(policy.as_ref(), &ctx, &mut state, &mut rng)?;
+    let rows: Vec<SuggestionRow> = proposals
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| SuggestionRow {
+            id: Uuid::new_v4(),
+            ordinal: session.suggest_count + i as i64,
+            params: space.from_unit(&p.x),
+            arm: p
+                .arm
+                .and_then(|i| config.arms.as_ref().map(|arms| arms[i].name.clone())),
+            unit: p.x,
+            issued_t: t_now,
+            t: target,
+            created_at: now,
+            status: SuggestionStatus::Pending,
+        })
+        .collect();
+    let dataset_size = history.active.len() as i64;
+    let response_time = session
+        .last_suggest
+        .filter(|(last_t, _)| t_now >= *last_t)
+        .map(|(last_t, n)| ResponseTimeSample {
+            n,
+            seconds: t_now - last_t,
+        });
+    Ok(ChangeSet {
+        suggestion_status: expired
+            .iter()
+            .map(|s| (s.id, SuggestionStatus::Expired))
+            .collect(),
+        new_suggestions: rows,
+        state: Some(serde_json::to_value(&state).expect("state serialises")),
+        last_suggest: Some((t_now, dataset_size)),
+        response_time,
+        calls: vec![CallRecord {
+            kind: "suggest",
+            t: t_now,
+            dataset_size,
+            compute_seconds: 0.0,
+        }],
+        ..ChangeSet::default()
+    })
+}
