@@ -10,7 +10,6 @@ pub mod acquisition;
 pub mod api;
 pub mod bench;
 pub mod config;
-pub mod experiments;
 pub mod gp;
 pub mod optim;
 pub mod policy;

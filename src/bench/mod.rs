@@ -10,6 +10,7 @@
 //! (the session default), a 600 s horizon, 10 replications, every algorithm on the same
 //! seeds (same objective sample, same observation noise sequence, same policy seeds).
 
+pub mod experiments;
 pub mod http;
 pub mod objective;
 pub mod prior_setup;
@@ -30,9 +31,9 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::experiments::SetupKind;
 use crate::policy::PolicyError;
 use crate::session::config::{AlgorithmConfig, CreateSession, MAX_SEED, SessionConfig};
+use experiments::SetupKind;
 use objective::{Objective, ObjectiveKind, ObjectiveSpec};
 use runner::{ClockMode, Driver, InProcess, Iteration};
 use synthetic::SyntheticFunction;

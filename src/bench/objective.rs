@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use crate::experiments::SetupKind;
+use super::experiments::SetupKind;
 use crate::optim::{BoundedOptions, minimize_bounded};
 use crate::session::priors::PriorSpec;
 

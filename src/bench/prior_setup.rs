@@ -13,8 +13,8 @@
 use nalgebra::DVector;
 
 use super::BenchError;
+use super::experiments::{self, SetupKind};
 use super::objective::Objective;
-use crate::experiments::{self, SetupKind};
 use crate::session::priors::{PriorMean, PriorSpec};
 
 /// Seconds one evaluation takes.
@@ -120,7 +120,7 @@ impl Objective for PriorSetupObjective {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiments::Setup;
+    use crate::bench::experiments::Setup;
 
     /// The bench's objective is the experiments' f of the same seed, negated; its optimum
     /// is −max f at the arm where f peaks; the priors are those of −f.
