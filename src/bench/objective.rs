@@ -12,7 +12,7 @@ use super::experiments::SetupKind;
 use crate::optim::{BoundedOptions, minimize_bounded};
 use crate::session::priors::PriorSpec;
 
-use super::BenchError;
+use super::error::BenchError;
 use super::prior_setup::PriorSetupObjective;
 use super::synthetic::SyntheticFunction;
 use super::tvgp::{TvGpKernel, TvGpSample};

@@ -12,7 +12,7 @@
 
 use nalgebra::DVector;
 
-use super::BenchError;
+use super::error::BenchError;
 use super::experiments::{self, SetupKind};
 use super::objective::Objective;
 use crate::session::priors::{PriorMean, PriorSpec};

@@ -8,7 +8,11 @@ use std::path::Path;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{AlgorithmOptions, BenchOptions, Plan, RunResult, ServerTime, reference};
+use super::algorithms::AlgorithmOptions;
+use super::options::{BenchOptions, ServerTime};
+use super::plan::Plan;
+use super::reference;
+use super::run_log::RunResult;
 
 /// Points of the time series (bins over the horizon).
 const SERIES_POINTS: usize = 60;

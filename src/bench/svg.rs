@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::ALGORITHMS;
+use super::algorithms::ALGORITHMS;
 use super::report::{Series, significant};
 
 /// A colour per algorithm, stable across plots (by position in [`ALGORITHMS`]).
