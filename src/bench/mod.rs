@@ -26,6 +26,7 @@
 //!   [`Objective`](objective::Objective) trait, a synthetic function as one, and the
 //!   objective specs), [`tvgp`] (000's time-varying GP samples), [`prior_setup`] (003's
 //!   setups).
+//! - [`stats`]: mean ± standard error of a sample ([`MeanSe`](stats::MeanSe)).
 //! - [`reference`]: 002's published Table 3.
 //! - [`suites`]: the suites ([`suite`]) and every objective the bench knows.
 //! - [`options`]: what `tvbo bench` takes ([`BenchOptions`], [`ServerTime`]).
@@ -35,7 +36,7 @@
 //! - [`plan`]: the plan of a benchmark ([`Plan`], its [`RunSpec`]s).
 //! - [`run_log`]: the outcome of a run ([`RunResult`]) and the run log ([`RUN_LOG`]) that
 //!   `--resume` and `--report-only` read.
-//! - [`report`]: the runs aggregated, and the report files.
+//! - [`report`]: the runs aggregated, and the report files (Markdown, CSV, JSON, SVG).
 //! - [`execution`]: the runs of a plan on threads ([`execute`]), and the whole command
 //!   ([`run`]).
 
@@ -54,8 +55,8 @@ pub mod run_log;
 pub mod runner;
 pub mod seeds;
 pub mod session;
+pub mod stats;
 pub mod suites;
-pub mod svg;
 pub mod synthetic;
 pub mod tvgp;
 
