@@ -16,28 +16,28 @@
 //! One concern per file; each uses only modules listed above it (none uses this file's
 //! re-exports, except `runner`'s `BenchError`).
 //!
-//! - [`error`]: [`BenchError`].
-//! - [`seeds`]: the seeds of runs, derived from the one base seed ([`derive_seed`]).
-//! - [`algorithms`]: the algorithms the bench runs ([`ALGORITHMS`]) and their
+//! - [`error`] — [`BenchError`].
+//! - [`seeds`] — the seeds of runs, derived from the one base seed ([`derive_seed`]).
+//! - [`algorithms`] — the algorithms the bench runs ([`ALGORITHMS`]) and their
 //!   [`AlgorithmOptions`].
-//! - [`experiments`]: 003 §5's prior-selection setups, run in-process (also by
+//! - [`experiments`] — 003 §5's prior-selection setups, run in-process (also by
 //!   `cargo bench --bench prior_selection`).
 //! - The objectives: [`synthetic`] (002's eight functions), [`objective`] (the
-//!   [`Objective`](objective::Objective) trait, a synthetic function as one, and the
-//!   objective specs), [`tvgp`] (000's time-varying GP samples), [`prior_setup`] (003's
-//!   setups).
-//! - [`stats`]: mean ± standard error of a sample ([`MeanSe`](stats::MeanSe)).
-//! - [`reference`]: 002's published Table 3.
-//! - [`suites`]: the suites ([`suite`]) and every objective the bench knows.
-//! - [`options`]: what `tvbo bench` takes ([`BenchOptions`], [`ServerTime`]).
-//! - [`session`]: a run's create-session request and the configuration made of it.
-//! - [`runner`]: one run, a session driven on a clock; the policies in-process.
-//! - [`http`]: the driver of a running server.
-//! - [`plan`]: the plan of a benchmark ([`Plan`], its [`RunSpec`]s).
-//! - [`run_log`]: the outcome of a run ([`RunResult`]) and the run log ([`RUN_LOG`]) that
+//!   [`Objective`](objective::Objective) trait, and a synthetic function as one), [`tvgp`]
+//!   (000's time-varying GP samples), [`prior_setup`] (003's setups).
+//! - [`stats`] — mean ± standard error of a sample ([`MeanSe`](stats::MeanSe)).
+//! - [`reference`](mod@reference) — 002's published Table 3.
+//! - [`suites`] — the suites ([`suite`]) and the objectives they name
+//!   ([`ObjectiveSpec`](suites::ObjectiveSpec)).
+//! - [`options`] — what `tvbo bench` takes ([`BenchOptions`], [`ServerTime`]).
+//! - [`session`] — a run's create-session request and the configuration made of it.
+//! - [`runner`] — one run, a session driven on a clock; the policies in-process.
+//! - [`http`] — the driver of a running server.
+//! - [`plan`] — the plan of a benchmark ([`Plan`], its [`RunSpec`]s).
+//! - [`run_log`] — the outcome of a run ([`RunResult`]) and the run log ([`RUN_LOG`]) that
 //!   `--resume` and `--report-only` read.
-//! - [`report`]: the runs aggregated, and the report files (Markdown, CSV, JSON, SVG).
-//! - [`execution`]: the runs of a plan on threads ([`execute`]), and the whole command
+//! - [`report`] — the runs aggregated, and the report files (Markdown, CSV, JSON, SVG).
+//! - [`execution`] — the runs of a plan on threads ([`execute`]), and the whole command
 //!   ([`run`]).
 
 pub mod algorithms;

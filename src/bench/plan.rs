@@ -162,9 +162,9 @@ impl Plan {
 mod tests {
     use super::*;
     use crate::bench::algorithms::ALGORITHMS;
-    use crate::bench::objective::{ObjectiveKind, ObjectiveSpec};
     use crate::bench::options::{ServerTime, parse_algorithm_options};
     use crate::bench::session::session_request;
+    use crate::bench::suites::{ObjectiveKind, ObjectiveSpec};
     use crate::bench::synthetic::SyntheticFunction;
 
     #[test]

@@ -96,8 +96,8 @@ mod tests {
     use super::*;
     use crate::bench::algorithms::ALGORITHMS;
     use crate::bench::experiments::SetupKind;
-    use crate::bench::objective::ObjectiveSpec;
     use crate::bench::prior_setup;
+    use crate::bench::suites::ObjectiveSpec;
     use crate::bench::synthetic::SyntheticFunction;
     use crate::bench::tvgp::{self, TvGpKernel};
 

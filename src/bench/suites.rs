@@ -1,13 +1,88 @@
 //! The suites: named sets of objectives × algorithms with their default horizon and
-//! replications, and every objective the bench knows.
+//! replications; and the objectives a suite names ([`ObjectiveSpec`]), every one the
+//! bench knows.
+
+use std::sync::Arc;
 
 use super::algorithms::{ALGORITHMS, AlgorithmEntry, algorithm};
 use super::error::BenchError;
 use super::experiments::SetupKind;
-use super::objective::{ObjectiveKind, ObjectiveSpec};
+use super::objective::{Objective, SyntheticObjective};
+use super::prior_setup::PriorSetupObjective;
 use super::reference;
 use super::synthetic::SyntheticFunction;
-use super::tvgp::{self, TvGpKernel};
+use super::tvgp::{self, TvGpKernel, TvGpSample};
+
+/// The kinds of benchmark objective.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ObjectiveKind {
+    /// A synthetic function of 002 Appendix F; the last input is time.
+    Synthetic(SyntheticFunction),
+    /// A sample of the time-varying GP of 000 Section 5.1 (Eq. (4)) on a 50×50 grid.
+    TvGp { kernel: TvGpKernel, epsilon: f64 },
+    /// A prior-selection setup of 003 §5: f ~ GP_{p*} over 500 arms, with its priors.
+    PriorSetup(SetupKind),
+}
+
+/// A named objective of a suite; [`ObjectiveSpec::instantiate`] makes the function a run
+/// optimises.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ObjectiveSpec {
+    pub name: String,
+    /// Label in reports (002's Table 3 names for the synthetic functions).
+    pub label: String,
+    pub kind: ObjectiveKind,
+}
+
+impl ObjectiveSpec {
+    pub fn synthetic(function: SyntheticFunction) -> Self {
+        ObjectiveSpec {
+            name: function.name().to_string(),
+            label: function.label().to_string(),
+            kind: ObjectiveKind::Synthetic(function),
+        }
+    }
+
+    pub fn tv_gp(kernel: TvGpKernel, epsilon: f64) -> Self {
+        ObjectiveSpec {
+            name: format!("tvgp-{}-{epsilon}", kernel.name()),
+            label: format!("TV-GP {} ε={epsilon}", kernel.label()),
+            kind: ObjectiveKind::TvGp { kernel, epsilon },
+        }
+    }
+
+    pub fn prior_setup(kind: SetupKind) -> Self {
+        ObjectiveSpec {
+            name: format!("prior-{}", kind.name()),
+            label: format!("003 {}", kind.name()),
+            kind: ObjectiveKind::PriorSetup(kind),
+        }
+    }
+
+    /// Whether each replication (seed) has its own function (a random sample), or all
+    /// share one.
+    pub fn depends_on_seed(&self) -> bool {
+        !matches!(self.kind, ObjectiveKind::Synthetic(_))
+    }
+
+    /// Whether the objective comes with candidate priors ([`Objective::priors`]).
+    pub fn has_priors(&self) -> bool {
+        matches!(self.kind, ObjectiveKind::PriorSetup(_))
+    }
+
+    /// The function of replication `seed` over `[0, horizon]` seconds.
+    pub fn instantiate(&self, horizon: f64, seed: u64) -> Result<Arc<dyn Objective>, BenchError> {
+        Ok(match self.kind {
+            ObjectiveKind::Synthetic(function) => {
+                Arc::new(SyntheticObjective::new(function, horizon))
+            }
+            ObjectiveKind::TvGp { kernel, epsilon } => {
+                Arc::new(TvGpSample::new(kernel, epsilon, horizon, seed)?)
+            }
+            ObjectiveKind::PriorSetup(kind) => Arc::new(PriorSetupObjective::new(kind, seed)?),
+        })
+    }
+}
 
 /// A named set of objectives and algorithms with its default horizon and replications.
 #[derive(Clone, Debug)]

@@ -363,11 +363,11 @@ pub(super) mod tests {
     #[test]
     fn algorithms_that_need_priors_have_columns_only_where_an_objective_has_priors() {
         let columns = |suite: &str| {
-            let options = crate::bench::BenchOptions {
+            let options = crate::bench::options::BenchOptions {
                 suite: suite.into(),
                 ..Default::default()
             };
-            let plan = crate::bench::Plan::new(&options).unwrap();
+            let plan = crate::bench::plan::Plan::new(&options).unwrap();
             Report::new(&plan, &options, &[], None).algorithms
         };
         let gp = columns("gp");
