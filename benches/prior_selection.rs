@@ -8,7 +8,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use tvbo::experiments::{self, RULES, SetupKind};
+use tvbo::bench::experiments::{self, RULES, SetupKind};
 
 struct Options {
     setup: String,

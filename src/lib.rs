@@ -1,10 +1,12 @@
 //! tvbo: time-varying Bayesian optimization as a service.
 //!
-//! Module map (DESIGN.md §1): [`gp`] and [`acquisition`] are the math core (no IO);
-//! [`policy`] holds the algorithms; [`session`] the search space, configuration, time and
-//! the suggest/observe lifecycle; [`store`] persistence; [`api`] the HTTP layer;
-//! [`bench`] the papers' benchmarks (`tvbo bench`); [`experiments`] paper 003's
-//! prior-selection experiments, run in-process.
+//! Layers, bottom to top (docs/architecture.md; `tests/layering.rs` checks the arrows):
+//! [`domain`] the types every layer shares; [`optim`], [`gp`] and [`acquisition`] the
+//! math core (no IO); [`policy`] the algorithms; [`engine`] a session's suggest and
+//! observe steps, pure and synchronous; [`store`] persistence (over [`domain`] only);
+//! [`session`] the service that runs the engine between a load and a commit; [`api`] the
+//! HTTP layer and [`server`] its listener; [`bench`] the papers' benchmarks
+//! (`tvbo bench`); [`config`] the command line.
 
 pub mod acquisition;
 pub mod api;
@@ -12,7 +14,6 @@ pub mod bench;
 pub mod config;
 pub mod domain;
 pub mod engine;
-pub mod experiments;
 pub mod gp;
 pub mod optim;
 pub mod policy;

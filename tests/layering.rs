@@ -70,11 +70,15 @@ fn module_of(src: &Path, file: &Path) -> Vec<String> {
 /// The module paths a file names after `crate::` or `super::`, as written (first
 /// segments of groups expanded).
 fn imports(text: &str, module: &[String]) -> Vec<Vec<String>> {
+    // After `#[cfg(test)]` comes the file's `mod tests`, whose `super` is the file's own
+    // module; before it, `super` is the parent module (of a mod.rs as of a file).
+    let (code, tests) = text.split_at(text.find("#[cfg(test)]").unwrap_or(text.len()));
+    let parent = module[..module.len().saturating_sub(1)].to_vec();
     let mut found = Vec::new();
-    for (prefix, base) in [
-        ("crate::", Vec::new()),
-        // `super` is the parent module, of a mod.rs as of a file.
-        ("super::", module[..module.len().saturating_sub(1)].to_vec()),
+    for (text, prefix, base) in [
+        (text, "crate::", Vec::new()),
+        (code, "super::", parent),
+        (tests, "super::", module.to_vec()),
     ] {
         let mut rest = text;
         while let Some(at) = rest.find(prefix) {
@@ -203,8 +207,9 @@ fn modules_import_only_from_layers_below_and_files_form_no_circle() {
                 && &target != file
             {
                 // A mod.rs naming its own children does not count.
-                let own_child = is_mod_rs && target.parent() == file.parent()
-                    || is_mod_rs && target.parent().and_then(Path::parent) == file.parent();
+                let own_child = is_mod_rs
+                    && (target.parent() == file.parent()
+                        || target.parent().and_then(Path::parent) == file.parent());
                 if !own_child {
                     edges.entry(file.clone()).or_default().insert(target);
                 }

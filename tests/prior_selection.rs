@@ -5,7 +5,7 @@ mod common;
 
 use common::TestServer;
 use serde_json::{Value, json};
-use tvbo::experiments::{self, SeedOutcome, Setup};
+use tvbo::bench::experiments::{self, SeedOutcome, Setup};
 use tvbo::policy::SelectionRule;
 
 /// 003 §5's lengthscale setup (500 arms, σ = 0.25, δ = 0.05) on 10 seeds and T = 200

@@ -433,9 +433,13 @@ mod tests {
     fn query_values_are_form_decoded() {
         assert_eq!(form_decode("a+b%2B%41%zz%4").as_deref(), Some("a b+A%zz%4"));
         assert_eq!(form_decode("%FF"), None);
-        let query: crate::api::handlers::BestQuery = parse_query("t=%2D1.5").unwrap();
+        #[derive(Debug, serde::Deserialize)]
+        struct TimeQuery {
+            t: Option<f64>,
+        }
+        let query: TimeQuery = parse_query("t=%2D1.5").unwrap();
         assert_eq!(query.t, Some(-1.5));
-        let err = parse_query::<crate::api::handlers::BestQuery>("t=1&t=2").unwrap_err();
+        let err = parse_query::<TimeQuery>("t=1&t=2").unwrap_err();
         assert_eq!(err.field.as_deref(), Some("t"));
         assert_eq!(err.status, StatusCode::BAD_REQUEST);
     }

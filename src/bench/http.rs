@@ -6,8 +6,9 @@
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
+use super::error::BenchError;
+use super::options::ServerTime;
 use super::runner::{ComputeClock, Driver, Handed};
-use super::{BenchError, ServerTime};
 
 /// An HTTP client for one bench thread.
 pub struct Client {

@@ -8,14 +8,10 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use crate::experiments::SetupKind;
+use crate::domain::priors::PriorSpec;
 use crate::optim::{BoundedOptions, minimize_bounded};
-use crate::session::priors::PriorSpec;
 
-use super::BenchError;
-use super::prior_setup::PriorSetupObjective;
 use super::synthetic::SyntheticFunction;
-use super::tvgp::{TvGpKernel, TvGpSample};
 
 /// A function to minimise over [0,1]^d × [0, horizon].
 pub trait Objective: Send + Sync {
@@ -43,77 +39,6 @@ pub trait Objective: Send + Sync {
     fn value(&self, x: &[f64], t: f64) -> f64;
     /// min_x f(x, t) over the search space (or the arms), noise-free.
     fn optimum(&self, t: f64) -> f64;
-}
-
-/// The kinds of benchmark objective.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum ObjectiveKind {
-    /// A synthetic function of 002 Appendix F; the last input is time.
-    Synthetic(SyntheticFunction),
-    /// A sample of the time-varying GP of 000 Section 5.1 (Eq. (4)) on a 50×50 grid.
-    TvGp { kernel: TvGpKernel, epsilon: f64 },
-    /// A prior-selection setup of 003 §5: f ~ GP_{p*} over 500 arms, with its priors.
-    PriorSetup(SetupKind),
-}
-
-/// A named objective of a suite; [`ObjectiveSpec::instantiate`] makes the function a run
-/// optimises.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ObjectiveSpec {
-    pub name: String,
-    /// Label in reports (002's Table 3 names for the synthetic functions).
-    pub label: String,
-    pub kind: ObjectiveKind,
-}
-
-impl ObjectiveSpec {
-    pub fn synthetic(function: SyntheticFunction) -> Self {
-        ObjectiveSpec {
-            name: function.name().to_string(),
-            label: function.label().to_string(),
-            kind: ObjectiveKind::Synthetic(function),
-        }
-    }
-
-    pub fn tv_gp(kernel: TvGpKernel, epsilon: f64) -> Self {
-        ObjectiveSpec {
-            name: format!("tvgp-{}-{epsilon}", kernel.name()),
-            label: format!("TV-GP {} ε={epsilon}", kernel.label()),
-            kind: ObjectiveKind::TvGp { kernel, epsilon },
-        }
-    }
-
-    pub fn prior_setup(kind: SetupKind) -> Self {
-        ObjectiveSpec {
-            name: format!("prior-{}", kind.name()),
-            label: format!("003 {}", kind.name()),
-            kind: ObjectiveKind::PriorSetup(kind),
-        }
-    }
-
-    /// Whether each replication (seed) has its own function (a random sample), or all
-    /// share one.
-    pub fn depends_on_seed(&self) -> bool {
-        !matches!(self.kind, ObjectiveKind::Synthetic(_))
-    }
-
-    /// Whether the objective comes with candidate priors ([`Objective::priors`]).
-    pub fn has_priors(&self) -> bool {
-        matches!(self.kind, ObjectiveKind::PriorSetup(_))
-    }
-
-    /// The function of replication `seed` over `[0, horizon]` seconds.
-    pub fn instantiate(&self, horizon: f64, seed: u64) -> Result<Arc<dyn Objective>, BenchError> {
-        Ok(match self.kind {
-            ObjectiveKind::Synthetic(function) => {
-                Arc::new(SyntheticObjective::new(function, horizon))
-            }
-            ObjectiveKind::TvGp { kernel, epsilon } => {
-                Arc::new(TvGpSample::new(kernel, epsilon, horizon, seed)?)
-            }
-            ObjectiveKind::PriorSetup(kind) => Arc::new(PriorSetupObjective::new(kind, seed)?),
-        })
-    }
 }
 
 /// A synthetic function of 002 Appendix F as a benchmark objective: x ∈ [0,1]^d maps

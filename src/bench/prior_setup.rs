@@ -12,10 +12,10 @@
 
 use nalgebra::DVector;
 
-use super::BenchError;
+use super::error::BenchError;
+use super::experiments::{self, SetupKind};
 use super::objective::Objective;
-use crate::experiments::{self, SetupKind};
-use crate::session::priors::{PriorMean, PriorSpec};
+use crate::domain::priors::{PriorMean, PriorSpec};
 
 /// Seconds one evaluation takes.
 pub const EVALUATION_SECONDS: f64 = 1.0;
@@ -120,7 +120,7 @@ impl Objective for PriorSetupObjective {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiments::Setup;
+    use crate::bench::experiments::Setup;
     use crate::policy::priors::build_prior_matrix;
 
     /// The bench's objective is the experiments' f of the same seed, negated; its optimum

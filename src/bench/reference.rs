@@ -4,7 +4,7 @@
 //! ABO's column is left out (tvbo does not implement ABO), and so are the two real-data
 //! rows (Temperature, WLAN), whose data the bench does not have.
 
-use super::report::MeanSe;
+use super::stats::MeanSe;
 
 /// The horizon of 002's runs (§5.1): only runs of this length compare with Table 3.
 pub const TABLE_3_HORIZON: f64 = 600.0;

@@ -16,7 +16,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, StandardNormal};
 
-use super::BenchError;
+use super::error::BenchError;
 use super::objective::Objective;
 use crate::gp::KernelKind;
 

@@ -4,6 +4,3 @@
 pub mod scheduler;
 pub mod service;
 pub mod views;
-
-// Old paths of the domain's modules, for the bench code until it moves over.
-pub use crate::domain::{config, priors, space};

@@ -3,8 +3,9 @@
 
 use std::fmt::Write as _;
 
-use super::ALGORITHMS;
-use super::report::{Series, significant};
+use super::aggregate::Series;
+use super::format::significant;
+use crate::bench::algorithms::ALGORITHMS;
 
 /// A colour per algorithm, stable across plots (by position in [`ALGORITHMS`]).
 const PALETTE: [&str; 12] = [

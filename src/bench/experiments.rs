@@ -13,11 +13,11 @@ use nalgebra::DVector;
 use rand::{RngExt, SeedableRng};
 use rand_distr::{Distribution, StandardNormal};
 
+use crate::domain::priors::{PriorMean, PriorSpec};
+use crate::domain::space::Arm;
 use crate::gp::arms::{ArmPrior, PriorKernel};
 use crate::policy::priors::build_prior_matrix;
 use crate::policy::{PolicyRng, PriorSelection, SelectionRule};
-use crate::session::priors::{PriorMean, PriorSpec};
-use crate::session::space::Arm;
 
 /// The three synthetic setups of 003 §5.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,0 +1,190 @@
+//! The suites: named sets of objectives × algorithms with their default horizon and
+//! replications; and the objectives a suite names ([`ObjectiveSpec`]), every one the
+//! bench knows.
+
+use std::sync::Arc;
+
+use super::algorithms::{ALGORITHMS, AlgorithmEntry, algorithm};
+use super::error::BenchError;
+use super::experiments::SetupKind;
+use super::objective::{Objective, SyntheticObjective};
+use super::prior_setup::PriorSetupObjective;
+use super::reference;
+use super::synthetic::SyntheticFunction;
+use super::tvgp::{self, TvGpKernel, TvGpSample};
+
+/// The kinds of benchmark objective.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ObjectiveKind {
+    /// A synthetic function of 002 Appendix F; the last input is time.
+    Synthetic(SyntheticFunction),
+    /// A sample of the time-varying GP of 000 Section 5.1 (Eq. (4)) on a 50×50 grid.
+    TvGp { kernel: TvGpKernel, epsilon: f64 },
+    /// A prior-selection setup of 003 §5: f ~ GP_{p*} over 500 arms, with its priors.
+    PriorSetup(SetupKind),
+}
+
+/// A named objective of a suite; [`ObjectiveSpec::instantiate`] makes the function a run
+/// optimises.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ObjectiveSpec {
+    pub name: String,
+    /// Label in reports (002's Table 3 names for the synthetic functions).
+    pub label: String,
+    pub kind: ObjectiveKind,
+}
+
+impl ObjectiveSpec {
+    pub fn synthetic(function: SyntheticFunction) -> Self {
+        ObjectiveSpec {
+            name: function.name().to_string(),
+            label: function.label().to_string(),
+            kind: ObjectiveKind::Synthetic(function),
+        }
+    }
+
+    pub fn tv_gp(kernel: TvGpKernel, epsilon: f64) -> Self {
+        ObjectiveSpec {
+            name: format!("tvgp-{}-{epsilon}", kernel.name()),
+            label: format!("TV-GP {} ε={epsilon}", kernel.label()),
+            kind: ObjectiveKind::TvGp { kernel, epsilon },
+        }
+    }
+
+    pub fn prior_setup(kind: SetupKind) -> Self {
+        ObjectiveSpec {
+            name: format!("prior-{}", kind.name()),
+            label: format!("003 {}", kind.name()),
+            kind: ObjectiveKind::PriorSetup(kind),
+        }
+    }
+
+    /// Whether each replication (seed) has its own function (a random sample), or all
+    /// share one.
+    pub fn depends_on_seed(&self) -> bool {
+        !matches!(self.kind, ObjectiveKind::Synthetic(_))
+    }
+
+    /// Whether the objective comes with candidate priors ([`Objective::priors`]).
+    pub fn has_priors(&self) -> bool {
+        matches!(self.kind, ObjectiveKind::PriorSetup(_))
+    }
+
+    /// The function of replication `seed` over `[0, horizon]` seconds.
+    pub fn instantiate(&self, horizon: f64, seed: u64) -> Result<Arc<dyn Objective>, BenchError> {
+        Ok(match self.kind {
+            ObjectiveKind::Synthetic(function) => {
+                Arc::new(SyntheticObjective::new(function, horizon))
+            }
+            ObjectiveKind::TvGp { kernel, epsilon } => {
+                Arc::new(TvGpSample::new(kernel, epsilon, horizon, seed)?)
+            }
+            ObjectiveKind::PriorSetup(kind) => Arc::new(PriorSetupObjective::new(kind, seed)?),
+        })
+    }
+}
+
+/// A named set of objectives and algorithms with its default horizon and replications.
+#[derive(Clone, Debug)]
+pub struct Suite {
+    pub name: String,
+    pub objectives: Vec<ObjectiveSpec>,
+    pub algorithms: Vec<&'static AlgorithmEntry>,
+    pub horizon: f64,
+    pub replications: usize,
+}
+
+/// Every objective the bench knows.
+pub fn all_objectives() -> Vec<ObjectiveSpec> {
+    let mut all: Vec<ObjectiveSpec> = SyntheticFunction::ALL
+        .into_iter()
+        .map(ObjectiveSpec::synthetic)
+        .collect();
+    for kernel in TvGpKernel::ALL {
+        for epsilon in tvgp::EPSILONS {
+            all.push(ObjectiveSpec::tv_gp(kernel, epsilon));
+        }
+    }
+    all.extend(SetupKind::ALL.into_iter().map(ObjectiveSpec::prior_setup));
+    all
+}
+
+pub(super) fn objectives_named(names: &[&str]) -> Result<Vec<ObjectiveSpec>, BenchError> {
+    let all = all_objectives();
+    names
+        .iter()
+        .map(|name| {
+            all.iter()
+                .find(|o| o.name == *name)
+                .cloned()
+                .ok_or_else(|| {
+                    let known: Vec<String> = all.iter().map(|o| o.name.clone()).collect();
+                    BenchError::Options(format!(
+                        "unknown objective {name:?} (known: {})",
+                        known.join(", ")
+                    ))
+                })
+        })
+        .collect()
+}
+
+/// The suites:
+/// - `paper`: 002's eight synthetic functions × its six algorithms we implement, 600 s, 10
+///   replications (002 Section 5.1, Table 3);
+/// - `gp`: 000's time-varying GP samples (SE and Matérn-5/2, ε ∈ {0.001, 0.01, 0.03}) × every
+///   algorithm, 600 s, 10 replications;
+/// - `priors`: 003's three prior-selection setups × every algorithm, 500 s (about 003's
+///   T = 500 queries), 10 replications;
+/// - `quick`: Hartmann-3 (slow objective, c = 1 s), Eggholder (fast, c = 0.05 s), one GP
+///   sample (an arm set) and 003's lengthscale setup (arms with priors) × every
+///   algorithm, 60 s, 2 replications: covers every policy and every kind of search space
+///   in minutes;
+/// - `all`: every objective × every algorithm, 600 s, 10 replications.
+pub fn suite(name: &str) -> Result<Suite, BenchError> {
+    let every: Vec<&'static AlgorithmEntry> = ALGORITHMS.iter().collect();
+    let paper: Vec<&'static AlgorithmEntry> = reference::TABLE_3_ALGORITHMS
+        .iter()
+        .map(|n| algorithm(n))
+        .collect::<Result<_, _>>()?;
+    let synthetic: Vec<ObjectiveSpec> = SyntheticFunction::ALL
+        .into_iter()
+        .map(ObjectiveSpec::synthetic)
+        .collect();
+    let gp: Vec<ObjectiveSpec> = all_objectives()
+        .into_iter()
+        .filter(|o| matches!(o.kind, ObjectiveKind::TvGp { .. }))
+        .collect();
+    let priors: Vec<ObjectiveSpec> = SetupKind::ALL
+        .into_iter()
+        .map(ObjectiveSpec::prior_setup)
+        .collect();
+    let (objectives, algorithms, horizon, replications) = match name {
+        "paper" => (synthetic, paper, 600.0, 10),
+        "gp" => (gp, every, 600.0, 10),
+        "priors" => (priors, every, 500.0, 10),
+        "quick" => (
+            objectives_named(&[
+                "hartmann3",
+                "eggholder",
+                "tvgp-se-0.01",
+                "prior-lengthscale",
+            ])?,
+            every,
+            60.0,
+            2,
+        ),
+        "all" => (all_objectives(), every, 600.0, 10),
+        other => {
+            return Err(BenchError::Options(format!(
+                "unknown suite {other:?} (known: paper, gp, priors, quick, all)"
+            )));
+        }
+    };
+    Ok(Suite {
+        name: name.to_string(),
+        objectives,
+        algorithms,
+        horizon,
+        replications,
+    })
+}
