@@ -77,7 +77,7 @@ fn bench_push_remove(c: &mut Criterion) {
 }
 
 /// One suggest of the production policy (TV-GP-UCB): fit, factorisation, UCB
-/// maximisation — DESIGN.md §9's "one iteration".
+/// maximisation — one iteration of the papers' BoTorch loop.
 fn bench_suggest(c: &mut Criterion) {
     use tvbo::policy::{self, PolicyState, SuggestContext};
 

@@ -1,4 +1,4 @@
-//! Bad input over HTTP (DESIGN.md §5, "Rules"): every bad request gets a 4xx
+//! Bad input over HTTP (docs/api.md): every bad request gets a 4xx
 //! `application/problem+json` answer whose `field` names the offending field and whose
 //! `detail` contains that name, no answer is a 5xx, and no bad request changes a single
 //! stored row (the whole database is dumped before and after each one).

@@ -1,4 +1,4 @@
-//! Shared benchmark data: DESIGN.md §9's reference setting, d = 3 plus time over a 600 s
+//! Shared benchmark data: the reference setting of docs/performance.md, d = 3 plus time over a 600 s
 //! horizon, Matérn-5/2 in space.
 #![allow(dead_code)]
 

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::domain::InvalidInput;
-use crate::session::service::ServiceError;
+use crate::session::error::ServiceError;
 use crate::store::StoreError;
 
 /// An error response.

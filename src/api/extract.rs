@@ -16,7 +16,7 @@ use uuid::Uuid;
 use crate::api::body::{self, ShapeError};
 use crate::api::error::ApiError;
 use crate::domain::InvalidInput;
-use crate::session::service::IdempotencyKey;
+use crate::session::idempotency::IdempotencyKey;
 
 /// Largest request body accepted, in bytes.
 pub const MAX_BODY_BYTES: usize = 1 << 20;

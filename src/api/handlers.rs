@@ -14,7 +14,8 @@ use crate::api::extract::{
 };
 use crate::domain::InvalidInput;
 use crate::domain::config::CreateSession;
-use crate::session::service::{IdempotencyKey, ServiceError};
+use crate::session::error::ServiceError;
+use crate::session::idempotency::IdempotencyKey;
 use crate::session::views::{
     Best, ModelView, ObservationList, ObservationRequest, PredictRequest, PredictResponse,
     RegretReport, Session, SessionList, SuggestRequest, SuggestResponse,

@@ -1,4 +1,4 @@
-//! The HTTP API (DESIGN.md §5): axum router, handlers, problem+json errors, OpenAPI.
+//! The HTTP API (docs/api.md): axum router, handlers, problem+json errors, OpenAPI.
 
 pub mod body;
 pub mod error;

@@ -123,7 +123,7 @@ pub struct ArmPrior {
 impl ArmPrior {
     /// Checks sizes, finiteness and symmetry (to 1e-9 of the largest diagonal entry; the
     /// matrix is then symmetrised), and that C is positive semi-definite up to the jitter
-    /// retries of the GP (DESIGN.md §3: 1e-8 to 1e-6 times the mean diagonal entry).
+    /// retries of the GP (1e-8 to 1e-6 times the mean diagonal entry).
     pub fn new(mean: DVector<f64>, covariance: DMatrix<f64>) -> Result<ArmPrior, PriorError> {
         let m = mean.len();
         if covariance.nrows() != m {

@@ -206,7 +206,7 @@ pub(crate) fn factorise_with_jitter(
 impl Gp {
     /// Builds the GP and factorises K + σ²I from scratch in O(n³). When the plain
     /// factorisation fails, retries with jitter 1e-8·λ, 1e-7·λ, 1e-6·λ on the diagonal
-    /// (DESIGN.md §3) and keeps that jitter for later updates.
+    /// and keeps that jitter for later updates.
     ///
     /// Every `xs[i]` must have length `dim`; `xs`, `ts`, `ys` must have equal lengths and
     /// finite entries.

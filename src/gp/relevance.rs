@@ -1,6 +1,6 @@
 //! Relevance of observations by the integrated 2-Wasserstein distance between the GP
 //! posterior with and without each observation (W-DBO, Bardou et al. 2024; BOLT,
-//! Bardou & Thiran, §3.4, eq. (12) and Appendix E; DESIGN.md §4).
+//! Bardou & Thiran, §3.4, eq. (12) and Appendix E).
 //!
 //! For the posterior on `D` and on `D ∖ {i}`, BOLT's distance (Appendix E, eq. (87)) is
 //! `W² = ∫∫ (μ_D − μ_{D∖i})² + (σ_D − σ_{D∖i})² dx dt`. As in W-DBO, the closed form used
@@ -42,7 +42,7 @@ fn matern_two_nu(kind: KernelKind) -> Option<usize> {
 }
 
 /// `∫_{ℝ^d} k_S(‖x−a‖/l) k_S(‖x−b‖/l) dx` with `‖a − b‖ = distance`, capped at 1 because
-/// it stands for the integral over `[0,1]^d`, which is at most 1 (DESIGN.md §4).
+/// it stands for the integral over `[0,1]^d`, which is at most 1.
 ///
 /// The integral is the self-convolution `(k∗k)(b−a)`. By Fourier transform, with
 /// `a = √(2ν)/l`, the Matérn-ν spectral density is `∝ (a² + ‖ω‖²)^{−(ν+d/2)}`; its
@@ -53,7 +53,7 @@ fn matern_two_nu(kind: KernelKind) -> Option<usize> {
 ///   at r = 0 `… · a^{2ν−d/2−μ} 2^{μ−1} Γ(μ)`,
 /// - RBF (`e^{−r²/(2l²)}`): `π^{d/2} l^d e^{−r²/(4l²)}`.
 ///
-/// The constant agrees with DESIGN.md (checked against quadrature in the tests). The
+/// The constant is checked against quadrature in the tests. The
 /// product is evaluated as `C a^{−d} (a r)^μ K_μ(a r)` in logs, so it stays finite for
 /// every d ≥ 1 and every distance. Contract: `lengthscale > 0`, `dim ≥ 1`, `distance ≥ 0`
 /// (its absolute value is used).
@@ -149,7 +149,7 @@ fn poly_integral(q: [f64; 5], x0: f64, x1: f64) -> f64 {
 
 /// `∫_{t0}^{∞} k_T(|t−t_i|/l) k_T(|t−t_j|/l) dt`, the temporal factor of C⁺.
 ///
-/// With `u = t0 − t_i`, `v = t0 − t_j` (DESIGN.md §4):
+/// With `u = t0 − t_i`, `v = t0 − t_j` (closed forms, checked against quadrature below):
 /// - Matérn-1/2 (c = 1/l): `e^{−c(u+v)}/(2c)`;
 /// - Matérn-3/2 (c = √3/l, A = 1+cu, B = 1+cv): `e^{−c(u+v)} (2AB + A + B + 1)/(4c)`;
 /// - Matérn-5/2 (c = √5/l, k = p(c|s|)e^{−c|s|}, p(x) = 1 + x + x²/3): with
@@ -554,7 +554,7 @@ mod tests {
                 assert!((got - sym).abs() <= 1e-14 * got);
             }
         }
-        // DESIGN's explicit forms for t_i, t_j ≤ t0.
+        // The explicit forms for t_i, t_j ≤ t0.
         let (ti, tj) = (7.0, 4.0);
         let (u, v) = (t0 - ti, t0 - tj);
         let c = 1.0 / l;

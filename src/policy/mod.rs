@@ -375,7 +375,7 @@ fn arms_of(config: &SessionConfig) -> Option<(Vec<crate::domain::space::Arm>, Ve
 }
 
 /// Suggests `ctx.count` points: uniform random during the first `model.warmup`
-/// suggestions of the session (DESIGN.md §3), the policy's proposals after.
+/// suggestions of the session, the policy's proposals after.
 pub fn suggest(
     policy: &dyn Policy,
     ctx: &SuggestContext<'_>,

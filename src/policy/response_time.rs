@@ -4,7 +4,7 @@
 use nalgebra::{DMatrix, DVector};
 
 /// Least-squares cubic R̂(n) = c0 + c1 n + c2 n² + c3 n³ through (n, seconds) samples
-/// (DESIGN.md §2; Bardou & Thiran, Section 4: "a 3rd-degree polynomial regression"),
+/// (Bardou & Thiran, Section 4: "a 3rd-degree polynomial regression"),
 /// constrained to c1, c2, c3 ≥ 0 so that R̂ never decreases with n, as a response time
 /// must not (their Definition 3.5 (ii)). `None` with fewer than four samples or fewer than
 /// four distinct n.

@@ -1,4 +1,4 @@
-//! The surrogate model of a session: a GP on standardised values (DESIGN.md §3).
+//! The surrogate model of a session: a GP on standardised values.
 
 use crate::gp::fit::{FitOptions, Fixed, NOISE_VARIANCE_BOUNDS, fit_hyperparameters};
 use crate::gp::{Gp, GpError, Hyperparameters, KernelSpec};
@@ -52,7 +52,7 @@ impl Surrogate {
         let options = FitOptions {
             fixed: Fixed {
                 temporal_lengthscale: fixed_temporal_lengthscale,
-                // The noise floor of DESIGN.md §3 holds for a configured noise too.
+                // The noise floor holds for a configured noise too.
                 noise_variance: fixed_noise
                     .map(|v| (v / (y_scale * y_scale)).clamp(NOISE_VARIANCE_BOUNDS.0, 1e6)),
             },

@@ -2,7 +2,7 @@
 //! that forgets an observation when its relevance — the integrated Wasserstein distance
 //! between the posteriors with and without it, relative to the posterior's own size — is
 //! below a removal budget that grows by ln(1+α) per temporal lengthscale of elapsed time
-//! (DESIGN.md §4). A floor `min_dataset_size` keeps a collapsing temporal lengthscale from
+//! (docs/architecture.md, "Forgetting"). A floor `min_dataset_size` keeps a collapsing temporal lengthscale from
 //! emptying the dataset.
 
 use super::{ObserveContext, Policy, PolicyError, PolicyState, RemovalReason, model_after};

@@ -1,4 +1,4 @@
-//! Request and response bodies of the session API (DESIGN.md §5). Field names are part of
+//! Request and response bodies of the session API (docs/api.md). Field names are part of
 //! the API contract: more may be added, these keep their names.
 
 use chrono::{DateTime, Utc};

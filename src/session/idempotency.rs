@@ -1,0 +1,33 @@
+//! Idempotency keys: a retried request with the same key and body gets the answer the
+//! first one got, stored with the change it made.
+
+use uuid::Uuid;
+
+use crate::store::IdempotencyRecord;
+
+/// An idempotency key and the fingerprint of the request that carried it.
+#[derive(Clone, Debug)]
+pub struct IdempotencyKey {
+    pub scope: String,
+    pub key: String,
+    pub request_hash: String,
+}
+
+impl IdempotencyKey {
+    /// The record of the answer `body` (with `status`) to this key's request.
+    pub(super) fn record<T: serde::Serialize>(
+        &self,
+        session_id: Uuid,
+        status: u16,
+        body: &T,
+    ) -> IdempotencyRecord {
+        IdempotencyRecord {
+            scope: self.scope.clone(),
+            session_id: Some(session_id),
+            key: self.key.clone(),
+            request_hash: self.request_hash.clone(),
+            status,
+            body: serde_json::to_string(body).expect("response bodies serialise"),
+        }
+    }
+}
