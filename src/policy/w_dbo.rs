@@ -1,9 +1,9 @@
 //! W-DBO (Bardou, Thiran & Ranieri 2024, compared in paper 002): spatio-temporal GP-UCB
 //! that forgets an observation when its relevance — the integrated Wasserstein distance
 //! between the posteriors with and without it, relative to the posterior's own size — is
-//! below a removal budget that grows by ln(1+α) per temporal lengthscale of elapsed time
-//! (docs/architecture.md, "Forgetting"). A floor `min_dataset_size` keeps a collapsing temporal lengthscale from
-//! emptying the dataset.
+//! below a removal budget that grows by ln(1+α) per temporal lengthscale of elapsed time.
+//! A floor `min_dataset_size` keeps a collapsing temporal lengthscale from emptying the
+//! dataset (docs/decisions/0003-w-dbo-banked-budget.md).
 
 use super::{ObserveContext, Policy, PolicyError, PolicyState, RemovalReason, model_after};
 use crate::domain::config::Beta;
