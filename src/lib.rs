@@ -5,7 +5,7 @@
 //! math core (no IO); [`policy`] the algorithms; [`engine`] a session's suggest and
 //! observe steps, pure and synchronous; [`store`] persistence (over [`domain`] only);
 //! [`session`] the service that runs the engine between a load and a commit; [`api`] the
-//! HTTP layer and [`server`] its listener; [`bench`] the papers' benchmarks
+//! HTTP layer and [`server`] its listener; [`bench`](mod@bench) the papers' benchmarks
 //! (`tvbo bench`); [`config`] the command line.
 
 pub mod acquisition;

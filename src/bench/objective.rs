@@ -1,7 +1,7 @@
 //! Benchmark objectives: what a run optimises, and how its regret is measured.
 //!
 //! Every objective is *minimised* (the session is created with `"goal": "minimize"`),
-//! its search space is [0,1]^d (or a finite set of arms in [0,1]^d), and time t runs
+//! its search space is `[0,1]^d` (or a finite set of arms in `[0,1]^d`), and time t runs
 //! from 0 to the horizon in seconds. The regret of a query is f(x, t) − min_x f(x, t) on
 //! noise-free values (002 Section 2: r_k = f(x*_k, t_k) − f(x_k, t_k) for maximisation).
 
@@ -13,7 +13,7 @@ use crate::optim::{BoundedOptions, minimize_bounded};
 
 use super::synthetic::SyntheticFunction;
 
-/// A function to minimise over [0,1]^d × [0, horizon].
+/// A function to minimise over `[0,1]^d` × [0, horizon].
 pub trait Objective: Send + Sync {
     /// Number of search-space dimensions d.
     fn dim(&self) -> usize;
@@ -41,7 +41,7 @@ pub trait Objective: Send + Sync {
     fn optimum(&self, t: f64) -> f64;
 }
 
-/// A synthetic function of 002 Appendix F as a benchmark objective: x ∈ [0,1]^d maps
+/// A synthetic function of 002 Appendix F as a benchmark objective: x ∈ `[0,1]^d` maps
 /// onto the first d inputs, t ∈ [0, horizon] onto the last (see [`super::synthetic`]).
 pub struct SyntheticObjective {
     function: SyntheticFunction,
@@ -117,13 +117,13 @@ const REFINED: usize = 4;
 /// Spacing of the cached time grid, as a fraction of the horizon.
 const GRID_FRACTION: f64 = 1.0 / 1200.0;
 
-/// min_x f(x, t) over [0,1]^d by a dense search per time, cached.
+/// min_x f(x, t) over `[0,1]^d` by a dense search per time, cached.
 ///
 /// For each time of a grid (horizon / 1200 apart) it evaluates f at 2^14 scrambled Sobol
-/// points and at the basin hints, and refines the best [`DESCENTS`] by bounded L-BFGS
+/// points and at the basin hints, and refines the best `DESCENTS` by bounded L-BFGS
 /// (central-difference gradients); the minimisers found are cached. The minimum at any
 /// t is then the best local descent, at t itself, from the cached minimisers of the two
-/// grid times around t (the [`REFINED`] best of them at t). Since f is continuous in t, the minimiser at t lies in the
+/// grid times around t (the `REFINED` best of them at t). Since f is continuous in t, the minimiser at t lies in the
 /// basin of a minimiser at a neighbouring grid time unless the basins re-order within
 /// one grid step. Deterministic: the result depends only on f and t.
 pub struct MinimumSearch {
@@ -155,7 +155,7 @@ impl MinimumSearch {
         }
     }
 
-    /// min_x f(x, t): local descents at t from the [`REFINED`] best (at t) of the cached
+    /// min_x f(x, t): local descents at t from the `REFINED` best (at t) of the cached
     /// minimisers of the grid times around t.
     pub fn minimum(&self, f: impl Fn(&[f64], f64) -> f64, t: f64) -> f64 {
         let k = (t / self.step).floor() as i64;

@@ -208,7 +208,7 @@ pub fn run(
 /// The session in-process, through the server's engine ([`LocalSession`]): the same
 /// checks, policy, per-call RNG, lead time, response-time samples and removals as a
 /// server's session, with one client that observes each suggestion before asking for the
-/// next. Session time 0 is [`InProcess::EPOCH`]; a wall-clock session's calls arrive at
+/// next. Session time 0 is `InProcess::EPOCH`; a wall-clock session's calls arrive at
 /// EPOCH + t, a client-time session's carry t.
 pub struct InProcess {
     session: LocalSession,

@@ -3,7 +3,7 @@
 //!
 //! Each function has d' = d + 1 inputs z = (z_1, …, z_d, z_{d'}) on a box [lo, hi]^{d'}
 //! (the same interval for every input, as in Appendix F). The first d inputs are the
-//! search space, read from x ∈ [0,1]^d as z_i = lo + x_i (hi − lo); the last input is time,
+//! search space, read from x ∈ `[0,1]^d` as z_i = lo + x_i (hi − lo); the last input is time,
 //! z_{d'} = lo + (t / horizon)(hi − lo), so that the objective drifts over the whole
 //! experiment (002, Section 5.1: "scaled in [0, 600] seconds").
 

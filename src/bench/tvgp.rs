@@ -1,6 +1,6 @@
 //! Samples of the time-varying GP of Bogunovic et al. (paper 000, Section 5.1):
 //! f_1 ~ GP(0, k), f_{k+1} = √(1−ε) f_k + √ε g_{k+1} with g_k ~ GP(0, k) i.i.d. (their
-//! Eq. (4)), on the 50×50 grid of equally spaced points of [0,1]², with the squared
+//! Eq. (4)), on the 50×50 grid of equally spaced points of `[0,1]`², with the squared
 //! exponential kernel (l = 0.2) or Matérn ν = 5/2 (l = 0.2), noise variance 0.01 (1% of
 //! the signal variance), and ε ∈ {0.001, 0.01, 0.03}.
 //!
@@ -65,7 +65,7 @@ impl TvGpKernel {
     }
 }
 
-/// The grid's points in [0,1]², row-major (x1 slowest).
+/// The grid's points in `[0,1]`², row-major (x1 slowest).
 pub fn grid_points(side: usize) -> Vec<Vec<f64>> {
     let coordinate = |i: usize| i as f64 / (side - 1) as f64;
     (0..side)

@@ -63,7 +63,7 @@ pub struct SuggestionRow {
     /// 0, 1, ... per session, in the order suggestions were handed out.
     pub ordinal: i64,
     pub params: Params,
-    /// The point in [0,1]^d the model saw.
+    /// The point in `[0,1]^d` the model saw.
     pub unit: Vec<f64>,
     pub arm: Option<String>,
     /// Session time when it was handed out.

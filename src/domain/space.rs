@@ -1,4 +1,4 @@
-//! The search space: named parameters and their map to and from the unit cube [0,1]^d.
+//! The search space: named parameters and their map to and from the unit cube `[0,1]^d`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -19,7 +19,7 @@ pub enum ParameterType {
     Int,
 }
 
-/// How a parameter maps onto [0, 1].
+/// How a parameter maps onto `[0, 1]`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Scale {
@@ -56,7 +56,7 @@ pub struct ParameterSpec {
 
 impl ParameterSpec {
     /// The length of the bounds on the parameter's scale: high − low, or
-    /// ln(high) − ln(low) on a log scale. The map to [0, 1] divides by it.
+    /// ln(high) − ln(low) on a log scale. The map to `[0, 1]` divides by it.
     fn unit_span(&self) -> f64 {
         match self.scale {
             Scale::Linear => self.high - self.low,
@@ -197,7 +197,7 @@ impl SearchSpace {
         &self.parameters
     }
 
-    /// Maps named values into [0,1]^d, rejecting missing, unknown, non-finite, out-of-bounds
+    /// Maps named values into `[0,1]^d`, rejecting missing, unknown, non-finite, out-of-bounds
     /// and (for integers) non-integral values. `field` prefixes the field names of errors.
     pub fn to_unit(&self, params: &Params, field: &str) -> Result<Vec<f64>, InvalidInput> {
         if let Some(unknown) = params
@@ -245,7 +245,7 @@ impl SearchSpace {
             .collect()
     }
 
-    /// Maps a point of [0,1]^d (clamped) to named values; integers are rounded.
+    /// Maps a point of `[0,1]^d` (clamped) to named values; integers are rounded.
     pub fn from_unit(&self, unit: &[f64]) -> Params {
         self.parameters
             .iter()

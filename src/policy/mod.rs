@@ -1,7 +1,7 @@
 //! The optimisation algorithms, one file each, behind one [`Policy`] trait.
 //!
 //! A policy is a pure function of a session's active data, its pending suggestions and
-//! its saved [`PolicyState`]: it proposes points of [0,1]^d (or arms) and, when data
+//! its saved [`PolicyState`]: it proposes points of `[0,1]^d` (or arms) and, when data
 //! arrives, says which observations to forget. It does no IO; the session service loads
 //! and commits around it.
 
@@ -84,7 +84,7 @@ impl ArmSet {
     }
 }
 
-/// One observation as a policy sees it: x in [0,1]^d, session time, and the value on the
+/// One observation as a policy sees it: x in `[0,1]^d`, session time, and the value on the
 /// internal "larger is better" scale.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Observation {

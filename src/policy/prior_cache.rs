@@ -4,7 +4,7 @@
 //! Building a prior factorises its m×m covariance (O(m³): about 40 ms for 003's 500
 //! arms), and the policies that work from priors need every prior's posterior on every
 //! suggest and observe. A session's priors never change, so each is built once and kept
-//! here, keyed by a SHA-256 digest of everything [`PriorSpec::build`] reads: a hit is the
+//! here, keyed by a SHA-256 digest of everything [`super::priors::build_prior_matrix`] reads: a hit is the
 //! prior the build would make, whichever session asks. Posteriors are kept the same way,
 //! keyed by a chain of digests over (prior, noise variance, each observation in order):
 //! a call finds the posterior of the longest prefix of its observations seen before and
@@ -56,7 +56,7 @@ pub const POSTERIOR_CACHE_BYTES: u64 = 256 << 20;
 static POSTERIORS: LazyLock<Cache<Key, Arc<ArmGp>, Bytes>> =
     LazyLock::new(|| Cache::with_weighter(256, POSTERIOR_CACHE_BYTES, Bytes));
 
-/// `spec` built over `arms` with `sign` ([`PriorSpec::build`]), from the cache when the
+/// `spec` built over `arms` with `sign` ([`super::priors::build_prior_matrix`]), from the cache when the
 /// same prior was built before.
 pub fn build_prior(
     spec: &PriorSpec,
@@ -134,7 +134,7 @@ fn digest(parts: &[&[u8]]) -> Key {
     hash.finalize().into()
 }
 
-/// The digest of the inputs of [`PriorSpec::build`]: every numeric field by its bits,
+/// The digest of the inputs of [`super::priors::build_prior_matrix`]: every numeric field by its bits,
 /// each variable-length part prefixed by its length, so that different inputs cannot
 /// produce the same byte stream. The name is a label and does not change the prior.
 fn key(spec: &PriorSpec, arms: &[Arm], sign: f64) -> Key {

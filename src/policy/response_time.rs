@@ -11,7 +11,7 @@ use nalgebra::{DMatrix, DVector};
 ///
 /// The constrained problem has three sign constraints, so it is solved exactly by trying
 /// every set of active constraints (8 least-squares problems) and keeping the best
-/// feasible one. n is rescaled to [0, 1] for conditioning; the coefficients returned are
+/// feasible one. n is rescaled to `[0, 1]` for conditioning; the coefficients returned are
 /// for n in its own units.
 pub fn fit_response_time(samples: &[(f64, f64)]) -> Option<[f64; 4]> {
     let mut distinct: Vec<f64> = samples.iter().map(|s| s.0).collect();

@@ -268,7 +268,7 @@ pub struct ComputeTimeView {
 pub struct RelevanceView {
     pub seq: i64,
     /// R_i = √(W̄²_i / W̄²_∅): the integrated Wasserstein distance between the posteriors
-    /// with and without the observation over [0,1]^d × [now, ∞), relative to the
+    /// with and without the observation over `[0,1]^d` × [now, ∞), relative to the
     /// posterior's own size.
     pub relevance: f64,
 }

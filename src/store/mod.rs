@@ -7,6 +7,7 @@
 //! database never interleave two changes of one session.
 
 pub mod postgres;
+mod queries;
 mod rows;
 pub mod sqlite;
 

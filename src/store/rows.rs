@@ -6,7 +6,10 @@ use sqlx::postgres::PgRow;
 use sqlx::sqlite::SqliteRow;
 use uuid::Uuid;
 
-use super::{ObservationRow, SessionRow, StoreError, SuggestionRow, SuggestionStatus, from_micros};
+use super::{
+    ObservationRow, ResponseTimeSample, SessionRow, StoreError, SuggestionRow, SuggestionStatus,
+    from_micros,
+};
 
 pub(crate) use crate::domain::records::RECENT_DELAYS;
 
@@ -125,5 +128,12 @@ pub(crate) fn observation_from_row(row: &impl Columns) -> Result<ObservationRow,
             .transpose()?,
         removed_reason: row.opt_text("removed_reason")?.map(str::to_string),
         created_at: from_micros(row.int("created_micros")?)?,
+    })
+}
+
+pub(crate) fn response_time_from_row(row: &impl Columns) -> Result<ResponseTimeSample, StoreError> {
+    Ok(ResponseTimeSample {
+        n: row.int("n")?,
+        seconds: row.real("seconds")?,
     })
 }
