@@ -5,13 +5,14 @@
 //! math core (no IO); [`policy`] the algorithms; [`engine`] a session's suggest and
 //! observe steps, pure and synchronous; [`store`] persistence (over [`domain`] only);
 //! [`session`] the service that runs the engine between a load and a commit; [`api`] the
-//! HTTP layer and [`server`] its listener; [`bench`](mod@bench) the papers' benchmarks
+//! HTTP layer, which also serves the [`dashboard`]'s pages, and [`server`] its listener; [`bench`](mod@bench) the papers' benchmarks
 //! (`tvbo bench`); [`config`] the command line.
 
 pub mod acquisition;
 pub mod api;
 pub mod bench;
 pub mod config;
+pub mod dashboard;
 pub mod domain;
 pub mod engine;
 pub mod gp;

@@ -33,7 +33,11 @@ const LAYERS: &[(&str, &[&str])] = &[
             "store",
         ],
     ),
-    ("api", &["domain", "engine", "session", "store"]),
+    ("dashboard", &[]),
+    (
+        "api",
+        &["domain", "engine", "session", "store", "dashboard"],
+    ),
     ("server", &["domain", "engine", "session", "store", "api"]),
     (
         "bench",

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Duration, Utc};
 use serde_json::json;
 use tvbo::domain::config::{CreateSession, SessionConfig};
+use tvbo::domain::records::{FittedHyperparameters, RecordedOptimum, StepSnapshot};
 use tvbo::server::open_store;
 use tvbo::store::{
     CallRecord, ChangeSet, Deactivation, IdempotencyRecord, ObservationRow, PoolSettings,
@@ -87,6 +88,7 @@ store_tests!(
     check_list_observations,
     check_response_times_in_order,
     check_call_stats,
+    check_steps_with_snapshots,
 );
 
 /// A timestamp with whole microseconds (the stored precision).
@@ -156,6 +158,7 @@ fn observation(seq: i64, of: Option<&SuggestionRow>, t: f64) -> ObservationRow {
         regret: (seq % 2 == 0).then_some(0.5 * seq as f64),
         active: true,
         removed_at: None,
+        removed_t: None,
         removed_reason: None,
         created_at: at(1_700_000_200_000_000 + seq),
     }
@@ -185,6 +188,7 @@ fn call(kind: &'static str, seconds: f64) -> CallRecord {
         t: 1.0,
         dataset_size: 3,
         compute_seconds: seconds,
+        snapshot: None,
     }
 }
 
@@ -309,6 +313,7 @@ async fn check_commit_applies_every_part(store: &dyn Store) {
         deactivate: vec![Deactivation {
             seq: 1,
             reason: "stale".into(),
+            t: 1.75,
         }],
         response_time: Some(ResponseTimeSample { n: 2, seconds: 0.5 }),
         calls: vec![call("observe", 0.25)],
@@ -355,10 +360,12 @@ async fn check_commit_applies_every_part(store: &dyn Store) {
     assert!(!forgotten.active);
     assert_eq!(forgotten.removed_reason.as_deref(), Some("stale"));
     assert!(forgotten.removed_at.unwrap() >= before);
+    assert_eq!(forgotten.removed_t, Some(1.75));
     assert_eq!(
         ObservationRow {
             active: true,
             removed_at: None,
+            removed_t: None,
             removed_reason: None,
             ..forgotten.clone()
         },
@@ -568,6 +575,7 @@ async fn check_load_history(store: &dyn Store) {
         deactivate: vec![Deactivation {
             seq: 2,
             reason: "forgotten".into(),
+            t: 6.0,
         }],
         state: Some(json!({"saved": [1, 2]})),
         ..ChangeSet::default()
@@ -600,6 +608,7 @@ async fn check_list_observations(store: &dyn Store) {
             .map(|seq| Deactivation {
                 seq,
                 reason: "window".into(),
+                t: 7.0,
             })
             .collect(),
         ..ChangeSet::default()
@@ -684,6 +693,50 @@ async fn check_call_stats(store: &dyn Store) {
         summary,
         vec![("observe", 1, 0.25, 0.25), ("suggest", 3, 1.0, 1.5)]
     );
+}
+
+/// Calls read back in order, paged by id, with their model snapshots (absent ones null).
+async fn check_steps_with_snapshots(store: &dyn Store) {
+    let row = created(store, "s", 1).await;
+    let snapshot = StepSnapshot {
+        dataset_size: 7,
+        max_dataset_size: Some(12),
+        budget: None,
+        hyperparameters: Some(FittedHyperparameters {
+            signal_variance: 1.5,
+            spatial_lengthscale: 0.25,
+            temporal_lengthscale: Some(300.0),
+            noise_variance: 0.01,
+            epsilon: None,
+        }),
+        optimum: Some(RecordedOptimum {
+            t: 4.5,
+            params: [("x".to_string(), 0.75)].into(),
+            arm: None,
+            mean: -2.0,
+        }),
+        prior_probabilities: Some(vec![0.25, 0.75]),
+        priors_active: None,
+    };
+    let mut with_snapshot = call("suggest", 0.5);
+    with_snapshot.snapshot = Some(snapshot.clone());
+    let change = ChangeSet {
+        calls: vec![with_snapshot, call("observe", 0.25), call("suggest", 1.0)],
+        ..ChangeSet::default()
+    };
+    store.commit(row.id, 0, &change, None).await.unwrap();
+    let all = store.list_calls(row.id, 0, 10).await.unwrap();
+    assert_eq!(all.len(), 3);
+    assert!(all.windows(2).all(|w| w[0].id < w[1].id));
+    assert_eq!(all[0].snapshot, Some(snapshot));
+    assert_eq!(
+        (all[1].kind.as_str(), all[1].snapshot.as_ref()),
+        ("observe", None)
+    );
+    let page = store.list_calls(row.id, all[0].id, 1).await.unwrap();
+    assert_eq!(page, vec![all[1].clone()]);
+    let other = created(store, "other", 2).await;
+    assert!(store.list_calls(other.id, 0, 10).await.unwrap().is_empty());
 }
 
 /// `open_store` opens SQLite for `sqlite:` URLs, PostgreSQL for `postgres://` and

@@ -16,9 +16,10 @@ use crate::domain::InvalidInput;
 use crate::domain::config::CreateSession;
 use crate::session::error::ServiceError;
 use crate::session::idempotency::IdempotencyKey;
+use crate::session::timeline::DEFAULT_TIMELINE_POINTS;
 use crate::session::views::{
     Best, ModelView, ObservationList, ObservationRequest, PredictRequest, PredictResponse,
-    RegretReport, Session, SessionList, SuggestRequest, SuggestResponse,
+    RegretReport, Session, SessionList, StepList, SuggestRequest, SuggestResponse, Timeline,
 };
 
 type ApiResult<T> = Result<T, ApiError>;
@@ -278,6 +279,75 @@ pub async fn list_observations(
                 query.limit.unwrap_or(1000),
                 query.include_pruned.unwrap_or(false),
             )
+            .await?,
+    ))
+}
+
+/// Query of the step listing.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ListStepsQuery {
+    /// Only steps with id greater than this (default 0).
+    pub after: Option<i64>,
+    /// Page size (default 1000).
+    #[param(minimum = 1, maximum = 10000)]
+    pub limit: Option<i64>,
+}
+
+/// List the session's steps (suggest and observe calls) in order, each with the model it
+/// left: dataset size, n* or budget, hyperparameters, the posterior optimum (suggests),
+/// the priors' standing.
+#[utoipa::path(get, path = "/v1/sessions/{id}/steps", tag = "insight",
+    params(SessionId, ListStepsQuery),
+    responses(
+        (status = 200, description = "A page of steps", body = StepList),
+        (status = 404, description = "No such session", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "`limit` out of range", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn list_steps(
+    State(state): State<AppState>,
+    SessionId(id): SessionId,
+    QueryParams(query): QueryParams<ListStepsQuery>,
+) -> ApiResult<Json<StepList>> {
+    Ok(Json(
+        state
+            .service
+            .list_steps(id, query.after.unwrap_or(0), query.limit.unwrap_or(1000))
+            .await?,
+    ))
+}
+
+/// Query of the timeline.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct TimelineQuery {
+    /// Point budget per series (default 2000); past it, each bucket keeps its first,
+    /// last, minimum and maximum.
+    #[param(minimum = 100, maximum = 20000)]
+    pub points: Option<i64>,
+}
+
+/// The session's history for plotting (what the dashboard draws): every observation
+/// with its regret (reported, or estimated and marked so), every step's model snapshot,
+/// and the forgetting events; downsampled past the point budget, keeping extremes.
+#[utoipa::path(get, path = "/v1/sessions/{id}/timeline", tag = "insight",
+    params(SessionId, TimelineQuery),
+    responses(
+        (status = 200, description = "The session's timeline", body = Timeline),
+        (status = 404, description = "No such session", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "`points` out of range", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn timeline(
+    State(state): State<AppState>,
+    SessionId(id): SessionId,
+    QueryParams(query): QueryParams<TimelineQuery>,
+) -> ApiResult<Json<Timeline>> {
+    Ok(Json(
+        state
+            .service
+            .timeline(id, query.points.unwrap_or(DEFAULT_TIMELINE_POINTS))
             .await?,
     ))
 }

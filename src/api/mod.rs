@@ -48,6 +48,8 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
         handlers::suggest,
         handlers::observe,
         handlers::list_observations,
+        handlers::list_steps,
+        handlers::timeline,
         handlers::regret,
         handlers::model,
         handlers::predict,
@@ -154,12 +156,14 @@ struct Links;
 
 impl Links {
     /// The operations on one session, by operation id.
-    const ON_SESSION: [&str; 9] = [
+    const ON_SESSION: [&str; 11] = [
         "get_session",
         "delete_session",
         "suggest",
         "observe",
         "list_observations",
+        "list_steps",
+        "timeline",
         "regret",
         "model",
         "predict",
@@ -167,9 +171,11 @@ impl Links {
     ];
 
     /// The operations that read what an observation changes.
-    const AFTER_OBSERVE: [&str; 6] = [
+    const AFTER_OBSERVE: [&str; 8] = [
         "suggest",
         "list_observations",
+        "list_steps",
+        "timeline",
         "regret",
         "model",
         "predict",
@@ -287,6 +293,8 @@ pub fn router_with_timeout(
             "/v1/sessions/{id}/observations",
             post(handlers::observe).get(handlers::list_observations),
         )
+        .route("/v1/sessions/{id}/steps", get(handlers::list_steps))
+        .route("/v1/sessions/{id}/timeline", get(handlers::timeline))
         .route("/v1/sessions/{id}/regret", get(handlers::regret))
         .route("/v1/sessions/{id}/model", get(handlers::model))
         .route("/v1/sessions/{id}/predict", post(handlers::predict))
@@ -294,6 +302,7 @@ pub fn router_with_timeout(
         .route("/healthz", get(handlers::healthz))
         .route("/readyz", get(handlers::readyz))
         .route("/openapi.json", get(openapi_handler))
+        .merge(crate::dashboard::router())
         .fallback(handlers::not_found)
         .method_not_allowed_fallback(handlers::method_not_allowed)
         .with_state(state)

@@ -3,6 +3,8 @@
 //! change itself ([`ChangeSet`]), which a store applies atomically.
 
 use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::domain::config::SessionConfig;
@@ -89,6 +91,9 @@ pub struct ObservationRow {
     pub regret: Option<f64>,
     pub active: bool,
     pub removed_at: Option<DateTime<Utc>>,
+    /// Session time of the step that forgot it (null for observations forgotten before
+    /// this was recorded, and for active ones).
+    pub removed_t: Option<f64>,
     pub removed_reason: Option<String>,
     pub created_at: DateTime<Utc>,
 }
@@ -101,13 +106,71 @@ pub struct ResponseTimeSample {
     pub seconds: f64,
 }
 
-/// Server compute time of one call.
+/// One suggest or observe call: its server compute time and what it left the model as.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CallRecord {
     pub kind: &'static str,
     pub t: f64,
+    /// Active observations when the call began.
     pub dataset_size: i64,
     pub compute_seconds: f64,
+    pub snapshot: Option<StepSnapshot>,
+}
+
+/// The model as a step left it, recorded when the step is made (the posterior argmax at
+/// that time cannot be recomputed honestly later, once data is forgotten): the history
+/// the dashboard draws.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct StepSnapshot {
+    /// Active observations after the step.
+    pub dataset_size: i64,
+    /// BOLT's recommended dataset size n* (BOLT §4), once computed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_dataset_size: Option<u64>,
+    /// W-DBO's removal budget, in units of ln(1 + relevance) (W-DBO §4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<f64>,
+    /// Hyperparameters of the last fit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hyperparameters: Option<FittedHyperparameters>,
+    /// The posterior mean's maximiser at the suggestions' target time (suggest steps).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub optimum: Option<RecordedOptimum>,
+    /// Each prior's hyperposterior probability P_t(p) (HP-GP-TS, MAP-GP-TS).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prior_probabilities: Option<Vec<f64>>,
+    /// Whether each prior is still in the active set P_t (PE-GP-UCB, PE-GP-TS).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priors_active: Option<Vec<bool>>,
+}
+
+/// Hyperparameters of the last fit; variances on standardised observations.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct FittedHyperparameters {
+    /// λ, the prior variance of the latent function.
+    pub signal_variance: f64,
+    /// l_S, on the unit cube.
+    pub spatial_lengthscale: f64,
+    /// l_T in seconds; null for kernels without time.
+    pub temporal_lengthscale: Option<f64>,
+    /// σ², the observation-noise variance.
+    pub noise_variance: f64,
+    /// TV-GP-UCB's forgetting rate per second, ε = 1 − e^{−2/l_T} (null for other
+    /// algorithms).
+    pub epsilon: Option<f64>,
+}
+
+/// The posterior mean's maximiser at time `t`, on the user's scale.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct RecordedOptimum {
+    /// Session time the optimum is for (the suggestions' target time).
+    pub t: f64,
+    pub params: Params,
+    /// The arm's name (arm sessions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arm: Option<String>,
+    /// Posterior mean there (in the objective's units and sign).
+    pub mean: f64,
 }
 
 /// An observation being forgotten.
@@ -115,6 +178,8 @@ pub struct CallRecord {
 pub struct Deactivation {
     pub seq: i64,
     pub reason: String,
+    /// Session time of the step that forgets it.
+    pub t: f64,
 }
 
 /// How many recent measurement delays feed the lead-time estimate ([`History::recent_delays`]).

@@ -8,6 +8,7 @@
 //! server's compute path.
 
 mod local;
+mod model;
 mod observe;
 mod suggest;
 
@@ -22,6 +23,7 @@ use crate::policy::priors::check_priors;
 use crate::policy::{Observation, PolicyError, PolicyRng, PolicyState};
 
 pub use local::LocalSession;
+pub use model::{CurrentModel, fitted_hyperparameters, step_snapshot};
 pub use observe::{ObserveSnapshot, plan_observe};
 pub use suggest::plan_suggest;
 

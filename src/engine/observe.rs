@@ -7,7 +7,7 @@ use std::collections::{BTreeSet, HashMap};
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::{EngineError, Limits, policy_data, policy_state};
+use super::{EngineError, Limits, policy_data, policy_state, step_snapshot};
 use crate::domain::InvalidInput;
 use crate::domain::config::{AlgorithmConfig, TimeSource};
 use crate::domain::input::ObservationInput;
@@ -162,6 +162,7 @@ pub fn plan_observe(
             regret: input.regret,
             active: true,
             removed_at: None,
+            removed_t: None,
             removed_reason: None,
             created_at: now,
         });
@@ -211,16 +212,19 @@ pub fn plan_observe(
             Some(row) => {
                 row.active = false;
                 row.removed_at = Some(now);
+                row.removed_t = Some(t_now);
                 row.removed_reason = Some(reason.as_str().to_string());
             }
             None => deactivate.push(Deactivation {
                 seq,
                 reason: reason.as_str().to_string(),
+                t: t_now,
             }),
         }
     }
     let t_last = rows.last().map_or(0.0, |r| r.t);
     let dataset_size = history.active.len() as i64;
+    let snapshot = step_snapshot(config, &state, active_after, None)?;
     Ok(ChangeSet {
         suggestion_status: observed_suggestions
             .into_iter()
@@ -234,6 +238,7 @@ pub fn plan_observe(
             t: t_last,
             dataset_size,
             compute_seconds: 0.0,
+            snapshot: Some(snapshot),
         }],
         ..ChangeSet::default()
     })

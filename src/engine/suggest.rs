@@ -4,7 +4,9 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::{EngineError, Limits, arm_points, call_rng, lead, policy_data, policy_state};
+use super::{
+    EngineError, Limits, arm_points, call_rng, lead, policy_data, policy_state, step_snapshot,
+};
 use crate::domain::InvalidInput;
 use crate::domain::records::{
     CallRecord, ChangeSet, History, ResponseTimeSample, SuggestionRow, SuggestionStatus,
@@ -87,6 +89,12 @@ pub fn plan_suggest(
         })
         .collect();
     let dataset_size = history.active.len() as i64;
+    let snapshot = step_snapshot(
+        config,
+        &state,
+        history.active.len(),
+        Some((&history.active, target)),
+    )?;
     let response_time = session
         .last_suggest
         .filter(|(last_t, _)| t_now >= *last_t)
@@ -108,6 +116,7 @@ pub fn plan_suggest(
             t: t_now,
             dataset_size,
             compute_seconds: 0.0,
+            snapshot: Some(snapshot),
         }],
         ..ChangeSet::default()
     })

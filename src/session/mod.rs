@@ -7,4 +7,5 @@ mod read_model;
 mod reads;
 pub mod scheduler;
 pub mod service;
+pub mod timeline;
 pub mod views;

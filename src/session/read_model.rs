@@ -1,6 +1,6 @@
-//! The read model: the model of a session's active data that predictions,
-//! recommendations and regret estimates are read from, and this replica's cache of them,
-//! keyed by session version.
+//! This replica's cache of read models (the model of a session's active data that
+//! predictions, recommendations and regret estimates are read from), keyed by session
+//! version.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -9,10 +9,7 @@ use uuid::Uuid;
 
 use super::error::ServiceError;
 use crate::domain::records::History;
-use crate::engine::{policy_data, policy_state};
-use crate::gp::arms::{ArmGp, TimeVaryingArmGp};
-use crate::policy::tv_gp_ucb::TvGpUcbWithPrior;
-use crate::policy::{self, Surrogate};
+use crate::engine::{CurrentModel, policy_state};
 
 /// Bytes of models a replica keeps for reads (predict, best, regret, model).
 const MODEL_CACHE_BYTES: usize = 512 << 20;
@@ -82,108 +79,6 @@ impl ModelCache {
     }
 }
 
-/// The model predictions, recommendations and regret estimates read from.
-pub(super) enum CurrentModel {
-    /// The GP over the unit cube (× time) with fitted hyperparameters.
-    Surrogate(Surrogate),
-    /// The posterior over the arms under a given prior.
-    Arms {
-        selection: policy::PriorSelection,
-        gp: ArmGp,
-    },
-    /// The posterior over (arm, time) under a given prior and TV-GP-UCB's forgetting.
-    TimeVaryingArms {
-        policy: TvGpUcbWithPrior,
-        gp: TimeVaryingArmGp,
-    },
-}
-
-impl CurrentModel {
-    /// The model of the session's active data: under its saved hyperparameters (no
-    /// refit), or, for algorithms with priors, the posterior under the most probable
-    /// active prior (which exists before any observation).
-    pub(super) fn of(history: &History) -> Result<Option<CurrentModel>, ServiceError> {
-        let config = &history.session.config;
-        let data = policy_data(config, &history.active);
-        let state = policy_state(&history.session)?;
-        if let Some(selection) = policy::prior_selection_for(config) {
-            let gp = selection.current_model(&data, &state)?;
-            return Ok(Some(CurrentModel::Arms { selection, gp }));
-        }
-        if let Some(policy) = policy::tv_gp_ucb_with_prior_for(config) {
-            let gp = policy.current_model(&data, &state)?;
-            return Ok(Some(CurrentModel::TimeVaryingArms { policy, gp }));
-        }
-        if history.active.is_empty() {
-            return Ok(None);
-        }
-        let policy = policy::policy_for(config);
-        let spec = policy.kernel(&config.model);
-        let dim = config.parameters.len();
-        let surrogate = match state.hyperparameters {
-            Some(hyper) => Surrogate::with_hyperparameters(spec, dim, &data, hyper)?,
-            // Nothing fitted yet (warm-up, random search): fit now.
-            None => Surrogate::fit(
-                spec,
-                dim,
-                &data,
-                config.model.noise,
-                policy.fixed_temporal_lengthscale(),
-            )?,
-        };
-        Ok(Some(CurrentModel::Surrogate(surrogate)))
-    }
-
-    /// Posterior mean and standard deviation at (x, t) on the internal scale; None for a
-    /// point that is not one of the arms of a model over arms.
-    pub(super) fn predict(&self, x: &[f64], t: f64) -> Option<(f64, f64)> {
-        match self {
-            CurrentModel::Surrogate(surrogate) => Some(surrogate.predict(x, t)),
-            CurrentModel::Arms { selection, gp } => selection
-                .arm_at(x)
-                .map(|arm| (gp.mean(arm), gp.variance(arm).sqrt())),
-            CurrentModel::TimeVaryingArms { policy, gp } => policy.arm_at(x).map(|arm| {
-                let (mean, variance) = gp.predict(arm, t);
-                (mean, variance.sqrt())
-            }),
-        }
-    }
-
-    /// Posterior mean at (x, t); −∞ off the arms of a model over arms.
-    pub(super) fn mean(&self, x: &[f64], t: f64) -> f64 {
-        match self {
-            CurrentModel::Surrogate(surrogate) => surrogate.mean(x, t),
-            CurrentModel::Arms { .. } | CurrentModel::TimeVaryingArms { .. } => {
-                self.predict(x, t).map_or(f64::NEG_INFINITY, |p| p.0)
-            }
-        }
-    }
-
-    /// Bytes of memory the model holds: itself, and everything it owns or keeps alive
-    /// on the heap (the prior of a model over arms included, though the prior cache may
-    /// share it).
-    pub(super) fn memory_bytes(&self) -> usize {
-        std::mem::size_of::<Self>()
-            + match self {
-                CurrentModel::Surrogate(surrogate) => surrogate.gp().heap_bytes(),
-                CurrentModel::Arms { selection, gp } => {
-                    selection.heap_bytes() + gp.heap_bytes() + gp.prior().heap_bytes()
-                }
-                CurrentModel::TimeVaryingArms { policy, gp } => {
-                    policy.heap_bytes() + gp.heap_bytes() + gp.prior().heap_bytes()
-                }
-            }
-    }
-
-    pub(super) fn uses_time(&self) -> bool {
-        match self {
-            CurrentModel::Surrogate(surrogate) => surrogate.gp().spec().temporal.is_some(),
-            CurrentModel::Arms { .. } => false,
-            CurrentModel::TimeVaryingArms { .. } => true,
-        }
-    }
-}
-
 /// The session's current model from this replica's cache when it was built from
 /// the same session version, else rebuilt (on the blocking pool: call from there).
 pub(super) fn cached_model(
@@ -194,7 +89,9 @@ pub(super) fn cached_model(
     if let Some(model) = cache.lock().expect("model cache poisoned").get(id, version) {
         return Ok(model);
     }
-    let model = CurrentModel::of(history)?.map(Arc::new);
+    let config = &history.session.config;
+    let state = policy_state(&history.session)?;
+    let model = CurrentModel::of(config, &history.active, &state)?.map(Arc::new);
     cache
         .lock()
         .expect("model cache poisoned")

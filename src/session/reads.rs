@@ -7,21 +7,20 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::error::ServiceError;
-use super::read_model::{CurrentModel, cached_model};
+use super::read_model::cached_model;
 use super::service::{MAX_PREDICT_POINTS, SessionService};
-use crate::acquisition::{self, AcquisitionOptions};
 use crate::domain::InvalidInput;
-use crate::domain::config::{AlgorithmConfig, TimeSource};
+use crate::domain::config::TimeSource;
 use crate::domain::records::History;
 use crate::domain::time::{MAX_CLIENT_TIME, wall_time};
-use crate::engine::{arm_points, call_rng, lead, policy_state};
+use crate::engine::{CurrentModel, arm_points, fitted_hyperparameters, lead, policy_state};
 use crate::gp::relevance::relevances;
 use crate::policy;
 use crate::policy::response_time::fit_response_time;
 use crate::session::views::{
-    Best, ComputeTimeView, HyperparametersView, ModelView, ObservationList, PredictRequest,
-    PredictResponse, Prediction, PriorSelectionView, RegretPoint, RegretReport, RelevanceView,
-    ResponseTimeSampleView, ResponseTimeView,
+    Best, ComputeTimeView, ModelView, ObservationList, PredictRequest, PredictResponse, Prediction,
+    PriorSelectionView, RegretPoint, RegretReport, RelevanceView, ResponseTimeSampleView,
+    ResponseTimeView,
 };
 
 /// Quasi-random candidates over which regret estimates search the posterior mean's maximum.
@@ -179,25 +178,7 @@ impl SessionService {
                 .unwrap_or_else(|| selection.initial_state());
             PriorSelectionView::new(names, saved)
         });
-        let has_time = policy::policy_for(config)
-            .kernel(&config.model)
-            .temporal
-            .is_some();
-        let hyperparameters = state.hyperparameters.map(|h| {
-            let temporal = has_time.then_some(h.temporal_lengthscale);
-            HyperparametersView {
-                signal_variance: h.signal_variance,
-                spatial_lengthscale: h.spatial_lengthscale,
-                temporal_lengthscale: temporal,
-                noise_variance: h.noise_variance,
-                epsilon: match config.algorithm {
-                    AlgorithmConfig::TvGpUcb { .. } => {
-                        temporal.map(crate::domain::config::epsilon_of_temporal_lengthscale)
-                    }
-                    _ => None,
-                },
-            }
-        });
+        let hyperparameters = fitted_hyperparameters(config, &state);
         let points: Vec<(f64, f64)> = samples.iter().map(|s| (s.n as f64, s.seconds)).collect();
         Ok(ModelView {
             dataset_size: history.active.len() as i64,
@@ -322,35 +303,7 @@ impl SessionService {
                 ))
             })?;
             let space = config.space();
-            let (x, arm) = match (arm_points(&space, config), model.as_ref()) {
-                (Some(arms), _) => {
-                    let index = (0..arms.len())
-                        .max_by(|&a, &b| {
-                            model
-                                .mean(&arms[a], t)
-                                .total_cmp(&model.mean(&arms[b], t))
-                                .then(b.cmp(&a))
-                        })
-                        .expect("arm sets are not empty");
-                    (
-                        arms[index].clone(),
-                        config.arms.as_ref().map(|a| a[index].name.clone()),
-                    )
-                }
-                (None, CurrentModel::Arms { .. } | CurrentModel::TimeVaryingArms { .. }) => {
-                    unreachable!("models over arms belong to arm sessions")
-                }
-                (None, CurrentModel::Surrogate(surrogate)) => {
-                    let mut rng = call_rng(config.seed, u64::MAX);
-                    let (x, _) = acquisition::maximize_mean(
-                        surrogate.gp(),
-                        t,
-                        &AcquisitionOptions::default(),
-                        &mut rng,
-                    );
-                    (space.snap(&x), None)
-                }
-            };
+            let (x, arm) = model.recommend(config, t);
             let (mean, std) = model
                 .predict(&x, t)
                 .expect("the recommendation is one of the arms");

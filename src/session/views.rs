@@ -8,10 +8,11 @@ use uuid::Uuid;
 
 use crate::domain::config::{AlgorithmConfig, Goal, ModelConfig, SessionConfig, TimeConfig};
 use crate::domain::input::ObservationInput;
+use crate::domain::records::{FittedHyperparameters, StepSnapshot};
 use crate::domain::space::{Arm, ParameterSpec, Params};
 use crate::policy::PolicyState;
 use crate::policy::prior_selection::{PriorSelectionState, StepRecord, entropy};
-use crate::store::{ObservationRow, SessionRow, SuggestionRow};
+use crate::store::{ObservationRow, SessionRow, StoredCall, SuggestionRow};
 
 /// A session: its filled-in configuration, status and counts.
 #[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
@@ -172,6 +173,8 @@ pub struct Observation {
     /// Whether it is in the model's dataset.
     pub active: bool,
     pub removed_at: Option<DateTime<Utc>>,
+    /// Session time of the step that forgot it.
+    pub removed_t: Option<f64>,
     /// Why it was forgotten (`reset`, ...).
     pub removed_reason: Option<String>,
 }
@@ -188,6 +191,7 @@ impl From<&ObservationRow> for Observation {
             regret: row.regret,
             active: row.active,
             removed_at: row.removed_at,
+            removed_t: row.removed_t,
             removed_reason: row.removed_reason.clone(),
         }
     }
@@ -224,18 +228,6 @@ pub struct RegretReport {
     pub cumulative_regret: f64,
     /// Cumulative regret over the points that have one (null when none has).
     pub average_regret: Option<f64>,
-}
-
-/// Hyperparameters of the model; variances on standardised values.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
-pub struct HyperparametersView {
-    pub signal_variance: f64,
-    pub spatial_lengthscale: f64,
-    /// Seconds; null for kernels without time.
-    pub temporal_lengthscale: Option<f64>,
-    pub noise_variance: f64,
-    /// TV-GP-UCB's forgetting rate per second, ε = 1 − e^{−2/l_T}.
-    pub epsilon: Option<f64>,
 }
 
 /// A response-time sample: seconds between two consecutive suggests, n at the first.
@@ -279,7 +271,7 @@ pub struct ModelView {
     pub dataset_size: i64,
     pub max_dataset_size: Option<i64>,
     /// Null until the model has been fitted.
-    pub hyperparameters: Option<HyperparametersView>,
+    pub hyperparameters: Option<FittedHyperparameters>,
     /// Seconds added to a suggestion's time (configured or the median past delay).
     pub lead: f64,
     pub response_time: ResponseTimeView,
@@ -387,4 +379,85 @@ pub struct Best {
     pub arm: Option<String>,
     pub mean: f64,
     pub std: f64,
+}
+
+/// One suggest or observe call of a session and what it left the model as.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Step {
+    /// Increasing within the session; pass as `after` for the next page.
+    pub id: i64,
+    /// `suggest` or `observe`.
+    pub kind: String,
+    /// Session time of the call.
+    pub t: f64,
+    /// Active observations when the call began.
+    pub dataset_size: i64,
+    /// Server compute time of the call.
+    pub compute_seconds: f64,
+    /// The model after the step (null for steps recorded before snapshots were kept).
+    pub snapshot: Option<StepSnapshot>,
+}
+
+impl From<StoredCall> for Step {
+    fn from(call: StoredCall) -> Self {
+        Step {
+            id: call.id,
+            kind: call.kind,
+            t: call.t,
+            dataset_size: call.dataset_size,
+            compute_seconds: call.compute_seconds,
+            snapshot: call.snapshot,
+        }
+    }
+}
+
+/// A page of steps.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct StepList {
+    pub steps: Vec<Step>,
+    /// Pass as `after` for the next page; null on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_after: Option<i64>,
+}
+
+/// An observation on the timeline.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct TimelineObservation {
+    pub seq: i64,
+    pub t: f64,
+    pub value: f64,
+    #[schema(value_type = std::collections::BTreeMap<String, f64>)]
+    pub params: Params,
+    /// Instantaneous regret: as the client reported it, or estimated (`estimated`) as the
+    /// posterior optimum's value recorded at the last suggest at or before `t`, less the
+    /// value measured (at least 0); null before any model.
+    pub regret: Option<f64>,
+    pub estimated: bool,
+    pub active: bool,
+    pub removed_t: Option<f64>,
+    pub removed_reason: Option<String>,
+}
+
+/// Observations forgotten together: at one step, for one reason.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ForgetEvent {
+    /// Session time of the step that forgot them.
+    pub t: f64,
+    /// `reset`, `budget`, `relevance`, `expired`, ...
+    pub reason: String,
+    pub count: usize,
+}
+
+/// A session's history for plotting: observations and steps, each downsampled past the
+/// point budget keeping every bucket's first, last, minimum and maximum.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Timeline {
+    /// Observations in the session (before downsampling).
+    pub observation_count: usize,
+    /// Steps in the session (before downsampling).
+    pub step_count: usize,
+    pub observations: Vec<TimelineObservation>,
+    pub steps: Vec<Step>,
+    /// Forgetting events in time order (never downsampled).
+    pub forgotten: Vec<ForgetEvent>,
 }

@@ -17,7 +17,7 @@ use uuid::Uuid;
 
 pub use crate::domain::records::{
     CallRecord, ChangeSet, Deactivation, History, ObservationRow, ResponseTimeSample, SessionRow,
-    SuggestionRow, SuggestionStatus,
+    StepSnapshot, SuggestionRow, SuggestionStatus,
 };
 
 pub use postgres::PostgresStore;
@@ -95,6 +95,17 @@ pub struct CallStats {
     pub max_seconds: f64,
 }
 
+/// A recorded call, with its ordinal within the store (`id`, increasing).
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredCall {
+    pub id: i64,
+    pub kind: String,
+    pub t: f64,
+    pub dataset_size: i64,
+    pub compute_seconds: f64,
+    pub snapshot: Option<StepSnapshot>,
+}
+
 /// Cursor of the session listing: sessions created strictly before this point.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SessionCursor {
@@ -146,6 +157,13 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<Vec<ObservationRow>, StoreError>;
     async fn response_times(&self, session_id: Uuid)
     -> Result<Vec<ResponseTimeSample>, StoreError>;
+    /// Calls with id > `after`, in order, at most `limit`.
+    async fn list_calls(
+        &self,
+        session_id: Uuid,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<StoredCall>, StoreError>;
     /// Compute-time statistics per kind of call.
     async fn call_stats(&self, session_id: Uuid) -> Result<Vec<CallStats>, StoreError>;
     async fn get_idempotency(

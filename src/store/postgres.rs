@@ -62,6 +62,10 @@ impl PostgresStore {
     const RESPONSE_TIMES_SQL: &str =
         "SELECT n, seconds FROM response_times WHERE session_id = $1 ORDER BY id";
 
+    /// Calls after `$2`, at most `$3`, in order of the serial `id`.
+    const CALLS_SQL: &str = "SELECT id, kind, t, dataset_size, compute_seconds, snapshot \
+         FROM calls WHERE session_id = $1 AND id > $2 ORDER BY id LIMIT $3";
+
     /// A serialization failure or deadlock becomes [`StoreError::Conflict`] (the caller
     /// reloads and retries); every other error is kept. Unique violations stay database
     /// errors, as in SQLite: the version row lock rules out races on unique keys, so one

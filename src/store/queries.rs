@@ -28,7 +28,8 @@ pub(super) const SESSION_COLUMNS: &str = "s.id, s.config, s.created_micros, s.st
 /// `$store` has a field `pool` and, for what differs between the dialects:
 /// `fn classify(StoreError) -> StoreError` (which write errors are a lost race),
 /// `async fn begin_snapshot(&self)` (the transaction the history is read in),
-/// `const RESPONSE_TIMES_SQL` (samples in insertion order) and `async fn close_pool(&self)`.
+/// `const RESPONSE_TIMES_SQL` (samples in insertion order), `const CALLS_SQL` (a page of calls
+/// with an ordinal `id`, in order) and `async fn close_pool(&self)`.
 ///
 /// [`Store`]: crate::store::Store
 macro_rules! store_on {
@@ -321,8 +322,8 @@ macro_rules! store_on {
                     sqlx::query(
                         "INSERT INTO observations (session_id, seq, suggestion_id, params, \
                          unit, value, t, measured_micros, regret, active, removed_micros, \
-                         removed_reason, created_micros) \
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+                         removed_reason, created_micros, removed_t) \
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
                     )
                     .bind(&key)
                     .bind(o.seq)
@@ -337,18 +338,21 @@ macro_rules! store_on {
                     .bind(o.removed_at.map(to_micros))
                     .bind(&o.removed_reason)
                     .bind(to_micros(o.created_at))
+                    .bind(o.removed_t)
                     .execute(&mut *c)
                     .await?;
                 }
                 for d in &change.deactivate {
                     sqlx::query(
                         "UPDATE observations SET active = FALSE, removed_micros = $3, \
-                         removed_reason = $4 WHERE session_id = $1 AND seq = $2 AND active",
+                         removed_reason = $4, removed_t = $5 \
+                         WHERE session_id = $1 AND seq = $2 AND active",
                     )
                     .bind(&key)
                     .bind(d.seq)
                     .bind(now)
                     .bind(&d.reason)
+                    .bind(d.t)
                     .execute(&mut *c)
                     .await?;
                 }
@@ -367,7 +371,7 @@ macro_rules! store_on {
                 for call in &change.calls {
                     sqlx::query(
                         "INSERT INTO calls (session_id, kind, t, dataset_size, compute_seconds, \
-                         recorded_micros) VALUES ($1, $2, $3, $4, $5, $6)",
+                         recorded_micros, snapshot) VALUES ($1, $2, $3, $4, $5, $6, $7)",
                     )
                     .bind(&key)
                     .bind(call.kind)
@@ -375,6 +379,7 @@ macro_rules! store_on {
                     .bind(call.dataset_size)
                     .bind(call.compute_seconds)
                     .bind(now)
+                    .bind(call.snapshot.as_ref().map(to_json))
                     .execute(&mut *c)
                     .await?;
                 }
@@ -450,10 +455,11 @@ macro_rules! store_on {
         const _: () = {
             use uuid::Uuid;
 
-            use $crate::store::rows::response_time_from_row;
+            use $crate::store::rows::{call_from_row, response_time_from_row};
             use $crate::store::{
                 CallStats, ChangeSet, History, IdempotencyRecord, ObservationRow,
-                ResponseTimeSample, SessionCursor, SessionRow, StoreError, SuggestionRow,
+                ResponseTimeSample, SessionCursor, SessionRow, StoreError, StoredCall,
+                SuggestionRow,
             };
 
             #[async_trait::async_trait]
@@ -558,6 +564,23 @@ macro_rules! store_on {
                         .await?
                         .iter()
                         .map(response_time_from_row)
+                        .collect()
+                }
+
+                async fn list_calls(
+                    &self,
+                    session_id: Uuid,
+                    after: i64,
+                    limit: i64,
+                ) -> Result<Vec<StoredCall>, StoreError> {
+                    sqlx::query(Self::CALLS_SQL)
+                        .bind(session_id.to_string())
+                        .bind(after)
+                        .bind(limit)
+                        .fetch_all(&self.pool)
+                        .await?
+                        .iter()
+                        .map(call_from_row)
                         .collect()
                 }
 

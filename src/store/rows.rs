@@ -7,8 +7,8 @@ use sqlx::sqlite::SqliteRow;
 use uuid::Uuid;
 
 use super::{
-    ObservationRow, ResponseTimeSample, SessionRow, StoreError, SuggestionRow, SuggestionStatus,
-    from_micros,
+    ObservationRow, ResponseTimeSample, SessionRow, StoreError, StoredCall, SuggestionRow,
+    SuggestionStatus, from_micros,
 };
 
 pub(crate) use crate::domain::records::RECENT_DELAYS;
@@ -126,6 +126,7 @@ pub(crate) fn observation_from_row(row: &impl Columns) -> Result<ObservationRow,
             .opt_int("removed_micros")?
             .map(from_micros)
             .transpose()?,
+        removed_t: row.opt_real("removed_t")?,
         removed_reason: row.opt_text("removed_reason")?.map(str::to_string),
         created_at: from_micros(row.int("created_micros")?)?,
     })
@@ -135,5 +136,19 @@ pub(crate) fn response_time_from_row(row: &impl Columns) -> Result<ResponseTimeS
     Ok(ResponseTimeSample {
         n: row.int("n")?,
         seconds: row.real("seconds")?,
+    })
+}
+
+pub(crate) fn call_from_row(row: &impl Columns) -> Result<StoredCall, StoreError> {
+    Ok(StoredCall {
+        id: row.int("id")?,
+        kind: row.text("kind")?.to_string(),
+        t: row.real("t")?,
+        dataset_size: row.int("dataset_size")?,
+        compute_seconds: row.real("compute_seconds")?,
+        snapshot: row
+            .opt_text("snapshot")?
+            .map(|text| from_json(text, "step snapshot"))
+            .transpose()?,
     })
 }

@@ -1,0 +1,229 @@
+//! The read model: the model of a session's active data, under its saved
+//! hyperparameters, that predictions, recommendations, regret estimates and the step
+//! snapshots are read from.
+
+use super::policy_data;
+use crate::acquisition::{self, AcquisitionOptions};
+use crate::domain::config::{AlgorithmConfig, SessionConfig, epsilon_of_temporal_lengthscale};
+use crate::domain::records::{
+    FittedHyperparameters, ObservationRow, RecordedOptimum, StepSnapshot,
+};
+use crate::gp::arms::{ArmGp, TimeVaryingArmGp};
+use crate::policy::tv_gp_ucb::TvGpUcbWithPrior;
+use crate::policy::{self, PolicyError, PolicyState, Surrogate};
+
+/// The model predictions, recommendations and regret estimates read from.
+pub enum CurrentModel {
+    /// The GP over the unit cube (× time) with fitted hyperparameters.
+    Surrogate(Surrogate),
+    /// The posterior over the arms under a given prior.
+    Arms {
+        selection: policy::PriorSelection,
+        gp: ArmGp,
+    },
+    /// The posterior over (arm, time) under a given prior and TV-GP-UCB's forgetting.
+    TimeVaryingArms {
+        policy: TvGpUcbWithPrior,
+        gp: TimeVaryingArmGp,
+    },
+}
+
+impl CurrentModel {
+    /// The model of the session's active data: under its saved hyperparameters (no
+    /// refit), or, for algorithms with priors, the posterior under the most probable
+    /// active prior (which exists before any observation).
+    pub fn of(
+        config: &SessionConfig,
+        active: &[ObservationRow],
+        state: &PolicyState,
+    ) -> Result<Option<CurrentModel>, PolicyError> {
+        let data = policy_data(config, active);
+        if let Some(selection) = policy::prior_selection_for(config) {
+            let gp = selection.current_model(&data, state)?;
+            return Ok(Some(CurrentModel::Arms { selection, gp }));
+        }
+        if let Some(policy) = policy::tv_gp_ucb_with_prior_for(config) {
+            let gp = policy.current_model(&data, state)?;
+            return Ok(Some(CurrentModel::TimeVaryingArms { policy, gp }));
+        }
+        if active.is_empty() {
+            return Ok(None);
+        }
+        let policy = policy::policy_for(config);
+        let spec = policy.kernel(&config.model);
+        let dim = config.parameters.len();
+        let surrogate = match state.hyperparameters {
+            Some(hyper) => Surrogate::with_hyperparameters(spec, dim, &data, hyper)?,
+            // Nothing fitted yet (warm-up, random search): fit now.
+            None => Surrogate::fit(
+                spec,
+                dim,
+                &data,
+                config.model.noise,
+                policy.fixed_temporal_lengthscale(),
+            )?,
+        };
+        Ok(Some(CurrentModel::Surrogate(surrogate)))
+    }
+
+    /// Posterior mean and standard deviation at (x, t) on the internal scale; None for a
+    /// point that is not one of the arms of a model over arms.
+    pub fn predict(&self, x: &[f64], t: f64) -> Option<(f64, f64)> {
+        match self {
+            CurrentModel::Surrogate(surrogate) => Some(surrogate.predict(x, t)),
+            CurrentModel::Arms { selection, gp } => selection
+                .arm_at(x)
+                .map(|arm| (gp.mean(arm), gp.variance(arm).sqrt())),
+            CurrentModel::TimeVaryingArms { policy, gp } => policy.arm_at(x).map(|arm| {
+                let (mean, variance) = gp.predict(arm, t);
+                (mean, variance.sqrt())
+            }),
+        }
+    }
+
+    /// Posterior mean at (x, t); −∞ off the arms of a model over arms.
+    pub fn mean(&self, x: &[f64], t: f64) -> f64 {
+        match self {
+            CurrentModel::Surrogate(surrogate) => surrogate.mean(x, t),
+            CurrentModel::Arms { .. } | CurrentModel::TimeVaryingArms { .. } => {
+                self.predict(x, t).map_or(f64::NEG_INFINITY, |p| p.0)
+            }
+        }
+    }
+
+    /// Bytes of memory the model holds: itself, and everything it owns or keeps alive
+    /// on the heap (the prior of a model over arms included, though the prior cache may
+    /// share it).
+    pub fn memory_bytes(&self) -> usize {
+        std::mem::size_of::<Self>()
+            + match self {
+                CurrentModel::Surrogate(surrogate) => surrogate.gp().heap_bytes(),
+                CurrentModel::Arms { selection, gp } => {
+                    selection.heap_bytes() + gp.heap_bytes() + gp.prior().heap_bytes()
+                }
+                CurrentModel::TimeVaryingArms { policy, gp } => {
+                    policy.heap_bytes() + gp.heap_bytes() + gp.prior().heap_bytes()
+                }
+            }
+    }
+
+    pub fn uses_time(&self) -> bool {
+        match self {
+            CurrentModel::Surrogate(surrogate) => surrogate.gp().spec().temporal.is_some(),
+            CurrentModel::Arms { .. } => false,
+            CurrentModel::TimeVaryingArms { .. } => true,
+        }
+    }
+}
+
+impl CurrentModel {
+    /// The maximiser of the posterior mean at time `t` on the unit cube, with its arm's
+    /// name for arm sessions (ties go to the first arm). Off the arms, it maximises the
+    /// mean over 512 Sobol points refined by bounded L-BFGS, seeded from the session's
+    /// seed, so the same model and time give the same point.
+    pub fn recommend(&self, config: &SessionConfig, t: f64) -> (Vec<f64>, Option<String>) {
+        let space = config.space();
+        match (super::arm_points(&space, config), self) {
+            (Some(arms), _) => {
+                let index = (0..arms.len())
+                    .max_by(|&a, &b| {
+                        self.mean(&arms[a], t)
+                            .total_cmp(&self.mean(&arms[b], t))
+                            .then(b.cmp(&a))
+                    })
+                    .expect("arm sets are not empty");
+                let name = config.arms.as_ref().map(|a| a[index].name.clone());
+                (arms[index].clone(), name)
+            }
+            (None, CurrentModel::Arms { .. } | CurrentModel::TimeVaryingArms { .. }) => {
+                unreachable!("models over arms belong to arm sessions")
+            }
+            (None, CurrentModel::Surrogate(surrogate)) => {
+                let mut rng = super::call_rng(config.seed, u64::MAX);
+                let (x, _) = acquisition::maximize_mean(
+                    surrogate.gp(),
+                    t,
+                    &AcquisitionOptions::default(),
+                    &mut rng,
+                );
+                (space.snap(&x), None)
+            }
+        }
+    }
+
+    /// [`CurrentModel::recommend`] as recorded in a step snapshot: on the user's scale,
+    /// with the posterior mean there in the objective's sign.
+    pub fn optimum(&self, config: &SessionConfig, t: f64) -> RecordedOptimum {
+        let (x, arm) = self.recommend(config, t);
+        let mean = self.mean(&x, t);
+        RecordedOptimum {
+            t,
+            params: config.space().from_unit(&x),
+            arm,
+            mean: config.goal.sign() * mean,
+        }
+    }
+}
+
+/// The hyperparameters of the session's last fit, as reported: l_T only with a temporal
+/// kernel, ε only for TV-GP-UCB (its equivalent of l_T).
+pub fn fitted_hyperparameters(
+    config: &SessionConfig,
+    state: &PolicyState,
+) -> Option<FittedHyperparameters> {
+    let has_time = policy::policy_for(config)
+        .kernel(&config.model)
+        .temporal
+        .is_some();
+    state.hyperparameters.map(|h| {
+        let temporal = has_time.then_some(h.temporal_lengthscale);
+        FittedHyperparameters {
+            signal_variance: h.signal_variance,
+            spatial_lengthscale: h.spatial_lengthscale,
+            temporal_lengthscale: temporal,
+            noise_variance: h.noise_variance,
+            epsilon: match config.algorithm {
+                AlgorithmConfig::TvGpUcb { .. } => temporal.map(epsilon_of_temporal_lengthscale),
+                _ => None,
+            },
+        }
+    })
+}
+
+/// What a step leaves the model as ([`StepSnapshot`]): the dataset size after it
+/// (`dataset_size`), the algorithm's n* or budget, the fitted hyperparameters, the
+/// priors' standing, and, when `optimum_at` gives the active observations and a time
+/// and the policy has fitted a model (not during the warm-up, not for random search),
+/// the posterior mean's maximiser at that time. The maximiser costs a model built from
+/// the saved hyperparameters (no refit) and a search of its mean.
+pub fn step_snapshot(
+    config: &SessionConfig,
+    state: &PolicyState,
+    dataset_size: usize,
+    optimum_at: Option<(&[ObservationRow], f64)>,
+) -> Result<StepSnapshot, PolicyError> {
+    let hyperparameters = fitted_hyperparameters(config, state);
+    let selection = state.prior_selection.as_ref();
+    let has_model = state.hyperparameters.is_some() || selection.is_some();
+    let optimum = match optimum_at {
+        Some((active, t)) if has_model && !active.is_empty() => {
+            CurrentModel::of(config, active, state)?.map(|model| model.optimum(config, t))
+        }
+        _ => None,
+    };
+    let eliminates = matches!(
+        config.algorithm,
+        AlgorithmConfig::PeGpUcb { .. } | AlgorithmConfig::PeGpTs { .. }
+    );
+    Ok(StepSnapshot {
+        dataset_size: dataset_size as i64,
+        max_dataset_size: state.max_dataset_size,
+        budget: matches!(config.algorithm, AlgorithmConfig::WDbo { .. }).then_some(state.budget),
+        hyperparameters,
+        optimum,
+        prior_probabilities: selection
+            .filter(|_| !eliminates)
+            .map(|s| s.hyperposterior()),
+        priors_active: selection.filter(|_| eliminates).map(|s| s.active.clone()),
+    })
+}
