@@ -21,7 +21,7 @@ use anyhow::{Context, bail, ensure};
 use clap::Parser;
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
-use tvbo::engine::Limits;
+use tvbo::api::RouterSettings;
 use tvbo::store::PoolSettings;
 
 /// Drive tvbo with concurrent suggest → observe loops and report throughput and latency.
@@ -100,7 +100,7 @@ async fn start_local_servers(args: &Args) -> anyhow::Result<LocalServers> {
         tokio::spawn(tvbo::server::serve(
             listener,
             store,
-            Limits::default(),
+            RouterSettings::default(),
             async {
                 let _ = stopped.await;
             },

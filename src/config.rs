@@ -4,6 +4,8 @@ use std::net::SocketAddr;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+use crate::api::RouterSettings;
+use crate::dashboard::BasePath;
 use crate::engine::Limits;
 
 /// Log output format.
@@ -198,9 +200,23 @@ pub struct ServeArgs {
         global = true
     )]
     pub max_active_observations: usize,
+    /// The path prefix a reverse proxy serves tvbo under (`/tvbo`, say), for the
+    /// dashboard's links; empty when it is served at the root.
+    #[arg(long, env = "TVBO_BASE_PATH", default_value = "", global = true)]
+    pub base_path: String,
 }
 
 impl ServeArgs {
+    /// The router's settings of these arguments.
+    pub fn router_settings(&self) -> anyhow::Result<RouterSettings> {
+        Ok(RouterSettings {
+            limits: self.limits()?,
+            base_path: BasePath::parse(&self.base_path)
+                .map_err(|e| anyhow::anyhow!("TVBO_BASE_PATH {e}"))?,
+            ..RouterSettings::default()
+        })
+    }
+
     /// The caps on each session's work of these arguments.
     pub fn limits(&self) -> anyhow::Result<Limits> {
         anyhow::ensure!(

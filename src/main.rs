@@ -56,7 +56,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Serve => {
             let args = cli.serve;
             init_logging(args.log_format);
-            let limits = args.limits()?;
+            let settings = args.router_settings()?;
             let store = server::open_store(&args.database_url, &args.pool_settings()?).await?;
             let listener = tokio::net::TcpListener::bind(args.bind)
                 .await
@@ -67,7 +67,7 @@ async fn main() -> anyhow::Result<()> {
                 "tvbo listening"
             );
             let served =
-                server::serve(listener, store.clone(), limits, server::shutdown_signal()).await;
+                server::serve(listener, store.clone(), settings, server::shutdown_signal()).await;
             store.close().await;
             tracing::info!("stopped");
             served

@@ -5,8 +5,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use tokio::net::TcpListener;
 
-use crate::api;
-use crate::engine::Limits;
+use crate::api::{self, RouterSettings};
 use crate::store::{PoolSettings, PostgresStore, SqliteStore, Store};
 
 /// Opens the store named by a database URL: `sqlite:` URLs open SQLite, `postgres://` and
@@ -56,10 +55,10 @@ pub fn redacted_database_url(url: &str) -> String {
 pub async fn serve(
     listener: TcpListener,
     store: Arc<dyn Store>,
-    limits: Limits,
+    settings: RouterSettings,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    axum::serve(listener, api::router(store, limits))
+    axum::serve(listener, api::router(store, settings))
         .with_graceful_shutdown(shutdown)
         .await
         .context("serving HTTP")

@@ -14,7 +14,6 @@ use common::TestServer;
 use reqwest::Method;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tvbo::engine::Limits;
 use tvbo::store::{PoolSettings, SqliteStore};
 
 backend_tests!(
@@ -667,7 +666,11 @@ async fn a_request_over_the_time_limit_is_a_problem() {
         .await
         .unwrap();
     let limit = Duration::from_millis(300);
-    let app = tvbo::api::router_with_timeout(Arc::new(store), Limits::default(), limit);
+    let settings = tvbo::api::RouterSettings {
+        request_timeout: limit,
+        ..Default::default()
+    };
+    let app = tvbo::api::router(Arc::new(store), settings);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     let server = tokio::spawn(async move { axum::serve(listener, app).await });

@@ -43,7 +43,18 @@ const LAYERS: &[(&str, &[&str])] = &[
         "bench",
         &["domain", "optim", "gp", "acquisition", "policy", "engine"],
     ),
-    ("config", &["domain", "engine", "store", "session", "bench"]),
+    (
+        "config",
+        &[
+            "domain",
+            "engine",
+            "store",
+            "session",
+            "bench",
+            "api",
+            "dashboard",
+        ],
+    ),
 ];
 
 fn source_files(dir: &Path, files: &mut Vec<PathBuf>) {

@@ -20,6 +20,7 @@ use utoipa::openapi::path::Operation;
 use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
 use utoipa::{Modify, OpenApi};
 
+use crate::dashboard::BasePath;
 use crate::engine::Limits;
 use crate::session::service::SessionService;
 use crate::store::Store;
@@ -32,6 +33,28 @@ pub struct AppState {
 
 /// Longest a request may take before the server answers 503.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// How the router is set up besides its store.
+#[derive(Clone, Debug)]
+pub struct RouterSettings {
+    /// Caps on each session's work.
+    pub limits: Limits,
+    /// Longest a request may take before the server answers 503 `timeout`.
+    pub request_timeout: Duration,
+    /// The path prefix a reverse proxy serves tvbo under, for the dashboard's links.
+    pub base_path: BasePath,
+}
+
+impl Default for RouterSettings {
+    /// Default limits, [`REQUEST_TIMEOUT`], no path prefix.
+    fn default() -> Self {
+        RouterSettings {
+            limits: Limits::default(),
+            request_timeout: REQUEST_TIMEOUT,
+            base_path: BasePath::default(),
+        }
+    }
+}
 
 /// The OpenAPI description of the API, generated from the handlers and types.
 #[derive(OpenApi)]
@@ -265,17 +288,14 @@ async fn openapi_handler() -> axum::response::Response {
         .into_response()
 }
 
-/// The application's router over a store, with the given caps on each session's work.
-pub fn router(store: Arc<dyn Store>, limits: Limits) -> Router {
-    router_with_timeout(store, limits, REQUEST_TIMEOUT)
-}
-
-/// [`router`] with another limit on the time to answer a request than [`REQUEST_TIMEOUT`].
-pub fn router_with_timeout(
-    store: Arc<dyn Store>,
-    limits: Limits,
-    request_timeout: Duration,
-) -> Router {
+/// The application's router over a store: the API under `/v1`, its OpenAPI document, the
+/// health checks and the dashboard.
+pub fn router(store: Arc<dyn Store>, settings: RouterSettings) -> Router {
+    let RouterSettings {
+        limits,
+        request_timeout,
+        base_path,
+    } = settings;
     let state = AppState {
         service: SessionService::new(store, limits),
     };
@@ -302,7 +322,7 @@ pub fn router_with_timeout(
         .route("/healthz", get(handlers::healthz))
         .route("/readyz", get(handlers::readyz))
         .route("/openapi.json", get(openapi_handler))
-        .merge(crate::dashboard::router())
+        .merge(crate::dashboard::router(base_path))
         .fallback(handlers::not_found)
         .method_not_allowed_fallback(handlers::method_not_allowed)
         .with_state(state)

@@ -21,13 +21,49 @@ const PAGE: &str = include_str!("assets/page.html");
 const SCRIPT: &str = include_str!("assets/dashboard.js");
 const STYLE: &str = include_str!("assets/dashboard.css");
 
+/// The path prefix under which a reverse proxy serves tvbo (`/tvbo`, say; empty at the
+/// root): the pages prefix every link and request with it. The proxy strips it before
+/// forwarding, so the routes themselves do not change.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BasePath(String);
+
+impl BasePath {
+    /// Empty, or `/` followed by segments of letters, digits and `-._~`, without a
+    /// trailing `/` (a lone `/` is the root).
+    pub fn parse(path: &str) -> Result<BasePath, String> {
+        let path = path.trim_end_matches('/');
+        let valid = path.is_empty()
+            || (path.starts_with('/')
+                && !path.contains("//")
+                && path[1..]
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-._~/".contains(c)));
+        if valid {
+            Ok(BasePath(path.to_string()))
+        } else {
+            Err(format!(
+                "must be empty or a path like /tvbo (letters, digits, -._~ and /), not {path:?}"
+            ))
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
 /// The dashboard's routes, to merge into the API's router.
-pub fn router<S: Clone + Send + Sync + 'static>() -> Router<S> {
+pub fn router<S: Clone + Send + Sync + 'static>(base: BasePath) -> Router<S> {
+    let base = std::sync::Arc::new(base);
+    let list_base = base.clone();
     Router::new()
-        .route("/", get(|| async { page("sessions", "") }))
+        .route(
+            "/",
+            get(move || async move { page(&list_base, "sessions", "") }),
+        )
         .route(
             "/sessions/{id}",
-            get(|Path(id): Path<String>| async move { session_page(&id) }),
+            get(move |Path(id): Path<String>| async move { session_page(&base, &id) }),
         )
         .route(
             "/assets/dashboard.js",
@@ -39,16 +75,17 @@ pub fn router<S: Clone + Send + Sync + 'static>() -> Router<S> {
         )
 }
 
-fn session_page(id: &str) -> Response {
+fn session_page(base: &BasePath, id: &str) -> Response {
     match uuid::Uuid::parse_str(id) {
-        Ok(id) => page("session", &id.to_string()),
+        Ok(id) => page(base, "session", &id.to_string()),
         Err(_) => (StatusCode::NOT_FOUND, "no such session").into_response(),
     }
 }
 
 /// The page shell: which view to draw and for which session; the script does the rest.
-fn page(view: &str, session: &str) -> Response {
+fn page(base: &BasePath, view: &str, session: &str) -> Response {
     let html = PAGE
+        .replace("{{base}}", base.as_str())
         .replace("{{view}}", view)
         .replace("{{session}}", session);
     let mut response = ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], html).into_response();
@@ -75,4 +112,50 @@ fn asset(body: &'static str, content_type: &'static str) -> Response {
         body,
     )
         .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_paths_are_checked_and_normalised() {
+        assert_eq!(BasePath::parse("").unwrap().as_str(), "");
+        assert_eq!(BasePath::parse("/").unwrap().as_str(), "");
+        assert_eq!(BasePath::parse("/tvbo/").unwrap().as_str(), "/tvbo");
+        assert_eq!(
+            BasePath::parse("/a/b-c_d.e~").unwrap().as_str(),
+            "/a/b-c_d.e~"
+        );
+        for bad in ["tvbo", "/a//b", "/a b", "/\"><script>", "/a?b"] {
+            assert!(BasePath::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[tokio::test]
+    async fn pages_link_everything_under_the_base_path() {
+        let base = BasePath::parse("/tvbo").unwrap();
+        let response = session_page(&base, "0b6c1c57-4c3e-4bb3-9d36-3f7cbb1b2a10");
+        assert_eq!(response.status(), StatusCode::OK);
+        let csp = response.headers()[header::CONTENT_SECURITY_POLICY].clone();
+        assert_eq!(csp, CONTENT_SECURITY_POLICY);
+        let body = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        let html = String::from_utf8(body.to_vec()).unwrap();
+        for expected in [
+            r#"href="/tvbo/assets/dashboard.css""#,
+            r#"src="/tvbo/assets/dashboard.js""#,
+            r#"data-base="/tvbo""#,
+            r#"href="/tvbo/" class="brand""#,
+            r#"data-session="0b6c1c57-4c3e-4bb3-9d36-3f7cbb1b2a10""#,
+        ] {
+            assert!(html.contains(expected), "{expected} in {html}");
+        }
+        assert!(!html.contains("{{"), "every placeholder filled: {html}");
+        assert_eq!(
+            session_page(&base, "not-a-uuid").status(),
+            StatusCode::NOT_FOUND
+        );
+    }
 }

@@ -102,7 +102,11 @@ impl TestServer {
         let addr: SocketAddr = listener.local_addr().unwrap();
         let (tx, rx) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
-            tvbo::server::serve(listener, shared, limits, async {
+            let settings = tvbo::api::RouterSettings {
+                limits,
+                ..Default::default()
+            };
+            tvbo::server::serve(listener, shared, settings, async {
                 let _ = rx.await;
             })
             .await

@@ -8,8 +8,11 @@ const COLORS = ["#2563eb", "#ea580c", "#16a34a", "#7c3aed", "#0d9488", "#db2777"
 const FORGET_COLORS = { reset: "#dc2626", budget: "#7c3aed", relevance: "#ea580c", expired: "#9aa3ad" };
 const POLL_MS = 1000;
 
+/// The path prefix a reverse proxy serves tvbo under (TVBO_BASE_PATH), "" at the root.
+const base = () => document.body.dataset.base || "";
+
 async function api(path, options) {
-  const response = await fetch(path, options);
+  const response = await fetch(base() + path, options);
   if (!response.ok) {
     let detail = response.status + " " + response.statusText;
     try { const problem = await response.json(); detail = problem.detail || problem.title || detail; } catch (_) { /* not JSON */ }
@@ -289,7 +292,7 @@ async function sessionsView(main) {
     for (const s of page.sessions) {
       const alg = algorithmName(s);
       if (!algorithms.has(alg)) { algorithms.add(alg); algorithm.append(el("option", { value: alg, text: alg })); }
-      const link = el("a", { href: "/sessions/" + s.id, text: s.name });
+      const link = el("a", { href: base() + "/sessions/" + s.id, text: s.name });
       const avg = el("td", { text: "…" }), last = el("td", { text: "…" }), spark = el("td");
       const node = el("tr", { "data-session": s.id }, el("td", {}, link), el("td", { text: alg }), el("td", { text: s.status }),
         el("td", { text: String(s.observation_count) }),
@@ -332,7 +335,7 @@ async function sessionView(main, id) {
   try {
     session = await api("/v1/sessions/" + id);
   } catch (e) {
-    main.replaceChildren(el("h1", { text: "Session not found" }), el("p", { class: "muted", text: e.message }), el("a", { href: "/", text: "All sessions" }));
+    main.replaceChildren(el("h1", { text: "Session not found" }), el("p", { class: "muted", text: e.message }), el("a", { href: base() + "/", text: "All sessions" }));
     return;
   }
   document.title = session.name + " · tvbo";
@@ -396,7 +399,7 @@ async function renderSession(main, session) {
   } else {
     toolbar.append(el("span", { class: "muted", text: "No recommendation yet: the session has no active observations." }));
   }
-  const exportJson = el("a", { href: `/v1/sessions/${id}/timeline?points=20000`, download: `${session.name}-timeline.json`, text: "Export JSON" });
+  const exportJson = el("a", { href: `${base()}/v1/sessions/${id}/timeline?points=20000`, download: `${session.name}-timeline.json`, text: "Export JSON" });
   const exportCsv = el("button", { text: "Export CSV" });
   exportCsv.addEventListener("click", () => exportObservationsCsv(session));
   toolbar.append(exportJson, exportCsv, el("span", { class: "muted", text: "Drag across a time chart to zoom; double-click to reset." }));

@@ -1,0 +1,165 @@
+//! The data of a session page for a long-lived session: 100,000 observations (the last
+//! 200 active, the rest forgotten by relevance), a suggest and an observe step per
+//! observation with their model snapshots, in an SQLite file.
+//!
+//! - `session_page/100000`: what the page fetches (the session, its timeline at the
+//!   default point budget, its model and its recommendation), one after the other.
+//! - `timeline/100000`: the timeline alone.
+//!
+//! The session is built once through `Store::commit` (a minute or so); the figure is in
+//! docs/performance.md.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+use criterion::{Criterion, criterion_group, criterion_main};
+use serde_json::json;
+use tvbo::domain::config::CreateSession;
+use tvbo::domain::records::{
+    CallRecord, ChangeSet, FittedHyperparameters, ObservationRow, RecordedOptimum, StepSnapshot,
+};
+use tvbo::engine::Limits;
+use tvbo::gp::Hyperparameters;
+use tvbo::policy::PolicyState;
+use tvbo::session::service::SessionService;
+use tvbo::session::timeline::DEFAULT_TIMELINE_POINTS;
+use tvbo::store::{PoolSettings, SqliteStore, Store};
+use uuid::Uuid;
+
+const OBSERVATIONS: i64 = 100_000;
+const ACTIVE: i64 = 200;
+const CHUNK: i64 = 1_000;
+
+fn snapshot(t: f64, with_optimum: bool) -> StepSnapshot {
+    StepSnapshot {
+        dataset_size: ACTIVE,
+        max_dataset_size: Some(ACTIVE as u64),
+        budget: None,
+        hyperparameters: Some(FittedHyperparameters {
+            signal_variance: 1.2,
+            spatial_lengthscale: 0.3,
+            temporal_lengthscale: Some(900.0),
+            noise_variance: 0.01,
+            epsilon: None,
+        }),
+        optimum: with_optimum.then(|| RecordedOptimum {
+            t,
+            params: [
+                ("x".to_string(), 0.5 + 0.3 * (t / 3600.0).sin()),
+                ("y".to_string(), 0.5),
+            ]
+            .into(),
+            arm: None,
+            mean: 1.0,
+        }),
+        prior_probabilities: None,
+        priors_active: None,
+    }
+}
+
+/// A BOLT session with `OBSERVATIONS` observations, one every 10 s of client time.
+async fn long_session(service: &SessionService, store: &dyn Store) -> Uuid {
+    let request: CreateSession = serde_json::from_value(json!({
+        "name": "long-lived",
+        "parameters": [{"name": "x", "low": 0, "high": 1}, {"name": "y", "low": 0, "high": 1}],
+        "algorithm": {"name": "bolt"},
+        "time": {"source": "client"},
+        "seed": 1
+    }))
+    .unwrap();
+    let id = service.create_session(request, None).await.unwrap().id;
+    let state = PolicyState {
+        hyperparameters: Some(Hyperparameters {
+            temporal_lengthscale: 900.0,
+            ..Hyperparameters::default()
+        }),
+        max_dataset_size: Some(ACTIVE as u64),
+        ..PolicyState::default()
+    };
+    let now = Utc::now();
+    for (version, start) in (0..OBSERVATIONS).step_by(CHUNK as usize).enumerate() {
+        let mut change = ChangeSet {
+            state: Some(serde_json::to_value(&state).unwrap()),
+            ..ChangeSet::default()
+        };
+        for seq in start + 1..=start + CHUNK {
+            let t = seq as f64 * 10.0;
+            let (x, y) = ((seq as f64 * 0.618).fract(), (seq as f64 * 0.377).fract());
+            let active = seq > OBSERVATIONS - ACTIVE;
+            change.new_observations.push(ObservationRow {
+                seq,
+                suggestion_id: None,
+                params: [("x".to_string(), x), ("y".to_string(), y)].into(),
+                unit: vec![x, y],
+                value: -(x - 0.5 - 0.3 * (t / 3600.0).sin()).powi(2) - (y - 0.5).powi(2),
+                t,
+                measured_at: None,
+                regret: None,
+                active,
+                removed_at: (!active).then_some(now),
+                removed_t: (!active).then_some(t + 2000.0),
+                removed_reason: (!active).then(|| "relevance".to_string()),
+                created_at: now,
+            });
+            for (kind, optimum) in [("suggest", true), ("observe", false)] {
+                change.calls.push(CallRecord {
+                    kind,
+                    t,
+                    dataset_size: ACTIVE,
+                    compute_seconds: 0.05,
+                    snapshot: Some(snapshot(t, optimum)),
+                });
+            }
+        }
+        store
+            .commit(id, version as i64, &change, None)
+            .await
+            .unwrap();
+    }
+    id
+}
+
+fn bench_session_page(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("long.db").display());
+    let (service, id) = runtime.block_on(async {
+        let store: Arc<dyn Store> = Arc::new(
+            SqliteStore::connect(&url, &PoolSettings::default())
+                .await
+                .unwrap(),
+        );
+        let service = SessionService::new(store.clone(), Limits::default());
+        let id = long_session(&service, store.as_ref()).await;
+        (service, id)
+    });
+    let mut group = c.benchmark_group("dashboard");
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(5));
+    group.bench_function(format!("session_page/{OBSERVATIONS}"), |b| {
+        b.iter(|| {
+            runtime.block_on(async {
+                let session = service.get_session(id).await.unwrap();
+                let timeline = service.timeline(id, DEFAULT_TIMELINE_POINTS).await.unwrap();
+                assert_eq!(timeline.observation_count as i64, session.observation_count);
+                service.model(id).await.unwrap();
+                service.best(id, None).await.unwrap();
+            })
+        })
+    });
+    group.bench_function(format!("timeline/{OBSERVATIONS}"), |b| {
+        b.iter(|| {
+            runtime.block_on(async { service.timeline(id, DEFAULT_TIMELINE_POINTS).await.unwrap() })
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench_session_page);
+criterion_main!(benches);
