@@ -459,6 +459,11 @@ async fn the_dashboard_draws_every_kind_of_session_live_in_chromium() {
                     json!(true)
                 );
             }
+            if name == "radio-link" {
+                for heat_map in ["posterior-mean", "posterior-std"] {
+                    assert!(charts.iter().any(|c| c[0] == heat_map), "{charts:?}");
+                }
+            }
             if name == "arms" {
                 assert!(charts.iter().any(|c| c[0] == "priors"), "{charts:?}");
             }

@@ -498,8 +498,9 @@ async function renderSession(main, session) {
       note: eliminates ? "PE-GP: a prior leaves the active set when its prediction errors exceed their confidence." : "HP/MAP-GP-TS: the hyperposterior over the priors." });
   }
   // 8. Posterior over a 1-D space at the current time.
-  if (session.parameters.length === 1 && !session.arms && timeline.observations.some(o => o.active)) {
-    await posterior1d(grid, session, timeline, best);
+  if (!session.arms && timeline.observations.some(o => o.active)) {
+    if (session.parameters.length === 1) await posterior1d(grid, session, timeline, best);
+    if (session.parameters.length === 2) await posterior2d(grid, session, timeline, best);
   }
   // 9. Recent observations.
   const card = el("div", { class: "card wide" });
@@ -524,13 +525,7 @@ async function renderSession(main, session) {
 
 async function posterior1d(grid, session, timeline, best) {
   const p = session.parameters[0];
-  const n = 80;
-  const log = p.scale === "log";
-  const points = Array.from({ length: n }, (_, i) => {
-    const u = i / (n - 1);
-    const v = log ? Math.exp(Math.log(p.low) + u * (Math.log(p.high) - Math.log(p.low))) : p.low + u * (p.high - p.low);
-    return { [p.name]: p.type === "int" ? Math.round(v) : v };
-  });
+  const points = parameterGrid(p, 80).map(v => ({ [p.name]: v }));
   const prediction = await api(`/v1/sessions/${session.id}/predict`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ points }) });
   const rows = prediction.predictions.map(q => [q.params[p.name], q.mean, q.std]);
   chart(grid, {
@@ -544,6 +539,94 @@ async function posterior1d(grid, session, timeline, best) {
     marks: best ? [{ x: best.params[p.name], label: "recommendation", color: "#16a34a" }] : [],
     note: "The model at the current time; the green line is the recommendation.",
   });
+}
+
+/// Evenly spaced values of a parameter over its box (log-spaced on a log scale).
+function parameterGrid(p, n) {
+  return Array.from({ length: n }, (_, i) => {
+    const u = i / (n - 1);
+    const v = p.scale === "log" ? Math.exp(Math.log(p.low) + u * (Math.log(p.high) - Math.log(p.low))) : p.low + u * (p.high - p.low);
+    return p.type === "int" ? Math.round(v) : v;
+  });
+}
+
+/// A blue (low) to yellow (high) colour for u in [0, 1].
+function ramp(u) {
+  const stops = [[68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37]];
+  const x = Math.min(Math.max(u, 0), 1) * (stops.length - 1);
+  const i = Math.min(Math.floor(x), stops.length - 2), f = x - i;
+  const c = stops[i].map((v, k) => Math.round(v + f * (stops[i + 1][k] - v)));
+  return `rgb(${c[0]},${c[1]},${c[2]})`;
+}
+
+/// The posterior mean and standard deviation over a two-parameter box at the current
+/// time, as two heat maps, with the active observations and the recommendation.
+async function posterior2d(grid, session, timeline, best) {
+  const [px, py] = session.parameters;
+  const n = 24;
+  const xs = parameterGrid(px, n), ys = parameterGrid(py, n);
+  const points = ys.flatMap(y => xs.map(x => ({ [px.name]: x, [py.name]: y })));
+  const prediction = await api(`/v1/sessions/${session.id}/predict`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ points }) });
+  for (const [key, label] of [["mean", "Posterior mean"], ["std", "Posterior standard deviation"]]) {
+    const values = prediction.predictions.map(q => q[key]);
+    const lo = Math.min(...values), hi = Math.max(...values);
+    const card = el("div", { class: "card chart" });
+    card.dataset.chart = "posterior-" + key;
+    card.append(el("h2", { text: `${label} now (t = ${fmtTime(prediction.t)})` }));
+    const W = 640, H = 300, L = 62, R = 70, T = 10, B = 34;
+    const root = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": label });
+    const cw = (W - L - R) / n, ch = (H - T - B) / n;
+    const cells = svg("g");
+    values.forEach((v, k) => {
+      const i = k % n, j = Math.floor(k / n);
+      cells.append(svg("rect", { x: (L + i * cw).toFixed(1), y: (H - B - (j + 1) * ch).toFixed(1), width: (cw + 0.5).toFixed(1), height: (ch + 0.5).toFixed(1), fill: ramp(hi > lo ? (v - lo) / (hi - lo) : 0.5) }));
+    });
+    root.append(cells);
+    const sx = v => L + (px.scale === "log" ? Math.log(v / px.low) / Math.log(px.high / px.low) : (v - px.low) / (px.high - px.low)) * (W - L - R);
+    const sy = v => H - B - (py.scale === "log" ? Math.log(v / py.low) / Math.log(py.high / py.low) : (v - py.low) / (py.high - py.low)) * (H - T - B);
+    const dots = svg("g", { fill: "#fff", stroke: "#111827", "stroke-width": 0.8 });
+    for (const o of timeline.observations.filter(o => o.active)) dots.append(svg("circle", { cx: sx(o.params[px.name]).toFixed(1), cy: sy(o.params[py.name]).toFixed(1), r: 2.5 }));
+    root.append(dots);
+    if (best) {
+      const bx = sx(best.params[px.name]), by = sy(best.params[py.name]);
+      root.append(svg("path", { d: `M${bx - 7},${by}H${bx + 7}M${bx},${by - 7}V${by + 7}`, stroke: "#dc2626", "stroke-width": 2.5 }));
+    }
+    const axis = svg("g", { class: "axis" });
+    for (const [p, horizontal] of [[px, true], [py, false]]) {
+      for (const v of niceTicks(p.low, p.high, 5)) {
+        if (v < p.low || v > p.high) continue;
+        const t = horizontal ? svg("text", { x: sx(v), y: H - B + 14, "text-anchor": "middle" }) : svg("text", { x: L - 6, y: sy(v) + 4, "text-anchor": "end" });
+        t.textContent = fmt(v, 3);
+        axis.append(t);
+      }
+    }
+    const xl = svg("text", { x: (L + W - R) / 2, y: H - 4, "text-anchor": "middle" }); xl.textContent = px.name;
+    const yl = svg("text", { x: 12, y: (T + H - B) / 2, "text-anchor": "middle", transform: `rotate(-90 12 ${(T + H - B) / 2})` }); yl.textContent = py.name;
+    axis.append(xl, yl);
+    for (let k = 0; k <= 10; k++) axis.append(svg("rect", { x: W - R + 14, y: (H - B - (k + 1) * (H - T - B) / 11).toFixed(1), width: 12, height: ((H - T - B) / 11 + 0.5).toFixed(1), fill: ramp(k / 10) }));
+    const top = svg("text", { x: W - R + 30, y: T + 10 }); top.textContent = fmt(hi, 3);
+    const bottom = svg("text", { x: W - R + 30, y: H - B }); bottom.textContent = fmt(lo, 3);
+    axis.append(top, bottom);
+    root.append(axis);
+    const overlay = svg("rect", { x: L, y: T, width: W - L - R, height: H - T - B, fill: "transparent", class: "overlay" });
+    overlay.addEventListener("mousemove", event => {
+      const box = root.getBoundingClientRect();
+      const u = ((event.clientX - box.left) / box.width * W - L) / (W - L - R);
+      const w = (H - B - (event.clientY - box.top) / box.height * H) / (H - T - B);
+      const i = Math.min(n - 1, Math.max(0, Math.round(u * (n - 1)))), j = Math.min(n - 1, Math.max(0, Math.round(w * (n - 1))));
+      const q = prediction.predictions[j * n + i];
+      const tip = tooltip();
+      tip.textContent = `${px.name} = ${fmt(xs[i])}, ${py.name} = ${fmt(ys[j])}\nmean: ${fmt(q.mean)}\nstd: ${fmt(q.std)}`;
+      tip.hidden = false;
+      tip.style.left = (event.clientX + 14) + "px";
+      tip.style.top = (event.clientY + 10) + "px";
+    });
+    overlay.addEventListener("mouseleave", () => { tooltip().hidden = true; });
+    root.append(overlay);
+    card.append(root);
+    card.append(el("p", { class: "note", text: key === "mean" ? "Where the model believes the objective is high now; white dots: active observations; red cross: the recommendation." : "Where the model is unsure now: forgotten or never-sampled regions." }));
+    grid.append(card);
+  }
 }
 
 async function exportObservationsCsv(session) {
