@@ -1,9 +1,10 @@
 //! The data of a session page for a long-lived session: 100,000 observations (the last
 //! 200 active, the rest forgotten by relevance), a suggest and an observe step per
-//! observation with their model snapshots, in an SQLite file.
+//! observation with their model snapshots, and a response-time sample per suggest, in
+//! an SQLite file.
 //!
 //! - `session_page/100000`: what the page fetches (the session, its timeline at the
-//!   default point budget, its model and its recommendation), one after the other.
+//!   default point budget and its recommendation), one after the other.
 //! - `timeline/100000`: the timeline alone.
 //!
 //! The session is built once through `Store::commit` (a minute or so); the figure is in
@@ -55,11 +56,13 @@ fn snapshot(t: f64, with_optimum: bool) -> StepSnapshot {
         }),
         prior_probabilities: None,
         priors_active: None,
+        response_time_fit: (!with_optimum).then_some([0.02, 1e-4, 1e-7, 1e-10]),
     }
 }
 
 /// A BOLT session with `OBSERVATIONS` observations, one every 10 s of client time.
-async fn long_session(service: &SessionService, store: &dyn Store) -> Uuid {
+async fn long_session(service: &SessionService, store: &SqliteStore) -> Uuid {
+    let pool = store.pool();
     let request: CreateSession = serde_json::from_value(json!({
         "name": "long-lived",
         "parameters": [{"name": "x", "low": 0, "high": 1}, {"name": "y", "low": 0, "high": 1}],
@@ -96,6 +99,7 @@ async fn long_session(service: &SessionService, store: &dyn Store) -> Uuid {
                 t,
                 measured_at: None,
                 regret: None,
+                regret_estimate: Some((seq % 17) as f64 * 0.01),
                 active,
                 removed_at: (!active).then_some(now),
                 removed_t: (!active).then_some(t + 2000.0),
@@ -117,6 +121,22 @@ async fn long_session(service: &SessionService, store: &dyn Store) -> Uuid {
             .await
             .unwrap();
     }
+    // One response-time sample per suggest, as a live session records them (written
+    // directly: a commit takes one sample).
+    let mut tx = pool.begin().await.unwrap();
+    for i in 0..OBSERVATIONS {
+        sqlx::query(
+            "INSERT INTO response_times (session_id, n, seconds, recorded_micros) \
+             VALUES ($1, $2, $3, 0)",
+        )
+        .bind(id.to_string())
+        .bind(ACTIVE.min(i))
+        .bind(10.0 + (i % 7) as f64 * 0.01)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    }
+    tx.commit().await.unwrap();
     id
 }
 
@@ -128,13 +148,11 @@ fn bench_session_page(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("long.db").display());
     let (service, id) = runtime.block_on(async {
-        let store: Arc<dyn Store> = Arc::new(
-            SqliteStore::connect(&url, &PoolSettings::default())
-                .await
-                .unwrap(),
-        );
-        let service = SessionService::new(store.clone(), Limits::default());
-        let id = long_session(&service, store.as_ref()).await;
+        let store = SqliteStore::connect(&url, &PoolSettings::default())
+            .await
+            .unwrap();
+        let service = SessionService::new(Arc::new(store.clone()), Limits::default());
+        let id = long_session(&service, &store).await;
         (service, id)
     });
     let mut group = c.benchmark_group("dashboard");
@@ -148,7 +166,6 @@ fn bench_session_page(c: &mut Criterion) {
                 let session = service.get_session(id).await.unwrap();
                 let timeline = service.timeline(id, DEFAULT_TIMELINE_POINTS).await.unwrap();
                 assert_eq!(timeline.observation_count as i64, session.observation_count);
-                service.model(id).await.unwrap();
                 service.best(id, None).await.unwrap();
             })
         })

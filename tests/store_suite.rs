@@ -89,6 +89,7 @@ store_tests!(
     check_response_times_in_order,
     check_call_stats,
     check_steps_with_snapshots,
+    check_timeline_downsampling,
 );
 
 /// A timestamp with whole microseconds (the stored precision).
@@ -121,6 +122,7 @@ fn session(name: &str, created_micros: i64) -> SessionRow {
         state: json!({"initial": true}),
         suggest_count: 0,
         last_suggest: None,
+        last_optimum_mean: None,
         observation_count: 0,
         dataset_size: 0,
         pending_count: 0,
@@ -156,6 +158,7 @@ fn observation(seq: i64, of: Option<&SuggestionRow>, t: f64) -> ObservationRow {
         t,
         measured_at: Some(at(1_700_000_100_000_000 + seq)),
         regret: (seq % 2 == 0).then_some(0.5 * seq as f64),
+        regret_estimate: (seq % 2 == 1).then_some(0.25 * seq as f64),
         active: true,
         removed_at: None,
         removed_t: None,
@@ -304,6 +307,7 @@ async fn check_commit_applies_every_part(store: &dyn Store) {
         new_observations: vec![observation(1, None, 0.5), observation(2, None, 0.7)],
         state: Some(json!({"step": 1})),
         last_suggest: Some((1.0, 2)),
+        last_optimum_mean: Some(-0.5),
         ..ChangeSet::default()
     };
     store.commit(row.id, 0, &first, None).await.unwrap();
@@ -327,6 +331,7 @@ async fn check_commit_applies_every_part(store: &dyn Store) {
     // A change without a state or last suggest keeps the stored ones.
     assert_eq!(got.state, json!({"step": 1}));
     assert_eq!(got.last_suggest, Some((1.0, 2)));
+    assert_eq!(got.last_optimum_mean, Some(-0.5));
     assert_eq!(got.suggest_count, 2);
     assert_eq!(got.observation_count, 3);
     assert_eq!(got.dataset_size, 2);
@@ -717,6 +722,7 @@ async fn check_steps_with_snapshots(store: &dyn Store) {
         }),
         prior_probabilities: Some(vec![0.25, 0.75]),
         priors_active: None,
+        response_time_fit: Some([0.5, 0.25, 0.0, 1e-6]),
     };
     let mut with_snapshot = call("suggest", 0.5);
     with_snapshot.snapshot = Some(snapshot.clone());
@@ -737,6 +743,89 @@ async fn check_steps_with_snapshots(store: &dyn Store) {
     assert_eq!(page, vec![all[1].clone()]);
     let other = created(store, "other", 2).await;
     assert!(store.list_calls(other.id, 0, 10).await.unwrap().is_empty());
+}
+
+/// The timeline comes back whole within the budget; past it, bounded, with every
+/// bucket's extremes: no spike of value or regret is lost, the first and last rows are
+/// kept, and the counts and regret sum are over every row. Forgetting events are grouped
+/// by step and reason, then merged into spans past the budget.
+async fn check_timeline_downsampling(store: &dyn Store) {
+    let row = created(store, "long", 1).await;
+    let mut change = ChangeSet::default();
+    for seq in 1..=3000 {
+        let mut o = observation(seq, None, seq as f64);
+        o.value = (seq as f64 * 0.01).sin() + if seq % 997 == 0 { 50.0 } else { 0.0 };
+        if seq % 1201 == 0 {
+            o.regret = Some(1e6);
+        }
+        if seq <= 2000 {
+            o.active = false;
+            o.removed_t = Some(seq as f64 + 0.5);
+            o.removed_reason = Some(if seq % 2 == 0 { "relevance" } else { "budget" }.into());
+        }
+        change.new_observations.push(o);
+        let mut c = call(if seq % 2 == 0 { "suggest" } else { "observe" }, 0.1);
+        c.dataset_size = if seq == 1500 { 9999 } else { seq % 50 };
+        change.calls.push(c);
+    }
+    change.response_time = Some(ResponseTimeSample { n: 3, seconds: 0.5 });
+    store.commit(row.id, 0, &change, None).await.unwrap();
+    let whole = store.timeline(row.id, 20_000).await.unwrap();
+    assert_eq!(
+        (
+            whole.observations.len(),
+            whole.calls.len(),
+            whole.response_times.len()
+        ),
+        (3000, 3000, 1)
+    );
+    assert_eq!(whole.forgotten.len(), 2000, "one event per step and reason");
+    let all = store
+        .list_observations(row.id, 0, 10_000, true)
+        .await
+        .unwrap();
+    assert_eq!(whole.observations, all);
+    let (reported, estimated): (Vec<_>, Vec<_>) = all.iter().partition(|o| o.regret.is_some());
+    assert_eq!(whole.reported_regrets, reported.len() as i64);
+    assert_eq!(whole.estimated_regrets, estimated.len() as i64);
+    let sum: f64 = all
+        .iter()
+        .filter_map(|o| o.regret.or(o.regret_estimate))
+        .sum();
+    assert!((whole.regret_sum - sum).abs() < 1e-6 * sum.abs());
+
+    let small = store.timeline(row.id, 300).await.unwrap();
+    assert_eq!((small.observation_count, small.step_count), (3000, 3000));
+    assert_eq!(small.regret_sum, whole.regret_sum);
+    assert!(
+        small.observations.len() <= 300 + 6,
+        "{}",
+        small.observations.len()
+    );
+    assert!(small.observations.windows(2).all(|w| w[0].seq < w[1].seq));
+    assert_eq!(small.observations.first(), all.first());
+    assert_eq!(small.observations.last(), all.last());
+    let spikes = |rows: &[ObservationRow]| rows.iter().filter(|o| o.value > 10.0).count();
+    assert_eq!(spikes(&small.observations), spikes(&all));
+    let big_regrets =
+        |rows: &[ObservationRow]| rows.iter().filter(|o| o.regret == Some(1e6)).count();
+    assert_eq!(big_regrets(&small.observations), big_regrets(&all));
+    let lowest = all.iter().map(|o| o.value).fold(f64::INFINITY, f64::min);
+    assert!(small.observations.iter().any(|o| o.value == lowest));
+    assert!(small.calls.len() <= 300 + 4, "{}", small.calls.len());
+    assert!(
+        small.calls.iter().any(|c| c.dataset_size == 9999),
+        "the spike"
+    );
+    let kept_forgotten: i64 = small.forgotten.iter().map(|f| f.count).sum();
+    assert_eq!(kept_forgotten, 2000, "every forgotten observation counted");
+    assert!(
+        small.forgotten.len() <= 2 * 300 + 2,
+        "{}",
+        small.forgotten.len()
+    );
+    assert!(small.forgotten.windows(2).all(|w| w[0].t <= w[1].t));
+    assert!(small.forgotten.iter().all(|f| f.t <= f.t_end));
 }
 
 /// `open_store` opens SQLite for `sqlite:` URLs, PostgreSQL for `postgres://` and

@@ -25,6 +25,9 @@ pub struct SessionRow {
     pub suggest_count: i64,
     /// Session time and active dataset size at the last suggest call.
     pub last_suggest: Option<(f64, i64)>,
+    /// The posterior optimum's value (objective's sign) the last suggest recorded: what an
+    /// observation's regret is estimated against when the client reports none.
+    pub last_optimum_mean: Option<f64>,
     pub observation_count: i64,
     pub dataset_size: i64,
     pub pending_count: i64,
@@ -89,6 +92,9 @@ pub struct ObservationRow {
     pub t: f64,
     pub measured_at: Option<DateTime<Utc>>,
     pub regret: Option<f64>,
+    /// When the client reported no regret: the posterior optimum's value the last
+    /// suggest recorded, less the value measured (in the goal's direction, at least 0).
+    pub regret_estimate: Option<f64>,
     pub active: bool,
     pub removed_at: Option<DateTime<Utc>>,
     /// Session time of the step that forgot it (null for observations forgotten before
@@ -142,6 +148,10 @@ pub struct StepSnapshot {
     /// Whether each prior is still in the active set P_t (PE-GP-UCB, PE-GP-TS).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priors_active: Option<Vec<bool>>,
+    /// [c0, c1, c2, c3] of the response time R̂(n) = c0 + c1 n + c2 n² + c3 n³ fitted to
+    /// every sample so far (observe steps, once 4 distinct n exist; BOLT §4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_time_fit: Option<[f64; 4]>,
 }
 
 /// Hyperparameters of the last fit; variances on standardised observations.
@@ -205,6 +215,8 @@ pub struct ChangeSet {
     pub deactivate: Vec<Deactivation>,
     pub state: Option<serde_json::Value>,
     pub last_suggest: Option<(f64, i64)>,
+    /// A new `SessionRow::last_optimum_mean`.
+    pub last_optimum_mean: Option<f64>,
     pub response_time: Option<ResponseTimeSample>,
     pub calls: Vec<CallRecord>,
 }

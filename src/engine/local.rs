@@ -39,6 +39,7 @@ impl LocalSession {
             state: serde_json::to_value(PolicyState::default()).expect("state serialises"),
             suggest_count: 0,
             last_suggest: None,
+            last_optimum_mean: None,
             observation_count: 0,
             dataset_size: 0,
             pending_count: 0,
@@ -107,6 +108,9 @@ impl LocalSession {
         }
         if let Some(last) = change.last_suggest {
             session.last_suggest = Some(last);
+        }
+        if let Some(mean) = change.last_optimum_mean {
+            session.last_optimum_mean = Some(mean);
         }
         self.response_times.extend(change.response_time);
         session.suggest_count += change.new_suggestions.len() as i64;

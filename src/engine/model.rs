@@ -225,5 +225,6 @@ pub fn step_snapshot(
             .filter(|_| !eliminates)
             .map(|s| s.hyperposterior()),
         priors_active: selection.filter(|_| eliminates).map(|s| s.active.clone()),
+        response_time_fit: None,
     })
 }

@@ -17,6 +17,7 @@ use crate::domain::records::{
 };
 use crate::domain::space::MAX_MAGNITUDE;
 use crate::domain::time::{resolve_time, wall_time};
+use crate::policy::response_time::fit_response_time;
 use crate::policy::{self, ObserveContext};
 
 /// How far in the future a client's `measured_at` may be (clock skew), in seconds.
@@ -160,6 +161,13 @@ pub fn plan_observe(
             t,
             measured_at: input.measured_at,
             regret: input.regret,
+            // The model's estimate against the optimum the last suggest recorded.
+            regret_estimate: match (input.regret, session.last_optimum_mean) {
+                (None, Some(optimum)) => {
+                    Some((config.goal.sign() * (optimum - input.value)).max(0.0))
+                }
+                _ => None,
+            },
             active: true,
             removed_at: None,
             removed_t: None,
@@ -224,7 +232,8 @@ pub fn plan_observe(
     }
     let t_last = rows.last().map_or(0.0, |r| r.t);
     let dataset_size = history.active.len() as i64;
-    let snapshot = step_snapshot(config, &state, active_after, None)?;
+    let mut snapshot = step_snapshot(config, &state, active_after, None)?;
+    snapshot.response_time_fit = fit_response_time(&response_times);
     Ok(ChangeSet {
         suggestion_status: observed_suggestions
             .into_iter()

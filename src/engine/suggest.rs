@@ -110,6 +110,7 @@ pub fn plan_suggest(
         new_suggestions: rows,
         state: Some(serde_json::to_value(&state).expect("state serialises")),
         last_suggest: Some((t_now, dataset_size)),
+        last_optimum_mean: snapshot.optimum.as_ref().map(|o| o.mean),
         response_time,
         calls: vec![CallRecord {
             kind: "suggest",

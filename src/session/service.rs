@@ -159,6 +159,7 @@ impl SessionService {
             state: serde_json::to_value(PolicyState::default()).expect("state serialises"),
             suggest_count: 0,
             last_suggest: None,
+            last_optimum_mean: None,
             observation_count: 0,
             dataset_size: 0,
             pending_count: 0,

@@ -428,9 +428,9 @@ pub struct TimelineObservation {
     pub value: f64,
     #[schema(value_type = std::collections::BTreeMap<String, f64>)]
     pub params: Params,
-    /// Instantaneous regret: as the client reported it, or estimated (`estimated`) as the
-    /// posterior optimum's value recorded at the last suggest at or before `t`, less the
-    /// value measured (at least 0); null before any model.
+    /// Instantaneous regret: as the client reported it, or estimated (`estimated`) when
+    /// the observation arrived as the posterior optimum's value the last suggest
+    /// recorded, less the value measured (at least 0); null before any model.
     pub regret: Option<f64>,
     pub estimated: bool,
     pub active: bool,
@@ -438,26 +438,39 @@ pub struct TimelineObservation {
     pub removed_reason: Option<String>,
 }
 
-/// Observations forgotten together: at one step, for one reason.
+/// Observations forgotten for one reason at one step, or, past the point budget, over a
+/// span of consecutive steps.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct ForgetEvent {
-    /// Session time of the step that forgot them.
+    /// Session time of the (first) step that forgot them.
     pub t: f64,
-    /// `reset`, `budget`, `relevance`, `expired`, ...
+    /// Session time of the last step of the span (`t` for one step).
+    pub t_end: f64,
+    /// `reset`, `budget` or `relevance`.
     pub reason: String,
-    pub count: usize,
+    pub count: i64,
 }
 
-/// A session's history for plotting: observations and steps, each downsampled past the
-/// point budget keeping every bucket's first, last, minimum and maximum.
+/// A session's history for plotting: observations, steps and response-time samples,
+/// each downsampled past the point budget keeping every bucket's first, last, minimum
+/// and maximum (of the value and the regret; of the dataset size; of the seconds).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Timeline {
     /// Observations in the session (before downsampling).
-    pub observation_count: usize,
+    pub observation_count: i64,
     /// Steps in the session (before downsampling).
-    pub step_count: usize,
+    pub step_count: i64,
+    /// Observations whose regret the client reported.
+    pub reported_regrets: i64,
+    /// Observations whose regret the model estimated (the client reported none).
+    pub estimated_regrets: i64,
+    /// Mean regret over every observation that has one (reported, else estimated).
+    pub average_regret: Option<f64>,
     pub observations: Vec<TimelineObservation>,
     pub steps: Vec<Step>,
-    /// Forgetting events in time order (never downsampled).
+    /// Response-time samples (downsampled like the rest), and the cubic fitted to all of
+    /// them at the newest step kept.
+    pub response_time: ResponseTimeView,
+    /// Forgetting events in time order.
     pub forgotten: Vec<ForgetEvent>,
 }

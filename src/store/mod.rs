@@ -106,6 +106,35 @@ pub struct StoredCall {
     pub snapshot: Option<StepSnapshot>,
 }
 
+/// Observations forgotten for one reason within a span of session time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ForgetSpan {
+    /// Session time of the first and of the last step of the span that forgot them.
+    pub t: f64,
+    pub t_end: f64,
+    pub reason: String,
+    pub count: i64,
+}
+
+/// A session's history downsampled by the database: each series cut into consecutive
+/// buckets of which only the first, the last and the holders of each plotted value's
+/// minimum and maximum come back (all of it when it fits the budget).
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredTimeline {
+    pub observation_count: i64,
+    pub step_count: i64,
+    /// Observations with a regret reported by the client / estimated by the model.
+    pub reported_regrets: i64,
+    pub estimated_regrets: i64,
+    /// The sum of every observation's regret, reported or else estimated.
+    pub regret_sum: f64,
+    pub observations: Vec<ObservationRow>,
+    pub calls: Vec<StoredCall>,
+    pub response_times: Vec<ResponseTimeSample>,
+    /// In time order.
+    pub forgotten: Vec<ForgetSpan>,
+}
+
 /// Cursor of the session listing: sessions created strictly before this point.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SessionCursor {
@@ -164,6 +193,8 @@ pub trait Store: Send + Sync + 'static {
         after: i64,
         limit: i64,
     ) -> Result<Vec<StoredCall>, StoreError>;
+    /// The session's timeline with about `budget` points per series at most.
+    async fn timeline(&self, session_id: Uuid, budget: i64) -> Result<StoredTimeline, StoreError>;
     /// Compute-time statistics per kind of call.
     async fn call_stats(&self, session_id: Uuid) -> Result<Vec<CallStats>, StoreError>;
     async fn get_idempotency(

@@ -58,13 +58,8 @@ super::queries::store_on!(PostgresStore, sqlx::PgConnection);
 
 /// What differs from SQLite (sqlite.rs has the same hooks).
 impl PostgresStore {
-    /// In insertion order: PostgreSQL's serial `id`.
-    const RESPONSE_TIMES_SQL: &str =
-        "SELECT n, seconds FROM response_times WHERE session_id = $1 ORDER BY id";
-
-    /// Calls after `$2`, at most `$3`, in order of the serial `id`.
-    const CALLS_SQL: &str = "SELECT id, kind, t, dataset_size, compute_seconds, snapshot \
-         FROM calls WHERE session_id = $1 AND id > $2 ORDER BY id LIMIT $3";
+    /// The insertion order of response-time samples and calls: the serial `id`.
+    const ROW_ID: &str = "id";
 
     /// A serialization failure or deadlock becomes [`StoreError::Conflict`] (the caller
     /// reloads and retries); every other error is kept. Unique violations stay database

@@ -5,7 +5,7 @@
 //! conditions (SQLite ≥ 3.23 knows the keywords; it stores the flag as 0/1), the row-value
 //! comparison of the listing cursor (SQLite ≥ 3.15), `ON CONFLICT … DO NOTHING` (SQLite
 //! ≥ 3.24). Where the dialects differ, each backend keeps its own copy, pointing to the
-//! other: the response-time order (PostgreSQL's `id`, SQLite's `rowid`), the isolation of
+//! other: the insertion order of samples and calls (PostgreSQL's `id`, SQLite's `rowid`), the isolation of
 //! the history snapshot, PostgreSQL's retry classification, SQLite's checkpoint at close.
 //!
 //! [`store_on!`] expands the queries and the `Store` implementation for one backend. A
@@ -15,10 +15,30 @@
 /// The columns of a session row, with the counts the API reports.
 pub(super) const SESSION_COLUMNS: &str = "s.id, s.config, s.created_micros, s.status, \
      s.version, s.state, s.suggest_count, s.last_suggest_t, s.last_suggest_n, \
+     s.last_optimum_mean, \
      (SELECT COUNT(*) FROM observations o WHERE o.session_id = s.id) AS observation_count, \
      (SELECT COUNT(*) FROM observations o WHERE o.session_id = s.id AND o.active) AS dataset_size, \
      (SELECT COUNT(*) FROM suggestions g WHERE g.session_id = s.id AND g.status = 'pending') \
      AS pending_count";
+
+/// The `SELECT` of the rows a bucketed series keeps: from the buckets `b` (columns `k`,
+/// `first_seq`, `last_seq` and one extreme per name of `extremes`) over the rows
+/// `rows` (columns `k`, `key` and `values`), each bucket's first and last row and, for
+/// each extreme, the first row holding it (`values[i / 2]` equal to `extremes[i]`).
+pub(super) fn kept_of_buckets(rows: &str, key: &str, values: &[&str], extremes: &[&str]) -> String {
+    let mut parts = vec![
+        "SELECT first_seq AS seq FROM b".to_string(),
+        "SELECT last_seq FROM b".to_string(),
+    ];
+    for (i, extreme) in extremes.iter().enumerate() {
+        let value = values[i / 2];
+        parts.push(format!(
+            "SELECT MIN({rows}.{key}) FROM {rows} JOIN b ON {rows}.k = b.k \
+             AND {rows}.{value} = b.{extreme} GROUP BY {rows}.k"
+        ));
+    }
+    parts.join(" UNION ")
+}
 
 /// Expands, in the calling module, a module `queries` of async functions over
 /// `&mut $connection` (each runs the statements of one store operation on a connection: a
@@ -28,8 +48,7 @@ pub(super) const SESSION_COLUMNS: &str = "s.id, s.config, s.created_micros, s.st
 /// `$store` has a field `pool` and, for what differs between the dialects:
 /// `fn classify(StoreError) -> StoreError` (which write errors are a lost race),
 /// `async fn begin_snapshot(&self)` (the transaction the history is read in),
-/// `const RESPONSE_TIMES_SQL` (samples in insertion order), `const CALLS_SQL` (a page of calls
-/// with an ordinal `id`, in order) and `async fn close_pool(&self)`.
+/// `const ROW_ID` (the column that orders response-time samples and calls by insertion) and `async fn close_pool(&self)`.
 ///
 /// [`Store`]: crate::store::Store
 macro_rules! store_on {
@@ -41,12 +60,14 @@ macro_rules! store_on {
 
             use $crate::store::queries::SESSION_COLUMNS;
             use $crate::store::rows::{
-                RECENT_DELAYS, corrupt, observation_from_row, parse_uuid, session_from_row,
-                suggestion_from_row, to_json,
+                RECENT_DELAYS, call_from_row, corrupt, observation_from_row, parse_uuid,
+                response_time_from_row, session_from_row, suggestion_from_row, to_json,
             };
+            use $crate::store::queries::kept_of_buckets;
             use $crate::store::{
-                CallStats, ChangeSet, History, IDEMPOTENCY_TTL_MICROS, IdempotencyRecord,
-                ObservationRow, SessionCursor, SessionRow, StoreError, SuggestionRow, to_micros,
+                CallStats, ChangeSet, ForgetSpan, History, IDEMPOTENCY_TTL_MICROS,
+                IdempotencyRecord, ObservationRow, SessionCursor, SessionRow, StoreError,
+                StoredTimeline, SuggestionRow, to_micros,
             };
 
             type Connection = $connection;
@@ -93,8 +114,8 @@ macro_rules! store_on {
             ) -> Result<(), StoreError> {
                 sqlx::query(
                     "INSERT INTO sessions (id, name, config, created_micros, status, version, \
-                     state, suggest_count, last_suggest_t, last_suggest_n) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+                     state, suggest_count, last_suggest_t, last_suggest_n, last_optimum_mean) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
                 )
                 .bind(session.id.to_string())
                 .bind(&session.config.name)
@@ -106,6 +127,7 @@ macro_rules! store_on {
                 .bind(session.suggest_count)
                 .bind(session.last_suggest.map(|(t, _)| t))
                 .bind(session.last_suggest.map(|(_, n)| n))
+                .bind(session.last_optimum_mean)
                 .execute(&mut *c)
                 .await?;
                 Ok(())
@@ -265,7 +287,8 @@ macro_rules! store_on {
                      state = COALESCE($3, state), \
                      suggest_count = suggest_count + $4, \
                      last_suggest_t = COALESCE($5, last_suggest_t), \
-                     last_suggest_n = COALESCE($6, last_suggest_n) \
+                     last_suggest_n = COALESCE($6, last_suggest_n), \
+                     last_optimum_mean = COALESCE($7, last_optimum_mean) \
                      WHERE id = $1 AND version = $2",
                 )
                 .bind(&key)
@@ -274,6 +297,7 @@ macro_rules! store_on {
                 .bind(change.new_suggestions.len() as i64)
                 .bind(change.last_suggest.map(|(t, _)| t))
                 .bind(change.last_suggest.map(|(_, n)| n))
+                .bind(change.last_optimum_mean)
                 .execute(&mut *c)
                 .await?
                 .rows_affected();
@@ -322,8 +346,9 @@ macro_rules! store_on {
                     sqlx::query(
                         "INSERT INTO observations (session_id, seq, suggestion_id, params, \
                          unit, value, t, measured_micros, regret, active, removed_micros, \
-                         removed_reason, created_micros, removed_t) \
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+                         removed_reason, created_micros, removed_t, regret_estimate) \
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, \
+                         $15)",
                     )
                     .bind(&key)
                     .bind(o.seq)
@@ -339,6 +364,7 @@ macro_rules! store_on {
                     .bind(&o.removed_reason)
                     .bind(to_micros(o.created_at))
                     .bind(o.removed_t)
+                    .bind(o.regret_estimate)
                     .execute(&mut *c)
                     .await?;
                 }
@@ -426,6 +452,131 @@ macro_rules! store_on {
                 .collect()
             }
 
+            /// [`Store::timeline`](crate::store::Store::timeline), on a connection that
+            /// sees one snapshot; `row_id` orders samples and calls by insertion.
+            pub(super) async fn timeline(
+                c: &mut Connection,
+                session_id: Uuid,
+                budget: i64,
+                row_id: &str,
+            ) -> Result<StoredTimeline, StoreError> {
+                let key = session_id.to_string();
+                let counts = sqlx::query(
+                    "SELECT COUNT(*) AS observations, COUNT(regret) AS reported, \
+                     COUNT(CASE WHEN regret IS NULL THEN regret_estimate END) AS estimated, \
+                     SUM(COALESCE(regret, regret_estimate)) AS regret_sum, \
+                     (SELECT COUNT(*) FROM calls WHERE session_id = $1) AS steps, \
+                     (SELECT COUNT(*) FROM response_times WHERE session_id = $1) AS samples \
+                     FROM observations WHERE session_id = $1",
+                )
+                .bind(&key)
+                .fetch_one(&mut *c)
+                .await?;
+                let observation_count: i64 = counts.try_get("observations")?;
+                let step_count: i64 = counts.try_get("steps")?;
+                let samples: i64 = counts.try_get("samples")?;
+                // Up to 6 points kept per bucket of observations (first, last, extremes
+                // of value and regret), 4 per bucket of calls and of samples.
+                let bucket = |count: i64, kept: i64| -> i64 {
+                    let buckets = (budget / kept).max(1);
+                    if count <= budget { 1 } else { (count + buckets - 1) / buckets }
+                };
+                let sql = format!(
+                    "WITH o AS (SELECT seq, value, COALESCE(regret, regret_estimate) AS r, \
+                       (seq - 1) / $2 AS k FROM observations WHERE session_id = $1), \
+                     b AS (SELECT k, MIN(seq) AS first_seq, MAX(seq) AS last_seq, \
+                       MIN(value) AS lo, MAX(value) AS hi, MIN(r) AS rlo, MAX(r) AS rhi \
+                       FROM o GROUP BY k), \
+                     kept AS ({}) \
+                     SELECT * FROM observations WHERE session_id = $1 \
+                     AND seq IN (SELECT seq FROM kept) ORDER BY seq",
+                    kept_of_buckets("o", "seq", &["value", "r"], &["lo", "hi", "rlo", "rhi"])
+                );
+                let observations = sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(&key)
+                    .bind(bucket(observation_count, 6))
+                    .fetch_all(&mut *c)
+                    .await?
+                    .iter()
+                    .map(observation_from_row)
+                    .collect::<Result<Vec<_>, _>>()?;
+                let sql = format!(
+                    "WITH o AS (SELECT {row_id} AS seq, dataset_size AS d, \
+                       (ROW_NUMBER() OVER (ORDER BY {row_id}) - 1) / $2 AS k \
+                       FROM calls WHERE session_id = $1), \
+                     b AS (SELECT k, MIN(seq) AS first_seq, MAX(seq) AS last_seq, \
+                       MIN(d) AS lo, MAX(d) AS hi FROM o GROUP BY k), \
+                     kept AS ({}) \
+                     SELECT {row_id} AS id, kind, t, dataset_size, compute_seconds, snapshot \
+                     FROM calls WHERE session_id = $1 AND {row_id} IN (SELECT seq FROM kept) \
+                     ORDER BY {row_id}",
+                    kept_of_buckets("o", "seq", &["d"], &["lo", "hi"])
+                );
+                let calls = sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(&key)
+                    .bind(bucket(step_count, 4))
+                    .fetch_all(&mut *c)
+                    .await?
+                    .iter()
+                    .map(call_from_row)
+                    .collect::<Result<Vec<_>, _>>()?;
+                let sql = format!(
+                    "WITH o AS (SELECT {row_id} AS seq, seconds AS s, \
+                       (ROW_NUMBER() OVER (ORDER BY {row_id}) - 1) / $2 AS k \
+                       FROM response_times WHERE session_id = $1), \
+                     b AS (SELECT k, MIN(seq) AS first_seq, MAX(seq) AS last_seq, \
+                       MIN(s) AS lo, MAX(s) AS hi FROM o GROUP BY k), \
+                     kept AS ({}) \
+                     SELECT n, seconds FROM response_times WHERE session_id = $1 \
+                     AND {row_id} IN (SELECT seq FROM kept) ORDER BY {row_id}",
+                    kept_of_buckets("o", "seq", &["s"], &["lo", "hi"])
+                );
+                let response_times = sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(&key)
+                    .bind(bucket(samples, 4))
+                    .fetch_all(&mut *c)
+                    .await?
+                    .iter()
+                    .map(response_time_from_row)
+                    .collect::<Result<Vec<_>, _>>()?;
+                // Forgetting events: grouped by step and reason, then, past the budget,
+                // merged into spans of consecutive steps.
+                let forgotten = sqlx::query(
+                    "WITH e AS (SELECT removed_t AS t, removed_reason AS reason, COUNT(*) AS n \
+                       FROM observations WHERE session_id = $1 AND removed_t IS NOT NULL \
+                       GROUP BY removed_t, removed_reason), \
+                     r AS (SELECT t, reason, n, \
+                       (ROW_NUMBER() OVER (ORDER BY t) - 1) / $2 AS k FROM e) \
+                     SELECT MIN(t) AS t, MAX(t) AS t_end, reason, CAST(SUM(n) AS BIGINT) AS count \
+                     FROM r GROUP BY k, reason ORDER BY MIN(t), reason",
+                )
+                .bind(&key)
+                .bind(bucket(observation_count, 1))
+                .fetch_all(&mut *c)
+                .await?
+                .iter()
+                .map(|r| {
+                    Ok(ForgetSpan {
+                        t: r.try_get("t")?,
+                        t_end: r.try_get("t_end")?,
+                        reason: r.try_get("reason")?,
+                        count: r.try_get("count")?,
+                    })
+                })
+                .collect::<Result<Vec<_>, StoreError>>()?;
+                Ok(StoredTimeline {
+                    observation_count,
+                    step_count,
+                    reported_regrets: counts.try_get("reported")?,
+                    estimated_regrets: counts.try_get("estimated")?,
+                    regret_sum: counts.try_get::<Option<f64>, _>("regret_sum")?.unwrap_or(0.0),
+                    observations,
+                    calls,
+                    response_times,
+                    forgotten,
+                })
+            }
+
             pub(super) async fn call_stats(
                 c: &mut Connection,
                 session_id: Uuid,
@@ -459,7 +610,7 @@ macro_rules! store_on {
             use $crate::store::{
                 CallStats, ChangeSet, History, IdempotencyRecord, ObservationRow,
                 ResponseTimeSample, SessionCursor, SessionRow, StoreError, StoredCall,
-                SuggestionRow,
+                StoredTimeline, SuggestionRow,
             };
 
             #[async_trait::async_trait]
@@ -558,7 +709,12 @@ macro_rules! store_on {
                     &self,
                     session_id: Uuid,
                 ) -> Result<Vec<ResponseTimeSample>, StoreError> {
-                    sqlx::query(Self::RESPONSE_TIMES_SQL)
+                    let sql = format!(
+                        "SELECT n, seconds FROM response_times WHERE session_id = $1 \
+                         ORDER BY {}",
+                        Self::ROW_ID
+                    );
+                    sqlx::query(sqlx::AssertSqlSafe(sql))
                         .bind(session_id.to_string())
                         .fetch_all(&self.pool)
                         .await?
@@ -573,7 +729,12 @@ macro_rules! store_on {
                     after: i64,
                     limit: i64,
                 ) -> Result<Vec<StoredCall>, StoreError> {
-                    sqlx::query(Self::CALLS_SQL)
+                    let sql = format!(
+                        "SELECT {id} AS id, kind, t, dataset_size, compute_seconds, snapshot \
+                         FROM calls WHERE session_id = $1 AND {id} > $2 ORDER BY {id} LIMIT $3",
+                        id = Self::ROW_ID
+                    );
+                    sqlx::query(sqlx::AssertSqlSafe(sql))
                         .bind(session_id.to_string())
                         .bind(after)
                         .bind(limit)
@@ -582,6 +743,17 @@ macro_rules! store_on {
                         .iter()
                         .map(call_from_row)
                         .collect()
+                }
+
+                async fn timeline(
+                    &self,
+                    session_id: Uuid,
+                    budget: i64,
+                ) -> Result<StoredTimeline, StoreError> {
+                    let mut tx = self.begin_snapshot().await?;
+                    let timeline = queries::timeline(&mut tx, session_id, budget, Self::ROW_ID).await?;
+                    tx.commit().await?;
+                    Ok(timeline)
                 }
 
                 async fn call_stats(&self, session_id: Uuid) -> Result<Vec<CallStats>, StoreError> {

@@ -84,6 +84,7 @@ pub(crate) fn session_from_row(row: &impl Columns) -> Result<SessionRow, StoreEr
         last_suggest: row
             .opt_real("last_suggest_t")?
             .zip(row.opt_int("last_suggest_n")?),
+        last_optimum_mean: row.opt_real("last_optimum_mean")?,
         observation_count: row.int("observation_count")?,
         dataset_size: row.int("dataset_size")?,
         pending_count: row.int("pending_count")?,
@@ -121,6 +122,7 @@ pub(crate) fn observation_from_row(row: &impl Columns) -> Result<ObservationRow,
             .map(from_micros)
             .transpose()?,
         regret: row.opt_real("regret")?,
+        regret_estimate: row.opt_real("regret_estimate")?,
         active: row.flag("active")?,
         removed_at: row
             .opt_int("removed_micros")?

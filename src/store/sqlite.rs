@@ -168,13 +168,8 @@ super::queries::store_on!(SqliteStore, sqlx::SqliteConnection);
 
 /// What differs from PostgreSQL (postgres.rs has the same hooks).
 impl SqliteStore {
-    /// In insertion order: SQLite's `rowid`.
-    const RESPONSE_TIMES_SQL: &str =
-        "SELECT n, seconds FROM response_times WHERE session_id = $1 ORDER BY rowid";
-
-    /// Calls after `$2`, at most `$3`, in order of SQLite's `rowid`.
-    const CALLS_SQL: &str = "SELECT rowid AS id, kind, t, dataset_size, compute_seconds, \
-         snapshot FROM calls WHERE session_id = $1 AND rowid > $2 ORDER BY rowid LIMIT $3";
+    /// The insertion order of response-time samples and calls: SQLite's `rowid`.
+    const ROW_ID: &str = "rowid";
 
     /// Every error is kept: SQLite's one writer lock leaves no serialization failure to
     /// retry (a busy database waits for `busy_timeout`).

@@ -56,12 +56,13 @@ function fmtTime(seconds) {
 
 function algorithmName(session) { return session.algorithm && session.algorithm.name; }
 
-/// Where regrets come from: "reported" by the client, "estimated" by the model, or both.
-function regretProvenance(regrets) {
-  const estimated = regrets.filter(o => o.estimated).length;
-  if (!regrets.length) return "";
-  if (estimated === 0) return "reported";
-  return estimated === regrets.length ? "estimated" : "reported and estimated";
+/// Where a timeline's regrets come from: "reported" by the client, "estimated" by the
+/// model, or both.
+function regretProvenance(timeline) {
+  const reported = timeline.reported_regrets, estimated = timeline.estimated_regrets;
+  if (!reported && !estimated) return "";
+  if (!estimated) return "reported";
+  return reported ? "reported and estimated" : "estimated";
 }
 
 // ---------------------------------------------------------------------------------------
@@ -301,9 +302,9 @@ async function sessionsView(main) {
       rows.push({ node, name: s.name, algorithm: alg });
       api(`/v1/sessions/${s.id}/timeline?points=100`).then(tl => {
         const regrets = tl.observations.filter(o => o.regret !== null);
-        const provenance = regretProvenance(regrets);
-        if (regrets.length) {
-          avg.textContent = fmt(regrets.reduce((a, o) => a + o.regret, 0) / regrets.length);
+        const provenance = regretProvenance(tl);
+        if (tl.average_regret !== null) {
+          avg.textContent = fmt(tl.average_regret);
           avg.append(" ", el("span", { class: "tag" + (provenance === "reported" ? "" : " est"), text: provenance }));
         } else avg.textContent = "–";
         const times = tl.steps.map(x => x.t).concat(tl.observations.map(o => o.t));
@@ -365,9 +366,8 @@ async function sessionView(main, id) {
 
 async function renderSession(main, session) {
   const id = session.id;
-  const [timeline, model, best] = await Promise.all([
+  const [timeline, best] = await Promise.all([
     api(`/v1/sessions/${id}/timeline`),
-    api(`/v1/sessions/${id}/model`),
     // Without active observations (and no prior) there is nothing to recommend: 409.
     session.dataset_size > 0 || session.algorithm.priors ? api(`/v1/sessions/${id}/best`) : null,
   ]);
@@ -378,8 +378,7 @@ async function renderSession(main, session) {
   main.append(el("h1", { text: session.name }));
   const alg = algorithmName(session);
   const regrets = timeline.observations.filter(o => o.regret !== null);
-  const provenance = regretProvenance(regrets);
-  const avgRegret = regrets.length ? regrets.reduce((a, o) => a + o.regret, 0) / regrets.length : null;
+  const provenance = regretProvenance(timeline);
   const summary = el("div", { class: "summary" });
   const fact = (label, value) => summary.append(el("div", {}, el("b", { text: value }), el("span", { class: "muted", text: label })));
   fact("algorithm", alg);
@@ -387,7 +386,7 @@ async function renderSession(main, session) {
   fact("observations", String(session.observation_count));
   fact("active dataset", session.dataset_size + (session.max_dataset_size !== null ? " of n* " + session.max_dataset_size : ""));
   fact("pending", String(session.pending_count));
-  fact("average regret" + (provenance ? ` (${provenance})` : ""), fmt(avgRegret));
+  fact("average regret" + (provenance ? ` (${provenance})` : ""), fmt(timeline.average_regret));
   fact("time", session.time.source === "client" ? "client time" : "wall clock");
   main.append(summary);
   // Recommendation and export.
@@ -406,17 +405,20 @@ async function renderSession(main, session) {
   main.append(toolbar);
   const grid = el("div", { class: "grid" });
   main.append(grid);
-  const marks = timeline.forgotten.map(f => ({ x: f.t, label: `${f.count} forgotten (${f.reason}) at ${fmtTime(f.t)}`, color: FORGET_COLORS[f.reason] }));
+  const marks = timeline.forgotten.map(f => ({
+    x: f.t, color: FORGET_COLORS[f.reason],
+    label: `${f.count} forgotten (${f.reason}) ` + (f.t_end > f.t ? `from ${fmtTime(f.t)} to ${fmtTime(f.t_end)}` : `at ${fmtTime(f.t)}`),
+  }));
   const downsampled = timeline.observations.length < timeline.observation_count
     ? ` Showing ${timeline.observations.length} of ${timeline.observation_count} observations (each bucket's extremes kept).` : "";
-  // 1. Regret.
+  // 1. Regret. The running average is of the points drawn: exact unless downsampled.
   let running = 0;
   const runningAvg = regrets.map((o, i) => { running += o.regret; return [o.t, running / (i + 1)]; });
   chart(grid, {
     id: "regret", title: "Dynamic regret" + (provenance ? ` (${provenance})` : ""), time: true, wide: true, yLabel: "regret",
     series: [
       { name: "instantaneous", mode: "points", points: regrets.map(o => [o.t, o.regret, { label: o.estimated ? "estimated" : "reported", color: o.estimated ? "#ea580c" : "#2563eb" }]) },
-      { name: "running average", points: runningAvg, color: "#111827", width: 2 },
+      { name: downsampled ? "running average (of the points drawn)" : "running average", points: runningAvg, color: "#111827", width: 2 },
     ],
     marks,
     note: "Regret r = f*(t) − f(x_t) at each observation: as the client reported it (blue), else estimated (orange) from the posterior optimum the model recorded at the last suggest. Dashed verticals: data forgotten (red reset, purple budget, orange relevance)." + downsampled,
@@ -456,7 +458,7 @@ async function renderSession(main, session) {
       note: "Grows with time (Δt/l_T · ln(1+α)); spent by each removal (its relevance)." });
   }
   // 5. Response time R(n).
-  const rt = model.response_time;
+  const rt = timeline.response_time;
   const rtSeries = [{ name: "measured", mode: "points", points: rt.samples.map(s => [s.n, s.seconds]) }];
   if (rt.coefficients) {
     const ns = rt.samples.map(s => s.n);
@@ -487,8 +489,8 @@ async function renderSession(main, session) {
   }
   // 7. Priors.
   const priorSteps = snap.filter(s => s.snapshot.prior_probabilities || s.snapshot.priors_active);
-  if (priorSteps.length && model.prior_selection) {
-    const names = model.prior_selection.priors.map(p => p.name);
+  if (priorSteps.length && session.algorithm.priors) {
+    const names = session.algorithm.priors.map((p, i) => p.name || `prior-${i}`);
     const series = names.map((name, p) => ({
       name, mode: "step",
       points: priorSteps.map(s => [s.t, s.snapshot.prior_probabilities ? s.snapshot.prior_probabilities[p] : (s.snapshot.priors_active[p] ? 1 : 0)]),
