@@ -5,10 +5,10 @@
 //!
 //! - `session_page/100000`: what the page fetches (the session, its timeline at the
 //!   default point budget and its recommendation), one after the other.
-//! - `timeline/100000`: the timeline alone.
+//! - `session/100000`, `best/100000`, `timeline/100000`: each alone.
 //!
-//! The session is built once through `Store::commit` (a minute or so); the figure is in
-//! docs/performance.md.
+//! The session is built once through `Store::commit`, one commit per observation as a
+//! live session makes them (a few minutes); the figure is in docs/performance.md.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,7 +18,8 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use tvbo::domain::config::CreateSession;
 use tvbo::domain::records::{
-    CallRecord, ChangeSet, FittedHyperparameters, ObservationRow, RecordedOptimum, StepSnapshot,
+    CallRecord, ChangeSet, FittedHyperparameters, ObservationRow, RecordedOptimum,
+    ResponseTimeSample, StepSnapshot,
 };
 use tvbo::engine::Limits;
 use tvbo::gp::Hyperparameters;
@@ -30,7 +31,6 @@ use uuid::Uuid;
 
 const OBSERVATIONS: i64 = 100_000;
 const ACTIVE: i64 = 200;
-const CHUNK: i64 = 1_000;
 
 fn snapshot(t: f64, with_optimum: bool) -> StepSnapshot {
     StepSnapshot {
@@ -60,9 +60,10 @@ fn snapshot(t: f64, with_optimum: bool) -> StepSnapshot {
     }
 }
 
-/// A BOLT session with `OBSERVATIONS` observations, one every 10 s of client time.
-async fn long_session(service: &SessionService, store: &SqliteStore) -> Uuid {
-    let pool = store.pool();
+/// A BOLT session with `OBSERVATIONS` observations, one every 10 s of client time,
+/// committed as a live session's are: one observation, its suggest and observe steps
+/// and one response-time sample per commit.
+async fn long_session(service: &SessionService, store: &dyn Store) -> Uuid {
     let request: CreateSession = serde_json::from_value(json!({
         "name": "long-lived",
         "parameters": [{"name": "x", "low": 0, "high": 1}, {"name": "y", "low": 0, "high": 1}],
@@ -72,71 +73,55 @@ async fn long_session(service: &SessionService, store: &SqliteStore) -> Uuid {
     }))
     .unwrap();
     let id = service.create_session(request, None).await.unwrap().id;
-    let state = PolicyState {
+    let state = serde_json::to_value(PolicyState {
         hyperparameters: Some(Hyperparameters {
             temporal_lengthscale: 900.0,
             ..Hyperparameters::default()
         }),
         max_dataset_size: Some(ACTIVE as u64),
         ..PolicyState::default()
-    };
+    })
+    .unwrap();
     let now = Utc::now();
-    for (version, start) in (0..OBSERVATIONS).step_by(CHUNK as usize).enumerate() {
-        let mut change = ChangeSet {
-            state: Some(serde_json::to_value(&state).unwrap()),
+    for seq in 1..=OBSERVATIONS {
+        let t = seq as f64 * 10.0;
+        let (x, y) = ((seq as f64 * 0.618).fract(), (seq as f64 * 0.377).fract());
+        let active = seq > OBSERVATIONS - ACTIVE;
+        let observation = ObservationRow {
+            seq,
+            suggestion_id: None,
+            params: [("x".to_string(), x), ("y".to_string(), y)].into(),
+            unit: vec![x, y],
+            value: -(x - 0.5 - 0.3 * (t / 3600.0).sin()).powi(2) - (y - 0.5).powi(2),
+            t,
+            measured_at: None,
+            regret: None,
+            regret_estimate: Some((seq % 17) as f64 * 0.01),
+            active,
+            removed_at: (!active).then_some(now),
+            removed_t: (!active).then_some(t + 2000.0),
+            removed_reason: (!active).then(|| "relevance".to_string()),
+            created_at: now,
+        };
+        let calls = [("suggest", true), ("observe", false)].map(|(kind, optimum)| CallRecord {
+            kind,
+            t,
+            dataset_size: ACTIVE.min(seq),
+            compute_seconds: 0.05,
+            snapshot: Some(snapshot(t, optimum)),
+        });
+        let change = ChangeSet {
+            new_observations: vec![observation],
+            calls: calls.to_vec(),
+            response_time: Some(ResponseTimeSample {
+                n: ACTIVE.min(seq),
+                seconds: 10.0 + (seq % 7) as f64 * 0.01,
+            }),
+            state: (seq == 1).then(|| state.clone()),
             ..ChangeSet::default()
         };
-        for seq in start + 1..=start + CHUNK {
-            let t = seq as f64 * 10.0;
-            let (x, y) = ((seq as f64 * 0.618).fract(), (seq as f64 * 0.377).fract());
-            let active = seq > OBSERVATIONS - ACTIVE;
-            change.new_observations.push(ObservationRow {
-                seq,
-                suggestion_id: None,
-                params: [("x".to_string(), x), ("y".to_string(), y)].into(),
-                unit: vec![x, y],
-                value: -(x - 0.5 - 0.3 * (t / 3600.0).sin()).powi(2) - (y - 0.5).powi(2),
-                t,
-                measured_at: None,
-                regret: None,
-                regret_estimate: Some((seq % 17) as f64 * 0.01),
-                active,
-                removed_at: (!active).then_some(now),
-                removed_t: (!active).then_some(t + 2000.0),
-                removed_reason: (!active).then(|| "relevance".to_string()),
-                created_at: now,
-            });
-            for (kind, optimum) in [("suggest", true), ("observe", false)] {
-                change.calls.push(CallRecord {
-                    kind,
-                    t,
-                    dataset_size: ACTIVE,
-                    compute_seconds: 0.05,
-                    snapshot: Some(snapshot(t, optimum)),
-                });
-            }
-        }
-        store
-            .commit(id, version as i64, &change, None)
-            .await
-            .unwrap();
+        store.commit(id, seq - 1, &change, None).await.unwrap();
     }
-    // One response-time sample per suggest, as a live session records them (written
-    // directly: a commit takes one sample).
-    let mut tx = pool.begin().await.unwrap();
-    for i in 0..OBSERVATIONS {
-        sqlx::query(
-            "INSERT INTO response_times (session_id, n, seconds, recorded_micros) \
-             VALUES ($1, $2, $3, 0)",
-        )
-        .bind(id.to_string())
-        .bind(ACTIVE.min(i))
-        .bind(10.0 + (i % 7) as f64 * 0.01)
-        .execute(&mut *tx)
-        .await
-        .unwrap();
-    }
-    tx.commit().await.unwrap();
     id
 }
 
@@ -145,7 +130,14 @@ fn bench_session_page(c: &mut Criterion) {
         .enable_all()
         .build()
         .unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    // In memory-backed storage where there is one: the setup's 100,000 commits each wait
+    // for a sync (the benchmark itself only reads).
+    let shm = std::path::Path::new("/dev/shm");
+    let dir = if shm.is_dir() {
+        tempfile::tempdir_in(shm).unwrap()
+    } else {
+        tempfile::tempdir().unwrap()
+    };
     let url = format!("sqlite://{}", dir.path().join("long.db").display());
     let (service, id) = runtime.block_on(async {
         let store = SqliteStore::connect(&url, &PoolSettings::default())
@@ -169,6 +161,12 @@ fn bench_session_page(c: &mut Criterion) {
                 service.best(id, None).await.unwrap();
             })
         })
+    });
+    group.bench_function(format!("session/{OBSERVATIONS}"), |b| {
+        b.iter(|| runtime.block_on(async { service.get_session(id).await.unwrap() }))
+    });
+    group.bench_function(format!("best/{OBSERVATIONS}"), |b| {
+        b.iter(|| runtime.block_on(async { service.best(id, None).await.unwrap() }))
     });
     group.bench_function(format!("timeline/{OBSERVATIONS}"), |b| {
         b.iter(|| {

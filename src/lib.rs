@@ -5,8 +5,9 @@
 //! math core (no IO); [`policy`] the algorithms; [`engine`] a session's suggest and
 //! observe steps, pure and synchronous; [`store`] persistence (over [`domain`] only);
 //! [`session`] the service that runs the engine between a load and a commit; [`api`] the
-//! HTTP layer, which also serves the [`dashboard`]'s pages, and [`server`] its listener; [`bench`](mod@bench) the papers' benchmarks
-//! (`tvbo bench`); [`config`] the command line.
+//! HTTP layer, which also serves the [`dashboard`]'s pages, and [`server`] its listener;
+//! [`bench`](mod@bench) the papers' benchmarks (`tvbo bench`); [`config`] the command
+//! line.
 
 pub mod acquisition;
 pub mod api;

@@ -15,7 +15,7 @@ use tvbo::server::open_store;
 use tvbo::store::{
     CallRecord, ChangeSet, Deactivation, IdempotencyRecord, ObservationRow, PoolSettings,
     PostgresStore, ResponseTimeSample, SessionCursor, SessionRow, SqliteStore, Store, StoreError,
-    SuggestionRow, SuggestionStatus,
+    StoredTimeline, SuggestionRow, SuggestionStatus,
 };
 use uuid::Uuid;
 
@@ -826,6 +826,94 @@ async fn check_timeline_downsampling(store: &dyn Store) {
     );
     assert!(small.forgotten.windows(2).all(|w| w[0].t <= w[1].t));
     assert!(small.forgotten.iter().all(|f| f.t <= f.t_end));
+}
+
+/// A history committed in a few changes, with regrets reported and estimated, for the
+/// backfill test; its timeline at a budget small enough to downsample.
+async fn history_for_backfill(store: &dyn Store) -> (Uuid, StoredTimeline) {
+    let row = created(store, "backfilled", 1).await;
+    for version in 0..5 {
+        let mut change = ChangeSet::default();
+        for i in 0..100 {
+            let seq = version * 100 + i + 1;
+            let mut o = observation(seq, None, seq as f64);
+            o.value = (seq as f64 * 0.37).sin() * seq as f64;
+            change.new_observations.push(o);
+            let mut c = call("suggest", 0.1);
+            c.dataset_size = (seq * 7919) % 101;
+            change.calls.push(c);
+        }
+        change.response_time = Some(ResponseTimeSample {
+            n: version,
+            seconds: 1.0 + version as f64,
+        });
+        store.commit(row.id, version, &change, None).await.unwrap();
+    }
+    let timeline = store.timeline(row.id, 120).await.unwrap();
+    assert!(timeline.observations.len() < 500, "downsampled");
+    (row.id, timeline)
+}
+
+/// The part of migration 0002 that summarises existing history.
+fn backfill_sql(backend: &str) -> String {
+    let path = format!(
+        "{}/migrations/{backend}/0002_step_snapshots.sql",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(path).unwrap();
+    text[text.find("-- Existing history").unwrap()..].to_string()
+}
+
+/// Migration 0002's backfill summarises a history written before it exactly as commits
+/// would have: with the summaries and counts wiped and rebuilt by it, the timeline is
+/// the same.
+async fn check_backfill_matches_commits(store: &dyn Store, wipe_and_backfill: impl AsyncFnOnce()) {
+    let (id, before) = history_for_backfill(store).await;
+    wipe_and_backfill().await;
+    let after = store.timeline(id, 120).await.unwrap();
+    assert_eq!(after, before);
+}
+
+const WIPE: &str =
+    "DELETE FROM timeline_buckets; UPDATE sessions SET call_count = 0, sample_count = 0;";
+
+#[tokio::test]
+async fn the_sqlite_backfill_matches_commits() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("tvbo.db").display());
+    let store = SqliteStore::connect(&url, &PoolSettings::default())
+        .await
+        .unwrap();
+    let pool = store.pool().clone();
+    check_backfill_matches_commits(&store, async || {
+        let sql = format!("{WIPE}{}", backfill_sql("sqlite"));
+        sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
+            .execute(&pool)
+            .await
+            .unwrap();
+    })
+    .await;
+    store.pool().close().await;
+}
+
+#[tokio::test]
+async fn the_postgres_backfill_matches_commits() {
+    let Some(db) = common::PgDatabase::create("the_postgres_backfill_matches_commits").await else {
+        return;
+    };
+    let store = PostgresStore::connect(&db.url, &PoolSettings::default())
+        .await
+        .unwrap();
+    let pool = store.pool().clone();
+    check_backfill_matches_commits(&store, async || {
+        let sql = format!("{WIPE}{}", backfill_sql("postgres"));
+        sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
+            .execute(&pool)
+            .await
+            .unwrap();
+    })
+    .await;
+    store.pool().close().await;
 }
 
 /// `open_store` opens SQLite for `sqlite:` URLs, PostgreSQL for `postgres://` and

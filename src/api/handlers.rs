@@ -1,4 +1,5 @@
-//! HTTP handlers: parse, delegate to the [`SessionService`](crate::session::service::SessionService), answer.
+//! HTTP handlers: parse, delegate to the
+//! [`SessionService`](crate::session::service::SessionService), answer.
 
 use axum::Json;
 use axum::extract::State;

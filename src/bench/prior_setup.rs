@@ -2,13 +2,13 @@
 //!
 //! Replication `seed` draws the true prior p* uniformly from the setup's priors and
 //! f ~ GP_{p*} over 500 arms evenly spaced in [0, 20], exactly as
-//! [`Setup::sample_objective`](crate::bench::experiments::Setup::sample_objective) does for `cargo bench --bench prior_selection` (the same
-//! seed gives the same p* and f). The bench minimises −f, whose regret is 003's
-//! f(x*) − f(x_t); the priors handed to the algorithms are therefore priors of −f (means
-//! negated, covariances unchanged). Observations carry Gaussian noise of standard
-//! deviation 0.25 and one evaluation costs [`EVALUATION_SECONDS`], so a run makes about
-//! one query per second of its horizon: the `priors` suite's 500 s stand for 003's
-//! T = 500, less the compute time.
+//! [`Setup::sample_objective`](crate::bench::experiments::Setup::sample_objective) does
+//! for `cargo bench --bench prior_selection` (the same seed gives the same p* and f).
+//! The bench minimises −f, whose regret is 003's f(x*) − f(x_t); the priors handed to
+//! the algorithms are therefore priors of −f (means negated, covariances unchanged).
+//! Observations carry Gaussian noise of standard deviation 0.25 and one evaluation costs
+//! [`EVALUATION_SECONDS`], so a run makes about one query per second of its horizon: the
+//! `priors` suite's 500 s stand for 003's T = 500, less the compute time.
 
 use nalgebra::DVector;
 

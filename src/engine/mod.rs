@@ -2,10 +2,10 @@
 //!
 //! Given a snapshot of a session ([`History`], the store's read of it) and a request, the
 //! engine checks the request, runs the session's policy and returns the change to make
-//! ([`ChangeSet`](crate::domain::records::ChangeSet)); it reads no clock, touches no store and spawns nothing. The service
-//! drives it between a load and a commit (`session::service`); `tvbo bench` drives it
-//! over an in-memory session ([`LocalSession`]), so a benchmark measures exactly the
-//! server's compute path.
+//! ([`ChangeSet`](crate::domain::records::ChangeSet)); it reads no clock, touches no
+//! store and spawns nothing. The service drives it between a load and a commit
+//! (`session::service`); `tvbo bench` drives it over an in-memory session
+//! ([`LocalSession`]), so a benchmark measures exactly the server's compute path.
 
 mod local;
 mod model;

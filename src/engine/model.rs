@@ -114,9 +114,7 @@ impl CurrentModel {
             CurrentModel::TimeVaryingArms { .. } => true,
         }
     }
-}
 
-impl CurrentModel {
     /// The maximiser of the posterior mean at time `t` on the unit cube, with its arm's
     /// name for arm sessions (ties go to the first arm). Off the arms, it maximises the
     /// mean over 512 Sobol points refined by bounded L-BFGS, seeded from the session's

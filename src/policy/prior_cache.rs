@@ -4,8 +4,8 @@
 //! Building a prior factorises its m×m covariance (O(m³): about 40 ms for 003's 500
 //! arms), and the policies that work from priors need every prior's posterior on every
 //! suggest and observe. A session's priors never change, so each is built once and kept
-//! here, keyed by a SHA-256 digest of everything [`super::priors::build_prior_matrix`] reads: a hit is the
-//! prior the build would make, whichever session asks. Posteriors are kept the same way,
+//! here, keyed by a SHA-256 digest of everything [`super::priors::build_prior_matrix`]
+//! reads: a hit is the prior the build would make, whichever session asks. Posteriors are kept the same way,
 //! keyed by a chain of digests over (prior, noise variance, each observation in order):
 //! a call finds the posterior of the longest prefix of its observations seen before and
 //! conditions it on the rest, O(nm) per new observation instead of O(n²m) from scratch,
@@ -56,8 +56,8 @@ pub const POSTERIOR_CACHE_BYTES: u64 = 256 << 20;
 static POSTERIORS: LazyLock<Cache<Key, Arc<ArmGp>, Bytes>> =
     LazyLock::new(|| Cache::with_weighter(256, POSTERIOR_CACHE_BYTES, Bytes));
 
-/// `spec` built over `arms` with `sign` ([`super::priors::build_prior_matrix`]), from the cache when the
-/// same prior was built before.
+/// `spec` built over `arms` with `sign` ([`super::priors::build_prior_matrix`]), from the
+/// cache when the same prior was built before.
 pub fn build_prior(
     spec: &PriorSpec,
     arms: &[Arm],

@@ -10,6 +10,7 @@ pub mod postgres;
 mod queries;
 mod rows;
 pub mod sqlite;
+mod timeline;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};

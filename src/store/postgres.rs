@@ -1,9 +1,9 @@
 //! The PostgreSQL backend, for replicas sharing one database.
 //!
 //! Same semantics as the SQLite backend. Per-session writes are serialised by the row lock
-//! that [`Store::commit`](super::Store::commit)'s version bump takes on the session row: a concurrent commit of the
-//! same session waits for it, then finds the version moved on and returns
-//! [`StoreError::Conflict`].
+//! that [`Store::commit`](super::Store::commit)'s version bump takes on the session row:
+//! a concurrent commit of the same session waits for it, then finds the version moved on
+//! and returns [`StoreError::Conflict`].
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgPool, Postgres, Transaction};
@@ -54,7 +54,7 @@ impl PostgresStore {
     }
 }
 
-super::queries::store_on!(PostgresStore, sqlx::PgConnection);
+super::queries::store_on!(PostgresStore, sqlx::PgConnection, sqlx::Postgres);
 
 /// What differs from SQLite (sqlite.rs has the same hooks).
 impl PostgresStore {

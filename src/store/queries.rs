@@ -4,41 +4,27 @@
 //! the N-th argument, as PostgreSQL does), `TRUE`/`FALSE` and a bare boolean column in
 //! conditions (SQLite ≥ 3.23 knows the keywords; it stores the flag as 0/1), the row-value
 //! comparison of the listing cursor (SQLite ≥ 3.15), `ON CONFLICT … DO NOTHING` (SQLite
-//! ≥ 3.24). Where the dialects differ, each backend keeps its own copy, pointing to the
-//! other: the insertion order of samples and calls (PostgreSQL's `id`, SQLite's `rowid`), the isolation of
-//! the history snapshot, PostgreSQL's retry classification, SQLite's checkpoint at close.
+//! ≥ 3.24), window functions (SQLite ≥ 3.25). Where the dialects differ, each backend
+//! keeps its own copy, pointing to the other: the insertion order of samples and calls
+//! (PostgreSQL's `id`, SQLite's `rowid`), the isolation of the history snapshot,
+//! PostgreSQL's retry classification, SQLite's checkpoint at close.
 //!
 //! [`store_on!`] expands the queries and the `Store` implementation for one backend. A
 //! macro, not generic functions: sqlx's executor and encoding bounds would have to be restated on
 //! every generic function for every bound type, and the expansion is the same text.
 
-/// The columns of a session row, with the counts the API reports.
+/// The columns of a session row, with the counts the API reports. Each reads an index,
+/// not the session's history: observations are numbered 1, 2, … per session and never
+/// deleted one by one, so the largest seq is their count; the active ones have a
+/// partial index (migration 0002).
 pub(super) const SESSION_COLUMNS: &str = "s.id, s.config, s.created_micros, s.status, \
      s.version, s.state, s.suggest_count, s.last_suggest_t, s.last_suggest_n, \
      s.last_optimum_mean, \
-     (SELECT COUNT(*) FROM observations o WHERE o.session_id = s.id) AS observation_count, \
+     (SELECT COALESCE(MAX(seq), 0) FROM observations o WHERE o.session_id = s.id) \
+     AS observation_count, \
      (SELECT COUNT(*) FROM observations o WHERE o.session_id = s.id AND o.active) AS dataset_size, \
      (SELECT COUNT(*) FROM suggestions g WHERE g.session_id = s.id AND g.status = 'pending') \
      AS pending_count";
-
-/// The `SELECT` of the rows a bucketed series keeps: from the buckets `b` (columns `k`,
-/// `first_seq`, `last_seq` and one extreme per name of `extremes`) over the rows
-/// `rows` (columns `k`, `key` and `values`), each bucket's first and last row and, for
-/// each extreme, the first row holding it (`values[i / 2]` equal to `extremes[i]`).
-pub(super) fn kept_of_buckets(rows: &str, key: &str, values: &[&str], extremes: &[&str]) -> String {
-    let mut parts = vec![
-        "SELECT first_seq AS seq FROM b".to_string(),
-        "SELECT last_seq FROM b".to_string(),
-    ];
-    for (i, extreme) in extremes.iter().enumerate() {
-        let value = values[i / 2];
-        parts.push(format!(
-            "SELECT MIN({rows}.{key}) FROM {rows} JOIN b ON {rows}.k = b.k \
-             AND {rows}.{value} = b.{extreme} GROUP BY {rows}.k"
-        ));
-    }
-    parts.join(" UNION ")
-}
 
 /// Expands, in the calling module, a module `queries` of async functions over
 /// `&mut $connection` (each runs the statements of one store operation on a connection: a
@@ -52,7 +38,7 @@ pub(super) fn kept_of_buckets(rows: &str, key: &str, values: &[&str], extremes: 
 ///
 /// [`Store`]: crate::store::Store
 macro_rules! store_on {
-    ($store:ty, $connection:ty) => {
+    ($store:ty, $connection:ty, $database:ty) => {
         mod queries {
             use chrono::Utc;
             use sqlx::Row;
@@ -63,7 +49,9 @@ macro_rules! store_on {
                 RECENT_DELAYS, call_from_row, corrupt, observation_from_row, parse_uuid,
                 response_time_from_row, session_from_row, suggestion_from_row, to_json,
             };
-            use $crate::store::queries::kept_of_buckets;
+            use $crate::store::timeline::{
+                BUCKET_ROWS, Bucket, BucketPoint, bucket_from_row, forget_spans, kept_keys,
+            };
             use $crate::store::{
                 CallStats, ChangeSet, ForgetSpan, History, IDEMPOTENCY_TTL_MICROS,
                 IdempotencyRecord, ObservationRow, SessionCursor, SessionRow, StoreError,
@@ -268,28 +256,35 @@ macro_rules! store_on {
                 }))
             }
 
-            /// Applies `change` if the session's version is still `expected_version`.
-            /// Run it in a transaction; the caller commits.
+            /// Applies `change` if the session's version is still `expected_version`,
+            /// keeping the timeline's bucket summaries up to date (`row_id` names the
+            /// column that orders calls and samples). Run it in a transaction; the caller
+            /// commits.
             pub(super) async fn commit(
                 c: &mut Connection,
                 id: Uuid,
                 expected_version: i64,
                 change: &ChangeSet,
                 idempotency: Option<&IdempotencyRecord>,
+                row_id: &str,
             ) -> Result<(), StoreError> {
                 let key = id.to_string();
                 let now = to_micros(Utc::now());
+                let new_calls = change.calls.len() as i64;
+                let new_samples = i64::from(change.response_time.is_some());
                 // The version bump comes first: it takes the session's row lock
                 // (PostgreSQL) or the database's write lock (SQLite) until the transaction
-                // ends, and it is the optimistic-concurrency check.
-                let updated = sqlx::query(
+                // ends, and it is the optimistic-concurrency check. It returns the counts
+                // of calls and samples after this change: their ordinals.
+                let counts = sqlx::query(
                     "UPDATE sessions SET version = version + 1, \
                      state = COALESCE($3, state), \
                      suggest_count = suggest_count + $4, \
                      last_suggest_t = COALESCE($5, last_suggest_t), \
                      last_suggest_n = COALESCE($6, last_suggest_n), \
-                     last_optimum_mean = COALESCE($7, last_optimum_mean) \
-                     WHERE id = $1 AND version = $2",
+                     last_optimum_mean = COALESCE($7, last_optimum_mean), \
+                     call_count = call_count + $8, sample_count = sample_count + $9 \
+                     WHERE id = $1 AND version = $2 RETURNING call_count, sample_count",
                 )
                 .bind(&key)
                 .bind(expected_version)
@@ -298,10 +293,11 @@ macro_rules! store_on {
                 .bind(change.last_suggest.map(|(t, _)| t))
                 .bind(change.last_suggest.map(|(_, n)| n))
                 .bind(change.last_optimum_mean)
-                .execute(&mut *c)
-                .await?
-                .rows_affected();
-                if updated == 0 {
+                .bind(new_calls)
+                .bind(new_samples)
+                .fetch_optional(&mut *c)
+                .await?;
+                let Some(counts) = counts else {
                     let exists: i64 =
                         sqlx::query_scalar("SELECT COUNT(*) FROM sessions WHERE id = $1")
                             .bind(&key)
@@ -312,7 +308,11 @@ macro_rules! store_on {
                     } else {
                         StoreError::NotFound
                     });
-                }
+                };
+                let call_count: i64 = counts.try_get("call_count")?;
+                let sample_count: i64 = counts.try_get("sample_count")?;
+                // Forgetting done by this change is placed at its last call's ordinal.
+                let step = call_count - 1;
                 for s in &change.new_suggestions {
                     sqlx::query(
                         "INSERT INTO suggestions (id, session_id, ordinal, params, unit, arm, \
@@ -343,33 +343,22 @@ macro_rules! store_on {
                     .await?;
                 }
                 for o in &change.new_observations {
-                    sqlx::query(
-                        "INSERT INTO observations (session_id, seq, suggestion_id, params, \
-                         unit, value, t, measured_micros, regret, active, removed_micros, \
-                         removed_reason, created_micros, removed_t, regret_estimate) \
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, \
-                         $15)",
-                    )
-                    .bind(&key)
-                    .bind(o.seq)
-                    .bind(o.suggestion_id.map(|s| s.to_string()))
-                    .bind(to_json(&o.params))
-                    .bind(to_json(&o.unit))
-                    .bind(o.value)
-                    .bind(o.t)
-                    .bind(o.measured_at.map(to_micros))
-                    .bind(o.regret)
-                    .bind(o.active)
-                    .bind(o.removed_at.map(to_micros))
-                    .bind(&o.removed_reason)
-                    .bind(to_micros(o.created_at))
-                    .bind(o.removed_t)
-                    .bind(o.regret_estimate)
-                    .execute(&mut *c)
-                    .await?;
+                    insert_observation(&mut *c, &key, o).await?;
+                    let regret = o.regret.or(o.regret_estimate);
+                    let point = BucketPoint {
+                        key: o.seq,
+                        value: o.value,
+                        regret,
+                        reported: o.regret.is_some(),
+                    };
+                    record_in_bucket(&mut *c, &key, "o", (o.seq - 1) / BUCKET_ROWS, &point)
+                        .await?;
+                    if let (Some(t), Some(reason)) = (o.removed_t, &o.removed_reason) {
+                        record_forgetting(&mut *c, &key, reason, step, t).await?;
+                    }
                 }
                 for d in &change.deactivate {
-                    sqlx::query(
+                    let forgotten = sqlx::query(
                         "UPDATE observations SET active = FALSE, removed_micros = $3, \
                          removed_reason = $4, removed_t = $5 \
                          WHERE session_id = $1 AND seq = $2 AND active",
@@ -380,39 +369,158 @@ macro_rules! store_on {
                     .bind(&d.reason)
                     .bind(d.t)
                     .execute(&mut *c)
-                    .await?;
+                    .await?
+                    .rows_affected();
+                    if forgotten > 0 {
+                        record_forgetting(&mut *c, &key, &d.reason, step, d.t).await?;
+                    }
                 }
                 if let Some(sample) = change.response_time {
-                    sqlx::query(
+                    let sql = format!(
                         "INSERT INTO response_times (session_id, n, seconds, recorded_micros) \
-                         VALUES ($1, $2, $3, $4)",
-                    )
-                    .bind(&key)
-                    .bind(sample.n)
-                    .bind(sample.seconds)
-                    .bind(now)
-                    .execute(&mut *c)
-                    .await?;
+                         VALUES ($1, $2, $3, $4) RETURNING {row_id}"
+                    );
+                    let inserted: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+                        .bind(&key)
+                        .bind(sample.n)
+                        .bind(sample.seconds)
+                        .bind(now)
+                        .fetch_one(&mut *c)
+                        .await?;
+                    let point = BucketPoint::plain(inserted, sample.seconds);
+                    let bucket = (sample_count - 1) / BUCKET_ROWS;
+                    record_in_bucket(&mut *c, &key, "s", bucket, &point).await?;
                 }
-                for call in &change.calls {
-                    sqlx::query(
+                for (i, call) in change.calls.iter().enumerate() {
+                    let sql = format!(
                         "INSERT INTO calls (session_id, kind, t, dataset_size, compute_seconds, \
-                         recorded_micros, snapshot) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                    )
-                    .bind(&key)
-                    .bind(call.kind)
-                    .bind(call.t)
-                    .bind(call.dataset_size)
-                    .bind(call.compute_seconds)
-                    .bind(now)
-                    .bind(call.snapshot.as_ref().map(to_json))
-                    .execute(&mut *c)
-                    .await?;
+                         recorded_micros, snapshot) VALUES ($1, $2, $3, $4, $5, $6, $7) \
+                         RETURNING {row_id}"
+                    );
+                    let inserted: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+                        .bind(&key)
+                        .bind(call.kind)
+                        .bind(call.t)
+                        .bind(call.dataset_size)
+                        .bind(call.compute_seconds)
+                        .bind(now)
+                        .bind(call.snapshot.as_ref().map(to_json))
+                        .fetch_one(&mut *c)
+                        .await?;
+                    let ordinal = call_count - new_calls + i as i64;
+                    let point = BucketPoint::plain(inserted, call.dataset_size as f64);
+                    record_in_bucket(&mut *c, &key, "c", ordinal / BUCKET_ROWS, &point).await?;
                 }
                 if let Some(record) = idempotency {
                     insert_idempotency(&mut *c, record).await?;
                 }
                 Ok(())
+            }
+
+            async fn insert_observation(
+                c: &mut Connection,
+                session: &str,
+                o: &ObservationRow,
+            ) -> Result<(), StoreError> {
+                sqlx::query(
+                    "INSERT INTO observations (session_id, seq, suggestion_id, params, \
+                     unit, value, t, measured_micros, regret, active, removed_micros, \
+                     removed_reason, created_micros, removed_t, regret_estimate) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, \
+                     $15)",
+                )
+                .bind(session)
+                .bind(o.seq)
+                .bind(o.suggestion_id.map(|s| s.to_string()))
+                .bind(to_json(&o.params))
+                .bind(to_json(&o.unit))
+                .bind(o.value)
+                .bind(o.t)
+                .bind(o.measured_at.map(to_micros))
+                .bind(o.regret)
+                .bind(o.active)
+                .bind(o.removed_at.map(to_micros))
+                .bind(&o.removed_reason)
+                .bind(to_micros(o.created_at))
+                .bind(o.removed_t)
+                .bind(o.regret_estimate)
+                .execute(&mut *c)
+                .await?;
+                Ok(())
+            }
+
+            /// Folds one row into its bucket summary (creating it): first and last key,
+            /// count, the first rows holding the minimum and maximum value and regret,
+            /// the regrets' sum and counts.
+            async fn record_in_bucket(
+                c: &mut Connection,
+                session: &str,
+                series: &str,
+                bucket: i64,
+                point: &BucketPoint,
+            ) -> Result<(), StoreError> {
+                sqlx::query(
+                    "INSERT INTO timeline_buckets (session_id, series, bucket, first_key, \
+                     last_key, count, lo, lo_key, hi, hi_key, lo2, lo2_key, hi2, hi2_key, \
+                     total, n_valued, n_reported) \
+                     VALUES ($1, $2, $3, $4, $4, 1, $5, $4, $5, $4, $6, $7, $6, $7, \
+                     COALESCE($6, 0), $8, $9) \
+                     ON CONFLICT (session_id, series, bucket) DO UPDATE SET \
+                     first_key = CASE WHEN excluded.first_key < timeline_buckets.first_key \
+                       THEN excluded.first_key ELSE timeline_buckets.first_key END, \
+                     last_key = CASE WHEN excluded.last_key > timeline_buckets.last_key \
+                       THEN excluded.last_key ELSE timeline_buckets.last_key END, \
+                     count = timeline_buckets.count + 1, \
+                     lo_key = CASE WHEN excluded.lo < timeline_buckets.lo \
+                       THEN excluded.lo_key ELSE timeline_buckets.lo_key END, \
+                     lo = CASE WHEN excluded.lo < timeline_buckets.lo \
+                       THEN excluded.lo ELSE timeline_buckets.lo END, \
+                     hi_key = CASE WHEN excluded.hi > timeline_buckets.hi \
+                       THEN excluded.hi_key ELSE timeline_buckets.hi_key END, \
+                     hi = CASE WHEN excluded.hi > timeline_buckets.hi \
+                       THEN excluded.hi ELSE timeline_buckets.hi END, \
+                     lo2_key = CASE WHEN timeline_buckets.lo2 IS NULL \
+                       OR excluded.lo2 < timeline_buckets.lo2 \
+                       THEN excluded.lo2_key ELSE timeline_buckets.lo2_key END, \
+                     lo2 = CASE WHEN timeline_buckets.lo2 IS NULL \
+                       OR excluded.lo2 < timeline_buckets.lo2 \
+                       THEN excluded.lo2 ELSE timeline_buckets.lo2 END, \
+                     hi2_key = CASE WHEN timeline_buckets.hi2 IS NULL \
+                       OR excluded.hi2 > timeline_buckets.hi2 \
+                       THEN excluded.hi2_key ELSE timeline_buckets.hi2_key END, \
+                     hi2 = CASE WHEN timeline_buckets.hi2 IS NULL \
+                       OR excluded.hi2 > timeline_buckets.hi2 \
+                       THEN excluded.hi2 ELSE timeline_buckets.hi2 END, \
+                     total = timeline_buckets.total + excluded.total, \
+                     n_valued = timeline_buckets.n_valued + excluded.n_valued, \
+                     n_reported = timeline_buckets.n_reported + excluded.n_reported",
+                )
+                .bind(session)
+                .bind(series)
+                .bind(bucket)
+                .bind(point.key)
+                .bind(point.value)
+                .bind(point.regret)
+                .bind(point.regret.map(|_| point.key))
+                .bind(i64::from(point.regret.is_some()))
+                .bind(i64::from(point.reported))
+                .execute(&mut *c)
+                .await?;
+                Ok(())
+            }
+
+            /// Counts one forgotten observation in the `f:<reason>` bucket of the step
+            /// (call ordinal) that forgot it, at session time `t`.
+            async fn record_forgetting(
+                c: &mut Connection,
+                session: &str,
+                reason: &str,
+                step: i64,
+                t: f64,
+            ) -> Result<(), StoreError> {
+                let series = format!("f:{reason}");
+                let point = BucketPoint::plain(0, t);
+                record_in_bucket(c, session, &series, step.max(0) / BUCKET_ROWS, &point).await
             }
 
             pub(super) async fn get_suggestion(
@@ -461,120 +569,136 @@ macro_rules! store_on {
                 row_id: &str,
             ) -> Result<StoredTimeline, StoreError> {
                 let key = session_id.to_string();
-                let counts = sqlx::query(
-                    "SELECT COUNT(*) AS observations, COUNT(regret) AS reported, \
-                     COUNT(CASE WHEN regret IS NULL THEN regret_estimate END) AS estimated, \
-                     SUM(COALESCE(regret, regret_estimate)) AS regret_sum, \
-                     (SELECT COUNT(*) FROM calls WHERE session_id = $1) AS steps, \
-                     (SELECT COUNT(*) FROM response_times WHERE session_id = $1) AS samples \
-                     FROM observations WHERE session_id = $1",
+                let summaries = sqlx::query(
+                    "SELECT * FROM timeline_buckets WHERE session_id = $1 ORDER BY series, bucket",
                 )
                 .bind(&key)
-                .fetch_one(&mut *c)
-                .await?;
-                let observation_count: i64 = counts.try_get("observations")?;
-                let step_count: i64 = counts.try_get("steps")?;
-                let samples: i64 = counts.try_get("samples")?;
-                // Up to 6 points kept per bucket of observations (first, last, extremes
-                // of value and regret), 4 per bucket of calls and of samples.
-                let bucket = |count: i64, kept: i64| -> i64 {
-                    let buckets = (budget / kept).max(1);
-                    if count <= budget { 1 } else { (count + buckets - 1) / buckets }
-                };
-                let sql = format!(
-                    "WITH o AS (SELECT seq, value, COALESCE(regret, regret_estimate) AS r, \
-                       (seq - 1) / $2 AS k FROM observations WHERE session_id = $1), \
-                     b AS (SELECT k, MIN(seq) AS first_seq, MAX(seq) AS last_seq, \
-                       MIN(value) AS lo, MAX(value) AS hi, MIN(r) AS rlo, MAX(r) AS rhi \
-                       FROM o GROUP BY k), \
-                     kept AS ({}) \
-                     SELECT * FROM observations WHERE session_id = $1 \
-                     AND seq IN (SELECT seq FROM kept) ORDER BY seq",
-                    kept_of_buckets("o", "seq", &["value", "r"], &["lo", "hi", "rlo", "rhi"])
-                );
-                let observations = sqlx::query(sqlx::AssertSqlSafe(sql))
-                    .bind(&key)
-                    .bind(bucket(observation_count, 6))
-                    .fetch_all(&mut *c)
-                    .await?
-                    .iter()
-                    .map(observation_from_row)
-                    .collect::<Result<Vec<_>, _>>()?;
-                let sql = format!(
-                    "WITH o AS (SELECT {row_id} AS seq, dataset_size AS d, \
-                       (ROW_NUMBER() OVER (ORDER BY {row_id}) - 1) / $2 AS k \
-                       FROM calls WHERE session_id = $1), \
-                     b AS (SELECT k, MIN(seq) AS first_seq, MAX(seq) AS last_seq, \
-                       MIN(d) AS lo, MAX(d) AS hi FROM o GROUP BY k), \
-                     kept AS ({}) \
-                     SELECT {row_id} AS id, kind, t, dataset_size, compute_seconds, snapshot \
-                     FROM calls WHERE session_id = $1 AND {row_id} IN (SELECT seq FROM kept) \
-                     ORDER BY {row_id}",
-                    kept_of_buckets("o", "seq", &["d"], &["lo", "hi"])
-                );
-                let calls = sqlx::query(sqlx::AssertSqlSafe(sql))
-                    .bind(&key)
-                    .bind(bucket(step_count, 4))
-                    .fetch_all(&mut *c)
-                    .await?
-                    .iter()
-                    .map(call_from_row)
-                    .collect::<Result<Vec<_>, _>>()?;
-                let sql = format!(
-                    "WITH o AS (SELECT {row_id} AS seq, seconds AS s, \
-                       (ROW_NUMBER() OVER (ORDER BY {row_id}) - 1) / $2 AS k \
-                       FROM response_times WHERE session_id = $1), \
-                     b AS (SELECT k, MIN(seq) AS first_seq, MAX(seq) AS last_seq, \
-                       MIN(s) AS lo, MAX(s) AS hi FROM o GROUP BY k), \
-                     kept AS ({}) \
-                     SELECT n, seconds FROM response_times WHERE session_id = $1 \
-                     AND {row_id} IN (SELECT seq FROM kept) ORDER BY {row_id}",
-                    kept_of_buckets("o", "seq", &["s"], &["lo", "hi"])
-                );
-                let response_times = sqlx::query(sqlx::AssertSqlSafe(sql))
-                    .bind(&key)
-                    .bind(bucket(samples, 4))
-                    .fetch_all(&mut *c)
-                    .await?
-                    .iter()
-                    .map(response_time_from_row)
-                    .collect::<Result<Vec<_>, _>>()?;
-                // Forgetting events: grouped by step and reason, then, past the budget,
-                // merged into spans of consecutive steps.
-                let forgotten = sqlx::query(
-                    "WITH e AS (SELECT removed_t AS t, removed_reason AS reason, COUNT(*) AS n \
-                       FROM observations WHERE session_id = $1 AND removed_t IS NOT NULL \
-                       GROUP BY removed_t, removed_reason), \
-                     r AS (SELECT t, reason, n, \
-                       (ROW_NUMBER() OVER (ORDER BY t) - 1) / $2 AS k FROM e) \
-                     SELECT MIN(t) AS t, MAX(t) AS t_end, reason, CAST(SUM(n) AS BIGINT) AS count \
-                     FROM r GROUP BY k, reason ORDER BY MIN(t), reason",
-                )
-                .bind(&key)
-                .bind(bucket(observation_count, 1))
                 .fetch_all(&mut *c)
                 .await?
                 .iter()
-                .map(|r| {
-                    Ok(ForgetSpan {
-                        t: r.try_get("t")?,
-                        t_end: r.try_get("t_end")?,
-                        reason: r.try_get("reason")?,
-                        count: r.try_get("count")?,
+                .map(bucket_from_row)
+                .collect::<Result<Vec<_>, _>>()?;
+                let series = |name: &str| -> Vec<&Bucket> {
+                    summaries.iter().filter(|b| b.series == name).collect()
+                };
+                let (observed, calls, samples) = (series("o"), series("c"), series("s"));
+                let count = |buckets: &[&Bucket]| buckets.iter().map(|b| b.count).sum::<i64>();
+                let observation_count = count(&observed);
+                let observations = match kept_keys(&observed, budget, 6) {
+                    None => sqlx::query(
+                        "SELECT * FROM observations WHERE session_id = $1 ORDER BY seq",
+                    )
+                    .bind(&key)
+                    .fetch_all(&mut *c)
+                    .await?,
+                    Some(keys) => {
+                        fetch_by_keys(&mut *c, "SELECT * FROM observations", "seq", &key, &keys)
+                            .await?
+                    }
+                };
+                let observations = observations
+                    .iter()
+                    .map(observation_from_row)
+                    .collect::<Result<Vec<_>, _>>()?;
+                let select_calls = format!(
+                    "SELECT {row_id} AS id, kind, t, dataset_size, compute_seconds, snapshot \
+                     FROM calls"
+                );
+                let calls_kept = match kept_keys(&calls, budget, 4) {
+                    None => {
+                        let sql = format!(
+                            "{select_calls} WHERE session_id = $1 ORDER BY {row_id}"
+                        );
+                        sqlx::query(sqlx::AssertSqlSafe(sql))
+                            .bind(&key)
+                            .fetch_all(&mut *c)
+                            .await?
+                    }
+                    Some(keys) => fetch_by_keys(&mut *c, &select_calls, row_id, &key, &keys).await?,
+                };
+                let select_samples = format!("SELECT {row_id} AS id, n, seconds FROM response_times");
+                let samples_kept = match kept_keys(&samples, budget, 4) {
+                    None => {
+                        let sql = format!(
+                            "{select_samples} WHERE session_id = $1 ORDER BY {row_id}"
+                        );
+                        sqlx::query(sqlx::AssertSqlSafe(sql))
+                            .bind(&key)
+                            .fetch_all(&mut *c)
+                            .await?
+                    }
+                    Some(keys) => {
+                        fetch_by_keys(&mut *c, &select_samples, row_id, &key, &keys).await?
+                    }
+                };
+                // Forgetting: exact, one event per step and reason, while the session fits
+                // the budget; else the summaries' spans of 64 steps, merged to fit.
+                let forgotten = if observation_count <= budget {
+                    sqlx::query(
+                        "SELECT removed_t AS t, removed_t AS t_end, removed_reason AS reason, \
+                         COUNT(*) AS count FROM observations \
+                         WHERE session_id = $1 AND removed_t IS NOT NULL \
+                         GROUP BY removed_t, removed_reason ORDER BY removed_t, removed_reason",
+                    )
+                    .bind(&key)
+                    .fetch_all(&mut *c)
+                    .await?
+                    .iter()
+                    .map(|r| {
+                        Ok(ForgetSpan {
+                            t: r.try_get("t")?,
+                            t_end: r.try_get("t_end")?,
+                            reason: r.try_get("reason")?,
+                            count: r.try_get("count")?,
+                        })
                     })
-                })
-                .collect::<Result<Vec<_>, StoreError>>()?;
+                    .collect::<Result<Vec<_>, StoreError>>()?
+                } else {
+                    forget_spans(&summaries, budget)
+                };
                 Ok(StoredTimeline {
                     observation_count,
-                    step_count,
-                    reported_regrets: counts.try_get("reported")?,
-                    estimated_regrets: counts.try_get("estimated")?,
-                    regret_sum: counts.try_get::<Option<f64>, _>("regret_sum")?.unwrap_or(0.0),
+                    step_count: count(&calls),
+                    reported_regrets: observed.iter().map(|b| b.n_reported).sum(),
+                    estimated_regrets: observed.iter().map(|b| b.n_valued - b.n_reported).sum(),
+                    regret_sum: observed.iter().map(|b| b.total).sum(),
                     observations,
-                    calls,
-                    response_times,
+                    calls: calls_kept
+                        .iter()
+                        .map(call_from_row)
+                        .collect::<Result<Vec<_>, _>>()?,
+                    response_times: samples_kept
+                        .iter()
+                        .map(response_time_from_row)
+                        .collect::<Result<Vec<_>, _>>()?,
                     forgotten,
                 })
+            }
+
+            /// The rows of `select` (a `SELECT … FROM table`) of the session whose
+            /// `column` is one of `keys`, in its order, a few hundred keys per query.
+            async fn fetch_by_keys(
+                c: &mut Connection,
+                select: &str,
+                column: &str,
+                session: &str,
+                keys: &[i64],
+            ) -> Result<Vec<<$database as sqlx::Database>::Row>, StoreError> {
+                let mut rows = Vec::with_capacity(keys.len());
+                for chunk in keys.chunks(500) {
+                    let placeholders: Vec<String> =
+                        (0..chunk.len()).map(|i| format!("${}", i + 2)).collect();
+                    let sql = format!(
+                        "{select} WHERE session_id = $1 AND {column} IN ({}) ORDER BY {column}",
+                        placeholders.join(", ")
+                    );
+                    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(session);
+                    for key in chunk {
+                        query = query.bind(*key);
+                    }
+                    rows.extend(query.fetch_all(&mut *c).await?);
+                }
+                Ok(rows)
             }
 
             pub(super) async fn call_stats(
@@ -676,7 +800,15 @@ macro_rules! store_on {
                 ) -> Result<(), StoreError> {
                     async {
                         let mut tx = self.pool.begin().await?;
-                        queries::commit(&mut tx, id, expected_version, change, idempotency).await?;
+                        queries::commit(
+                        &mut tx,
+                        id,
+                        expected_version,
+                        change,
+                        idempotency,
+                        Self::ROW_ID,
+                    )
+                    .await?;
                         tx.commit().await?;
                         Ok(())
                     }

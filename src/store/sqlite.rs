@@ -164,7 +164,7 @@ impl SqliteStore {
     }
 }
 
-super::queries::store_on!(SqliteStore, sqlx::SqliteConnection);
+super::queries::store_on!(SqliteStore, sqlx::SqliteConnection, sqlx::Sqlite);
 
 /// What differs from PostgreSQL (postgres.rs has the same hooks).
 impl SqliteStore {

@@ -1,0 +1,214 @@
+//! The timeline's bucket summaries: what a commit folds each new row into, and how a
+//! read merges them into a point budget. Every series of a session's history (its
+//! observations, calls, response-time samples and forgetting) is summarised by buckets
+//! of [`BUCKET_ROWS`] consecutive rows, kept up to date by the commit that adds them
+//! (`timeline_buckets`), so that reading a downsampled timeline costs about n / 64 rows
+//! plus the rows it keeps, whatever the session's age.
+
+use super::rows::Columns;
+use super::{ForgetSpan, StoreError};
+
+/// Rows per bucket summary.
+pub(crate) const BUCKET_ROWS: i64 = 64;
+
+/// One row folded into a bucket: its key, the value whose extremes are kept, and (for
+/// observations) its regret and whether the client reported it.
+pub(crate) struct BucketPoint {
+    pub key: i64,
+    pub value: f64,
+    pub regret: Option<f64>,
+    pub reported: bool,
+}
+
+impl BucketPoint {
+    /// A row with a value and no regret.
+    pub fn plain(key: i64, value: f64) -> BucketPoint {
+        BucketPoint {
+            key,
+            value,
+            regret: None,
+            reported: false,
+        }
+    }
+}
+
+/// A stored bucket summary.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Bucket {
+    pub series: String,
+    pub first_key: i64,
+    pub last_key: i64,
+    pub count: i64,
+    pub lo: f64,
+    pub lo_key: i64,
+    pub hi: f64,
+    pub hi_key: i64,
+    pub lo2: Option<f64>,
+    pub lo2_key: Option<i64>,
+    pub hi2: Option<f64>,
+    pub hi2_key: Option<i64>,
+    pub total: f64,
+    pub n_valued: i64,
+    pub n_reported: i64,
+}
+
+pub(crate) fn bucket_from_row(row: &impl Columns) -> Result<Bucket, StoreError> {
+    Ok(Bucket {
+        series: row.text("series")?.to_string(),
+        first_key: row.int("first_key")?,
+        last_key: row.int("last_key")?,
+        count: row.int("count")?,
+        lo: row.real("lo")?,
+        lo_key: row.int("lo_key")?,
+        hi: row.real("hi")?,
+        hi_key: row.int("hi_key")?,
+        lo2: row.opt_real("lo2")?,
+        lo2_key: row.opt_int("lo2_key")?,
+        hi2: row.opt_real("hi2")?,
+        hi2_key: row.opt_int("hi2_key")?,
+        total: row.real("total")?,
+        n_valued: row.int("n_valued")?,
+        n_reported: row.int("n_reported")?,
+    })
+}
+
+/// The keys of the rows a series (its buckets, in order) keeps within `budget`: None
+/// when all its rows fit; else, merging consecutive buckets into at most
+/// `budget / per_group` groups, each group's first and last row and the first rows
+/// holding its minimum and maximum value and regret (at most `per_group` per group).
+pub(crate) fn kept_keys(buckets: &[&Bucket], budget: i64, per_group: i64) -> Option<Vec<i64>> {
+    let rows: i64 = buckets.iter().map(|b| b.count).sum();
+    if rows <= budget {
+        return None;
+    }
+    let groups = (budget / per_group).max(1) as usize;
+    let size = buckets.len().div_ceil(groups);
+    let mut keys = Vec::new();
+    for group in buckets.chunks(size) {
+        keys.push(group[0].first_key);
+        keys.push(group[group.len() - 1].last_key);
+        // Ties keep the earlier bucket: its row comes first.
+        let lo = group
+            .iter()
+            .fold(group[0], |a, b| if b.lo < a.lo { b } else { a });
+        let hi = group
+            .iter()
+            .fold(group[0], |a, b| if b.hi > a.hi { b } else { a });
+        keys.extend([lo.lo_key, hi.hi_key]);
+        let valued = group.iter().filter(|b| b.lo2.is_some());
+        if let Some(lo2) = valued
+            .clone()
+            .reduce(|a, b| if b.lo2 < a.lo2 { b } else { a })
+        {
+            keys.extend(lo2.lo2_key);
+        }
+        if let Some(hi2) = valued.reduce(|a, b| if b.hi2 > a.hi2 { b } else { a }) {
+            keys.extend(hi2.hi2_key);
+        }
+    }
+    keys.sort_unstable();
+    keys.dedup();
+    Some(keys)
+}
+
+/// Forgetting as spans from the `f:<reason>` summaries (in bucket order): consecutive
+/// buckets of one reason merged so that at most about `budget` spans come back; each
+/// span's counts add up to the observations it forgot. In time order.
+pub(crate) fn forget_spans(summaries: &[Bucket], budget: i64) -> Vec<ForgetSpan> {
+    let forgetting: Vec<&Bucket> = summaries
+        .iter()
+        .filter(|b| b.series.starts_with("f:"))
+        .collect();
+    let size = forgetting.len().div_ceil(budget.max(1) as usize).max(1);
+    let mut spans = Vec::new();
+    for reason in forgetting.chunk_by(|a, b| a.series == b.series) {
+        for group in reason.chunks(size) {
+            spans.push(ForgetSpan {
+                t: group.iter().map(|b| b.lo).fold(f64::INFINITY, f64::min),
+                t_end: group.iter().map(|b| b.hi).fold(f64::NEG_INFINITY, f64::max),
+                reason: group[0].series["f:".len()..].to_string(),
+                count: group.iter().map(|b| b.count).sum(),
+            });
+        }
+    }
+    spans.sort_by(|a, b| a.t.total_cmp(&b.t).then_with(|| a.reason.cmp(&b.reason)));
+    spans
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The bucket summaries of `values` (key = index + 1), as commits would make them.
+    fn summaries(values: &[f64]) -> Vec<Bucket> {
+        values
+            .chunks(BUCKET_ROWS as usize)
+            .enumerate()
+            .map(|(b, chunk)| {
+                let key = |i: usize| (b * BUCKET_ROWS as usize + i + 1) as i64;
+                let lo = (0..chunk.len()).fold(0, |a, i| if chunk[i] < chunk[a] { i } else { a });
+                let hi = (0..chunk.len()).fold(0, |a, i| if chunk[i] > chunk[a] { i } else { a });
+                Bucket {
+                    series: "o".into(),
+                    first_key: key(0),
+                    last_key: key(chunk.len() - 1),
+                    count: chunk.len() as i64,
+                    lo: chunk[lo],
+                    lo_key: key(lo),
+                    hi: chunk[hi],
+                    hi_key: key(hi),
+                    lo2: None,
+                    lo2_key: None,
+                    hi2: None,
+                    hi2_key: None,
+                    total: 0.0,
+                    n_valued: 0,
+                    n_reported: 0,
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn merged_buckets_keep_every_spike_within_the_budget() {
+        let values: Vec<f64> = (0..100_000)
+            .map(|i| (i as f64 * 0.01).sin() + if i % 9973 == 0 { 50.0 } else { 0.0 })
+            .collect();
+        let buckets = summaries(&values);
+        let refs: Vec<&Bucket> = buckets.iter().collect();
+        let keys = kept_keys(&refs, 2000, 6).expect("over the budget");
+        assert!(keys.len() <= 2000, "{}", keys.len());
+        assert!(keys.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!((keys[0], *keys.last().unwrap()), (1, 100_000));
+        // Brute force: every spike's key is kept, and so is the global minimum's.
+        for (i, v) in values.iter().enumerate() {
+            if *v > 10.0 {
+                assert!(keys.contains(&(i as i64 + 1)), "spike at {i}");
+            }
+        }
+        let min = (0..values.len()).fold(0, |a, i| if values[i] < values[a] { i } else { a });
+        assert!(keys.contains(&(min as i64 + 1)));
+        assert_eq!(kept_keys(&refs, 200_000, 6), None, "all rows fit");
+    }
+
+    #[test]
+    fn forget_spans_add_up_and_fit_the_budget() {
+        let bucket = |reason: &str, t: f64, count: i64| Bucket {
+            series: format!("f:{reason}"),
+            count,
+            lo: t,
+            hi: t + 1.0,
+            ..summaries(&[0.0])[0].clone()
+        };
+        let mut all: Vec<Bucket> = (0..100)
+            .map(|i| bucket("budget", i as f64 * 10.0, 3))
+            .collect();
+        all.extend((0..50).map(|i| bucket("reset", i as f64 * 20.0, 1)));
+        let spans = forget_spans(&all, 30);
+        assert!(spans.len() <= 32, "{}", spans.len());
+        assert_eq!(spans.iter().map(|s| s.count).sum::<i64>(), 350);
+        assert!(spans.windows(2).all(|w| w[0].t <= w[1].t));
+        assert!(spans.iter().all(|s| s.t < s.t_end));
+        assert_eq!(forget_spans(&all, 10_000).len(), 150, "one span per bucket");
+    }
+}
