@@ -139,13 +139,13 @@ fn bench_session_page(c: &mut Criterion) {
         tempfile::tempdir().unwrap()
     };
     let url = format!("sqlite://{}", dir.path().join("long.db").display());
-    let (service, id) = runtime.block_on(async {
+    let (service, store, id) = runtime.block_on(async {
         let store = SqliteStore::connect(&url, &PoolSettings::default())
             .await
             .unwrap();
         let service = SessionService::new(Arc::new(store.clone()), Limits::default());
         let id = long_session(&service, &store).await;
-        (service, id)
+        (service, store, id)
     });
     let mut group = c.benchmark_group("dashboard");
     group
@@ -164,6 +164,9 @@ fn bench_session_page(c: &mut Criterion) {
     });
     group.bench_function(format!("session/{OBSERVATIONS}"), |b| {
         b.iter(|| runtime.block_on(async { service.get_session(id).await.unwrap() }))
+    });
+    group.bench_function(format!("load_history/{OBSERVATIONS}"), |b| {
+        b.iter(|| runtime.block_on(async { store.load_history(id).await.unwrap() }))
     });
     group.bench_function(format!("best/{OBSERVATIONS}"), |b| {
         b.iter(|| runtime.block_on(async { service.best(id, None).await.unwrap() }))

@@ -10,6 +10,10 @@ ALTER TABLE calls ADD COLUMN snapshot TEXT;
 -- The active observations of a session, found without reading the forgotten ones: a
 -- session's load and its dataset size cost its active set, not its age.
 CREATE INDEX observations_active ON observations (session_id, seq) WHERE active;
+-- The latest observations of suggestions (the lead time's recent delays), found without
+-- reading the client-chosen ones.
+CREATE INDEX observations_of_suggestions ON observations (session_id, seq)
+    WHERE suggestion_id IS NOT NULL;
 
 -- Per-session counts of calls and response-time samples: their ordinals, which place
 -- each in its timeline bucket.

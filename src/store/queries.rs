@@ -232,7 +232,8 @@ macro_rules! store_on {
                 let recent_delays = sqlx::query(
                     "SELECT o.t - g.issued_t AS delay FROM observations o \
                      JOIN suggestions g ON g.id = o.suggestion_id \
-                     WHERE o.session_id = $1 ORDER BY o.seq DESC LIMIT $2",
+                     WHERE o.session_id = $1 AND o.suggestion_id IS NOT NULL \
+                     ORDER BY o.seq DESC LIMIT $2",
                 )
                 .bind(&key)
                 .bind(RECENT_DELAYS)
