@@ -18,7 +18,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::json;
 use tvbo::domain::config::CreateSession;
 use tvbo::domain::records::{
-    CallRecord, ChangeSet, FittedHyperparameters, ObservationRow, RecordedOptimum,
+    CallRecord, ChangeSet, DEFAULT_TENANT, FittedHyperparameters, ObservationRow, RecordedOptimum,
     ResponseTimeSample, StepSnapshot,
 };
 use tvbo::engine::Limits;
@@ -72,7 +72,11 @@ async fn long_session(service: &SessionService, store: &dyn Store) -> Uuid {
         "seed": 1
     }))
     .unwrap();
-    let id = service.create_session(request, None).await.unwrap().id;
+    let id = service
+        .create_session(DEFAULT_TENANT, request, None)
+        .await
+        .unwrap()
+        .id;
     let state = serde_json::to_value(PolicyState {
         hyperparameters: Some(Hyperparameters {
             temporal_lengthscale: 900.0,

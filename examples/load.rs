@@ -51,6 +51,10 @@ struct Args {
     /// Random suggestions before the model decides.
     #[arg(long, default_value_t = 5)]
     warmup: u32,
+    /// API key for `--target` servers (`tvbo keys create`); the servers started here need
+    /// none.
+    #[arg(long, env = "TVBO_API_KEY", hide_env_values = true)]
+    api_key: Option<String>,
 }
 
 /// Latencies of the calls of one kind, and the failed calls by status.
@@ -97,10 +101,16 @@ async fn start_local_servers(args: &Args) -> anyhow::Result<LocalServers> {
         bases.push(format!("http://{}", listener.local_addr()?));
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         shutdown.push(stop);
+        // No keys and no rate limit: this measures the service, not the gate.
+        let settings = RouterSettings {
+            access: tvbo::api::auth::AccessSettings::open(),
+            ..RouterSettings::default()
+        };
         tokio::spawn(tvbo::server::serve(
             listener,
             store,
-            RouterSettings::default(),
+            settings,
+            tvbo::server::ConnectionSettings::default(),
             async {
                 let _ = stopped.await;
             },
@@ -228,8 +238,15 @@ async fn main() -> anyhow::Result<()> {
             .map(|t| t.trim_end_matches('/').to_string())
             .collect(),
     });
+    let mut headers = reqwest::header::HeaderMap::new();
+    if let Some(key) = &args.api_key {
+        let mut bearer = reqwest::header::HeaderValue::from_str(&format!("Bearer {key}"))?;
+        bearer.set_sensitive(true);
+        headers.insert(reqwest::header::AUTHORIZATION, bearer);
+    }
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(120))
+        .default_headers(headers)
         .build()?;
     let samples = Arc::new(Mutex::new(Samples::default()));
     let started = Instant::now();

@@ -1,12 +1,16 @@
 //! Settings from the command line and the environment.
 
 use std::net::SocketAddr;
+use std::num::NonZeroU32;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use crate::api::RouterSettings;
+use crate::api::auth::AccessSettings;
+use crate::api::{REQUEST_TIMEOUT, RouterSettings};
 use crate::dashboard::BasePath;
 use crate::engine::Limits;
+use crate::server::ConnectionSettings;
+use crate::session::service::DEFAULT_MAX_SESSIONS_PER_TENANT;
 
 /// Log output format.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
@@ -41,12 +45,51 @@ pub enum Command {
     },
     /// Run the papers' benchmarks (docs/benchmarks.md) and write a report.
     Bench(BenchArgs),
+    /// Make, list and revoke API keys in the database (DATABASE_URL); docs/security.md.
+    #[command(subcommand)]
+    Keys(KeysCommand),
     /// Write a consistent copy of the SQLite database (DATABASE_URL) to a new file while
     /// the server runs (docs/operations.md); PostgreSQL is backed up with pg_dump.
     Backup {
         /// The new file; must not exist.
         path: std::path::PathBuf,
     },
+}
+
+/// `tvbo keys ...`.
+#[derive(Debug, Subcommand)]
+pub enum KeysCommand {
+    /// Make a key and print it (once: only its hash is stored).
+    Create {
+        /// What the key is for (a person, a program).
+        #[arg(long)]
+        name: String,
+        /// The tenant whose sessions the key sees and creates (default: the name).
+        /// Keys of one tenant share its sessions.
+        #[arg(long)]
+        tenant: Option<String>,
+        /// The key sees every tenant's sessions.
+        #[arg(long)]
+        admin: bool,
+    },
+    /// List every key (never the secrets).
+    List,
+    /// Revoke a key: it is refused from the next request on, on every replica.
+    Revoke {
+        /// The key's id, as `tvbo keys list` shows it (or the whole key).
+        id: String,
+    },
+}
+
+/// Whether `/v1` needs an API key.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum AuthMode {
+    /// Every `/v1` request needs `Authorization: Bearer <key>`.
+    #[default]
+    On,
+    /// No key needed: anyone who reaches the port may do anything (a warning at start
+    /// when bound beyond loopback).
+    Off,
 }
 
 /// Where a benchmarked server session takes its time from.
@@ -104,6 +147,9 @@ pub struct BenchArgs {
     /// With --server: the sessions' time source.
     #[arg(long, value_enum, default_value_t = BenchTime::Client)]
     pub server_time: BenchTime,
+    /// With --server: the API key to send (`tvbo keys create`).
+    #[arg(long, env = "TVBO_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
     /// No progress bars (they are only drawn on a terminal anyway).
     #[arg(long)]
     pub no_progress: bool,
@@ -136,6 +182,7 @@ impl BenchArgs {
                 BenchTime::Client => crate::bench::ServerTime::Client,
                 BenchTime::Wall => crate::bench::ServerTime::Wall,
             },
+            api_key: self.api_key.clone(),
             progress: !self.no_progress,
             resume: self.resume,
             report_only: self.report_only,
@@ -204,16 +251,101 @@ pub struct ServeArgs {
     /// dashboard's links; empty when it is served at the root.
     #[arg(long, env = "TVBO_BASE_PATH", default_value = "", global = true)]
     pub base_path: String,
+    /// Whether `/v1` needs an API key (`tvbo keys create`).
+    #[arg(long, env = "TVBO_AUTH", value_enum, default_value_t = AuthMode::On, global = true)]
+    pub auth: AuthMode,
+    /// Requests per second each API key (each client address, with TVBO_AUTH=off) may
+    /// make on `/v1`, on average, per replica; beyond it 429 with Retry-After. 0: no limit.
+    #[arg(
+        long,
+        env = "TVBO_RATE_LIMIT",
+        default_value_t = AccessSettings::DEFAULT_RATE_PER_SECOND,
+        global = true
+    )]
+    pub rate_limit: u32,
+    /// Requests a key may make at once beyond its average rate.
+    #[arg(
+        long,
+        env = "TVBO_RATE_BURST",
+        default_value_t = AccessSettings::DEFAULT_RATE_BURST,
+        global = true
+    )]
+    pub rate_burst: u32,
+    /// Most sessions one tenant may own; a create beyond it answers 409
+    /// `too-many-sessions`.
+    #[arg(
+        long,
+        env = "TVBO_MAX_SESSIONS_PER_TENANT",
+        default_value_t = DEFAULT_MAX_SESSIONS_PER_TENANT,
+        global = true
+    )]
+    pub max_sessions_per_tenant: i64,
+    /// Seconds a request may take before it is answered 503 `timeout`.
+    #[arg(
+        long,
+        env = "TVBO_REQUEST_TIMEOUT",
+        default_value_t = REQUEST_TIMEOUT.as_secs_f64(),
+        global = true
+    )]
+    pub request_timeout: f64,
+    /// Most connections open at once; one more is answered 503 and closed.
+    #[arg(
+        long,
+        env = "TVBO_MAX_CONNECTIONS",
+        default_value_t = ConnectionSettings::DEFAULT_MAX_CONNECTIONS,
+        global = true
+    )]
+    pub max_connections: usize,
+    /// Seconds a connection may take to send a request head, from the accept or from the
+    /// end of the previous answer: so also how long an idle kept-alive connection stays.
+    #[arg(
+        long,
+        env = "TVBO_HEADER_READ_TIMEOUT",
+        default_value_t = ConnectionSettings::DEFAULT_HEADER_READ_TIMEOUT.as_secs_f64(),
+        global = true
+    )]
+    pub header_read_timeout: f64,
+}
+
+/// A positive, finite number of seconds of setting `name`.
+fn seconds(name: &str, value: f64) -> anyhow::Result<std::time::Duration> {
+    std::time::Duration::try_from_secs_f64(value)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| anyhow::anyhow!("{name} must be a positive number of seconds"))
 }
 
 impl ServeArgs {
     /// The router's settings of these arguments.
     pub fn router_settings(&self) -> anyhow::Result<RouterSettings> {
+        anyhow::ensure!(
+            self.max_sessions_per_tenant >= 1,
+            "TVBO_MAX_SESSIONS_PER_TENANT must be at least 1"
+        );
         Ok(RouterSettings {
             limits: self.limits()?,
+            request_timeout: seconds("TVBO_REQUEST_TIMEOUT", self.request_timeout)?,
             base_path: BasePath::parse(&self.base_path)
                 .map_err(|e| anyhow::anyhow!("TVBO_BASE_PATH {e}"))?,
-            ..RouterSettings::default()
+            access: AccessSettings {
+                auth: self.auth == AuthMode::On,
+                rate_per_second: NonZeroU32::new(self.rate_limit),
+                rate_burst: NonZeroU32::new(self.rate_burst)
+                    .ok_or_else(|| anyhow::anyhow!("TVBO_RATE_BURST must be at least 1"))?,
+                max_sessions_per_tenant: self.max_sessions_per_tenant,
+            },
+        })
+    }
+
+    /// The connection limits of these arguments.
+    pub fn connection_settings(&self) -> anyhow::Result<ConnectionSettings> {
+        anyhow::ensure!(
+            self.max_connections >= 1,
+            "TVBO_MAX_CONNECTIONS must be at least 1"
+        );
+        Ok(ConnectionSettings {
+            max_connections: self.max_connections,
+            header_read_timeout: seconds("TVBO_HEADER_READ_TIMEOUT", self.header_read_timeout)?,
         })
     }
 
@@ -239,12 +371,7 @@ impl ServeArgs {
             self.db_max_connections >= 1,
             "TVBO_DB_MAX_CONNECTIONS must be at least 1"
         );
-        let acquire_timeout = std::time::Duration::try_from_secs_f64(self.db_acquire_timeout)
-            .ok()
-            .filter(|d| !d.is_zero())
-            .ok_or_else(|| {
-                anyhow::anyhow!("TVBO_DB_ACQUIRE_TIMEOUT must be a positive number of seconds")
-            })?;
+        let acquire_timeout = seconds("TVBO_DB_ACQUIRE_TIMEOUT", self.db_acquire_timeout)?;
         Ok(crate::store::PoolSettings {
             max_connections: self.db_max_connections,
             acquire_timeout,

@@ -17,6 +17,7 @@ pub mod dashboard;
 pub mod domain;
 pub mod engine;
 pub mod gp;
+pub mod keys;
 pub mod optim;
 pub mod policy;
 pub mod server;

@@ -4,7 +4,7 @@ use anyhow::Context;
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
-use tvbo::config::{Cli, Command, LogFormat};
+use tvbo::config::{AuthMode, Cli, Command, KeysCommand, LogFormat};
 use tvbo::store::Store;
 use tvbo::{api, server};
 
@@ -53,10 +53,19 @@ async fn main() -> anyhow::Result<()> {
             init_logging(args.log_format);
             backup(&args.database_url, &args.pool_settings()?, &path).await
         }
+        Command::Keys(command) => {
+            let args = cli.serve;
+            init_logging(args.log_format);
+            let store = server::open_store(&args.database_url, &args.pool_settings()?).await?;
+            let done = keys(store.as_ref(), command).await;
+            store.close().await;
+            done
+        }
         Command::Serve => {
             let args = cli.serve;
             init_logging(args.log_format);
             let settings = args.router_settings()?;
+            let connections = args.connection_settings()?;
             let store = server::open_store(&args.database_url, &args.pool_settings()?).await?;
             let listener = tokio::net::TcpListener::bind(args.bind)
                 .await
@@ -66,13 +75,77 @@ async fn main() -> anyhow::Result<()> {
                 database = %server::redacted_database_url(&args.database_url),
                 "tvbo listening"
             );
-            let served =
-                server::serve(listener, store.clone(), settings, server::shutdown_signal()).await;
+            if args.auth == AuthMode::Off && !args.bind.ip().is_loopback() {
+                tracing::warn!(
+                    address = %args.bind,
+                    "TVBO_AUTH=off on an address beyond loopback: anyone who reaches it can \
+                     read, change and delete every session (docs/security.md)"
+                );
+            }
+            let served = server::serve(
+                listener,
+                store.clone(),
+                settings,
+                connections,
+                server::shutdown_signal(),
+            )
+            .await;
             store.close().await;
             tracing::info!("stopped");
             served
         }
     }
+}
+
+/// `tvbo keys create | list | revoke`: the keys of the database, written directly (a
+/// running server sees a new key, or a revocation, from its next request).
+async fn keys(store: &dyn Store, command: KeysCommand) -> anyhow::Result<()> {
+    match command {
+        KeysCommand::Create {
+            name,
+            tenant,
+            admin,
+        } => {
+            let made = tokio::task::spawn_blocking(move || {
+                tvbo::keys::new_key(&name, tenant.as_deref(), admin)
+            })
+            .await??;
+            store.insert_api_key(&made.row).await?;
+            eprintln!(
+                "key {} for tenant {}{} (shown once; only its hash is stored):",
+                made.row.id.simple(),
+                made.row.tenant,
+                if admin { ", admin" } else { "" }
+            );
+            println!("{}", made.key);
+        }
+        KeysCommand::List => {
+            println!("id\tname\ttenant\tadmin\tcreated\trevoked");
+            for key in store.list_api_keys().await? {
+                println!(
+                    "{}\t{}\t{}\t{}\t{}\t{}",
+                    key.id.simple(),
+                    key.name,
+                    key.tenant,
+                    key.admin,
+                    key.created_at.to_rfc3339(),
+                    key.revoked_at
+                        .map_or_else(|| "-".into(), |at| at.to_rfc3339())
+                );
+            }
+        }
+        KeysCommand::Revoke { id } => {
+            let id = tvbo::keys::key_id(&id)
+                .with_context(|| format!("{id:?} is neither a key id (32 hex digits) nor a key"))?;
+            anyhow::ensure!(
+                store.revoke_api_key(id).await?,
+                "there is no unrevoked key {}",
+                id.simple()
+            );
+            eprintln!("key {} revoked", id.simple());
+        }
+    }
+    Ok(())
 }
 
 /// `tvbo backup PATH`: an online, consistent copy of a SQLite database.

@@ -1,9 +1,20 @@
 //! Running the server: open the store, serve the router, shut down gracefully.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
+use axum::body::Body;
+use axum::extract::ConnectInfo;
+use axum::http::Request;
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tower::Service;
 
 use crate::api::{self, RouterSettings};
 use crate::store::{PoolSettings, PostgresStore, SqliteStore, Store};
@@ -51,17 +62,128 @@ pub fn redacted_database_url(url: &str) -> String {
     }
 }
 
-/// Serves the API on `listener` until `shutdown` completes, then drains requests in flight.
+/// Limits on the connections themselves (docs/security.md): what a client that opens
+/// sockets and sends nothing, or sends a request head byte by byte, can hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConnectionSettings {
+    /// Most connections open at once; one more is answered 503 `busy` and closed.
+    pub max_connections: usize,
+    /// Longest wait for a complete request head, counted from when the server starts
+    /// reading one: from the accept on a new connection, from the end of the previous
+    /// answer on a kept-alive one. Past it the connection is closed, so it is also how
+    /// long an idle kept-alive connection stays open.
+    pub header_read_timeout: Duration,
+}
+
+impl ConnectionSettings {
+    pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+    pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+}
+
+impl Default for ConnectionSettings {
+    /// [`Self::DEFAULT_MAX_CONNECTIONS`], [`Self::DEFAULT_HEADER_READ_TIMEOUT`].
+    fn default() -> Self {
+        ConnectionSettings {
+            max_connections: Self::DEFAULT_MAX_CONNECTIONS,
+            header_read_timeout: Self::DEFAULT_HEADER_READ_TIMEOUT,
+        }
+    }
+}
+
+/// The answer to a connection over [`ConnectionSettings::max_connections`]: 503 `busy`
+/// as problem+json, then the connection closes.
+fn at_capacity() -> Vec<u8> {
+    let body = serde_json::json!({
+        "type": "https://tvbo.dev/problems/busy",
+        "title": "Service Unavailable",
+        "status": 503,
+        "detail": "the server holds as many connections as it may (TVBO_MAX_CONNECTIONS); retry",
+    })
+    .to_string();
+    format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/problem+json\r\n\
+         retry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+/// Serves the API on `listener` until `shutdown` completes, then drains requests in
+/// flight. Each request carries its peer's address (`ConnectInfo<SocketAddr>`).
 pub async fn serve(
     listener: TcpListener,
     store: Arc<dyn Store>,
     settings: RouterSettings,
+    connections: ConnectionSettings,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    axum::serve(listener, api::router(store, settings))
-        .with_graceful_shutdown(shutdown)
-        .await
-        .context("serving HTTP")
+    let app = api::router(store, settings);
+    // HTTP/1.1 only (a load balancer in front speaks it to its backends): hyper's
+    // protocol detection would read the first bytes with no timeout.
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(connections.header_read_timeout);
+    let slots = Arc::new(Semaphore::new(connections.max_connections));
+    let graceful = GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    accept_failed(e).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            tokio::spawn(refuse(stream));
+            continue;
+        };
+        let app = app.clone();
+        let service = service_fn(move |request: Request<Incoming>| {
+            let mut request = request.map(Body::new);
+            request.extensions_mut().insert(ConnectInfo(peer));
+            app.clone().call(request)
+        });
+        let connection = graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::debug!(error = %e, %peer, "connection ended with an error");
+            }
+            drop(slot);
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
+    Ok(())
+}
+
+/// Answers a connection over the cap 503 and closes it.
+async fn refuse(mut stream: tokio::net::TcpStream) {
+    use tokio::io::AsyncWriteExt;
+    tracing::warn!("connection refused: at TVBO_MAX_CONNECTIONS");
+    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+        stream.write_all(&at_capacity()).await?;
+        stream.shutdown().await
+    })
+    .await;
+}
+
+/// After a failed accept: a connection that went away is nothing; anything else (out of
+/// file descriptors, say) is logged, and accepting waits a second rather than spin.
+async fn accept_failed(e: std::io::Error) {
+    use std::io::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::ConnectionAborted | ErrorKind::ConnectionReset | ErrorKind::ConnectionRefused
+    ) {
+        return;
+    }
+    tracing::error!(error = %e, "accepting a connection failed");
+    tokio::time::sleep(Duration::from_secs(1)).await;
 }
 
 /// Completes on SIGINT or SIGTERM.

@@ -668,6 +668,7 @@ async fn a_request_over_the_time_limit_is_a_problem() {
     let limit = Duration::from_millis(300);
     let settings = tvbo::api::RouterSettings {
         request_timeout: limit,
+        access: tvbo::api::auth::AccessSettings::open(),
         ..Default::default()
     };
     let app = tvbo::api::router(Arc::new(store), settings);

@@ -25,6 +25,7 @@ fn options(output: &std::path::Path) -> BenchOptions {
         output: output.to_path_buf(),
         server: None,
         server_time: ServerTime::Client,
+        api_key: None,
         progress: false,
         resume: false,
         report_only: false,

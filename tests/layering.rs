@@ -33,10 +33,11 @@ const LAYERS: &[(&str, &[&str])] = &[
             "store",
         ],
     ),
+    ("keys", &["domain", "store"]),
     ("dashboard", &[]),
     (
         "api",
-        &["domain", "engine", "session", "store", "dashboard"],
+        &["domain", "engine", "session", "store", "keys", "dashboard"],
     ),
     ("server", &["domain", "engine", "session", "store", "api"]),
     (
@@ -50,8 +51,10 @@ const LAYERS: &[(&str, &[&str])] = &[
             "engine",
             "store",
             "session",
+            "keys",
             "bench",
             "api",
+            "server",
             "dashboard",
         ],
     ),

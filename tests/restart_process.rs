@@ -24,6 +24,8 @@ impl Process {
             .arg("serve")
             .env("TVBO_BIND", format!("127.0.0.1:{port}"))
             .env("DATABASE_URL", format!("sqlite://{}", db.display()))
+            // Keys are tested in tests/access.rs; this test is about the process.
+            .env("TVBO_AUTH", "off")
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())

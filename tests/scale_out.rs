@@ -99,6 +99,8 @@ fn spawn_server(database_url: &str, env: &[(&str, &str)]) -> Child {
         .arg("serve")
         .env("TVBO_BIND", "127.0.0.1:0")
         .env("DATABASE_URL", database_url)
+        // Keys are tested in tests/access.rs; this test is about the process.
+        .env("TVBO_AUTH", "off")
         .env("TVBO_LOG_FORMAT", "json")
         .env("RUST_LOG", "warn,tvbo=info")
         .stdout(Stdio::piped())

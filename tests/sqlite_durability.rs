@@ -29,6 +29,8 @@ impl Server {
             .arg("serve")
             .env("TVBO_BIND", "127.0.0.1:0")
             .env("DATABASE_URL", format!("sqlite://{}", path.display()))
+            // Keys are tested in tests/access.rs; this test is about the process.
+            .env("TVBO_AUTH", "off")
             .env("TVBO_LOG_FORMAT", "json")
             .env("RUST_LOG", "warn,tvbo=info")
             .stdout(Stdio::piped())

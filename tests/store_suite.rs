@@ -90,7 +90,77 @@ store_tests!(
     check_call_stats,
     check_steps_with_snapshots,
     check_timeline_downsampling,
+    check_tenants_and_keys,
 );
+
+/// Sessions keep their tenant, list and count by it; keys read back as stored, list
+/// oldest first, and are revoked once.
+async fn check_tenants_and_keys(store: &dyn Store) {
+    let base = 1_700_000_000_000_000;
+    let mut ids = Vec::new();
+    for (i, tenant) in ["red", "blue", "red"].into_iter().enumerate() {
+        let mut row = session(tenant, base + i as i64);
+        row.tenant = tenant.into();
+        store.create_session(&row, None).await.unwrap();
+        ids.push(row.id);
+    }
+    let got = store.get_session(ids[1]).await.unwrap().unwrap();
+    assert_eq!(got.tenant, "blue");
+    assert_eq!(
+        store.session_tenant(ids[0]).await.unwrap().as_deref(),
+        Some("red")
+    );
+    assert_eq!(store.session_tenant(Uuid::new_v4()).await.unwrap(), None);
+    let red: Vec<Uuid> = store
+        .list_sessions(10, None, Some("red"))
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(red, vec![ids[2], ids[0]]);
+    assert_eq!(store.list_sessions(10, None, None).await.unwrap().len(), 3);
+    assert_eq!(store.count_sessions("red").await.unwrap(), 2);
+    assert_eq!(store.count_sessions("green").await.unwrap(), 0);
+
+    let first = tvbo::keys::new_key("alice", Some("red"), false)
+        .unwrap()
+        .row;
+    let mut second = tvbo::keys::new_key("ops", None, true).unwrap().row;
+    second.created_at = first.created_at + chrono::Duration::seconds(1);
+    for key in [&second, &first] {
+        store.insert_api_key(key).await.unwrap();
+    }
+    let mut expected_first = first.clone();
+    expected_first.created_at = at(first.created_at.timestamp_micros());
+    assert_eq!(
+        store.get_api_key(first.id).await.unwrap(),
+        Some(expected_first)
+    );
+    assert_eq!(store.get_api_key(Uuid::new_v4()).await.unwrap(), None);
+    let listed: Vec<Uuid> = store
+        .list_api_keys()
+        .await
+        .unwrap()
+        .iter()
+        .map(|k| k.id)
+        .collect();
+    assert_eq!(listed, vec![first.id, second.id]);
+    assert!(store.revoke_api_key(first.id).await.unwrap());
+    assert!(!store.revoke_api_key(first.id).await.unwrap());
+    assert!(!store.revoke_api_key(Uuid::new_v4()).await.unwrap());
+    let revoked = store.get_api_key(first.id).await.unwrap().unwrap();
+    assert!(revoked.revoked_at.is_some());
+    assert!(
+        store
+            .get_api_key(second.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .revoked_at
+            .is_none()
+    );
+}
 
 /// A timestamp with whole microseconds (the stored precision).
 fn at(micros: i64) -> DateTime<Utc> {
@@ -115,6 +185,7 @@ fn config(name: &str) -> SessionConfig {
 fn session(name: &str, created_micros: i64) -> SessionRow {
     SessionRow {
         id: Uuid::new_v4(),
+        tenant: "default".into(),
         config: config(name),
         created_at: at(created_micros),
         status: "active".into(),
@@ -199,7 +270,13 @@ fn call(kind: &'static str, seconds: f64) -> CallRecord {
 /// its cursor pages through every session once; deleting answers whether there was one.
 async fn check_session_create_get_list_delete(store: &dyn Store) {
     assert!(store.get_session(Uuid::new_v4()).await.unwrap().is_none());
-    assert!(store.list_sessions(10, None).await.unwrap().is_empty());
+    assert!(
+        store
+            .list_sessions(10, None, None)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     // Two sessions share a creation time: the id breaks the tie.
     let base = 1_700_000_000_000_000;
     let mut rows = [
@@ -225,7 +302,7 @@ async fn check_session_create_get_list_delete(store: &dyn Store) {
     rows.sort_by_key(|r| std::cmp::Reverse((r.created_at, r.id.to_string())));
     let expected: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
     let all: Vec<Uuid> = store
-        .list_sessions(10, None)
+        .list_sessions(10, None, None)
         .await
         .unwrap()
         .iter()
@@ -235,7 +312,7 @@ async fn check_session_create_get_list_delete(store: &dyn Store) {
     let mut paged = Vec::new();
     let mut cursor = None;
     loop {
-        let page = store.list_sessions(2, cursor).await.unwrap();
+        let page = store.list_sessions(2, cursor, None).await.unwrap();
         if page.is_empty() {
             break;
         }
@@ -252,7 +329,7 @@ async fn check_session_create_get_list_delete(store: &dyn Store) {
     assert!(store.delete_session(rows[1].id).await.unwrap());
     assert!(!store.delete_session(rows[1].id).await.unwrap());
     assert!(store.get_session(rows[1].id).await.unwrap().is_none());
-    assert_eq!(store.list_sessions(10, None).await.unwrap().len(), 3);
+    assert_eq!(store.list_sessions(10, None, None).await.unwrap().len(), 3);
 }
 
 /// Deleting a session deletes its suggestions, observations, response times, calls and

@@ -13,9 +13,11 @@ use utoipa::openapi::{KnownFormat, ObjectBuilder, Required, SchemaFormat, Type};
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
+use crate::api::AppState;
 use crate::api::body::{self, ShapeError};
 use crate::api::error::ApiError;
 use crate::domain::InvalidInput;
+use crate::keys::Caller;
 use crate::session::idempotency::IdempotencyKey;
 
 /// Largest request body accepted, in bytes.
@@ -349,32 +351,62 @@ impl IntoParams for IdempotencyHeader {
 
 impl IdempotencyHeader {
     /// The key scoped to this request's method and path, with the body's fingerprint.
-    pub fn scoped(&self, method: &str, path: &str, body: &[u8]) -> Option<IdempotencyKey> {
+    /// The key scoped to the caller's tenant and `METHOD path` (two tenants' keys never
+    /// meet), with the body's fingerprint.
+    pub fn scoped(
+        &self,
+        caller: &Caller,
+        method: &str,
+        path: &str,
+        body: &[u8],
+    ) -> Option<IdempotencyKey> {
         self.0.as_ref().map(|key| IdempotencyKey {
-            scope: format!("{method} {path}"),
+            scope: format!("{} {method} {path}", caller.tenant),
             key: key.clone(),
             request_hash: format!("{:x}", Sha256::digest(body)),
         })
     }
 }
 
-/// The `{id}` of a `/v1/sessions/{id}...` path. Anything that is not a UUID (or not UTF-8
-/// once percent-decoded) names no session: 404.
-pub struct SessionId(pub Uuid);
+/// The caller that [`authenticate`](crate::api::auth::authenticate) identified.
+pub struct Authenticated(pub Caller);
 
-impl<S: Send + Sync> FromRequestParts<S> for SessionId {
+impl<S: Send + Sync> FromRequestParts<S> for Authenticated {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        parts
+            .extensions
+            .get::<Caller>()
+            .cloned()
+            .map(Authenticated)
+            .ok_or_else(|| ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "no caller"))
+    }
+}
+
+/// The `{id}` of a `/v1/sessions/{id}...` path, of a session the caller may see. Anything
+/// that is not a UUID (or not UTF-8 once percent-decoded), and a session of another
+/// tenant, names no session: 404.
+pub struct SessionId(pub Uuid);
+
+impl FromRequestParts<AppState> for SessionId {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
         let params = RawPathParams::from_request_parts(parts, state)
             .await
             .map_err(|_| ApiError::not_found("session"))?;
-        params
+        let id = params
             .iter()
             .find(|(name, _)| *name == "id")
             .and_then(|(_, id)| Uuid::parse_str(id).ok())
-            .map(SessionId)
-            .ok_or_else(|| ApiError::not_found("session"))
+            .ok_or_else(|| ApiError::not_found("session"))?;
+        let Authenticated(caller) = Authenticated::from_request_parts(parts, state).await?;
+        state.access.check_session(&caller, id).await?;
+        Ok(SessionId(id))
     }
 }
 

@@ -11,7 +11,8 @@ use utoipa::IntoParams;
 use crate::api::AppState;
 use crate::api::error::{ApiError, Problem};
 use crate::api::extract::{
-    IdempotencyHeader, JsonBody, QueryParams, RawJson, SessionId, has_member, parse_json,
+    Authenticated, IdempotencyHeader, JsonBody, QueryParams, RawJson, SessionId, has_member,
+    parse_json,
 };
 use crate::domain::InvalidInput;
 use crate::domain::config::CreateSession;
@@ -113,15 +114,18 @@ where
     ))]
 pub async fn create_session(
     State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
     method: Method,
     uri: Uri,
     idempotency: IdempotencyHeader,
     body: JsonBody<CreateSession>,
 ) -> ApiResult<Response> {
-    let key = idempotency.scoped(method.as_str(), uri.path(), &body.bytes);
+    let key = idempotency.scoped(&caller, method.as_str(), uri.path(), &body.bytes);
     let service = state.service.clone();
     once(&state, key, |key| async move {
-        service.create_session(body.value, key.as_ref()).await
+        service
+            .create_session(&caller.tenant, body.value, key.as_ref())
+            .await
     })
     .await
 }
@@ -149,12 +153,17 @@ pub struct ListSessionsQuery {
     ))]
 pub async fn list_sessions(
     State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
     QueryParams(query): QueryParams<ListSessionsQuery>,
 ) -> ApiResult<Json<SessionList>> {
     Ok(Json(
         state
             .service
-            .list_sessions(query.limit.unwrap_or(50), query.cursor.as_deref())
+            .list_sessions(
+                query.limit.unwrap_or(50),
+                query.cursor.as_deref(),
+                caller.listing_tenant(),
+            )
             .await?,
     ))
 }
@@ -199,12 +208,13 @@ pub async fn delete_session(
 pub async fn suggest(
     State(state): State<AppState>,
     SessionId(id): SessionId,
+    Authenticated(caller): Authenticated,
     method: Method,
     uri: Uri,
     idempotency: IdempotencyHeader,
     body: JsonBody<SuggestRequest>,
 ) -> ApiResult<Response> {
-    let key = idempotency.scoped(method.as_str(), uri.path(), &body.bytes);
+    let key = idempotency.scoped(&caller, method.as_str(), uri.path(), &body.bytes);
     let service = state.service.clone();
     once(&state, key, |key| async move {
         service.suggest(id, body.value, key.as_ref()).await
@@ -225,6 +235,7 @@ pub async fn suggest(
 pub async fn observe(
     State(state): State<AppState>,
     SessionId(id): SessionId,
+    Authenticated(caller): Authenticated,
     method: Method,
     uri: Uri,
     idempotency: IdempotencyHeader,
@@ -236,7 +247,7 @@ pub async fn observe(
         ObservationRequest::One(parse_json(&bytes)?)
     };
     let inputs = request.into_inputs();
-    let key = idempotency.scoped(method.as_str(), uri.path(), &bytes);
+    let key = idempotency.scoped(&caller, method.as_str(), uri.path(), &bytes);
     let service = state.service.clone();
     once(&state, key, |key| async move {
         service.observe(id, inputs, key.as_ref()).await

@@ -1,5 +1,6 @@
 //! The HTTP API (docs/api.md): axum router, handlers, problem+json errors, OpenAPI.
 
+pub mod auth;
 pub mod body;
 pub mod error;
 pub mod extract;
@@ -20,7 +21,8 @@ use utoipa::openapi::path::Operation;
 use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
 use utoipa::{Modify, OpenApi};
 
-use crate::dashboard::BasePath;
+use crate::api::auth::{Access, AccessSettings};
+use crate::dashboard::{BasePath, PageSettings};
 use crate::engine::Limits;
 use crate::session::service::SessionService;
 use crate::store::Store;
@@ -29,6 +31,7 @@ use crate::store::Store;
 #[derive(Clone)]
 pub struct AppState {
     pub service: SessionService,
+    pub access: Arc<Access>,
 }
 
 /// Longest a request may take before the server answers 503.
@@ -43,15 +46,18 @@ pub struct RouterSettings {
     pub request_timeout: Duration,
     /// The path prefix a reverse proxy serves tvbo under, for the dashboard's links.
     pub base_path: BasePath,
+    /// Keys, rates and the cap on sessions per tenant.
+    pub access: AccessSettings,
 }
 
 impl Default for RouterSettings {
-    /// Default limits, [`REQUEST_TIMEOUT`], no path prefix.
+    /// Default limits, [`REQUEST_TIMEOUT`], no path prefix, keys required.
     fn default() -> Self {
         RouterSettings {
             limits: Limits::default(),
             request_timeout: REQUEST_TIMEOUT,
             base_path: BasePath::default(),
+            access: AccessSettings::default(),
         }
     }
 }
@@ -91,6 +97,22 @@ pub struct ApiDoc;
 struct CommonAnswers;
 
 impl CommonAnswers {
+    /// (status, component name, description) of the answers of access control, which
+    /// every operation under `/v1` can get.
+    const ACCESS: [(&str, &str, &str); 2] = [
+        (
+            "401",
+            "Unauthorized",
+            "No API key, or one that is unknown, revoked or mistyped (`unauthorized`)",
+        ),
+        (
+            "429",
+            "TooManyRequests",
+            "The key's request rate is spent (`rate-limited`); `Retry-After` says after how \
+             many seconds to retry",
+        ),
+    ];
+
     /// (status, component name, description, whether only operations with a body get it,
     /// whether operations with query or header parameters get it too).
     const ANSWERS: [(&str, &str, &str, bool, bool); 6] = [
@@ -145,17 +167,33 @@ impl CommonAnswers {
 impl Modify for CommonAnswers {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         let components = openapi.components.get_or_insert_with(Default::default);
-        for (_, name, description, _, _) in Self::ANSWERS {
+        let shared = Self::ANSWERS
+            .iter()
+            .map(|(_, name, description, _, _)| (name, description))
+            .chain(
+                Self::ACCESS
+                    .iter()
+                    .map(|(_, name, description)| (name, description)),
+            );
+        for (name, description) in shared {
             let problem = ContentBuilder::new()
                 .schema(Some(Ref::from_schema_name("Problem")))
                 .build();
             let response = ResponseBuilder::new()
-                .description(description)
+                .description(*description)
                 .content("application/problem+json", problem)
                 .build();
-            components.responses.insert(name.into(), response.into());
+            components.responses.insert((*name).into(), response.into());
         }
-        for operation in operations(openapi) {
+        for operation in operations(openapi, "/v1/") {
+            for (status, name, _) in Self::ACCESS {
+                operation
+                    .responses
+                    .responses
+                    .insert(status.into(), Ref::from_response_name(name).into());
+            }
+        }
+        for operation in operations(openapi, "") {
             let has_body = operation.request_body.is_some();
             let has_parameters = operation.parameters.iter().flatten().any(|p| {
                 matches!(p, RefOr::T(p) if p.parameter_in != utoipa::openapi::path::ParameterIn::Path)
@@ -210,7 +248,7 @@ impl Modify for Links {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         let link =
             |target: &str, id: &str| LinkBuilder::new().operation_id(target).parameter("id", id);
-        for operation in operations(openapi) {
+        for operation in operations(openapi, "") {
             let (status, links) = match operation.operation_id.as_deref() {
                 Some("create_session") => (
                     "201",
@@ -252,22 +290,28 @@ impl Modify for Links {
     }
 }
 
-/// Every operation of the document.
-fn operations(openapi: &mut utoipa::openapi::OpenApi) -> impl Iterator<Item = &mut Operation> {
-    openapi.paths.paths.values_mut().flat_map(|item| {
-        [
-            &mut item.get,
-            &mut item.put,
-            &mut item.post,
-            &mut item.delete,
-            &mut item.options,
-            &mut item.head,
-            &mut item.patch,
-            &mut item.trace,
-        ]
-        .into_iter()
-        .flatten()
-    })
+/// Every operation of the document whose path starts with `prefix`.
+fn operations<'a>(
+    openapi: &'a mut utoipa::openapi::OpenApi,
+    prefix: &'a str,
+) -> impl Iterator<Item = &'a mut Operation> {
+    let items = openapi.paths.paths.iter_mut();
+    items
+        .filter(move |(path, _)| path.starts_with(prefix))
+        .flat_map(|(_, item)| {
+            [
+                &mut item.get,
+                &mut item.put,
+                &mut item.post,
+                &mut item.delete,
+                &mut item.options,
+                &mut item.head,
+                &mut item.patch,
+                &mut item.trace,
+            ]
+            .into_iter()
+            .flatten()
+        })
 }
 
 /// The OpenAPI document as pretty JSON (what `tvbo openapi` writes).
@@ -295,9 +339,12 @@ pub fn router(store: Arc<dyn Store>, settings: RouterSettings) -> Router {
         limits,
         request_timeout,
         base_path,
+        access,
     } = settings;
     let state = AppState {
-        service: SessionService::new(store, limits),
+        service: SessionService::new(store.clone(), limits)
+            .with_max_sessions_per_tenant(access.max_sessions_per_tenant),
+        access: Arc::new(Access::new(store, &access)),
     };
     Router::new()
         .route(
@@ -322,9 +369,13 @@ pub fn router(store: Arc<dyn Store>, settings: RouterSettings) -> Router {
         .route("/healthz", get(handlers::healthz))
         .route("/readyz", get(handlers::readyz))
         .route("/openapi.json", get(openapi_handler))
-        .merge(crate::dashboard::router(base_path))
+        .merge(crate::dashboard::router(PageSettings {
+            base: base_path,
+            auth: access.auth,
+        }))
         .fallback(handlers::not_found)
         .method_not_allowed_fallback(handlers::method_not_allowed)
+        .layer(from_fn_with_state(state.access.clone(), auth::authenticate))
         .with_state(state)
         .layer(from_fn_with_state(
             request_timeout,

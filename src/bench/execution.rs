@@ -223,7 +223,7 @@ pub fn execute(plan: &Plan, options: &BenchOptions) -> Result<Vec<RunResult>, Be
         for _ in 0..workers {
             scope.spawn(|| {
                 let client = match &options.server {
-                    Some(base) => match http::Client::new(base) {
+                    Some(base) => match http::Client::new(base, options.api_key.as_deref()) {
                         Ok(c) => Some(c),
                         Err(e) => {
                             failure.lock().expect("failure lock").get_or_insert(e);

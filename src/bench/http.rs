@@ -18,14 +18,22 @@ pub struct Client {
 }
 
 impl Client {
-    /// A client of the server at `base` (e.g. `http://127.0.0.1:8080`). Plain HTTP only:
-    /// the bench is built without a TLS stack.
-    pub fn new(base: &str) -> Result<Client, BenchError> {
+    /// A client of the server at `base` (e.g. `http://127.0.0.1:8080`), sending `api_key`
+    /// as its bearer when given. Plain HTTP only: the bench is built without a TLS stack.
+    pub fn new(base: &str, api_key: Option<&str>) -> Result<Client, BenchError> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|e| BenchError::Http(format!("runtime: {e}")))?;
+        let mut headers = reqwest::header::HeaderMap::new();
+        if let Some(key) = api_key {
+            let mut bearer = reqwest::header::HeaderValue::from_str(&format!("Bearer {key}"))
+                .map_err(|_| BenchError::Http("the API key is not a valid header value".into()))?;
+            bearer.set_sensitive(true);
+            headers.insert(reqwest::header::AUTHORIZATION, bearer);
+        }
         let http = reqwest::Client::builder()
+            .default_headers(headers)
             .build()
             .map_err(|e| BenchError::Http(format!("client: {e}")))?;
         Ok(Client {

@@ -40,6 +40,8 @@ pub struct BenchOptions {
     /// Base URL of a running server to drive over HTTP instead of in-process.
     pub server: Option<String>,
     pub server_time: ServerTime,
+    /// The API key sent to `server` (`Authorization: Bearer`), if it needs one.
+    pub api_key: Option<String>,
     /// Progress bars on standard error (only shown on a terminal).
     pub progress: bool,
     /// Keep the runs already recorded in `<output>/runs.jsonl` (same objective,
@@ -65,6 +67,7 @@ impl Default for BenchOptions {
             output: PathBuf::from("bench-results"),
             server: None,
             server_time: ServerTime::Client,
+            api_key: None,
             progress: true,
             resume: false,
             report_only: false,

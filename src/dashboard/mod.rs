@@ -52,18 +52,26 @@ impl BasePath {
     }
 }
 
+/// What the pages need to know of the server.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PageSettings {
+    pub base: BasePath,
+    /// Whether `/v1` needs an API key: the pages then ask for one before any request.
+    pub auth: bool,
+}
+
 /// The dashboard's routes, to merge into the API's router.
-pub fn router<S: Clone + Send + Sync + 'static>(base: BasePath) -> Router<S> {
-    let base = std::sync::Arc::new(base);
-    let list_base = base.clone();
+pub fn router<S: Clone + Send + Sync + 'static>(settings: PageSettings) -> Router<S> {
+    let settings = std::sync::Arc::new(settings);
+    let list_settings = settings.clone();
     Router::new()
         .route(
             "/",
-            get(move || async move { page(&list_base, "sessions", "") }),
+            get(move || async move { page(&list_settings, "sessions", "") }),
         )
         .route(
             "/sessions/{id}",
-            get(move |Path(id): Path<String>| async move { session_page(&base, &id) }),
+            get(move |Path(id): Path<String>| async move { session_page(&settings, &id) }),
         )
         .route(
             "/assets/dashboard.js",
@@ -75,17 +83,18 @@ pub fn router<S: Clone + Send + Sync + 'static>(base: BasePath) -> Router<S> {
         )
 }
 
-fn session_page(base: &BasePath, id: &str) -> Response {
+fn session_page(settings: &PageSettings, id: &str) -> Response {
     match uuid::Uuid::parse_str(id) {
-        Ok(id) => page(base, "session", &id.to_string()),
+        Ok(id) => page(settings, "session", &id.to_string()),
         Err(_) => (StatusCode::NOT_FOUND, "no such session").into_response(),
     }
 }
 
 /// The page shell: which view to draw and for which session; the script does the rest.
-fn page(base: &BasePath, view: &str, session: &str) -> Response {
+fn page(settings: &PageSettings, view: &str, session: &str) -> Response {
     let html = PAGE
-        .replace("{{base}}", base.as_str())
+        .replace("{{base}}", settings.base.as_str())
+        .replace("{{auth}}", if settings.auth { "on" } else { "off" })
         .replace("{{view}}", view)
         .replace("{{session}}", session);
     let mut response = ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], html).into_response();
@@ -134,7 +143,10 @@ mod tests {
 
     #[tokio::test]
     async fn pages_link_everything_under_the_base_path() {
-        let base = BasePath::parse("/tvbo").unwrap();
+        let base = PageSettings {
+            base: BasePath::parse("/tvbo").unwrap(),
+            auth: true,
+        };
         let response = session_page(&base, "0b6c1c57-4c3e-4bb3-9d36-3f7cbb1b2a10");
         assert_eq!(response.status(), StatusCode::OK);
         let csp = response.headers()[header::CONTENT_SECURITY_POLICY].clone();
@@ -147,6 +159,7 @@ mod tests {
             r#"href="/tvbo/assets/dashboard.css""#,
             r#"src="/tvbo/assets/dashboard.js""#,
             r#"data-base="/tvbo""#,
+            r#"data-auth="on""#,
             r#"href="/tvbo/" class="brand""#,
             r#"data-session="0b6c1c57-4c3e-4bb3-9d36-3f7cbb1b2a10""#,
         ] {

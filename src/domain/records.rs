@@ -10,10 +10,15 @@ use uuid::Uuid;
 use crate::domain::config::SessionConfig;
 use crate::domain::space::Params;
 
+/// The tenant of sessions made with authentication off, or before API keys existed.
+pub const DEFAULT_TENANT: &str = "default";
+
 /// A session as stored, with its counts.
 #[derive(Clone, Debug)]
 pub struct SessionRow {
     pub id: Uuid,
+    /// The tenant that owns it: only that tenant's keys (and admin keys) see it.
+    pub tenant: String,
     pub config: SessionConfig,
     pub created_at: DateTime<Utc>,
     pub status: String,

@@ -7,14 +7,13 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::{EngineError, Limits, ObserveSnapshot, plan_observe, plan_suggest};
+use super::{EngineError, Limits, ObserveSnapshot, new_session_row, plan_observe, plan_suggest};
 use crate::domain::config::SessionConfig;
 use crate::domain::input::ObservationInput;
 use crate::domain::records::{
-    ChangeSet, History, ObservationRow, RECENT_DELAYS, ResponseTimeSample, SessionRow,
+    ChangeSet, DEFAULT_TENANT, History, ObservationRow, RECENT_DELAYS, ResponseTimeSample,
     SuggestionRow, SuggestionStatus,
 };
-use crate::policy::PolicyState;
 
 /// A session in memory: its history as a store would load it, every suggestion it handed
 /// out, and its response-time samples.
@@ -30,20 +29,7 @@ impl LocalSession {
     /// A new session with `config`, created at `created_at` (session time 0 of a
     /// wall-clock session), under the server's default [`Limits`].
     pub fn new(config: SessionConfig, created_at: DateTime<Utc>) -> Self {
-        let session = SessionRow {
-            id: Uuid::new_v4(),
-            config,
-            created_at,
-            status: "active".into(),
-            version: 0,
-            state: serde_json::to_value(PolicyState::default()).expect("state serialises"),
-            suggest_count: 0,
-            last_suggest: None,
-            last_optimum_mean: None,
-            observation_count: 0,
-            dataset_size: 0,
-            pending_count: 0,
-        };
+        let session = new_session_row(Uuid::new_v4(), DEFAULT_TENANT, config, created_at);
         LocalSession {
             history: History {
                 session,

@@ -12,7 +12,9 @@ mod model;
 mod observe;
 mod suggest;
 
+use chrono::{DateTime, Utc};
 use rand::SeedableRng;
+use uuid::Uuid;
 
 use crate::domain::InvalidInput;
 use crate::domain::config::{CreateSession, SessionConfig};
@@ -84,6 +86,31 @@ pub fn new_session_config(
     let config = SessionConfig::from_request(request, seed)?;
     check_priors(&config)?;
     Ok(config)
+}
+
+/// The row of a new session of `tenant`: nothing suggested or observed yet, the policy's
+/// initial state.
+pub fn new_session_row(
+    id: Uuid,
+    tenant: &str,
+    config: SessionConfig,
+    created_at: DateTime<Utc>,
+) -> SessionRow {
+    SessionRow {
+        id,
+        tenant: tenant.to_string(),
+        config,
+        created_at,
+        status: "active".into(),
+        version: 0,
+        state: serde_json::to_value(PolicyState::default()).expect("state serialises"),
+        suggest_count: 0,
+        last_suggest: None,
+        last_optimum_mean: None,
+        observation_count: 0,
+        dataset_size: 0,
+        pending_count: 0,
+    }
 }
 
 /// The RNG of the `ordinal`-th call of a session with `seed` (splitmix64 of both).

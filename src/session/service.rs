@@ -24,9 +24,9 @@ use crate::domain::config::{CreateSession, random_seed};
 use crate::domain::input::ObservationInput;
 use crate::domain::records::{ChangeSet, History, SessionRow};
 use crate::engine::{
-    EngineError, Limits, ObserveSnapshot, new_session_config, plan_observe, plan_suggest,
+    EngineError, Limits, ObserveSnapshot, new_session_config, new_session_row, plan_observe,
+    plan_suggest,
 };
-use crate::policy::PolicyState;
 use crate::store::{SessionCursor, Store, StoreError};
 
 /// Largest `count` of one suggest call.
@@ -52,6 +52,9 @@ const MAX_COMMIT_BACKOFF: Duration = Duration::from_millis(500);
 pub struct SessionService {
     pub(super) store: Arc<dyn Store>,
     limits: Limits,
+    /// Most sessions one tenant may own; a create beyond it answers 409
+    /// `too-many-sessions`.
+    max_sessions_per_tenant: i64,
     locks: Arc<Mutex<HashMap<Uuid, Arc<tokio::sync::Mutex<()>>>>>,
     /// Model work, one job per core, queued per session and served round robin (a
     /// request that timed out keeps its turn until its work ends).
@@ -59,12 +62,18 @@ pub struct SessionService {
     pub(super) models: Arc<Mutex<ModelCache>>,
 }
 
+/// Default of the cap on sessions per tenant.
+pub const DEFAULT_MAX_SESSIONS_PER_TENANT: i64 = 10_000;
+
 impl SessionService {
+    /// A service with the caps of `limits` on each session and
+    /// [`DEFAULT_MAX_SESSIONS_PER_TENANT`].
     pub fn new(store: Arc<dyn Store>, limits: Limits) -> Self {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         SessionService {
             store,
             limits,
+            max_sessions_per_tenant: DEFAULT_MAX_SESSIONS_PER_TENANT,
             locks: Arc::default(),
             scheduler: FairScheduler::new(cores),
             models: Arc::default(),
@@ -109,6 +118,12 @@ impl SessionService {
         Ok(change)
     }
 
+    /// The same service with another cap on sessions per tenant.
+    pub fn with_max_sessions_per_tenant(mut self, max: i64) -> Self {
+        self.max_sessions_per_tenant = max;
+        self
+    }
+
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.store
     }
@@ -138,32 +153,35 @@ impl SessionService {
             .ok_or(ServiceError::NotFound("session"))
     }
 
-    /// Creates a session from a validated request.
+    /// Creates a session of `tenant` from a validated request. The cap on the tenant's
+    /// sessions is checked before the insert, not in its transaction: creates racing at
+    /// the cap can pass it by as many as race (docs/security.md).
     pub async fn create_session(
         &self,
+        tenant: &str,
         request: CreateSession,
         idempotency: Option<&IdempotencyKey>,
     ) -> Result<Session, ServiceError> {
+        if self.store.count_sessions(tenant).await? >= self.max_sessions_per_tenant {
+            return Err(ServiceError::Limit(
+                "too-many-sessions",
+                InvalidInput::new(
+                    "name",
+                    format!(
+                        "this tenant owns {} sessions, the most allowed \
+                         (TVBO_MAX_SESSIONS_PER_TENANT); delete one first",
+                        self.max_sessions_per_tenant
+                    ),
+                ),
+            ));
+        }
         // Validating priors factorises m × m matrices: off the async runtime.
         let seed = random_seed();
         let id = Uuid::new_v4();
         let config = self
             .blocking(id, move || new_session_config(request, seed))
             .await??;
-        let row = SessionRow {
-            id,
-            config,
-            created_at: Utc::now(),
-            status: "active".into(),
-            version: 0,
-            state: serde_json::to_value(PolicyState::default()).expect("state serialises"),
-            suggest_count: 0,
-            last_suggest: None,
-            last_optimum_mean: None,
-            observation_count: 0,
-            dataset_size: 0,
-            pending_count: 0,
-        };
+        let row = new_session_row(id, tenant, config, Utc::now());
         let session = Session::from(row.clone());
         let record = idempotency.map(|k| k.record(row.id, 201, &session));
         self.store.create_session(&row, record.as_ref()).await?;
@@ -174,17 +192,19 @@ impl SessionService {
         Ok(self.session_row(id).await?.into())
     }
 
-    /// A page of sessions, newest first. `cursor` is the `next_cursor` of the last page.
+    /// A page of sessions, newest first: `tenant`'s, or every tenant's when None.
+    /// `cursor` is the `next_cursor` of the last page.
     pub async fn list_sessions(
         &self,
         limit: i64,
         cursor: Option<&str>,
+        tenant: Option<&str>,
     ) -> Result<SessionList, ServiceError> {
         if !(1..=1000).contains(&limit) {
             return Err(InvalidInput::new("limit", "must be between 1 and 1000").into());
         }
         let before = cursor.map(parse_cursor).transpose()?;
-        let rows = self.store.list_sessions(limit + 1, before).await?;
+        let rows = self.store.list_sessions(limit + 1, before, tenant).await?;
         let more = rows.len() as i64 > limit;
         let sessions: Vec<Session> = rows
             .into_iter()

@@ -65,6 +65,22 @@ pub struct IdempotencyRecord {
     pub body: String,
 }
 
+/// An API key as stored: never the secret, only its Argon2id hash (docs/security.md).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ApiKeyRow {
+    /// The public part of the key (`tvbo_<id>_<secret>`), shown by `tvbo keys list`.
+    pub id: Uuid,
+    pub name: String,
+    /// The tenant whose sessions the key sees and creates.
+    pub tenant: String,
+    /// Whether the key sees every tenant's sessions.
+    pub admin: bool,
+    /// The PHC string of the secret's Argon2id hash.
+    pub secret_hash: String,
+    pub created_at: DateTime<Utc>,
+    pub revoked_at: Option<DateTime<Utc>>,
+}
+
 /// Connection-pool settings of a store (per process: each replica has its own pool).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PoolSettings {
@@ -153,12 +169,23 @@ pub trait Store: Send + Sync + 'static {
         idempotency: Option<&IdempotencyRecord>,
     ) -> Result<(), StoreError>;
     async fn get_session(&self, id: Uuid) -> Result<Option<SessionRow>, StoreError>;
-    /// Newest first.
+    /// Newest first; every tenant's when `tenant` is None.
     async fn list_sessions(
         &self,
         limit: i64,
         before: Option<SessionCursor>,
+        tenant: Option<&str>,
     ) -> Result<Vec<SessionRow>, StoreError>;
+    /// The tenant owning the session, if there is one.
+    async fn session_tenant(&self, id: Uuid) -> Result<Option<String>, StoreError>;
+    /// How many sessions the tenant owns.
+    async fn count_sessions(&self, tenant: &str) -> Result<i64, StoreError>;
+    async fn insert_api_key(&self, key: &ApiKeyRow) -> Result<(), StoreError>;
+    async fn get_api_key(&self, id: Uuid) -> Result<Option<ApiKeyRow>, StoreError>;
+    /// Every key, revoked ones too, oldest first.
+    async fn list_api_keys(&self) -> Result<Vec<ApiKeyRow>, StoreError>;
+    /// Revokes a key; false if there is none by that id or it was revoked already.
+    async fn revoke_api_key(&self, id: Uuid) -> Result<bool, StoreError>;
     /// Deletes a session and everything it owns; false if there was none.
     async fn delete_session(&self, id: Uuid) -> Result<bool, StoreError>;
     /// The session with its active observations and pending suggestions.

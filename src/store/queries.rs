@@ -17,7 +17,7 @@
 /// not the session's history: observations are numbered 1, 2, … per session and never
 /// deleted one by one, so the largest seq is their count; the active ones have a
 /// partial index (migration 0002).
-pub(super) const SESSION_COLUMNS: &str = "s.id, s.config, s.created_micros, s.status, \
+pub(super) const SESSION_COLUMNS: &str = "s.id, s.tenant, s.config, s.created_micros, s.status, \
      s.version, s.state, s.suggest_count, s.last_suggest_t, s.last_suggest_n, \
      s.last_optimum_mean, \
      (SELECT COALESCE(MAX(seq), 0) FROM observations o WHERE o.session_id = s.id) \
@@ -46,14 +46,14 @@ macro_rules! store_on {
 
             use $crate::store::queries::SESSION_COLUMNS;
             use $crate::store::rows::{
-                RECENT_DELAYS, call_from_row, corrupt, observation_from_row, parse_uuid,
+                RECENT_DELAYS, api_key_from_row, call_from_row, corrupt, observation_from_row, parse_uuid,
                 response_time_from_row, session_from_row, suggestion_from_row, to_json,
             };
             use $crate::store::timeline::{
                 BUCKET_ROWS, Bucket, BucketPoint, bucket_from_row, forget_spans, kept_keys,
             };
             use $crate::store::{
-                CallStats, ChangeSet, ForgetSpan, History, IDEMPOTENCY_TTL_MICROS,
+                ApiKeyRow, CallStats, ChangeSet, ForgetSpan, History, IDEMPOTENCY_TTL_MICROS,
                 IdempotencyRecord, ObservationRow, SessionCursor, SessionRow, StoreError,
                 StoredTimeline, SuggestionRow, to_micros,
             };
@@ -72,23 +72,26 @@ macro_rules! store_on {
                 row.as_ref().map(session_from_row).transpose()
             }
 
-            /// Newest first; strictly before `before` if given.
+            /// Newest first; strictly before `before` if given; only `tenant`'s if given.
             pub(super) async fn list_sessions(
                 c: &mut Connection,
                 limit: i64,
                 before: Option<SessionCursor>,
+                tenant: Option<&str>,
             ) -> Result<Vec<SessionRow>, StoreError> {
-                // The row comparison follows the index's order, (created_micros, id); the
-                // first page starts past every row.
+                // The row comparison follows the indexes' order, (created_micros, id),
+                // after the tenant's equality; the first page starts past every row.
                 let sql = format!(
                     "SELECT {SESSION_COLUMNS} FROM sessions s \
                      WHERE (s.created_micros, s.id) < ($1, $2) \
+                     AND ($4 IS NULL OR s.tenant = $4) \
                      ORDER BY s.created_micros DESC, s.id DESC LIMIT $3"
                 );
                 sqlx::query(sqlx::AssertSqlSafe(sql))
                     .bind(before.map_or(i64::MAX, |cursor| cursor.created_micros))
                     .bind(before.map_or_else(String::new, |cursor| cursor.id.to_string()))
                     .bind(limit)
+                    .bind(tenant)
                     .fetch_all(&mut *c)
                     .await?
                     .iter()
@@ -102,8 +105,9 @@ macro_rules! store_on {
             ) -> Result<(), StoreError> {
                 sqlx::query(
                     "INSERT INTO sessions (id, name, config, created_micros, status, version, \
-                     state, suggest_count, last_suggest_t, last_suggest_n, last_optimum_mean) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+                     state, suggest_count, last_suggest_t, last_suggest_n, last_optimum_mean, \
+                     tenant) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
                 )
                 .bind(session.id.to_string())
                 .bind(&session.config.name)
@@ -116,6 +120,7 @@ macro_rules! store_on {
                 .bind(session.last_suggest.map(|(t, _)| t))
                 .bind(session.last_suggest.map(|(_, n)| n))
                 .bind(session.last_optimum_mean)
+                .bind(&session.tenant)
                 .execute(&mut *c)
                 .await?;
                 Ok(())
@@ -178,6 +183,95 @@ macro_rules! store_on {
                     })
                 })
                 .transpose()
+            }
+
+            pub(super) async fn session_tenant(
+                c: &mut Connection,
+                id: Uuid,
+            ) -> Result<Option<String>, StoreError> {
+                Ok(sqlx::query_scalar("SELECT tenant FROM sessions WHERE id = $1")
+                    .bind(id.to_string())
+                    .fetch_optional(&mut *c)
+                    .await?)
+            }
+
+            pub(super) async fn count_sessions(
+                c: &mut Connection,
+                tenant: &str,
+            ) -> Result<i64, StoreError> {
+                Ok(sqlx::query_scalar("SELECT COUNT(*) FROM sessions WHERE tenant = $1")
+                    .bind(tenant)
+                    .fetch_one(&mut *c)
+                    .await?)
+            }
+
+            pub(super) async fn insert_api_key(
+                c: &mut Connection,
+                key: &ApiKeyRow,
+            ) -> Result<(), StoreError> {
+                sqlx::query(
+                    "INSERT INTO api_keys (id, name, tenant, admin, secret_hash, \
+                     created_micros, revoked_micros) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                )
+                .bind(key.id.to_string())
+                .bind(&key.name)
+                .bind(&key.tenant)
+                .bind(key.admin)
+                .bind(&key.secret_hash)
+                .bind(to_micros(key.created_at))
+                .bind(key.revoked_at.map(to_micros))
+                .execute(&mut *c)
+                .await?;
+                Ok(())
+            }
+
+            const API_KEY_COLUMNS: &str =
+                "id, name, tenant, admin, secret_hash, created_micros, revoked_micros";
+
+            pub(super) async fn get_api_key(
+                c: &mut Connection,
+                id: Uuid,
+            ) -> Result<Option<ApiKeyRow>, StoreError> {
+                let sql = format!("SELECT {API_KEY_COLUMNS} FROM api_keys WHERE id = $1");
+                sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(id.to_string())
+                    .fetch_optional(&mut *c)
+                    .await?
+                    .as_ref()
+                    .map(api_key_from_row)
+                    .transpose()
+            }
+
+            /// Oldest first.
+            pub(super) async fn list_api_keys(
+                c: &mut Connection,
+            ) -> Result<Vec<ApiKeyRow>, StoreError> {
+                let sql =
+                    format!("SELECT {API_KEY_COLUMNS} FROM api_keys ORDER BY created_micros, id");
+                sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .fetch_all(&mut *c)
+                    .await?
+                    .iter()
+                    .map(api_key_from_row)
+                    .collect()
+            }
+
+            /// Marks the key revoked at now; false if there is no such key or it was
+            /// revoked already.
+            pub(super) async fn revoke_api_key(
+                c: &mut Connection,
+                id: Uuid,
+            ) -> Result<bool, StoreError> {
+                let revoked = sqlx::query(
+                    "UPDATE api_keys SET revoked_micros = $2 \
+                     WHERE id = $1 AND revoked_micros IS NULL",
+                )
+                .bind(id.to_string())
+                .bind(to_micros(Utc::now()))
+                .execute(&mut *c)
+                .await?
+                .rows_affected();
+                Ok(revoked > 0)
             }
 
             /// Deletes the session's idempotency records, then the session (its
@@ -733,7 +827,7 @@ macro_rules! store_on {
 
             use $crate::store::rows::{call_from_row, response_time_from_row};
             use $crate::store::{
-                CallStats, ChangeSet, History, IdempotencyRecord, ObservationRow,
+                ApiKeyRow, CallStats, ChangeSet, History, IdempotencyRecord, ObservationRow,
                 ResponseTimeSample, SessionCursor, SessionRow, StoreError, StoredCall,
                 StoredTimeline, SuggestionRow,
             };
@@ -766,8 +860,36 @@ macro_rules! store_on {
                     &self,
                     limit: i64,
                     before: Option<SessionCursor>,
+                    tenant: Option<&str>,
                 ) -> Result<Vec<SessionRow>, StoreError> {
-                    queries::list_sessions(&mut *self.pool.acquire().await?, limit, before).await
+                    let c = &mut *self.pool.acquire().await?;
+                    queries::list_sessions(c, limit, before, tenant).await
+                }
+
+                async fn session_tenant(&self, id: Uuid) -> Result<Option<String>, StoreError> {
+                    queries::session_tenant(&mut *self.pool.acquire().await?, id).await
+                }
+
+                async fn count_sessions(&self, tenant: &str) -> Result<i64, StoreError> {
+                    queries::count_sessions(&mut *self.pool.acquire().await?, tenant).await
+                }
+
+                async fn insert_api_key(&self, key: &ApiKeyRow) -> Result<(), StoreError> {
+                    queries::insert_api_key(&mut *self.pool.acquire().await?, key)
+                        .await
+                        .map_err(Self::classify)
+                }
+
+                async fn get_api_key(&self, id: Uuid) -> Result<Option<ApiKeyRow>, StoreError> {
+                    queries::get_api_key(&mut *self.pool.acquire().await?, id).await
+                }
+
+                async fn list_api_keys(&self) -> Result<Vec<ApiKeyRow>, StoreError> {
+                    queries::list_api_keys(&mut *self.pool.acquire().await?).await
+                }
+
+                async fn revoke_api_key(&self, id: Uuid) -> Result<bool, StoreError> {
+                    queries::revoke_api_key(&mut *self.pool.acquire().await?, id).await
                 }
 
                 async fn delete_session(&self, id: Uuid) -> Result<bool, StoreError> {

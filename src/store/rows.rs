@@ -7,8 +7,8 @@ use sqlx::sqlite::SqliteRow;
 use uuid::Uuid;
 
 use super::{
-    ObservationRow, ResponseTimeSample, SessionRow, StoreError, StoredCall, SuggestionRow,
-    SuggestionStatus, from_micros,
+    ApiKeyRow, ObservationRow, ResponseTimeSample, SessionRow, StoreError, StoredCall,
+    SuggestionRow, SuggestionStatus, from_micros,
 };
 
 pub(crate) use crate::domain::records::RECENT_DELAYS;
@@ -75,6 +75,7 @@ fn from_json<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> Result<T
 pub(crate) fn session_from_row(row: &impl Columns) -> Result<SessionRow, StoreError> {
     Ok(SessionRow {
         id: parse_uuid(row.text("id")?)?,
+        tenant: row.text("tenant")?.to_string(),
         config: from_json(row.text("config")?, "session config")?,
         created_at: from_micros(row.int("created_micros")?)?,
         status: row.text("status")?.to_string(),
@@ -88,6 +89,21 @@ pub(crate) fn session_from_row(row: &impl Columns) -> Result<SessionRow, StoreEr
         observation_count: row.int("observation_count")?,
         dataset_size: row.int("dataset_size")?,
         pending_count: row.int("pending_count")?,
+    })
+}
+
+pub(crate) fn api_key_from_row(row: &impl Columns) -> Result<ApiKeyRow, StoreError> {
+    Ok(ApiKeyRow {
+        id: parse_uuid(row.text("id")?)?,
+        name: row.text("name")?.to_string(),
+        tenant: row.text("tenant")?.to_string(),
+        admin: row.flag("admin")?,
+        secret_hash: row.text("secret_hash")?.to_string(),
+        created_at: from_micros(row.int("created_micros")?)?,
+        revoked_at: row
+            .opt_int("revoked_micros")?
+            .map(from_micros)
+            .transpose()?,
     })
 }
 

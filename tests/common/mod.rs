@@ -10,7 +10,10 @@ use serde_json::{Value, json};
 use sqlx::{ColumnIndex, Decode, Row, Type};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
+use tvbo::api::RouterSettings;
+use tvbo::api::auth::AccessSettings;
 use tvbo::engine::Limits;
+use tvbo::server::ConnectionSettings;
 use tvbo::store::{PoolSettings, PostgresStore, SqliteStore, Store};
 
 /// The database behind a [`TestServer`].
@@ -27,13 +30,14 @@ enum Backend {
 
 /// Every table, with the columns that order its rows (SQLite, PostgreSQL): keys where
 /// there are keys, insertion order (SQLite's rowid, PostgreSQL's id) where there are none.
-const TABLES: [(&str, &str, &str); 6] = [
+const TABLES: [(&str, &str, &str); 7] = [
     ("sessions", "id", "id"),
     ("suggestions", "id", "id"),
     ("observations", "session_id, seq", "session_id, seq"),
     ("response_times", "rowid", "id"),
     ("calls", "rowid", "id"),
     ("idempotency", "scope, key", "scope, key"),
+    ("api_keys", "id", "id"),
 ];
 
 /// A running server and the database behind it.
@@ -70,20 +74,40 @@ impl TestServer {
     /// A server over a fresh PostgreSQL database (dropped with the server); None, after
     /// printing why `test` is skipped, when no PostgreSQL server is configured.
     pub async fn start_postgres(test: &str) -> Option<TestServer> {
+        Self::start_postgres_configured(test, open_settings(Limits::default()), Default::default())
+            .await
+    }
+
+    /// [`Self::start_postgres`] with these settings.
+    pub async fn start_postgres_configured(
+        test: &str,
+        settings: RouterSettings,
+        connections: ConnectionSettings,
+    ) -> Option<TestServer> {
         let db = PgDatabase::create(test).await?;
         let store = PostgresStore::connect(&db.url, &PoolSettings::default())
             .await
             .expect("open PostgreSQL store");
         let shared: Arc<dyn Store> = Arc::new(store.clone());
-        Some(Self::serve(shared, Backend::Postgres { store, db }).await)
+        let backend = Backend::Postgres { store, db };
+        Some(Self::serve_with(shared, backend, settings, connections).await)
     }
 
     async fn serve(shared: Arc<dyn Store>, backend: Backend) -> TestServer {
-        Self::serve_with(shared, backend, Limits::default()).await
+        let settings = open_settings(Limits::default());
+        Self::serve_with(shared, backend, settings, Default::default()).await
     }
 
     /// A server over a fresh SQLite database with the given caps.
     pub async fn start_with(limits: Limits) -> TestServer {
+        Self::start_configured(open_settings(limits), Default::default()).await
+    }
+
+    /// A server over a fresh SQLite database with these settings.
+    pub async fn start_configured(
+        settings: RouterSettings,
+        connections: ConnectionSettings,
+    ) -> TestServer {
         let dir = tempfile::tempdir().expect("temp dir");
         let url = format!("sqlite://{}", dir.path().join("tvbo.db").display());
         let store = SqliteStore::connect(&url, &PoolSettings::default())
@@ -94,19 +118,28 @@ impl TestServer {
             store,
             dir: Some(dir),
         };
-        Self::serve_with(shared, backend, limits).await
+        Self::serve_with(shared, backend, settings, connections).await
     }
 
-    async fn serve_with(shared: Arc<dyn Store>, backend: Backend, limits: Limits) -> TestServer {
+    /// The store behind the server.
+    pub fn store(&self) -> Arc<dyn Store> {
+        match &self.backend {
+            Backend::Sqlite { store, .. } => Arc::new(store.clone()),
+            Backend::Postgres { store, .. } => Arc::new(store.clone()),
+        }
+    }
+
+    async fn serve_with(
+        shared: Arc<dyn Store>,
+        backend: Backend,
+        settings: RouterSettings,
+        connections: ConnectionSettings,
+    ) -> TestServer {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr: SocketAddr = listener.local_addr().unwrap();
         let (tx, rx) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
-            let settings = tvbo::api::RouterSettings {
-                limits,
-                ..Default::default()
-            };
-            tvbo::server::serve(listener, shared, settings, async {
+            tvbo::server::serve(listener, shared, settings, connections, async {
                 let _ = rx.await;
             })
             .await
@@ -240,15 +273,28 @@ where
 /// For each `async fn name(server: TestServer)` of the test file, one test per backend:
 /// `sqlite::name` over a fresh SQLite file and `postgres::name` over a fresh PostgreSQL
 /// database (skipped, saying so, when no PostgreSQL server is configured). The first
-/// argument is the test attribute, e.g. `#[tokio::test]`.
+/// argument is the test attribute, e.g. `#[tokio::test]`. With `settings = EXPR;` first,
+/// the servers run with those `RouterSettings` (EXPR is evaluated in a child module:
+/// `super::f()`), else with [`open_settings`].
 #[allow(unused_macros)]
 macro_rules! backend_tests {
     (#[$test:meta] $($name:ident),* $(,)?) => {
+        backend_tests!(
+            settings = super::common::open_settings(Default::default());
+            #[$test] $($name),*
+        );
+    };
+    (settings = $settings:expr; #[$test:meta] $($name:ident),* $(,)?) => {
         mod sqlite {
             $(
                 #[$test]
                 async fn $name() {
-                    super::$name(super::common::TestServer::start().await).await;
+                    let server = super::common::TestServer::start_configured(
+                        $settings,
+                        Default::default(),
+                    )
+                    .await;
+                    super::$name(server).await;
                 }
             )*
         }
@@ -257,13 +303,28 @@ macro_rules! backend_tests {
                 #[$test]
                 async fn $name() {
                     let name = stringify!($name);
-                    if let Some(server) = super::common::TestServer::start_postgres(name).await {
+                    let settings = $settings;
+                    let started = super::common::TestServer::start_postgres_configured(
+                        name,
+                        settings,
+                        Default::default(),
+                    );
+                    if let Some(server) = started.await {
                         super::$name(server).await;
                     }
                 }
             )*
         }
     };
+}
+
+/// Router settings with these caps and no key needed (most tests are not about keys).
+pub fn open_settings(limits: Limits) -> RouterSettings {
+    RouterSettings {
+        limits,
+        access: AccessSettings::open(),
+        ..Default::default()
+    }
 }
 
 /// A 2-D client-time session body.

@@ -11,8 +11,17 @@ const POLL_MS = 1000;
 /// The path prefix a reverse proxy serves tvbo under (TVBO_BASE_PATH), "" at the root.
 const base = () => document.body.dataset.base || "";
 
+/// The API key the person signed in with (kept in this browser's local storage), if any.
+const KEY_STORAGE = "tvbo.apiKey";
+const storedKey = () => { try { return localStorage.getItem(KEY_STORAGE); } catch (_) { return null; } };
+/// Whether the server wants a key on /v1 (TVBO_AUTH).
+const authRequired = () => document.body.dataset.auth === "on";
+
 async function api(path, options) {
-  const response = await fetch(base() + path, options);
+  const headers = Object.assign({}, (options || {}).headers);
+  const key = storedKey();
+  if (key) headers.authorization = "Bearer " + key;
+  const response = await fetch(base() + path, Object.assign({}, options, { headers }));
   if (!response.ok) {
     let detail = response.status + " " + response.statusText;
     try { const problem = await response.json(); detail = problem.detail || problem.title || detail; } catch (_) { /* not JSON */ }
@@ -651,11 +660,49 @@ async function exportObservationsCsv(session) {
   URL.revokeObjectURL(url);
 }
 
+// ---------------------------------------------------------------------------------------
+// Signing in: the key is kept in this browser only and sent as a bearer token; the
+// server shows only its tenant's sessions (all of them to an admin key).
+
+function loginView(main, message) {
+  document.getElementById("crumb").textContent = "sign in";
+  const input = el("input", { type: "password", id: "api-key", autocomplete: "off", placeholder: "tvbo_…", "aria-label": "API key", size: "60" });
+  const form = el("form", { class: "login" },
+    el("label", { for: "api-key", text: "API key" }), input, el("button", { type: "submit", text: "Sign in" }));
+  form.addEventListener("submit", event => {
+    event.preventDefault();
+    const key = input.value.trim();
+    if (!key) return;
+    localStorage.setItem(KEY_STORAGE, key);
+    location.reload();
+  });
+  main.replaceChildren(el("h1", { text: "Sign in" }),
+    el("p", { class: "muted", text: "This server needs an API key (make one with: tvbo keys create --name NAME). It stays in this browser." }),
+    ...(message ? [el("p", { class: "error", text: message })] : []), form);
+  input.focus();
+}
+
+function signOutButton() {
+  const button = el("button", { id: "sign-out", class: "link", text: "sign out" });
+  button.addEventListener("click", () => { localStorage.removeItem(KEY_STORAGE); location.reload(); });
+  return button;
+}
+
 window.addEventListener("DOMContentLoaded", () => {
   const main = document.getElementById("main");
+  if (authRequired() && !storedKey()) {
+    loginView(main);
+    return;
+  }
+  if (storedKey()) document.querySelector("header").append(signOutButton());
   const view = document.body.dataset.view;
   const run = view === "session" ? sessionView(main, document.body.dataset.session) : sessionsView(main);
   run.catch(e => {
+    if (e.status === 401) {
+      localStorage.removeItem(KEY_STORAGE);
+      loginView(main, "The key was refused: " + e.message);
+      return;
+    }
     console.error(e);
     main.replaceChildren(el("h1", { text: "Something went wrong" }), el("p", { class: "muted", text: e.message }));
   });

@@ -1,0 +1,217 @@
+//! Who may do what (docs/security.md): API keys on `/v1`, each request's rate per key,
+//! and the tenant check of every session a request names.
+//!
+//! Everything under `/v1` needs `Authorization: Bearer <key>` (unless authentication is
+//! off); the dashboard's pages, the API docs, the OpenAPI document, the health checks and
+//! the metrics hold no session data and need none. A session of another tenant is
+//! answered 404, exactly as one that does not exist.
+
+use std::net::SocketAddr;
+use std::num::NonZeroU32;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use governor::clock::{Clock, DefaultClock};
+use governor::{DefaultKeyedRateLimiter, Quota};
+use uuid::Uuid;
+
+use crate::api::error::ApiError;
+use crate::keys::{Caller, KeyError, KeyVerifier};
+use crate::store::Store;
+
+/// How tvbo authenticates and throttles callers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AccessSettings {
+    /// Whether `/v1` needs an API key. Off, every caller is an admin of the default tenant.
+    pub auth: bool,
+    /// Requests per second each key (each client address, with authentication off) may
+    /// make on `/v1`, on average; None: no limit.
+    pub rate_per_second: Option<NonZeroU32>,
+    /// How many requests beyond the average a key may make at once.
+    pub rate_burst: NonZeroU32,
+    /// Most sessions one tenant may own.
+    pub max_sessions_per_tenant: i64,
+}
+
+impl AccessSettings {
+    /// Default average request rate per key.
+    pub const DEFAULT_RATE_PER_SECOND: u32 = 50;
+    /// Default burst per key.
+    pub const DEFAULT_RATE_BURST: u32 = 100;
+
+    /// No key needed and no rate limit: for tests and embedding behind another gate.
+    pub fn open() -> Self {
+        AccessSettings {
+            auth: false,
+            rate_per_second: None,
+            ..AccessSettings::default()
+        }
+    }
+}
+
+impl Default for AccessSettings {
+    /// Keys required, 50 requests per second per key with bursts of 100, and
+    /// [`DEFAULT_MAX_SESSIONS_PER_TENANT`](crate::session::service::DEFAULT_MAX_SESSIONS_PER_TENANT).
+    fn default() -> Self {
+        AccessSettings {
+            auth: true,
+            rate_per_second: NonZeroU32::new(Self::DEFAULT_RATE_PER_SECOND),
+            rate_burst: NonZeroU32::new(Self::DEFAULT_RATE_BURST).expect("non-zero"),
+            max_sessions_per_tenant: crate::session::service::DEFAULT_MAX_SESSIONS_PER_TENANT,
+        }
+    }
+}
+
+/// How many sessions' tenants a replica remembers (they never change).
+const TENANT_CACHE_CAPACITY: usize = 65_536;
+/// The rate limiter forgets idle callers every this many requests.
+const RATE_SWEEP_EVERY: u64 = 4096;
+
+/// The state of access control, shared by the requests of one router.
+pub struct Access {
+    auth: bool,
+    keys: KeyVerifier,
+    store: Arc<dyn Store>,
+    rate: Option<DefaultKeyedRateLimiter<String>>,
+    checks: AtomicU64,
+    tenants: quick_cache::sync::Cache<Uuid, String>,
+}
+
+impl Access {
+    pub fn new(store: Arc<dyn Store>, settings: &AccessSettings) -> Self {
+        Access {
+            auth: settings.auth,
+            keys: KeyVerifier::new(store.clone()),
+            store,
+            rate: settings.rate_per_second.map(|rate| {
+                DefaultKeyedRateLimiter::keyed(
+                    Quota::per_second(rate).allow_burst(settings.rate_burst),
+                )
+            }),
+            checks: AtomicU64::new(0),
+            tenants: quick_cache::sync::Cache::new(TENANT_CACHE_CAPACITY),
+        }
+    }
+
+    /// The caller of a request with these headers.
+    async fn caller(&self, headers: &HeaderMap) -> Result<Caller, ApiError> {
+        if !self.auth {
+            return Ok(Caller::unauthenticated());
+        }
+        let key = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| {
+                let (scheme, key) = value.trim().split_once(' ')?;
+                scheme.eq_ignore_ascii_case("bearer").then(|| key.trim())
+            })
+            .ok_or_else(|| unauthorized(KeyError::Missing))?;
+        self.keys.caller(key).await.map_err(|e| match e {
+            KeyError::Store(e) => ApiError::from(crate::session::error::ServiceError::from(e)),
+            other => unauthorized(other),
+        })
+    }
+
+    /// Takes one request from the rate of `who`; the wait before the next one may come
+    /// when there is none left.
+    fn take(&self, who: String) -> Result<(), std::time::Duration> {
+        let Some(rate) = &self.rate else {
+            return Ok(());
+        };
+        if self.checks.fetch_add(1, Ordering::Relaxed) % RATE_SWEEP_EVERY == RATE_SWEEP_EVERY - 1 {
+            rate.retain_recent();
+        }
+        rate.check_key(&who)
+            .map_err(|not_until| not_until.wait_time_from(DefaultClock::default().now()))
+    }
+
+    /// Whether `caller` may see session `id`: a session of another tenant, like one that
+    /// does not exist, is not found.
+    pub async fn check_session(&self, caller: &Caller, id: Uuid) -> Result<(), ApiError> {
+        if caller.admin {
+            return Ok(());
+        }
+        let tenant = match self.tenants.get(&id) {
+            Some(tenant) => tenant,
+            None => {
+                let tenant = self
+                    .store
+                    .session_tenant(id)
+                    .await
+                    .map_err(|e| ApiError::from(crate::session::error::ServiceError::from(e)))?
+                    .ok_or_else(|| ApiError::not_found("session"))?;
+                self.tenants.insert(id, tenant.clone());
+                tenant
+            }
+        };
+        if caller.sees(&tenant) {
+            Ok(())
+        } else {
+            Err(ApiError::not_found("session"))
+        }
+    }
+}
+
+fn unauthorized(e: KeyError) -> ApiError {
+    ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", e.to_string())
+}
+
+/// Whether a path is the API's (`/v1` and below), which needs a key.
+fn is_api(path: &str) -> bool {
+    path == "/v1" || path.starts_with("/v1/")
+}
+
+/// Middleware: on `/v1`, authenticates the caller (401 problem with `WWW-Authenticate`),
+/// takes one request from its rate (429 problem with `Retry-After`), and hands the
+/// [`Caller`] to the handlers as a request extension.
+pub async fn authenticate(
+    State(access): State<Arc<Access>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    if !is_api(request.uri().path()) {
+        return next.run(request).await;
+    }
+    let caller = match access.caller(request.headers()).await {
+        Ok(caller) => caller,
+        Err(e) => {
+            let mut response = e.into_response();
+            if response.status() == StatusCode::UNAUTHORIZED {
+                response.headers_mut().insert(
+                    header::WWW_AUTHENTICATE,
+                    HeaderValue::from_static("Bearer realm=\"tvbo\""),
+                );
+            }
+            return response;
+        }
+    };
+    let who = match caller.key_id {
+        Some(id) => id.to_string(),
+        None => request
+            .extensions()
+            .get::<ConnectInfo<SocketAddr>>()
+            .map_or_else(|| "anonymous".into(), |peer| peer.0.ip().to_string()),
+    };
+    if let Err(wait) = access.take(who) {
+        let seconds = (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1);
+        let mut response = ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate-limited",
+            format!(
+                "this key made more requests than its rate allows (TVBO_RATE_LIMIT); \
+                 retry after {seconds} s"
+            ),
+        )
+        .into_response();
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        return response;
+    }
+    request.extensions_mut().insert(caller);
+    next.run(request).await
+}
