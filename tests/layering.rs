@@ -34,9 +34,17 @@ const LAYERS: &[(&str, &[&str])] = &[
         ],
     ),
     ("dashboard", &[]),
+    ("docs_ui", &["dashboard"]),
     (
         "api",
-        &["domain", "engine", "session", "store", "dashboard"],
+        &[
+            "domain",
+            "engine",
+            "session",
+            "store",
+            "dashboard",
+            "docs_ui",
+        ],
     ),
     ("server", &["domain", "engine", "session", "store", "api"]),
     (

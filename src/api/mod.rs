@@ -289,7 +289,7 @@ async fn openapi_handler() -> axum::response::Response {
 }
 
 /// The application's router over a store: the API under `/v1`, its OpenAPI document, the
-/// health checks and the dashboard.
+/// health checks, the dashboard and the API docs UI.
 pub fn router(store: Arc<dyn Store>, settings: RouterSettings) -> Router {
     let RouterSettings {
         limits,
@@ -322,6 +322,7 @@ pub fn router(store: Arc<dyn Store>, settings: RouterSettings) -> Router {
         .route("/healthz", get(handlers::healthz))
         .route("/readyz", get(handlers::readyz))
         .route("/openapi.json", get(openapi_handler))
+        .merge(crate::docs_ui::router(base_path.clone()))
         .merge(crate::dashboard::router(base_path))
         .fallback(handlers::not_found)
         .method_not_allowed_fallback(handlers::method_not_allowed)
