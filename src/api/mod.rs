@@ -1,5 +1,6 @@
 //! The HTTP API (docs/api.md): axum router, handlers, problem+json errors, OpenAPI.
 
+mod bearer;
 pub mod body;
 pub mod error;
 pub mod extract;
@@ -24,6 +25,7 @@ use crate::dashboard::BasePath;
 use crate::engine::Limits;
 use crate::session::service::SessionService;
 use crate::store::Store;
+use bearer::BearerScheme;
 
 /// Shared state of the handlers.
 #[derive(Clone)]
@@ -80,7 +82,7 @@ impl Default for RouterSettings {
         handlers::healthz,
         handlers::readyz,
     ),
-    modifiers(&CommonAnswers, &Links)
+    modifiers(&CommonAnswers, &Links, &BearerScheme)
 )]
 pub struct ApiDoc;
 
