@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::api::RouterSettings;
+use crate::api::headers::CorsOrigins;
 use crate::dashboard::BasePath;
 use crate::engine::Limits;
 
@@ -204,6 +205,10 @@ pub struct ServeArgs {
     /// dashboard's links; empty when it is served at the root.
     #[arg(long, env = "TVBO_BASE_PATH", default_value = "", global = true)]
     pub base_path: String,
+    /// Browser origins allowed to call the API from their pages (CORS), comma-separated
+    /// and exact (`https://app.example.com,http://localhost:3000`); none when empty.
+    #[arg(long, env = "TVBO_CORS_ORIGINS", default_value = "", global = true)]
+    pub cors_origins: String,
 }
 
 impl ServeArgs {
@@ -213,6 +218,8 @@ impl ServeArgs {
             limits: self.limits()?,
             base_path: BasePath::parse(&self.base_path)
                 .map_err(|e| anyhow::anyhow!("TVBO_BASE_PATH {e}"))?,
+            cors_origins: CorsOrigins::parse(&self.cors_origins)
+                .map_err(|e| anyhow::anyhow!("TVBO_CORS_ORIGINS {e}"))?,
             ..RouterSettings::default()
         })
     }

@@ -5,6 +5,7 @@ pub mod body;
 pub mod error;
 pub mod extract;
 pub mod handlers;
+pub mod headers;
 pub mod transport;
 
 use std::sync::Arc;
@@ -45,15 +46,18 @@ pub struct RouterSettings {
     pub request_timeout: Duration,
     /// The path prefix a reverse proxy serves tvbo under, for the dashboard's links.
     pub base_path: BasePath,
+    /// The browser origins allowed to call the API (CORS); none by default.
+    pub cors_origins: headers::CorsOrigins,
 }
 
 impl Default for RouterSettings {
-    /// Default limits, [`REQUEST_TIMEOUT`], no path prefix.
+    /// Default limits, [`REQUEST_TIMEOUT`], no path prefix, no CORS.
     fn default() -> Self {
         RouterSettings {
             limits: Limits::default(),
             request_timeout: REQUEST_TIMEOUT,
             base_path: BasePath::default(),
+            cors_origins: headers::CorsOrigins::default(),
         }
     }
 }
@@ -297,6 +301,7 @@ pub fn router(store: Arc<dyn Store>, settings: RouterSettings) -> Router {
         limits,
         request_timeout,
         base_path,
+        cors_origins,
     } = settings;
     let state = AppState {
         service: SessionService::new(store, limits),
@@ -334,6 +339,8 @@ pub fn router(store: Arc<dyn Store>, settings: RouterSettings) -> Router {
             transport::answer_within,
         ))
         .layer(from_fn(transport::limit_head))
+        .layer(tower::util::option_layer(cors_origins.layer()))
+        .layer(from_fn(headers::add_defaults))
         .layer(
             TraceLayer::new_for_http()
                 .make_span_with(DefaultMakeSpan::new().level(Level::INFO))

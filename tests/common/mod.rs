@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use sqlx::{ColumnIndex, Decode, Row, Type};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
+use tvbo::api::RouterSettings;
 use tvbo::engine::Limits;
 use tvbo::store::{PoolSettings, PostgresStore, SqliteStore, Store};
 
@@ -79,11 +80,20 @@ impl TestServer {
     }
 
     async fn serve(shared: Arc<dyn Store>, backend: Backend) -> TestServer {
-        Self::serve_with(shared, backend, Limits::default()).await
+        Self::serve_with(shared, backend, RouterSettings::default()).await
     }
 
     /// A server over a fresh SQLite database with the given caps.
     pub async fn start_with(limits: Limits) -> TestServer {
+        Self::start_with_settings(RouterSettings {
+            limits,
+            ..Default::default()
+        })
+        .await
+    }
+
+    /// A server over a fresh SQLite database with the given router settings.
+    pub async fn start_with_settings(settings: RouterSettings) -> TestServer {
         let dir = tempfile::tempdir().expect("temp dir");
         let url = format!("sqlite://{}", dir.path().join("tvbo.db").display());
         let store = SqliteStore::connect(&url, &PoolSettings::default())
@@ -94,18 +104,18 @@ impl TestServer {
             store,
             dir: Some(dir),
         };
-        Self::serve_with(shared, backend, limits).await
+        Self::serve_with(shared, backend, settings).await
     }
 
-    async fn serve_with(shared: Arc<dyn Store>, backend: Backend, limits: Limits) -> TestServer {
+    async fn serve_with(
+        shared: Arc<dyn Store>,
+        backend: Backend,
+        settings: RouterSettings,
+    ) -> TestServer {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr: SocketAddr = listener.local_addr().unwrap();
         let (tx, rx) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
-            let settings = tvbo::api::RouterSettings {
-                limits,
-                ..Default::default()
-            };
             tvbo::server::serve(listener, shared, settings, async {
                 let _ = rx.await;
             })
