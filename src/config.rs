@@ -6,6 +6,7 @@ use std::num::NonZeroU32;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::api::auth::AccessSettings;
+use crate::api::headers::CorsOrigins;
 use crate::api::{REQUEST_TIMEOUT, RouterSettings};
 use crate::dashboard::BasePath;
 use crate::engine::Limits;
@@ -305,6 +306,10 @@ pub struct ServeArgs {
         global = true
     )]
     pub header_read_timeout: f64,
+    /// Browser origins allowed to call the API from their pages (CORS), comma-separated
+    /// and exact (`https://app.example.com,http://localhost:3000`); none when empty.
+    #[arg(long, env = "TVBO_CORS_ORIGINS", default_value = "", global = true)]
+    pub cors_origins: String,
 }
 
 /// A positive, finite number of seconds of setting `name`.
@@ -334,6 +339,8 @@ impl ServeArgs {
                     .ok_or_else(|| anyhow::anyhow!("TVBO_RATE_BURST must be at least 1"))?,
                 max_sessions_per_tenant: self.max_sessions_per_tenant,
             },
+            cors_origins: CorsOrigins::parse(&self.cors_origins)
+                .map_err(|e| anyhow::anyhow!("TVBO_CORS_ORIGINS {e}"))?,
         })
     }
 

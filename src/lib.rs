@@ -5,7 +5,8 @@
 //! math core (no IO); [`policy`] the algorithms; [`engine`] a session's suggest and
 //! observe steps, pure and synchronous; [`store`] persistence (over [`domain`] only);
 //! [`session`] the service that runs the engine between a load and a commit; [`api`] the
-//! HTTP layer, which also serves the [`dashboard`]'s pages, and [`server`] its listener;
+//! HTTP layer, which also serves the [`dashboard`]'s pages and the API docs UI
+//! ([`docs_ui`]), and [`server`] its listener;
 //! [`bench`](mod@bench) the papers' benchmarks (`tvbo bench`); [`config`] the command
 //! line.
 
@@ -14,6 +15,7 @@ pub mod api;
 pub mod bench;
 pub mod config;
 pub mod dashboard;
+pub mod docs_ui;
 pub mod domain;
 pub mod engine;
 pub mod gp;

@@ -35,9 +35,18 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     ("keys", &["domain", "store"]),
     ("dashboard", &[]),
+    ("docs_ui", &["dashboard"]),
     (
         "api",
-        &["domain", "engine", "session", "store", "keys", "dashboard"],
+        &[
+            "domain",
+            "engine",
+            "session",
+            "store",
+            "keys",
+            "dashboard",
+            "docs_ui",
+        ],
     ),
     ("server", &["domain", "engine", "session", "store", "api"]),
     (

@@ -1,10 +1,12 @@
 //! The HTTP API (docs/api.md): axum router, handlers, problem+json errors, OpenAPI.
 
 pub mod auth;
+mod bearer;
 pub mod body;
 pub mod error;
 pub mod extract;
 pub mod handlers;
+pub mod headers;
 pub mod transport;
 
 use std::sync::Arc;
@@ -26,6 +28,7 @@ use crate::dashboard::{BasePath, PageSettings};
 use crate::engine::Limits;
 use crate::session::service::SessionService;
 use crate::store::Store;
+use bearer::BearerScheme;
 
 /// Shared state of the handlers.
 #[derive(Clone)]
@@ -48,16 +51,19 @@ pub struct RouterSettings {
     pub base_path: BasePath,
     /// Keys, rates and the cap on sessions per tenant.
     pub access: AccessSettings,
+    /// The browser origins allowed to call the API (CORS); none by default.
+    pub cors_origins: headers::CorsOrigins,
 }
 
 impl Default for RouterSettings {
-    /// Default limits, [`REQUEST_TIMEOUT`], no path prefix, keys required.
+    /// Default limits, [`REQUEST_TIMEOUT`], no path prefix, keys required, no CORS.
     fn default() -> Self {
         RouterSettings {
             limits: Limits::default(),
             request_timeout: REQUEST_TIMEOUT,
             base_path: BasePath::default(),
             access: AccessSettings::default(),
+            cors_origins: headers::CorsOrigins::default(),
         }
     }
 }
@@ -86,7 +92,7 @@ impl Default for RouterSettings {
         handlers::healthz,
         handlers::readyz,
     ),
-    modifiers(&CommonAnswers, &Links)
+    modifiers(&CommonAnswers, &Links, &BearerScheme)
 )]
 pub struct ApiDoc;
 
@@ -333,13 +339,14 @@ async fn openapi_handler() -> axum::response::Response {
 }
 
 /// The application's router over a store: the API under `/v1`, its OpenAPI document, the
-/// health checks and the dashboard.
+/// health checks, the dashboard and the API docs UI.
 pub fn router(store: Arc<dyn Store>, settings: RouterSettings) -> Router {
     let RouterSettings {
         limits,
         request_timeout,
         base_path,
         access,
+        cors_origins,
     } = settings;
     let state = AppState {
         service: SessionService::new(store.clone(), limits)
@@ -369,6 +376,7 @@ pub fn router(store: Arc<dyn Store>, settings: RouterSettings) -> Router {
         .route("/healthz", get(handlers::healthz))
         .route("/readyz", get(handlers::readyz))
         .route("/openapi.json", get(openapi_handler))
+        .merge(crate::docs_ui::router(base_path.clone()))
         .merge(crate::dashboard::router(PageSettings {
             base: base_path,
             auth: access.auth,
@@ -382,6 +390,8 @@ pub fn router(store: Arc<dyn Store>, settings: RouterSettings) -> Router {
             transport::answer_within,
         ))
         .layer(from_fn(transport::limit_head))
+        .layer(tower::util::option_layer(cors_origins.layer()))
+        .layer(from_fn(headers::add_defaults))
         .layer(
             TraceLayer::new_for_http()
                 .make_span_with(DefaultMakeSpan::new().level(Level::INFO))

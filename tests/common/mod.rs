@@ -2,6 +2,8 @@
 //! PostgreSQL databases for the tests that run against PostgreSQL too.
 #![allow(dead_code)]
 
+pub mod browser;
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
