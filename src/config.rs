@@ -204,6 +204,10 @@ pub struct ServeArgs {
     /// dashboard's links; empty when it is served at the root.
     #[arg(long, env = "TVBO_BASE_PATH", default_value = "", global = true)]
     pub base_path: String,
+    /// Serve `/metrics` on this address only, a listener of its own (e.g.
+    /// 127.0.0.1:9090, for a scraper on a private network), instead of on the API's.
+    #[arg(long, env = "TVBO_METRICS_BIND", global = true)]
+    pub metrics_bind: Option<SocketAddr>,
 }
 
 impl ServeArgs {
@@ -213,6 +217,7 @@ impl ServeArgs {
             limits: self.limits()?,
             base_path: BasePath::parse(&self.base_path)
                 .map_err(|e| anyhow::anyhow!("TVBO_BASE_PATH {e}"))?,
+            serve_metrics: self.metrics_bind.is_none(),
             ..RouterSettings::default()
         })
     }

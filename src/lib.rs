@@ -7,7 +7,7 @@
 //! [`session`] the service that runs the engine between a load and a commit; [`api`] the
 //! HTTP layer, which also serves the [`dashboard`]'s pages, and [`server`] its listener;
 //! [`bench`](mod@bench) the papers' benchmarks (`tvbo bench`); [`config`] the command
-//! line.
+//! line; [`telemetry`] the Prometheus metrics that the service and the API record.
 
 pub mod acquisition;
 pub mod api;
@@ -22,3 +22,4 @@ pub mod policy;
 pub mod server;
 pub mod session;
 pub mod store;
+pub mod telemetry;

@@ -21,6 +21,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         &["domain", "optim", "gp", "acquisition", "policy"],
     ),
     ("store", &["domain"]),
+    ("telemetry", &["domain", "policy", "store"]),
     (
         "session",
         &[
@@ -31,12 +32,20 @@ const LAYERS: &[(&str, &[&str])] = &[
             "policy",
             "engine",
             "store",
+            "telemetry",
         ],
     ),
     ("dashboard", &[]),
     (
         "api",
-        &["domain", "engine", "session", "store", "dashboard"],
+        &[
+            "domain",
+            "engine",
+            "session",
+            "store",
+            "dashboard",
+            "telemetry",
+        ],
     ),
     ("server", &["domain", "engine", "session", "store", "api"]),
     (

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
+use axum::extract::State;
 use axum::middleware::{from_fn, from_fn_with_state};
 use axum::routing::{get, post};
 use serde_json::json;
@@ -24,6 +25,7 @@ use crate::dashboard::BasePath;
 use crate::engine::Limits;
 use crate::session::service::SessionService;
 use crate::store::Store;
+use crate::telemetry::{self, MeteredStore};
 
 /// Shared state of the handlers.
 #[derive(Clone)]
@@ -43,15 +45,19 @@ pub struct RouterSettings {
     pub request_timeout: Duration,
     /// The path prefix a reverse proxy serves tvbo under, for the dashboard's links.
     pub base_path: BasePath,
+    /// Whether the router serves `/metrics`; false when the metrics have a listener of
+    /// their own (`TVBO_METRICS_BIND`, [`telemetry::serve`]).
+    pub serve_metrics: bool,
 }
 
 impl Default for RouterSettings {
-    /// Default limits, [`REQUEST_TIMEOUT`], no path prefix.
+    /// Default limits, [`REQUEST_TIMEOUT`], no path prefix, `/metrics` served.
     fn default() -> Self {
         RouterSettings {
             limits: Limits::default(),
             request_timeout: REQUEST_TIMEOUT,
             base_path: BasePath::default(),
+            serve_metrics: true,
         }
     }
 }
@@ -288,14 +294,32 @@ async fn openapi_handler() -> axum::response::Response {
         .into_response()
 }
 
+/// `/metrics` (Prometheus text; docs/operations.md, "Metrics") when `serve`, else nothing.
+/// It answers without an API key, like the health checks: a scraper has none.
+fn metrics_route(serve: bool) -> Router<AppState> {
+    let scrape = |State(state): State<AppState>| async move {
+        telemetry::scrape(state.service.store().as_ref())
+    };
+    if serve {
+        Router::new().route("/metrics", get(scrape))
+    } else {
+        Router::new()
+    }
+}
+
 /// The application's router over a store: the API under `/v1`, its OpenAPI document, the
-/// health checks and the dashboard.
+/// health checks, the metrics (unless they have a listener of their own) and the
+/// dashboard. Every request is measured, and every store operation timed
+/// ([`telemetry`]; the process's recorder is installed here, once).
 pub fn router(store: Arc<dyn Store>, settings: RouterSettings) -> Router {
     let RouterSettings {
         limits,
         request_timeout,
         base_path,
+        serve_metrics,
     } = settings;
+    telemetry::install();
+    let store: Arc<dyn Store> = Arc::new(MeteredStore::new(store));
     let state = AppState {
         service: SessionService::new(store, limits),
     };
@@ -322,6 +346,7 @@ pub fn router(store: Arc<dyn Store>, settings: RouterSettings) -> Router {
         .route("/healthz", get(handlers::healthz))
         .route("/readyz", get(handlers::readyz))
         .route("/openapi.json", get(openapi_handler))
+        .merge(metrics_route(serve_metrics))
         .merge(crate::dashboard::router(base_path))
         .fallback(handlers::not_found)
         .method_not_allowed_fallback(handlers::method_not_allowed)
@@ -336,4 +361,5 @@ pub fn router(store: Arc<dyn Store>, settings: RouterSettings) -> Router {
                 .make_span_with(DefaultMakeSpan::new().level(Level::INFO))
                 .on_response(DefaultOnResponse::new().level(Level::INFO)),
         )
+        .layer(from_fn(telemetry::http::measure))
 }
