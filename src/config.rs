@@ -310,6 +310,10 @@ pub struct ServeArgs {
     /// and exact (`https://app.example.com,http://localhost:3000`); none when empty.
     #[arg(long, env = "TVBO_CORS_ORIGINS", default_value = "", global = true)]
     pub cors_origins: String,
+    /// Serve `/metrics` on this address only, a listener of its own (e.g.
+    /// 127.0.0.1:9090, for a scraper on a private network), instead of on the API's.
+    #[arg(long, env = "TVBO_METRICS_BIND", global = true)]
+    pub metrics_bind: Option<SocketAddr>,
 }
 
 /// A positive, finite number of seconds of setting `name`.
@@ -341,6 +345,7 @@ impl ServeArgs {
             },
             cors_origins: CorsOrigins::parse(&self.cors_origins)
                 .map_err(|e| anyhow::anyhow!("TVBO_CORS_ORIGINS {e}"))?,
+            serve_metrics: self.metrics_bind.is_none(),
         })
     }
 

@@ -8,7 +8,7 @@
 //! HTTP layer, which also serves the [`dashboard`]'s pages and the API docs UI
 //! ([`docs_ui`]), and [`server`] its listener;
 //! [`bench`](mod@bench) the papers' benchmarks (`tvbo bench`); [`config`] the command
-//! line.
+//! line; [`telemetry`] the Prometheus metrics that the service and the API record.
 
 pub mod acquisition;
 pub mod api;
@@ -25,3 +25,4 @@ pub mod policy;
 pub mod server;
 pub mod session;
 pub mod store;
+pub mod telemetry;

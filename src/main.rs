@@ -3,19 +3,25 @@
 use anyhow::Context;
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::prelude::*;
 
 use tvbo::config::{AuthMode, Cli, Command, KeysCommand, LogFormat};
 use tvbo::store::Store;
 use tvbo::{api, server};
 
+/// Logs, filtered by `RUST_LOG`, and the metrics' timer of model work, which sees the
+/// stage spans whatever `RUST_LOG` says (the filter is the log layer's alone).
 fn init_logging(format: LogFormat) {
     let filter = EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| EnvFilter::new("info,tower_http=info,sqlx=warn"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter);
-    match format {
-        LogFormat::Human => builder.init(),
-        LogFormat::Json => builder.json().init(),
-    }
+    let logs = match format {
+        LogFormat::Human => tracing_subscriber::fmt::layer().boxed(),
+        LogFormat::Json => tracing_subscriber::fmt::layer().json().boxed(),
+    };
+    tracing_subscriber::registry()
+        .with(logs.with_filter(filter))
+        .with(tvbo::telemetry::model_work_layer())
+        .init();
 }
 
 #[tokio::main]
@@ -82,6 +88,10 @@ async fn main() -> anyhow::Result<()> {
                      read, change and delete every session (docs/security.md)"
                 );
             }
+            let metrics = match args.metrics_bind {
+                Some(address) => Some(serve_metrics(address, store.clone()).await?),
+                None => None,
+            };
             let served = server::serve(
                 listener,
                 store.clone(),
@@ -90,6 +100,10 @@ async fn main() -> anyhow::Result<()> {
                 server::shutdown_signal(),
             )
             .await;
+            if let Some((stop, task)) = metrics {
+                let _ = stop.send(());
+                task.await.context("metrics listener")??;
+            }
             store.close().await;
             tracing::info!("stopped");
             served
@@ -146,6 +160,25 @@ async fn keys(store: &dyn Store, command: KeysCommand) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Serves `/metrics` on `address` (`TVBO_METRICS_BIND`) until told to stop.
+async fn serve_metrics(
+    address: std::net::SocketAddr,
+    store: std::sync::Arc<dyn Store>,
+) -> anyhow::Result<(
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<std::io::Result<()>>,
+)> {
+    let listener = tokio::net::TcpListener::bind(address)
+        .await
+        .with_context(|| format!("binding {address} (TVBO_METRICS_BIND)"))?;
+    tracing::info!(address = %listener.local_addr()?, "metrics listening");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(tvbo::telemetry::serve(listener, store, async {
+        let _ = stopped.await;
+    }));
+    Ok((stop, task))
 }
 
 /// `tvbo backup PATH`: an online, consistent copy of a SQLite database.

@@ -21,6 +21,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         &["domain", "optim", "gp", "acquisition", "policy"],
     ),
     ("store", &["domain"]),
+    ("telemetry", &["domain", "policy", "store"]),
     (
         "session",
         &[
@@ -31,6 +32,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "policy",
             "engine",
             "store",
+            "telemetry",
         ],
     ),
     ("keys", &["domain", "store"]),
@@ -46,6 +48,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "keys",
             "dashboard",
             "docs_ui",
+            "telemetry",
         ],
     ),
     ("server", &["domain", "engine", "session", "store", "api"]),

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
+use axum::extract::State;
 use axum::middleware::{from_fn, from_fn_with_state};
 use axum::routing::{get, post};
 use serde_json::json;
@@ -28,6 +29,7 @@ use crate::dashboard::{BasePath, PageSettings};
 use crate::engine::Limits;
 use crate::session::service::SessionService;
 use crate::store::Store;
+use crate::telemetry::{self, MeteredStore};
 use bearer::BearerScheme;
 
 /// Shared state of the handlers.
@@ -53,10 +55,13 @@ pub struct RouterSettings {
     pub access: AccessSettings,
     /// The browser origins allowed to call the API (CORS); none by default.
     pub cors_origins: headers::CorsOrigins,
+    /// Whether the router serves `/metrics`; false when the metrics have a listener of
+    /// their own (`TVBO_METRICS_BIND`, [`telemetry::serve`]).
+    pub serve_metrics: bool,
 }
 
 impl Default for RouterSettings {
-    /// Default limits, [`REQUEST_TIMEOUT`], no path prefix, keys required, no CORS.
+    /// Default limits, [`REQUEST_TIMEOUT`], no path prefix, keys required, no CORS, `/metrics` served.
     fn default() -> Self {
         RouterSettings {
             limits: Limits::default(),
@@ -64,6 +69,7 @@ impl Default for RouterSettings {
             base_path: BasePath::default(),
             access: AccessSettings::default(),
             cors_origins: headers::CorsOrigins::default(),
+            serve_metrics: true,
         }
     }
 }
@@ -338,8 +344,23 @@ async fn openapi_handler() -> axum::response::Response {
         .into_response()
 }
 
+/// `/metrics` (Prometheus text; docs/operations.md, "Metrics") when `serve`, else nothing.
+/// It answers without an API key, like the health checks: a scraper has none.
+fn metrics_route(serve: bool) -> Router<AppState> {
+    let scrape = |State(state): State<AppState>| async move {
+        telemetry::scrape(state.service.store().as_ref())
+    };
+    if serve {
+        Router::new().route("/metrics", get(scrape))
+    } else {
+        Router::new()
+    }
+}
+
 /// The application's router over a store: the API under `/v1`, its OpenAPI document, the
-/// health checks, the dashboard and the API docs UI.
+/// health checks, the metrics (unless they have a listener of their own), the dashboard
+/// and the API docs UI. Every request is measured, and every store operation timed
+/// ([`telemetry`]; the process's recorder is installed here, once).
 pub fn router(store: Arc<dyn Store>, settings: RouterSettings) -> Router {
     let RouterSettings {
         limits,
@@ -347,7 +368,10 @@ pub fn router(store: Arc<dyn Store>, settings: RouterSettings) -> Router {
         base_path,
         access,
         cors_origins,
+        serve_metrics,
     } = settings;
+    telemetry::install();
+    let store: Arc<dyn Store> = Arc::new(MeteredStore::new(store));
     let state = AppState {
         service: SessionService::new(store.clone(), limits)
             .with_max_sessions_per_tenant(access.max_sessions_per_tenant),
@@ -376,6 +400,7 @@ pub fn router(store: Arc<dyn Store>, settings: RouterSettings) -> Router {
         .route("/healthz", get(handlers::healthz))
         .route("/readyz", get(handlers::readyz))
         .route("/openapi.json", get(openapi_handler))
+        .merge(metrics_route(serve_metrics))
         .merge(crate::docs_ui::router(base_path.clone()))
         .merge(crate::dashboard::router(PageSettings {
             base: base_path,
@@ -397,4 +422,5 @@ pub fn router(store: Arc<dyn Store>, settings: RouterSettings) -> Router {
                 .make_span_with(DefaultMakeSpan::new().level(Level::INFO))
                 .on_response(DefaultOnResponse::new().level(Level::INFO)),
         )
+        .layer(from_fn(telemetry::http::measure))
 }

@@ -18,7 +18,7 @@ use crate::domain::records::{
 use crate::domain::space::MAX_MAGNITUDE;
 use crate::domain::time::{resolve_time, wall_time};
 use crate::policy::response_time::fit_response_time;
-use crate::policy::{self, ObserveContext};
+use crate::policy::{self, ObserveContext, Stage};
 
 /// How far in the future a client's `measured_at` may be (clock skew), in seconds.
 const MEASURED_AT_SKEW: f64 = 60.0;
@@ -197,7 +197,7 @@ pub fn plan_observe(
         t: t_now,
         response_times: &response_times,
     };
-    let removals = policy.observe(&ctx, &mut state)?;
+    let removals = Stage::Forgetting.run(|| policy.observe(&ctx, &mut state))?;
     let active_after = history.active.len() + rows.len() - removals.len();
     let cap = limits.max_active_observations;
     if !matches!(config.algorithm, AlgorithmConfig::Bolt { .. }) && active_after > cap {

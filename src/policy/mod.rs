@@ -14,6 +14,7 @@ pub mod priors;
 mod r_gp_ucb;
 mod random;
 pub mod response_time;
+pub mod stage;
 pub mod surrogate;
 pub mod tv_gp_ucb;
 mod w_dbo;
@@ -28,6 +29,7 @@ use crate::domain::space::SearchSpace;
 use crate::gp::{GpError, Hyperparameters, KernelSpec};
 
 pub use prior_selection::{PriorSelection, PriorSelectionState, SelectionRule};
+pub use stage::{MODEL_WORK_TARGET, Stage};
 pub use surrogate::Surrogate;
 
 /// The random-number generator every policy draws from. Seeded per call from the
@@ -375,7 +377,8 @@ fn arms_of(config: &SessionConfig) -> Option<(Vec<crate::domain::space::Arm>, Ve
 }
 
 /// Suggests `ctx.count` points: uniform random during the first `model.warmup`
-/// suggestions of the session, the policy's proposals after.
+/// suggestions of the session, the policy's proposals after (in a [`Stage::Acquisition`]
+/// span, with its fits nested).
 pub fn suggest(
     policy: &dyn Policy,
     ctx: &SuggestContext<'_>,
@@ -396,7 +399,8 @@ pub fn suggest(
             issued_before: ctx.issued_before + random_count as u64,
             ..*ctx
         };
-        proposals.extend(policy.propose(&rest, state, rng)?);
+        let proposed = Stage::Acquisition.run(|| policy.propose(&rest, state, rng))?;
+        proposals.extend(proposed);
     }
     Ok(proposals)
 }

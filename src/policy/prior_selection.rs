@@ -22,7 +22,7 @@ use utoipa::ToSchema;
 use super::prior_cache::posterior_after;
 use super::{
     ArmSet, ObserveContext, Policy, PolicyError, PolicyRng, PolicyState, Proposal, RemovalReason,
-    SuggestContext, beta_value,
+    Stage, SuggestContext, beta_value,
 };
 use crate::domain::config::Beta;
 use crate::domain::priors::PriorSpec;
@@ -261,13 +261,15 @@ impl PriorSelection {
         spec: &PriorSpec,
         observations: &[(usize, f64)],
     ) -> Result<ArmGp, PolicyError> {
-        posterior_after(
-            spec,
-            &self.arms,
-            self.sign,
-            self.noise_variance,
-            observations,
-        )
+        Stage::Fit.run(|| {
+            posterior_after(
+                spec,
+                &self.arms,
+                self.sign,
+                self.noise_variance,
+                observations,
+            )
+        })
     }
 
     /// The posteriors of every prior after `data` (oldest first).

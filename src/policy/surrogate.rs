@@ -2,7 +2,7 @@
 
 use crate::gp::fit::{FitOptions, Fixed, NOISE_VARIANCE_BOUNDS, fit_hyperparameters};
 use crate::gp::{Gp, GpError, Hyperparameters, KernelSpec};
-use crate::policy::Observation;
+use crate::policy::{Observation, Stage};
 
 /// A GP over standardised values y' = (y − mean) / scale, with the map back.
 #[derive(Clone, Debug)]
@@ -35,8 +35,8 @@ fn standardised(data: &[Observation]) -> (f64, f64, Vec<Vec<f64>>, Vec<f64>, Vec
 }
 
 impl Surrogate {
-    /// Fits the hyperparameters by maximum marginal likelihood and builds the GP.
-    /// `fixed_noise` is in objective units squared.
+    /// Fits the hyperparameters by maximum marginal likelihood and builds the GP (a
+    /// [`Stage::Fit`]). `fixed_noise` is in objective units squared.
     ///
     /// Every fit is one local search from the default start, whatever the earlier fits
     /// found ([`fit_hyperparameters`] says why): the result depends on the data alone, so
@@ -58,8 +58,10 @@ impl Surrogate {
             },
             ..FitOptions::default()
         };
-        let hyper = fit_hyperparameters(spec, &xs, &ts, &ys, None, &options)?;
-        let gp = Gp::new(spec, hyper, dim, xs, ts, ys)?;
+        let gp = Stage::Fit.run(|| {
+            let hyper = fit_hyperparameters(spec, &xs, &ts, &ys, None, &options)?;
+            Gp::new(spec, hyper, dim, xs, ts, ys)
+        })?;
         Ok(Surrogate {
             gp,
             y_mean,
@@ -67,7 +69,7 @@ impl Surrogate {
         })
     }
 
-    /// Builds the GP with given hyperparameters, without fitting.
+    /// Builds the GP with given hyperparameters, without fitting (a [`Stage::Fit`]).
     pub fn with_hyperparameters(
         spec: KernelSpec,
         dim: usize,
@@ -75,7 +77,7 @@ impl Surrogate {
         hyper: Hyperparameters,
     ) -> Result<Self, GpError> {
         let (y_mean, y_scale, xs, ts, ys) = standardised(data);
-        let gp = Gp::new(spec, hyper, dim, xs, ts, ys)?;
+        let gp = Stage::Fit.run(|| Gp::new(spec, hyper, dim, xs, ts, ys))?;
         Ok(Surrogate {
             gp,
             y_mean,

@@ -9,8 +9,8 @@
 use std::sync::Arc;
 
 use super::{
-    ArmSet, Observation, Policy, PolicyError, PolicyRng, PolicyState, Proposal, SuggestContext,
-    beta_value,
+    ArmSet, Observation, Policy, PolicyError, PolicyRng, PolicyState, Proposal, Stage,
+    SuggestContext, beta_value,
 };
 use crate::domain::config::Beta;
 use crate::domain::config::{TEMPORAL_LENGTHSCALE_BOUNDS, temporal_lengthscale_of_epsilon};
@@ -128,7 +128,7 @@ impl TvGpUcbWithPrior {
     ) -> Result<TimeVaryingArmGp, PolicyError> {
         let prior = self.build_prior()?;
         let observations = self.triples(data)?;
-        match (self.epsilon, state.hyperparameters) {
+        Stage::Fit.run(|| match (self.epsilon, state.hyperparameters) {
             (None, Some(h)) => Ok(TimeVaryingArmGp::new(
                 prior,
                 KernelKind::Matern12,
@@ -137,7 +137,7 @@ impl TvGpUcbWithPrior {
                 &observations,
             )?),
             _ => self.fit(&prior, &observations),
-        }
+        })
     }
 
     /// The arm of a unit-cube point, if it is one of the arms.
@@ -155,7 +155,7 @@ impl Policy for TvGpUcbWithPrior {
     ) -> Result<Vec<Proposal>, PolicyError> {
         let prior = self.build_prior()?;
         let mut observations = self.triples(ctx.data)?;
-        let fitted = self.fit(&prior, &observations)?;
+        let fitted = Stage::Fit.run(|| self.fit(&prior, &observations))?;
         let lengthscale = fitted.temporal_lengthscale();
         // The prior's covariance is the spatial kernel as given: λ = 1, no l_S.
         state.hyperparameters = Some(Hyperparameters {

@@ -6,12 +6,18 @@
 //! session with a backlog of big fits holds at most one core, and another session's job
 //! waits at most for one running job to end (when every core is busy), never for the
 //! backlog.
+//!
+//! The queue reports to the process's metrics: jobs waiting and running, and each job's
+//! wait for its turn.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use tokio::sync::oneshot;
 use uuid::Uuid;
+
+use crate::telemetry;
 
 /// The queues and the count of running jobs.
 #[derive(Debug)]
@@ -42,6 +48,7 @@ impl Queues {
             let lane = self.lanes.get_mut(&id).expect("ready sessions have lanes");
             let mut started = false;
             while let Some(waiter) = lane.waiting.pop_front() {
+                telemetry::model_work_dequeued();
                 if waiter.send(()).is_ok() {
                     started = true;
                     break;
@@ -50,6 +57,7 @@ impl Queues {
             if started {
                 lane.running = true;
                 self.running += 1;
+                telemetry::model_work_started();
             } else {
                 self.lanes.remove(&id);
             }
@@ -59,6 +67,7 @@ impl Queues {
     /// Ends a running job of session `id` and starts the next waiting ones.
     fn release(&mut self, id: Uuid) {
         self.running -= 1;
+        telemetry::model_work_ended();
         let lane = self
             .lanes
             .get_mut(&id)
@@ -131,6 +140,7 @@ impl FairScheduler {
 
     /// Waits for session `session`'s next turn (see the module's rules).
     pub async fn turn(&self, session: Uuid) -> Turn {
+        let asked = Instant::now();
         let receiver = {
             let mut queues = self.queues.lock().expect("scheduler poisoned");
             let has_capacity = queues.running < queues.capacity;
@@ -138,6 +148,8 @@ impl FairScheduler {
             if !lane.running && lane.waiting.is_empty() && has_capacity {
                 lane.running = true;
                 queues.running += 1;
+                telemetry::model_work_started();
+                telemetry::model_work_waited(asked.elapsed());
                 return Turn {
                     queues: self.queues.clone(),
                     session,
@@ -146,6 +158,7 @@ impl FairScheduler {
             let (sender, receiver) = oneshot::channel();
             let became_ready = !lane.running && lane.waiting.is_empty();
             lane.waiting.push_back(sender);
+            telemetry::model_work_queued();
             if became_ready {
                 queues.ready.push_back(session);
             }
@@ -163,6 +176,7 @@ impl FairScheduler {
             .await;
         waiting.receiver = None;
         granted.expect("a waiter's sender is only dropped after a failed send to it");
+        telemetry::model_work_waited(asked.elapsed());
         Turn {
             queues: self.queues.clone(),
             session,

@@ -28,6 +28,7 @@ use crate::engine::{
     plan_suggest,
 };
 use crate::store::{SessionCursor, Store, StoreError};
+use crate::telemetry;
 
 /// Largest `count` of one suggest call.
 pub const MAX_SUGGESTIONS_PER_CALL: i64 = 64;
@@ -266,7 +267,8 @@ impl SessionService {
     }
 
     /// Plans a change from a fresh snapshot and commits it with the snapshot's version;
-    /// when another writer got there first, plans again from a newer snapshot.
+    /// when another writer got there first, plans again from a newer snapshot. The
+    /// committed step's figures go to the metrics ([`telemetry::record_steps`]).
     async fn commit_with_retry<T, F, Fut>(
         &self,
         id: Uuid,
@@ -283,6 +285,10 @@ impl SessionService {
         loop {
             let history = self.history(id).await?;
             let version = history.session.version;
+            let (algorithm, pending) = (
+                history.session.config.algorithm.name(),
+                history.pending.len(),
+            );
             let (change, response) = plan(history).await?;
             let record = idempotency.map(|k| k.record(id, 201, &response));
             match self
@@ -290,7 +296,10 @@ impl SessionService {
                 .commit(id, version, &change, record.as_ref())
                 .await
             {
-                Ok(()) => return Ok(response),
+                Ok(()) => {
+                    telemetry::record_steps(algorithm, pending, &change.calls);
+                    return Ok(response);
+                }
                 Err(StoreError::Conflict) if Instant::now() < deadline => {
                     let wait = backoff.mul_f64(rand::random::<f64>());
                     tokio::time::sleep(wait).await;

@@ -100,6 +100,36 @@ impl Default for PoolSettings {
     }
 }
 
+/// The connections of a store's pool at one moment (for the metrics; read without a
+/// query).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PoolUsage {
+    /// Connections open, in use or idle.
+    pub open: u32,
+    /// Open connections no query holds.
+    pub idle: u32,
+    /// Most connections the pool opens.
+    pub max: u32,
+}
+
+impl PoolUsage {
+    /// The usage of an sqlx pool now.
+    pub fn of<DB: sqlx::Database>(pool: &sqlx::Pool<DB>) -> PoolUsage {
+        let open = pool.size();
+        PoolUsage {
+            open,
+            // Idle connections are open ones; the two counts are read one after the other.
+            idle: u32::try_from(pool.num_idle()).unwrap_or(u32::MAX).min(open),
+            max: pool.options().get_max_connections(),
+        }
+    }
+
+    /// Open connections a query holds.
+    pub fn in_use(&self) -> u32 {
+        self.open - self.idle
+    }
+}
+
 /// How long an idempotency record is kept: retries come within minutes, not days.
 pub const IDEMPOTENCY_TTL_MICROS: i64 = 24 * 3600 * 1_000_000;
 
@@ -232,6 +262,8 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<Option<IdempotencyRecord>, StoreError>;
     /// Whether the database answers.
     async fn ping(&self) -> Result<(), StoreError>;
+    /// The connection pool's usage now; no query, no wait.
+    fn pool_usage(&self) -> PoolUsage;
     /// Closes every connection, waiting for queries in flight; SQLite first checkpoints
     /// its write-ahead log into the database file, so that the file alone holds every
     /// committed change. Call once, after the server has stopped.

@@ -1028,6 +1028,10 @@ macro_rules! store_on {
                     Ok(())
                 }
 
+                fn pool_usage(&self) -> $crate::store::PoolUsage {
+                    $crate::store::PoolUsage::of(&self.pool)
+                }
+
                 async fn close(&self) {
                     self.close_pool().await;
                 }

@@ -1,0 +1,189 @@
+//! Store latency: a [`Store`] that times every operation of the store it wraps.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use async_trait::async_trait;
+use metrics::histogram;
+use uuid::Uuid;
+
+use super::STORE_SECONDS;
+use crate::store::{
+    ApiKeyRow, CallStats, ChangeSet, History, IdempotencyRecord, ObservationRow, PoolUsage,
+    ResponseTimeSample, SessionCursor, SessionRow, Store, StoreError, StoredCall, StoredTimeline,
+    SuggestionRow,
+};
+
+/// Wraps a store and records the seconds of each operation, failed ones included, into
+/// [`STORE_SECONDS`] with `operation` = the method's name. `pool_usage` and `close` pass
+/// through untimed.
+pub struct MeteredStore {
+    inner: Arc<dyn Store>,
+}
+
+impl MeteredStore {
+    pub fn new(inner: Arc<dyn Store>) -> Self {
+        MeteredStore { inner }
+    }
+}
+
+/// Awaits `operation`, recording its seconds under `name`.
+async fn timed<T>(name: &'static str, operation: impl Future<Output = T>) -> T {
+    let started = Instant::now();
+    let result = operation.await;
+    histogram!(STORE_SECONDS, "operation" => name).record(started.elapsed());
+    result
+}
+
+#[async_trait]
+impl Store for MeteredStore {
+    async fn create_session(
+        &self,
+        session: &SessionRow,
+        idempotency: Option<&IdempotencyRecord>,
+    ) -> Result<(), StoreError> {
+        timed(
+            "create_session",
+            self.inner.create_session(session, idempotency),
+        )
+        .await
+    }
+
+    async fn get_session(&self, id: Uuid) -> Result<Option<SessionRow>, StoreError> {
+        timed("get_session", self.inner.get_session(id)).await
+    }
+
+    async fn list_sessions(
+        &self,
+        limit: i64,
+        before: Option<SessionCursor>,
+        tenant: Option<&str>,
+    ) -> Result<Vec<SessionRow>, StoreError> {
+        timed(
+            "list_sessions",
+            self.inner.list_sessions(limit, before, tenant),
+        )
+        .await
+    }
+
+    async fn session_tenant(&self, id: Uuid) -> Result<Option<String>, StoreError> {
+        timed("session_tenant", self.inner.session_tenant(id)).await
+    }
+
+    async fn count_sessions(&self, tenant: &str) -> Result<i64, StoreError> {
+        timed("count_sessions", self.inner.count_sessions(tenant)).await
+    }
+
+    async fn insert_api_key(&self, key: &ApiKeyRow) -> Result<(), StoreError> {
+        timed("insert_api_key", self.inner.insert_api_key(key)).await
+    }
+
+    async fn get_api_key(&self, id: Uuid) -> Result<Option<ApiKeyRow>, StoreError> {
+        timed("get_api_key", self.inner.get_api_key(id)).await
+    }
+
+    async fn list_api_keys(&self) -> Result<Vec<ApiKeyRow>, StoreError> {
+        timed("list_api_keys", self.inner.list_api_keys()).await
+    }
+
+    async fn revoke_api_key(&self, id: Uuid) -> Result<bool, StoreError> {
+        timed("revoke_api_key", self.inner.revoke_api_key(id)).await
+    }
+
+    async fn delete_session(&self, id: Uuid) -> Result<bool, StoreError> {
+        timed("delete_session", self.inner.delete_session(id)).await
+    }
+
+    async fn load_history(&self, id: Uuid) -> Result<Option<History>, StoreError> {
+        timed("load_history", self.inner.load_history(id)).await
+    }
+
+    async fn commit(
+        &self,
+        id: Uuid,
+        expected_version: i64,
+        change: &ChangeSet,
+        idempotency: Option<&IdempotencyRecord>,
+    ) -> Result<(), StoreError> {
+        timed(
+            "commit",
+            self.inner.commit(id, expected_version, change, idempotency),
+        )
+        .await
+    }
+
+    async fn get_suggestion(
+        &self,
+        session_id: Uuid,
+        suggestion_id: Uuid,
+    ) -> Result<Option<SuggestionRow>, StoreError> {
+        timed(
+            "get_suggestion",
+            self.inner.get_suggestion(session_id, suggestion_id),
+        )
+        .await
+    }
+
+    async fn list_observations(
+        &self,
+        session_id: Uuid,
+        after: i64,
+        limit: i64,
+        include_inactive: bool,
+    ) -> Result<Vec<ObservationRow>, StoreError> {
+        timed(
+            "list_observations",
+            self.inner
+                .list_observations(session_id, after, limit, include_inactive),
+        )
+        .await
+    }
+
+    async fn response_times(
+        &self,
+        session_id: Uuid,
+    ) -> Result<Vec<ResponseTimeSample>, StoreError> {
+        timed("response_times", self.inner.response_times(session_id)).await
+    }
+
+    async fn list_calls(
+        &self,
+        session_id: Uuid,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<StoredCall>, StoreError> {
+        timed(
+            "list_calls",
+            self.inner.list_calls(session_id, after, limit),
+        )
+        .await
+    }
+
+    async fn timeline(&self, session_id: Uuid, budget: i64) -> Result<StoredTimeline, StoreError> {
+        timed("timeline", self.inner.timeline(session_id, budget)).await
+    }
+
+    async fn call_stats(&self, session_id: Uuid) -> Result<Vec<CallStats>, StoreError> {
+        timed("call_stats", self.inner.call_stats(session_id)).await
+    }
+
+    async fn get_idempotency(
+        &self,
+        scope: &str,
+        key: &str,
+    ) -> Result<Option<IdempotencyRecord>, StoreError> {
+        timed("get_idempotency", self.inner.get_idempotency(scope, key)).await
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        timed("ping", self.inner.ping()).await
+    }
+
+    fn pool_usage(&self) -> PoolUsage {
+        self.inner.pool_usage()
+    }
+
+    async fn close(&self) {
+        self.inner.close().await;
+    }
+}
