@@ -6,6 +6,9 @@
 //! data has it, hovering a chart reads a value out, and a new observation appears on an
 //! open page without a reload, within 2 s.
 //!
+//! With keys required, the pages ask for one before any request, and signed in they show
+//! only the key's tenant's sessions.
+//!
 //! Needs Chromium (tests/common/browser.rs: without it the test skips, except under CI).
 //! With `TVBO_SCREENSHOT=path.png` it saves the BOLT session page (docs/dashboard.png).
 
@@ -16,6 +19,7 @@ use std::time::{Duration, Instant};
 use common::TestServer;
 use common::browser::Browser;
 use serde_json::{Value, json};
+use tvbo::api::RouterSettings;
 
 /// A drifting objective of two parameters: the best power follows a slow sine.
 fn drifting(power: f64, channel: f64, t: f64) -> (f64, f64) {
@@ -280,5 +284,83 @@ async fn the_dashboard_draws_every_kind_of_session_live_in_chromium() {
             assert!(browser.errors.is_empty(), "{name}: {:?}", browser.errors);
         });
     }
+    server.stop().await;
+}
+
+/// A session of the tenant of `key`, made through the API.
+async fn session_of(server: &TestServer, key: &str, name: &str) -> String {
+    let response = server
+        .client
+        .post(server.url("/v1/sessions"))
+        .bearer_auth(key)
+        .json(&json!({"name": name, "parameters": [{"name": "x", "low": 0, "high": 1}]}))
+        .send()
+        .await
+        .unwrap();
+    let (status, session) = TestServer::read(response).await;
+    assert_eq!(status, 201, "{session}");
+    session["id"].as_str().unwrap().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dashboard_asks_for_a_key_and_shows_only_its_tenant() {
+    let Some(mut browser) = Browser::launch("dashboard_browser") else {
+        return;
+    };
+    let server = TestServer::start_configured(RouterSettings::default(), Default::default()).await;
+    let mut keys = Vec::new();
+    for tenant in ["team-a", "team-b"] {
+        let made = tvbo::keys::new_key(tenant, None, false).unwrap();
+        server.store().insert_api_key(&made.row).await.unwrap();
+        keys.push(made.key);
+    }
+    let mine = session_of(&server, &keys[0], "mine").await;
+    let theirs = session_of(&server, &keys[1], "theirs").await;
+    tokio::task::block_in_place(|| {
+        // No key yet: the sign-in form, and no request for data.
+        browser.open(&server.url("/"), "document.querySelector('#api-key')");
+        assert!(browser.errors.is_empty(), "{:?}", browser.errors);
+        assert!(
+            browser
+                .requests
+                .iter()
+                .all(|r| !r["url"].as_str().unwrap().contains("/v1/")),
+            "{:?}",
+            browser.requests
+        );
+        browser.eval(&format!(
+            "(() => {{ document.getElementById('api-key').value = '{}'; \
+             document.querySelector('form.login').requestSubmit(); }})()",
+            keys[0]
+        ));
+        // The form keeps the key and reloads; the list then shows team A's session only.
+        std::thread::sleep(Duration::from_secs(1));
+        browser.open(
+            &server.url("/"),
+            "document.querySelector('#sessions tr[data-session]')",
+        );
+        let listed = browser.eval(
+            "[...document.querySelectorAll('#sessions tr[data-session]')].map(r => r.dataset.session)",
+        );
+        assert_eq!(listed, json!([mine]));
+        assert!(browser.wait_for(
+            "document.getElementById('sign-out')",
+            Duration::from_secs(2)
+        ));
+        assert!(browser.errors.is_empty(), "{:?}", browser.errors);
+        // Team B's session is not found for team A.
+        browser.open(
+            &server.url(&format!("/sessions/{theirs}")),
+            "document.querySelector('h1')?.textContent === 'Session not found'",
+        );
+        // Signing out forgets the key.
+        browser.eval("document.getElementById('sign-out').click()");
+        std::thread::sleep(Duration::from_secs(1));
+        browser.open(&server.url("/"), "document.querySelector('#api-key')");
+        assert_eq!(
+            browser.eval("localStorage.getItem('tvbo.apiKey')"),
+            Value::Null
+        );
+    });
     server.stop().await;
 }
