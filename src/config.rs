@@ -255,8 +255,8 @@ pub struct ServeArgs {
     /// Whether `/v1` needs an API key (`tvbo keys create`).
     #[arg(long, env = "TVBO_AUTH", value_enum, default_value_t = AuthMode::On, global = true)]
     pub auth: AuthMode,
-    /// Requests per second each API key (each client address, with TVBO_AUTH=off) may
-    /// make on `/v1`, on average, per replica; beyond it 429 with Retry-After. 0: no limit.
+    /// Requests per second each API key may make on `/v1`, on average, per replica; beyond
+    /// it 429 with Retry-After. 0: no limit (nor with TVBO_AUTH=off: no keys to count by).
     #[arg(
         long,
         env = "TVBO_RATE_LIMIT",

@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use anyhow::Context;
 use axum::body::Body;
-use axum::extract::ConnectInfo;
 use axum::http::Request;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
@@ -109,7 +108,7 @@ fn at_capacity() -> Vec<u8> {
 }
 
 /// Serves the API on `listener` until `shutdown` completes, then drains requests in
-/// flight. Each request carries its peer's address (`ConnectInfo<SocketAddr>`).
+/// flight.
 pub async fn serve(
     listener: TcpListener,
     store: Arc<dyn Store>,
@@ -143,11 +142,8 @@ pub async fn serve(
             continue;
         };
         let app = app.clone();
-        let service = service_fn(move |request: Request<Incoming>| {
-            let mut request = request.map(Body::new);
-            request.extensions_mut().insert(ConnectInfo(peer));
-            app.clone().call(request)
-        });
+        let service =
+            service_fn(move |request: Request<Incoming>| app.clone().call(request.map(Body::new)));
         let connection = graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
         tokio::spawn(async move {
             if let Err(e) = connection.await {

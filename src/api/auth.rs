@@ -6,12 +6,11 @@
 //! the metrics hold no session data and need none. A session of another tenant is
 //! answered 404, exactly as one that does not exist.
 
-use std::net::SocketAddr;
 use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use axum::extract::{ConnectInfo, Request, State};
+use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -28,8 +27,8 @@ use crate::store::Store;
 pub struct AccessSettings {
     /// Whether `/v1` needs an API key. Off, every caller is an admin of the default tenant.
     pub auth: bool,
-    /// Requests per second each key (each client address, with authentication off) may
-    /// make on `/v1`, on average; None: no limit.
+    /// Requests per second each key may make on `/v1`, on average; None: no limit. With
+    /// authentication off there are no keys and no limit.
     pub rate_per_second: Option<NonZeroU32>,
     /// How many requests beyond the average a key may make at once.
     pub rate_burst: NonZeroU32,
@@ -76,7 +75,7 @@ pub struct Access {
     auth: bool,
     keys: KeyVerifier,
     store: Arc<dyn Store>,
-    rate: Option<DefaultKeyedRateLimiter<String>>,
+    rate: Option<DefaultKeyedRateLimiter<Uuid>>,
     checks: AtomicU64,
     tenants: quick_cache::sync::Cache<Uuid, String>,
 }
@@ -116,16 +115,16 @@ impl Access {
         })
     }
 
-    /// Takes one request from the rate of `who`; the wait before the next one may come
+    /// Takes one request from the rate of `key`; the wait before the next one may come
     /// when there is none left.
-    fn take(&self, who: String) -> Result<(), std::time::Duration> {
+    fn take(&self, key: Uuid) -> Result<(), std::time::Duration> {
         let Some(rate) = &self.rate else {
             return Ok(());
         };
         if self.checks.fetch_add(1, Ordering::Relaxed) % RATE_SWEEP_EVERY == RATE_SWEEP_EVERY - 1 {
             rate.retain_recent();
         }
-        rate.check_key(&who)
+        rate.check_key(&key)
             .map_err(|not_until| not_until.wait_time_from(DefaultClock::default().now()))
     }
 
@@ -189,14 +188,9 @@ pub async fn authenticate(
             return response;
         }
     };
-    let who = match caller.key_id {
-        Some(id) => id.to_string(),
-        None => request
-            .extensions()
-            .get::<ConnectInfo<SocketAddr>>()
-            .map_or_else(|| "anonymous".into(), |peer| peer.0.ip().to_string()),
-    };
-    if let Err(wait) = access.take(who) {
+    // With authentication off there is no key to count by (and behind a load balancer
+    // every client has its address): no rate limit; the proxy's job then.
+    if let Some(Err(wait)) = caller.key_id.map(|id| access.take(id)) {
         let seconds = (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1);
         let mut response = ApiError::new(
             StatusCode::TOO_MANY_REQUESTS,
