@@ -105,7 +105,9 @@ fn the_settings_table_matches_the_code() {
     // RUST_LOG is read by the log filter, not by clap.
     for env in documented.keys() {
         if !declared.contains_key(env) && env != "RUST_LOG" {
-            wrong.push(format!("{env}: documented, but the code reads no such setting"));
+            wrong.push(format!(
+                "{env}: documented, but the code reads no such setting"
+            ));
         }
     }
     if !documented.contains_key("RUST_LOG") {
