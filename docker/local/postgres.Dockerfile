@@ -5,7 +5,7 @@ ARG BASE_IMAGE=local/debian:bookworm
 FROM ${BASE_IMAGE}
 RUN apt-get update \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postgresql-15 \
-    && rm -rf /var/lib/apt/lists/*
+    && apt-get clean && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin
 ENV PATH=/usr/lib/postgresql/15/bin:$PATH \
     PGDATA=/var/lib/postgresql/data
 COPY postgres-entrypoint.sh /usr/local/bin/postgres-entrypoint.sh

@@ -4,7 +4,7 @@ ARG BASE_IMAGE=local/debian:bookworm
 FROM ${BASE_IMAGE}
 RUN apt-get update \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus \
-    && rm -rf /var/lib/apt/lists/* \
+    && apt-get clean && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin \
     && mkdir -p /prometheus && chown prometheus:prometheus /prometheus
 USER prometheus
 EXPOSE 9090
