@@ -10,6 +10,7 @@
 #   TVBO_SMOKE_DIR   work directory (rootfs, state)       default /tmp/tvbo-smoke
 #   TVBO_SMOKE_PORT  the load balancer's published port   default 18080
 #   TVBO_SMOKE_KEEP  1: leave the stack running at the end
+#   TVBO_SMOKE_SKIP_BUILD  1: use the existing target/release/tvbo, no cargo build
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
@@ -75,7 +76,11 @@ fi
 echo "local/debian:bookworm $(docker image inspect -f '{{.Size}}' local/debian:bookworm) bytes"
 
 say "tvbo release binary"
-nice -n 19 cargo build --release --bin tvbo --quiet
+if [ "${TVBO_SMOKE_SKIP_BUILD:-0}" = 1 ] && [ -x target/release/tvbo ]; then
+  echo "TVBO_SMOKE_SKIP_BUILD=1: the existing target/release/tvbo"
+else
+  nice -n 19 cargo build --release --bin tvbo --quiet
+fi
 VERSION=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
 
 say "images"
@@ -130,10 +135,20 @@ note "$(tail -n 1 "$WORK/rounds.log")"
 python3 docker/smoke_client.py check "$BASE" "$KEY" "$WORK/state.json" | tee "$WORK/check.log"
 note "$(tail -n 1 "$WORK/check.log")"
 wait_ready
+v1_requests() {
+  "${C[@]}" exec -T "$1" curl -s localhost:8080/metrics \
+    | awk '/^tvbo_http_requests_total\{.*route="\/v1\// {s += $NF} END {print s + 0}'
+}
+# The restarted replica is back in the load balancer's rotation: it answers again.
+rejoined=""
+for _ in $(seq 30); do
+  for _ in 1 2 3 4; do curl -s -o /dev/null -H "authorization: Bearer $KEY" "$BASE/v1/sessions"; done
+  [ "$(v1_requests tvbo-1)" -gt 0 ] && { rejoined=1; break; }
+  sleep 1
+done
+[ -n "$rejoined" ] || { echo "FAIL: the restarted tvbo-1 answers no request through the load balancer" >&2; exit 1; }
 for r in tvbo-1 tvbo-2; do
-  n=$("${C[@]}" exec -T "$r" curl -s localhost:8080/metrics \
-    | awk '/^tvbo_http_requests_total\{.*route="\/v1\// {s += $NF} END {print s + 0}')
-  note "$r answered $n /v1 requests since its last start"
+  note "$r answered $(v1_requests "$r") /v1 requests since its last start (restarted tvbo-1: back in rotation)"
 done
 
 say "metrics"
