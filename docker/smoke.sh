@@ -147,9 +147,26 @@ for _ in $(seq 30); do
   sleep 1
 done
 [ -n "$rejoined" ] || { echo "FAIL: the restarted tvbo-1 answers no request through the load balancer" >&2; exit 1; }
+note "the restarted tvbo-1 is back in the load balancer's rotation"
 for r in tvbo-1 tvbo-2; do
-  note "$r answered $(v1_requests "$r") /v1 requests since its last start (restarted tvbo-1: back in rotation)"
+  note "$r answered $(v1_requests "$r") /v1 requests since its last start"
 done
+
+say "health and logs"
+for r in tvbo-1 tvbo-2; do
+  id=$("${C[@]}" ps -q "$r")
+  health=""
+  for _ in $(seq 60); do
+    health=$(docker inspect -f '{{.State.Health.Status}}' "$id")
+    [ "$health" = healthy ] && break
+    sleep 1
+  done
+  [ "$health" = healthy ] || { echo "FAIL: $r is $health by the image's HEALTHCHECK" >&2; exit 1; }
+  if docker logs "$id" 2>&1 | grep -q $'\e\['; then
+    echo "FAIL: $r's logs hold ANSI colour codes" >&2; exit 1
+  fi
+done
+note "tvbo-1, tvbo-2 healthy by the image's HEALTHCHECK (/readyz); docker logs without ANSI colours"
 
 say "metrics"
 METRICS=$(curl -s "$BASE/metrics")
