@@ -191,6 +191,33 @@ wait_ready
 python3 docker/smoke_client.py check "$BASE" "$KEY" "$WORK/state.json" | tee "$WORK/check2.log"
 note "after down/up: $(tail -n 1 "$WORK/check2.log")"
 
+say "backup and restore (docs/deploy.md's commands)"
+"${C[@]}" exec -T postgres pg_dump --username=tvbo --format=custom tvbo >"$WORK/tvbo.dump"
+"${C[@]}" stop tvbo-1 tvbo-2
+"${C[@]}" exec -T postgres pg_restore --username=tvbo --dbname=tvbo --clean --if-exists <"$WORK/tvbo.dump"
+"${C[@]}" start tvbo-1 tvbo-2
+wait_ready
+python3 docker/smoke_client.py check "$BASE" "$KEY" "$WORK/state.json" | tee "$WORK/check3.log"
+note "pg_dump ($(stat -c %s "$WORK/tvbo.dump") bytes), replicas stopped, pg_restore --clean, started: $(tail -n 1 "$WORK/check3.log")"
+# SQLite in one container with the image's defaults: /data volume, tvbo backup, docker cp.
+docker rm -f tvbo-smoke-sqlite >/dev/null 2>&1 || true
+docker volume rm tvbo-smoke-sqlite >/dev/null 2>&1 || true
+docker run -d --name tvbo-smoke-sqlite -v tvbo-smoke-sqlite:/data "$IMAGE" >/dev/null
+for _ in $(seq 30); do
+  docker exec tvbo-smoke-sqlite curl -fs -o /dev/null localhost:8080/readyz && break
+  sleep 1
+done
+docker exec tvbo-smoke-sqlite tvbo keys create --name ops --admin >/dev/null 2>&1
+docker exec tvbo-smoke-sqlite tvbo backup /data/backup.db
+rm -f "$WORK/sqlite-backup.db"
+docker cp tvbo-smoke-sqlite:/data/backup.db "$WORK/sqlite-backup.db"
+keys=$(docker run --rm -v "$WORK:/backup" -e DATABASE_URL=sqlite:///backup/sqlite-backup.db \
+  --user 0 "$IMAGE" tvbo keys list 2>/dev/null | tail -n +2 | wc -l)
+docker rm -f tvbo-smoke-sqlite >/dev/null
+docker volume rm tvbo-smoke-sqlite >/dev/null
+[ "$keys" = 1 ] || { echo "FAIL: the SQLite backup holds $keys keys, not 1" >&2; exit 1; }
+note "SQLite container (image defaults, /data volume): tvbo backup + docker cp; the copy opens and holds its key"
+
 if [ "${TVBO_SMOKE_KEEP:-0}" = 1 ]; then
   echo "stack left running: ${C[*]} down -v"
 else
