@@ -15,7 +15,10 @@ fn init_logging(format: LogFormat) {
     let filter = EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| EnvFilter::new("info,tower_http=info,sqlx=warn"));
     let logs = match format {
-        LogFormat::Human => tracing_subscriber::fmt::layer().boxed(),
+        // Colours only on a terminal: not in `docker logs`, journald or a file.
+        LogFormat::Human => tracing_subscriber::fmt::layer()
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
+            .boxed(),
         LogFormat::Json => tracing_subscriber::fmt::layer().json().boxed(),
     };
     tracing_subscriber::registry()
