@@ -1,8 +1,11 @@
 //! The `tvbo` binary: `tvbo serve` (the default), `tvbo bench` and `tvbo openapi`.
 
 use anyhow::Context;
+use std::io::IsTerminal;
+
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::fmt::writer::BoxMakeWriter;
 use tracing_subscriber::prelude::*;
 
 use tvbo::config::{AuthMode, Cli, Command, KeysCommand, LogFormat};
@@ -10,16 +13,33 @@ use tvbo::store::Store;
 use tvbo::{api, server};
 
 /// Logs, filtered by `RUST_LOG`, and the metrics' timer of model work, which sees the
-/// stage spans whatever `RUST_LOG` says (the filter is the log layer's alone).
-fn init_logging(format: LogFormat) {
+/// stage spans whatever `RUST_LOG` says (the filter is the log layer's alone). The server
+/// logs to standard output; the one-shot commands (`keys`, `backup`) to standard error,
+/// so that their standard output is their result alone (`KEY=$(tvbo keys create ...)`).
+fn init_logging(format: LogFormat, to_stderr: bool) {
     let filter = EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| EnvFilter::new("info,tower_http=info,sqlx=warn"));
+    let (writer, terminal) = if to_stderr {
+        (
+            BoxMakeWriter::new(std::io::stderr),
+            std::io::stderr().is_terminal(),
+        )
+    } else {
+        (
+            BoxMakeWriter::new(std::io::stdout),
+            std::io::stdout().is_terminal(),
+        )
+    };
     let logs = match format {
         // Colours only on a terminal: not in `docker logs`, journald or a file.
         LogFormat::Human => tracing_subscriber::fmt::layer()
-            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
+            .with_writer(writer)
+            .with_ansi(terminal)
             .boxed(),
-        LogFormat::Json => tracing_subscriber::fmt::layer().json().boxed(),
+        LogFormat::Json => tracing_subscriber::fmt::layer()
+            .json()
+            .with_writer(writer)
+            .boxed(),
     };
     tracing_subscriber::registry()
         .with(logs.with_filter(filter))
@@ -59,12 +79,12 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Backup { path } => {
             let args = cli.serve;
-            init_logging(args.log_format);
+            init_logging(args.log_format, true);
             backup(&args.database_url, &args.pool_settings()?, &path).await
         }
         Command::Keys(command) => {
             let args = cli.serve;
-            init_logging(args.log_format);
+            init_logging(args.log_format, true);
             let store = server::open_store(&args.database_url, &args.pool_settings()?).await?;
             let done = keys(store.as_ref(), command).await;
             store.close().await;
@@ -72,7 +92,7 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Serve => {
             let args = cli.serve;
-            init_logging(args.log_format);
+            init_logging(args.log_format, false);
             let settings = args.router_settings()?;
             let connections = args.connection_settings()?;
             let store = server::open_store(&args.database_url, &args.pool_settings()?).await?;

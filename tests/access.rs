@@ -361,3 +361,35 @@ async fn a_tenant_owns_at_most_its_cap_of_sessions() {
     assert_eq!(status, 201);
     server.stop().await;
 }
+
+/// `tvbo keys create` prints the key alone on standard output (logs go to standard
+/// error), so that `KEY=$(tvbo keys create ...)` works, on a new database too; `keys
+/// list` shows it, `keys revoke` revokes it once.
+#[test]
+fn the_keys_command_prints_the_key_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("keys.db").display());
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_tvbo"))
+            .args(args)
+            .env("DATABASE_URL", &url)
+            .output()
+            .unwrap()
+    };
+    let made = run(&["keys", "create", "--name", "ci"]);
+    assert!(made.status.success(), "{made:?}");
+    let stdout = String::from_utf8(made.stdout).unwrap();
+    let key = stdout.trim_end();
+    assert!(
+        key.starts_with("tvbo_") && !key.contains('\n'),
+        "{stdout:?}"
+    );
+    let id = tvbo::keys::key_id(key).unwrap().simple().to_string();
+    let listed = String::from_utf8(run(&["keys", "list"]).stdout).unwrap();
+    assert!(
+        listed.contains(&format!("{id}\tci\tci\tfalse\t")),
+        "{listed}"
+    );
+    assert!(run(&["keys", "revoke", &id]).status.success());
+    assert!(!run(&["keys", "revoke", &id]).status.success());
+}
