@@ -42,11 +42,11 @@ impl AccessSettings {
     /// Default burst per key.
     pub const DEFAULT_RATE_BURST: u32 = 100;
 
-    /// No key needed and no rate limit: for tests and embedding behind another gate.
+    /// No key needed (and so no rate limit, which counts by key): for tests and
+    /// embedding behind another gate.
     pub fn open() -> Self {
         AccessSettings {
             auth: false,
-            rate_per_second: None,
             ..AccessSettings::default()
         }
     }
@@ -110,7 +110,7 @@ impl Access {
             })
             .ok_or_else(|| unauthorized(KeyError::Missing))?;
         self.keys.caller(key).await.map_err(|e| match e {
-            KeyError::Store(e) => ApiError::from(crate::session::error::ServiceError::from(e)),
+            KeyError::Store(e) => ApiError::from(e),
             other => unauthorized(other),
         })
     }
@@ -141,7 +141,7 @@ impl Access {
                     .store
                     .session_tenant(id)
                     .await
-                    .map_err(|e| ApiError::from(crate::session::error::ServiceError::from(e)))?
+                    .map_err(ApiError::from)?
                     .ok_or_else(|| ApiError::not_found("session"))?;
                 self.tenants.insert(id, tenant.clone());
                 tenant

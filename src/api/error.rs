@@ -111,6 +111,13 @@ impl From<ServiceError> for ApiError {
     }
 }
 
+impl From<StoreError> for ApiError {
+    /// As the service maps it (a database failure is a 503, nothing changed).
+    fn from(e: StoreError) -> Self {
+        ServiceError::from(e).into()
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let problem = Problem {

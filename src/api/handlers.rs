@@ -38,8 +38,7 @@ async fn replay(state: &AppState, key: &IdempotencyKey) -> ApiResult<Option<Resp
         .service
         .store()
         .get_idempotency(&key.scope, &key.key)
-        .await
-        .map_err(ServiceError::from)?
+        .await?
     else {
         return Ok(None);
     };
