@@ -107,7 +107,8 @@ pub enum BenchTime {
 #[derive(Clone, Debug, clap::Args)]
 pub struct BenchArgs {
     /// Suite: `quick` (every policy in minutes), `paper` (002's Table 3), `gp` (000's
-    /// time-varying GP samples), `priors` (003's prior-selection setups) or `all`.
+    /// time-varying GP samples), `priors` (003's prior-selection setups), `wdbo` (W-DBO on
+    /// the wells objectives) or `all`.
     #[arg(long, default_value = "quick")]
     pub suite: String,
     /// Only these objectives (comma-separated names, e.g. `hartmann3,powell,tvgp-se-0.01`).

@@ -58,6 +58,7 @@ pub mod stats;
 pub mod suites;
 pub mod synthetic;
 pub mod tvgp;
+pub mod wells;
 
 pub use algorithms::{ALGORITHMS, AlgorithmEntry, AlgorithmOptions, algorithm};
 pub use error::BenchError;

@@ -12,6 +12,7 @@ use super::prior_setup::PriorSetupObjective;
 use super::reference;
 use super::synthetic::SyntheticFunction;
 use super::tvgp::{self, TvGpKernel, TvGpSample};
+use super::wells::{WELLS_DIMS, Wells};
 
 /// The kinds of benchmark objective.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -22,6 +23,8 @@ pub enum ObjectiveKind {
     TvGp { kernel: TvGpKernel, epsilon: f64 },
     /// A prior-selection setup of 003 §5: f ~ GP_{p*} over 500 arms, with its priors.
     PriorSetup(SetupKind),
+    /// The drifting polynomial with 2^d wells of [`super::wells`] (d = 3, 4 or 5).
+    Wells(usize),
 }
 
 /// A named objective of a suite; [`ObjectiveSpec::instantiate`] makes the function a run
@@ -51,6 +54,14 @@ impl ObjectiveSpec {
         }
     }
 
+    pub fn wells(dim: usize) -> Self {
+        ObjectiveSpec {
+            name: format!("wells{dim}"),
+            label: format!("Wells ({})", dim + 1),
+            kind: ObjectiveKind::Wells(dim),
+        }
+    }
+
     pub fn prior_setup(kind: SetupKind) -> Self {
         ObjectiveSpec {
             name: format!("prior-{}", kind.name()),
@@ -62,7 +73,10 @@ impl ObjectiveSpec {
     /// Whether each replication (seed) has its own function (a random sample), or all
     /// share one.
     pub fn depends_on_seed(&self) -> bool {
-        !matches!(self.kind, ObjectiveKind::Synthetic(_))
+        !matches!(
+            self.kind,
+            ObjectiveKind::Synthetic(_) | ObjectiveKind::Wells(_)
+        )
     }
 
     /// Whether the objective comes with candidate priors ([`Objective::priors`]).
@@ -80,6 +94,7 @@ impl ObjectiveSpec {
                 Arc::new(TvGpSample::new(kernel, epsilon, horizon, seed)?)
             }
             ObjectiveKind::PriorSetup(kind) => Arc::new(PriorSetupObjective::new(kind, seed)?),
+            ObjectiveKind::Wells(dim) => Arc::new(Wells::new(dim, horizon)),
         })
     }
 }
@@ -106,6 +121,7 @@ pub fn all_objectives() -> Vec<ObjectiveSpec> {
         }
     }
     all.extend(SetupKind::ALL.into_iter().map(ObjectiveSpec::prior_setup));
+    all.extend(WELLS_DIMS.into_iter().map(ObjectiveSpec::wells));
     all
 }
 
@@ -139,6 +155,8 @@ pub(super) fn objectives_named(names: &[&str]) -> Result<Vec<ObjectiveSpec>, Ben
 ///   sample (an arm set) and 003's lengthscale setup (arms with priors) × every
 ///   algorithm, 60 s, 2 replications: covers every policy and every kind of search space
 ///   in minutes;
+/// - `wdbo`: the wells objectives (d = 3, 4, 5) × W-DBO, BOLT and random search, 150 s,
+///   3 replications: W-DBO's fidelity check outside the paper suite;
 /// - `all`: every objective × every algorithm, 600 s, 10 replications.
 pub fn suite(name: &str) -> Result<Suite, BenchError> {
     let every: Vec<&'static AlgorithmEntry> = ALGORITHMS.iter().collect();
@@ -173,10 +191,19 @@ pub fn suite(name: &str) -> Result<Suite, BenchError> {
             60.0,
             2,
         ),
+        "wdbo" => (
+            WELLS_DIMS.into_iter().map(ObjectiveSpec::wells).collect(),
+            ["w-dbo", "bolt", "random"]
+                .into_iter()
+                .map(algorithm)
+                .collect::<Result<_, _>>()?,
+            150.0,
+            3,
+        ),
         "all" => (all_objectives(), every, 600.0, 10),
         other => {
             return Err(BenchError::Options(format!(
-                "unknown suite {other:?} (known: paper, gp, priors, quick, all)"
+                "unknown suite {other:?} (known: paper, gp, priors, quick, wdbo, all)"
             )));
         }
     };

@@ -147,4 +147,95 @@ mod tests {
             "the pause did not empty the dataset to the floor"
         );
     }
+
+    /// The collapse of the W-DBO fidelity issue, on a fixed history: 20 spread
+    /// observations of a drifting 4-D double-well polynomial, then 40 near-repeats of one
+    /// setting (UCB exploiting), with the hyperparameters the exact fit finds on such data
+    /// (l_S ≈ 0.6 of the unit box in 4 dimensions, l_T = 300 s). A small budget may take
+    /// near-repeats, whose information the others hold, but never the spread
+    /// observations. When the spatial integral was capped at 1 (it exceeds 1 from
+    /// l_S ≈ 0.58 here), every relevance fell to about zero and this budget emptied the
+    /// dataset down to its floor.
+    #[test]
+    fn a_small_budget_keeps_the_distinct_observations_at_a_long_lengthscale() {
+        use crate::gp::Hyperparameters;
+        let policy = WDbo {
+            alpha: 0.25,
+            min_dataset_size: 15,
+            beta: Beta::default(),
+        };
+        let model = ModelConfig {
+            spatial_kernel: KernelKind::Matern52,
+            temporal_kernel: Some(KernelKind::Matern32),
+            noise: None,
+            warmup: 15,
+        };
+        let f = |x: &[f64], t: f64| -> f64 {
+            x.iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    let z = 3.0 * v - 1.5;
+                    (z * z - 1.0).powi(2) + 0.4 * (t / 50.0 + i as f64).sin() * z
+                })
+                .sum()
+        };
+        // A fixed quasi-random design (golden-ratio sequence), then repeats of its best.
+        let spread: Vec<Vec<f64>> = (1..=20)
+            .map(|k| {
+                (1..=4)
+                    .map(|j| (f64::from(k) * 0.618_033_988_75 * f64::from(j).sqrt()).fract())
+                    .collect()
+            })
+            .collect();
+        let best = spread
+            .iter()
+            .min_by(|a, b| f(a, 2.0).total_cmp(&f(b, 2.0)))
+            .unwrap()
+            .clone();
+        let mut data: Vec<Observation> = Vec::new();
+        for seq in 0..60i64 {
+            let t = 0.1 * seq as f64;
+            let x = if seq < 20 {
+                spread[seq as usize].clone()
+            } else {
+                best.iter().map(|v| v + 1e-4 * (seq % 3) as f64).collect()
+            };
+            let y = f(&x, t) + 0.05 * ((seq * 7919) % 13) as f64 / 13.0;
+            data.push(Observation { seq, x, t, y });
+        }
+        let new = [data.pop().unwrap()];
+        let mut state = PolicyState {
+            hyperparameters: Some(Hyperparameters {
+                signal_variance: 1.2,
+                spatial_lengthscale: 0.6,
+                temporal_lengthscale: 300.0,
+                noise_variance: 1e-3,
+            }),
+            steps_since_reset: 59,
+            budget: 0.005,
+            last_observation_t: Some(5.8),
+            ..PolicyState::default()
+        };
+        let removed = policy
+            .observe(
+                &ObserveContext {
+                    model: &model,
+                    data: &data,
+                    new: &new,
+                    suggestion_ordinals: &[],
+                    fixed_noise: None,
+                    t: 5.9,
+                    response_times: &[],
+                },
+                &mut state,
+            )
+            .unwrap();
+        let spread_removed = removed.iter().filter(|(seq, _)| *seq < 20).count();
+        assert_eq!(
+            spread_removed, 0,
+            "removed {removed:?} ({} in all) with a budget of 0.005",
+            removed.len()
+        );
+        assert!(60 - removed.len() > 20, "{} removed", removed.len());
+    }
 }
