@@ -150,8 +150,14 @@ mod tests {
         let centre = wells.value(&[0.5; 4], 37.5);
         assert!((centre - 4.0).abs() < 1e-12, "f(centre) = {centre}");
         let corner = wells.value(&[1.0, 0.0, 1.0, 0.0], 37.5);
-        assert!((corner - 6.053_313_586_312_758).abs() < 1e-12, "f(corner) = {corner}");
+        assert!(
+            (corner - 6.053_313_586_312_758).abs() < 1e-12,
+            "f(corner) = {corner}"
+        );
         let optimum = wells.optimum(37.5);
-        assert!((optimum - -1.129_865_449_228_858).abs() < 1e-8, "optimum {optimum}");
+        assert!(
+            (optimum - -1.129_865_449_228_858).abs() < 1e-8,
+            "optimum {optimum}"
+        );
     }
 }

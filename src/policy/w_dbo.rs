@@ -232,7 +232,8 @@ mod tests {
             .unwrap();
         let spread_removed = removed.iter().filter(|(seq, _)| *seq < 20).count();
         assert_eq!(
-            spread_removed, 0,
+            spread_removed,
+            0,
             "removed {removed:?} ({} in all) with a budget of 0.005",
             removed.len()
         );
