@@ -208,7 +208,10 @@ mod tests {
         let priors = suite("priors").unwrap();
         assert_eq!(priors.objectives.len(), 3);
         assert!(priors.objectives.iter().all(ObjectiveSpec::has_priors));
-        assert_eq!(suite("all").unwrap().objectives.len(), 17);
+        let wdbo = suite("wdbo").unwrap();
+        assert_eq!(wdbo.objectives.len(), 3);
+        assert_eq!((wdbo.horizon, wdbo.replications), (150.0, 3));
+        assert_eq!(suite("all").unwrap().objectives.len(), 20);
         assert!(suite("nope").is_err());
     }
 
