@@ -310,7 +310,7 @@ def start_server(binary: str) -> tuple[subprocess.Popen, str]:
 
 def _hyper(iteration: dict, name: str) -> float | None:
     hyper = iteration.get("hyperparameters")
-    return None if hyper is None else hyper[name]
+    return None if hyper is None else hyper.get(name)
 
 
 def _median(values: list[float]) -> str:
