@@ -80,23 +80,30 @@ mod tests {
     use crate::gp::KernelKind;
     use crate::policy::Observation;
 
-    /// Observations one per call, 10 s apart: during the warm-up the budget stays empty
-    /// and nothing is forgotten; from the observation that completes it the budget grows
-    /// by (Δt/l_T)·ln(1+α) per observation, less what removals spend, and after a long
-    /// pause it removes down to the floor.
-    #[test]
-    fn the_budget_accrues_from_the_end_of_the_warm_up() {
+    /// W-DBO with α = 0.25 and the given floor, on Matérn-5/2 × Matérn-3/2 with the
+    /// given warm-up.
+    fn w_dbo_session(min_dataset_size: u64, warmup: u32) -> (WDbo, ModelConfig) {
         let policy = WDbo {
             alpha: 0.25,
-            min_dataset_size: 2,
+            min_dataset_size,
             beta: Beta::default(),
         };
         let model = ModelConfig {
             spatial_kernel: KernelKind::Matern52,
             temporal_kernel: Some(KernelKind::Matern32),
             noise: None,
-            warmup: 5,
+            warmup,
         };
+        (policy, model)
+    }
+
+    /// Observations one per call, 10 s apart: during the warm-up the budget stays empty
+    /// and nothing is forgotten; from the observation that completes it the budget grows
+    /// by (Δt/l_T)·ln(1+α) per observation, less what removals spend, and after a long
+    /// pause it removes down to the floor.
+    #[test]
+    fn the_budget_accrues_from_the_end_of_the_warm_up() {
+        let (policy, model) = w_dbo_session(2, 5);
         let mut state = PolicyState::default();
         let mut data: Vec<Observation> = Vec::new();
         for seq in 1..=13i64 {
@@ -159,17 +166,7 @@ mod tests {
     #[test]
     fn a_small_budget_keeps_the_distinct_observations_at_a_long_lengthscale() {
         use crate::gp::Hyperparameters;
-        let policy = WDbo {
-            alpha: 0.25,
-            min_dataset_size: 15,
-            beta: Beta::default(),
-        };
-        let model = ModelConfig {
-            spatial_kernel: KernelKind::Matern52,
-            temporal_kernel: Some(KernelKind::Matern32),
-            noise: None,
-            warmup: 15,
-        };
+        let (policy, model) = w_dbo_session(15, 15);
         let f = |x: &[f64], t: f64| -> f64 {
             x.iter()
                 .enumerate()
