@@ -13,7 +13,7 @@ the paper suite, for:
   otherwise (Matérn-5/2 × Matérn-3/2 as tvbo's sessions, 15 warm-up queries, α = 0.25).
 
 Each run appends one JSON line to `--output` (per iteration: clock time, regret,
-dataset size after the observe, fitted temporal lengthscale in seconds); `--resume`
+dataset size after the observe, fitted hyperparameters with l_T in seconds); `--resume`
 keeps the runs already there. At the end it prints the table (mean regret, iterations,
 final and mean dataset size, median l_T) and, with matplotlib, draws the dataset size
 and l_T over time (`--plot`).
@@ -150,10 +150,11 @@ class TvboSession:
         self.suggestion = suggestion["id"]
         return np.array([suggestion["params"][n] for n in self.names])
 
-    def observe(self, t_measured: float, t_now: float, value: float, regret: float) -> None:
-        # Client time: the observation carries its measurement time; the session's clock
-        # is the latest time it was given (the suggest's), as in `tvbo bench --server`.
-        del t_now
+    def observe(self, x: np.ndarray, t_measured: float, t_now: float, value: float, regret: float) -> None:
+        # The suggestion's id names x. Client time: the observation carries its
+        # measurement time; the session's clock is the latest time it was given (the
+        # suggest's), as in `tvbo bench --server`.
+        del x, t_now
         self._call(
             "POST",
             f"/v1/sessions/{self.id}/observations",
@@ -211,10 +212,10 @@ class OfficialWdbo:
     def suggest(self, t: float) -> np.ndarray:
         return np.asarray(self.optimizer.next_query(t / self.horizon), dtype=float)
 
-    def observe(self, t_measured: float, t_now: float, value: float, regret: float) -> None:
+    def observe(self, x: np.ndarray, t_measured: float, t_now: float, value: float, regret: float) -> None:
         del regret
         # The official optimizer maximises: tell it −f.
-        self.optimizer.tell(self._x, t_measured / self.horizon, -value)
+        self.optimizer.tell(x, t_measured / self.horizon, -value)
         self.optimizer.clean(t_now / self.horizon)
         o = self.optimizer
         hyper = None
@@ -257,10 +258,8 @@ def run(kind: str, objective: Wells, seed: int, server: str | None, api_key: str
         regret = f - objective.optimum(handed)
         y = f + rng.normal(0.0, math.sqrt(objective.noise_variance))
         now = handed + objective.cost
-        if isinstance(driver, OfficialWdbo):
-            driver._x = x  # type: ignore[attr-defined]
         begin = time.perf_counter()
-        driver.observe(handed, now, float(y), float(regret))
+        driver.observe(x, handed, now, float(y), float(regret))
         clock = now + (time.perf_counter() - begin)
         iterations.append({"t": handed, "regret": regret})
     for record, (size, hyper) in zip(iterations, driver.trace()):
