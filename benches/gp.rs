@@ -11,9 +11,27 @@ use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_ma
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use tvbo::acquisition::{AcquisitionOptions, beta_wdbo, maximize_ucb};
-use tvbo::gp::{FitOptions, Gp, KernelKind, fit_hyperparameters};
+use tvbo::gp::{FitOptions, Fixed, Gp, KernelKind, fit_hyperparameters, log_marginal_likelihood};
 
 const SIZES: [usize; 4] = [25, 100, 200, 400];
+
+/// One evaluation of the likelihood and its gradient, what every step of a fit pays.
+fn bench_lml(c: &mut Criterion) {
+    let mut group = c.benchmark_group("log_marginal_likelihood");
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(2));
+    for n in [25, 100, 200, 400, 800] {
+        let (xs, ts, ys) = data(n);
+        group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
+            b.iter(|| {
+                log_marginal_likelihood(spec(), &hyper(), &Fixed::default(), &xs, &ts, &ys).unwrap()
+            })
+        });
+    }
+    group.finish();
+}
 
 fn bench_fit(c: &mut Criterion) {
     let mut group = c.benchmark_group("fit_hyperparameters");
@@ -187,6 +205,7 @@ fn bench_bolt_iteration(c: &mut Criterion) {
 
 criterion_group!(
     benches,
+    bench_lml,
     bench_fit,
     bench_ucb,
     bench_push_remove,

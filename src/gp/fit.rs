@@ -165,6 +165,57 @@ impl Pairs {
     }
 }
 
+/// The kernel matrix K + σ²I (lower triangle and diagonal) and, packed like
+/// [`Pairs`], ∂K/∂ln l_S and ∂K/∂ln l_T of every pair (the latter empty unless the
+/// layout fits l_T). ∂K/∂ln λ is K itself off the diagonal.
+fn kernel_and_derivatives(
+    spec: KernelSpec,
+    h: &Hyperparameters,
+    layout: Layout,
+    pairs: &Pairs,
+) -> (DMatrix<f64>, Vec<f64>, Vec<f64>) {
+    let n = pairs.n;
+    let m = pairs.spatial.len();
+    let lambda = h.signal_variance;
+    let inv_ls = 1.0 / h.spatial_lengthscale;
+    let inv_lt = 1.0 / h.temporal_lengthscale;
+    let mut k = DMatrix::<f64>::zeros(n, n);
+    let mut d_ls = vec![0.0; m];
+    let mut d_lt = vec![0.0; if layout.temporal { m } else { 0 }];
+    let data = k.as_mut_slice();
+    let mut p = 0;
+    for j in 0..n {
+        let column = &mut data[j * n..(j + 1) * n];
+        column[j] = lambda + h.noise_variance;
+        let below = &mut column[j + 1..];
+        let count = below.len();
+        let spatial = &pairs.spatial[p..p + count];
+        let temporal = &pairs.temporal[p..p + count];
+        let ls_out = &mut d_ls[p..p + count];
+        for q in 0..count {
+            let rs = spatial[q] * inv_ls;
+            let (ps, ms, qs) = spec.spatial.factors(rs);
+            // k = λ p_S p_T e^{−(q_S+q_T)}; ∂k/∂ln l = k'(r)·(−r) for each factor.
+            let (pt, mt_rt, qt) = match spec.temporal {
+                Some(kind) => {
+                    let rt = temporal[q] * inv_lt;
+                    let (pt, mt, qt) = kind.factors(rt);
+                    (pt, mt * rt, qt)
+                }
+                None => (1.0, 0.0, 0.0),
+            };
+            let e = lambda * (-(qs + qt)).exp();
+            below[q] = ps * pt * e;
+            ls_out[q] = -ms * rs * pt * e;
+            if layout.temporal {
+                d_lt[p + q] = -ps * mt_rt * e;
+            }
+        }
+        p += count;
+    }
+    (k, d_ls, d_lt)
+}
+
 /// LML and its gradient in the layout's log coordinates.
 fn lml_and_gradient(
     spec: KernelSpec,
@@ -175,39 +226,7 @@ fn lml_and_gradient(
 ) -> Result<(f64, Vec<f64>), GpError> {
     let n = pairs.n;
     let lambda = h.signal_variance;
-    let ls = h.spatial_lengthscale;
-    let lt = h.temporal_lengthscale;
-    let m = pairs.spatial.len();
-    let mut kf = Vec::with_capacity(m);
-    let mut d_ls = Vec::with_capacity(m);
-    let mut d_lt = Vec::with_capacity(if layout.temporal { m } else { 0 });
-    let mut k = DMatrix::<f64>::zeros(n, n);
-    let mut p = 0;
-    for j in 0..n {
-        k[(j, j)] = lambda + h.noise_variance;
-        for i in j + 1..n {
-            let rs = pairs.spatial[p] / ls;
-            let (ps, ms, qs) = spec.spatial.factors(rs);
-            // k = λ p_S p_T e^{−(q_S+q_T)}; ∂k/∂ln l = k'(r)·(−r) for each factor.
-            let (pt, mt_rt, qt) = match spec.temporal {
-                Some(kind) => {
-                    let rt = pairs.temporal[p] / lt;
-                    let (pt, mt, qt) = kind.factors(rt);
-                    (pt, mt * rt, qt)
-                }
-                None => (1.0, 0.0, 0.0),
-            };
-            let e = lambda * (-(qs + qt)).exp();
-            let v = ps * pt * e;
-            k[(i, j)] = v;
-            kf.push(v);
-            d_ls.push(-ms * rs * pt * e);
-            if layout.temporal {
-                d_lt.push(-ps * mt_rt * e);
-            }
-            p += 1;
-        }
-    }
+    let (k, d_ls, d_lt) = kernel_and_derivatives(spec, h, layout, pairs);
     let (l, _) = factorise_with_jitter(&k, lambda)?;
     let mut alpha = ys.to_vec();
     linalg::forward_solve(&l, &mut alpha);
@@ -217,6 +236,7 @@ fn lml_and_gradient(
     let lml = -0.5 * data_fit - log_det - 0.5 * n as f64 * (2.0 * std::f64::consts::PI).ln();
     let kinv = linalg::inverse_from_cholesky(&l);
     let kinv = kinv.as_slice();
+    let kd = k.as_slice();
     // ∂LML/∂θ = ½ Σ_ij W_ij ∂K_ij/∂θ with W = ααᵀ − K⁻¹; off-diagonal pairs count twice.
     let mut g_lambda = 0.0;
     let mut g_ls = 0.0;
@@ -230,17 +250,21 @@ fn lml_and_gradient(
         let count = n - j - 1;
         let w_range = &col[j + 1..];
         let a_range = &alpha[j + 1..];
-        let kf_range = &kf[p..p + count];
+        let k_range = &kd[j * n + j + 1..(j + 1) * n];
         let ls_range = &d_ls[p..p + count];
-        for q in 0..count {
-            let w = a_range[q] * aj - w_range[q];
-            g_lambda += w * kf_range[q];
-            g_ls += w * ls_range[q];
-        }
         if layout.temporal {
             let lt_range = &d_lt[p..p + count];
             for q in 0..count {
-                g_lt += (a_range[q] * aj - w_range[q]) * lt_range[q];
+                let w = a_range[q] * aj - w_range[q];
+                g_lambda += w * k_range[q];
+                g_ls += w * ls_range[q];
+                g_lt += w * lt_range[q];
+            }
+        } else {
+            for q in 0..count {
+                let w = a_range[q] * aj - w_range[q];
+                g_lambda += w * k_range[q];
+                g_ls += w * ls_range[q];
             }
         }
         p += count;

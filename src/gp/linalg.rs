@@ -1,85 +1,63 @@
-//! Dense kernels on column-major lower-triangular factors, written so that every inner
-//! loop runs over a contiguous column slice.
+//! Dense linear algebra on column-major nalgebra matrices: the O(n³) factorisation,
+//! inverse and many-right-hand-side solves go through faer's blocked, SIMD kernels on a
+//! zero-copy view; the O(n²) vector kernels that update a factor in place are written
+//! here, each inner loop over a contiguous column slice.
 
+use faer::dyn_stack::{MemBuffer, MemStack};
+use faer::linalg::cholesky::llt;
+use faer::linalg::triangular_solve::solve_lower_triangular_in_place;
+use faer::{MatMut, MatRef, Par};
 use nalgebra::DMatrix;
 
 /// Smallest accepted pivot² relative to the matrix diagonal entry it came from; below
 /// this the factor has lost essentially all significant digits.
 pub(crate) const MIN_RELATIVE_PIVOT: f64 = 1e-12;
 
-/// Block size of the blocked factorisation and inversion: panels are factorised
-/// column by column, trailing updates go through the SIMD matrix product.
-const BLOCK: usize = 64;
+/// The factorisations run on the calling thread: a server runs many sessions at once,
+/// and a suggest never takes more than its one core.
+const PARALLELISM: Par = Par::Seq;
+
+fn view(a: &DMatrix<f64>) -> MatRef<'_, f64> {
+    MatRef::from_column_major_slice(a.as_slice(), a.nrows(), a.ncols())
+}
+
+fn view_mut(a: &mut DMatrix<f64>) -> MatMut<'_, f64> {
+    let (rows, cols) = a.shape();
+    MatMut::from_column_major_slice_mut(a.as_mut_slice(), rows, cols)
+}
 
 /// Overwrites the lower triangle of the symmetric matrix `a` with its Cholesky factor L
 /// (A = L Lᵀ) and zeroes the strict upper triangle. Returns false, leaving `a` in an
-/// unspecified state, when a pivot is not finite or below [`MIN_RELATIVE_PIVOT`] times
-/// its diagonal entry.
+/// unspecified state, when a pivot L_jj² is not finite or below [`MIN_RELATIVE_PIVOT`]
+/// times its diagonal entry A_jj.
 pub(crate) fn cholesky_in_place(a: &mut DMatrix<f64>) -> bool {
     let n = a.nrows();
     debug_assert_eq!(n, a.ncols());
     let original: Vec<f64> = a.diagonal().iter().copied().collect();
-    let mut k0 = 0;
-    while k0 < n {
-        let kb = BLOCK.min(n - k0);
-        if !factor_panel(a, k0, kb, &original) {
-            return false;
-        }
-        let rest = n - k0 - kb;
-        if rest > 0 {
-            // A22 −= P Pᵀ on the lower triangle, one column strip at a time.
-            let panel = a.view((k0 + kb, k0), (rest, kb)).clone_owned();
-            let mut c0 = 0;
-            while c0 < rest {
-                let cb = BLOCK.min(rest - c0);
-                a.view_mut((k0 + kb + c0, k0 + kb + c0), (rest - c0, cb))
-                    .gemm(
-                        -1.0,
-                        &panel.rows(c0, rest - c0),
-                        &panel.rows(c0, cb).transpose(),
-                        1.0,
-                    );
-                c0 += cb;
-            }
-        }
-        k0 += kb;
+    let mut stack = MemBuffer::new(llt::factor::cholesky_in_place_scratch::<f64>(
+        n,
+        PARALLELISM,
+        Default::default(),
+    ));
+    let factored = llt::factor::cholesky_in_place(
+        view_mut(a),
+        Default::default(),
+        PARALLELISM,
+        MemStack::new(&mut stack),
+        Default::default(),
+    );
+    if factored.is_err() {
+        return false;
     }
+    let healthy = (0..n).all(|j| {
+        let pivot = a[(j, j)] * a[(j, j)];
+        pivot.is_finite() && pivot > MIN_RELATIVE_PIVOT * original[j] && pivot > 0.0
+    });
     let data = a.as_mut_slice();
     for j in 0..n {
         data[j * n..j * n + j].fill(0.0);
     }
-    true
-}
-
-/// Left-looking Cholesky of columns k0..k0+kb (all rows below the diagonal), using only
-/// the contributions of earlier columns of the same panel.
-fn factor_panel(a: &mut DMatrix<f64>, k0: usize, kb: usize, original: &[f64]) -> bool {
-    let n = a.nrows();
-    let data = a.as_mut_slice();
-    for j in k0..k0 + kb {
-        let (done, rest) = data.split_at_mut(j * n);
-        let col_j = &mut rest[..n];
-        for k in k0..j {
-            let col_k = &done[k * n..(k + 1) * n];
-            let ljk = col_k[j];
-            if ljk != 0.0 {
-                for (c, &l) in col_j[j..].iter_mut().zip(&col_k[j..]) {
-                    *c -= ljk * l;
-                }
-            }
-        }
-        let d = col_j[j];
-        if !(d > MIN_RELATIVE_PIVOT * original[j] && d > 0.0 && d.is_finite()) {
-            return false;
-        }
-        let d = d.sqrt();
-        col_j[j] = d;
-        let inv = 1.0 / d;
-        for c in &mut col_j[j + 1..] {
-            *c *= inv;
-        }
-    }
-    true
+    healthy
 }
 
 /// Solves L z = b in place (L lower triangular, the leading `b.len()` block of `l`).
@@ -111,15 +89,16 @@ pub(crate) fn backward_solve_transposed(l: &DMatrix<f64>, b: &mut [f64]) {
     }
 }
 
-/// Solves L Z = B in place for every column of B.
+/// Solves L Z = B in place for every column of B, with L the leading `B.nrows()`
+/// block of `l`: one blocked triangular solve (matrix products), not one vector
+/// solve per column.
 pub(crate) fn forward_solve_matrix(l: &DMatrix<f64>, b: &mut DMatrix<f64>) {
     let n = b.nrows();
-    if n == 0 {
+    if n == 0 || b.ncols() == 0 {
         return;
     }
-    for col in b.as_mut_slice().chunks_exact_mut(n) {
-        forward_solve(l, col);
-    }
+    let lower = view(l).submatrix(0, 0, n, n);
+    solve_lower_triangular_in_place(lower, view_mut(b), PARALLELISM);
 }
 
 pub(crate) fn dot(a: &[f64], b: &[f64]) -> f64 {
@@ -142,76 +121,19 @@ pub(crate) fn dot(a: &[f64], b: &[f64]) -> f64 {
     s
 }
 
-/// The inverse of the lower-triangular L (itself lower triangular), by row blocks:
-/// X[I, I] = L_II⁻¹ and X[I, :I] = −L_II⁻¹ (L[I, :I] X[:I, :I]), both products through
-/// the matrix-product kernel.
-pub(crate) fn lower_inverse(l: &DMatrix<f64>) -> DMatrix<f64> {
-    let n = l.nrows();
-    let mut x = DMatrix::<f64>::zeros(n, n);
-    let mut i0 = 0;
-    while i0 < n {
-        let ib = BLOCK.min(n - i0);
-        let diagonal_inverse = small_lower_inverse(&l.view((i0, i0), (ib, ib)).clone_owned());
-        if i0 > 0 {
-            let t = l.view((i0, 0), (ib, i0)) * x.view((0, 0), (i0, i0));
-            x.view_mut((i0, 0), (ib, i0))
-                .gemm(-1.0, &diagonal_inverse, &t, 0.0);
-        }
-        x.view_mut((i0, i0), (ib, ib)).copy_from(&diagonal_inverse);
-        i0 += ib;
-    }
-    x
-}
-
-/// Column-by-column forward substitution against the identity, for small blocks.
-fn small_lower_inverse(l: &DMatrix<f64>) -> DMatrix<f64> {
-    let n = l.nrows();
-    let mut inv = DMatrix::<f64>::zeros(n, n);
-    let ld = l.as_slice();
-    for (j, col) in inv
-        .as_mut_slice()
-        .chunks_exact_mut(n.max(1))
-        .enumerate()
-        .take(n)
-    {
-        col[j] = 1.0;
-        for k in j..n {
-            let lcol = &ld[k * n..(k + 1) * n];
-            let z = col[k] / lcol[k];
-            col[k] = z;
-            if z != 0.0 {
-                for (c, &lik) in col[k + 1..].iter_mut().zip(&lcol[k + 1..]) {
-                    *c -= z * lik;
-                }
-            }
-        }
-    }
-    inv
-}
-
 /// (L Lᵀ)⁻¹ = L⁻ᵀ L⁻¹ as a full symmetric matrix.
 pub(crate) fn inverse_from_cholesky(l: &DMatrix<f64>) -> DMatrix<f64> {
     let n = l.nrows();
-    let x = lower_inverse(l);
     let mut out = DMatrix::<f64>::zeros(n, n);
-    let mut j0 = 0;
-    while j0 < n {
-        let jb = BLOCK.min(n - j0);
-        let m = n - j0;
-        // Column j of L⁻¹ vanishes above row j, so rows ≥ j0 carry the whole sum.
-        out.view_mut((j0, j0), (m, jb)).gemm(
-            1.0,
-            &x.view((j0, j0), (m, m)).transpose(),
-            &x.view((j0, j0), (m, jb)),
-            0.0,
-        );
-        j0 += jb;
-    }
-    for j in 0..n {
-        for i in 0..j {
-            out[(i, j)] = out[(j, i)];
-        }
-    }
+    let mut stack = MemBuffer::new(llt::inverse::inverse_scratch::<f64>(n, PARALLELISM));
+    llt::inverse::inverse(
+        view_mut(&mut out),
+        view(l),
+        PARALLELISM,
+        MemStack::new(&mut stack),
+    );
+    // faer writes the lower triangle only.
+    out.fill_upper_triangle_with_lower_triangle();
     out
 }
 
@@ -266,8 +188,6 @@ mod tests {
                 let inv = inverse_from_cholesky(&l);
                 let reference_inv = a.clone().try_inverse().unwrap();
                 assert!((inv - &reference_inv).amax() < 1e-8 * reference_inv.amax());
-                let li = lower_inverse(&l);
-                assert!((&l * li - DMatrix::identity(n, n)).amax() < 1e-9);
             }
         }
         let mut not_pd = DMatrix::from_row_slice(2, 2, &[1.0, 2.0, 2.0, 1.0]);
@@ -288,6 +208,19 @@ mod tests {
         let reference = a.lu().solve(&nalgebra::DVector::from_vec(b)).unwrap();
         for i in 0..n {
             assert!((z[i] - reference[i]).abs() < 1e-9);
+        }
+        // The blocked many-column solve against the leading block of a larger factor
+        // equals column-by-column substitution.
+        let m = 9;
+        let rhs = DMatrix::from_fn(m, 70, |_, _| rng.random::<f64>() - 0.5);
+        let mut blocked = rhs.clone();
+        forward_solve_matrix(&l, &mut blocked);
+        for (j, column) in blocked.column_iter().enumerate() {
+            let mut expected: Vec<f64> = rhs.column(j).iter().copied().collect();
+            forward_solve(&l, &mut expected);
+            for (got, want) in column.iter().zip(&expected) {
+                assert!((got - want).abs() < 1e-12, "{got} vs {want}");
+            }
         }
     }
 
