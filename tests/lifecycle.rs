@@ -111,9 +111,9 @@ async fn batches_pending_points_and_insight(server: TestServer) {
     assert_eq!(
         samples.len(),
         5,
-        "one sample per pair of consecutive suggest calls"
+        "one sample per pair of consecutive suggest calls, each at its own n"
     );
-    assert_eq!(samples[1], json!({"n": 4, "seconds": 5.0}));
+    assert_eq!(samples[1], json!({"n": 4, "seconds": 5.0, "count": 1}));
     let hyper = &model["hyperparameters"];
     assert!(hyper["temporal_lengthscale"].as_f64().unwrap() > 0.0);
     assert!(hyper["epsilon"].as_f64().unwrap() > 0.0);

@@ -14,8 +14,8 @@ use tvbo::domain::records::{FittedHyperparameters, RecordedOptimum, StepSnapshot
 use tvbo::server::open_store;
 use tvbo::store::{
     CallRecord, ChangeSet, Deactivation, IdempotencyRecord, ObservationRow, PoolSettings,
-    PostgresStore, ResponseTimeSample, SessionCursor, SessionRow, SqliteStore, Store, StoreError,
-    StoredTimeline, SuggestionRow, SuggestionStatus,
+    PostgresStore, ResponseTimeSample, ResponseTimeSummary, SessionCursor, SessionRow, SqliteStore,
+    Store, StoreError, StoredTimeline, SuggestionRow, SuggestionStatus,
 };
 use uuid::Uuid;
 
@@ -86,7 +86,7 @@ store_tests!(
     check_idempotency_records,
     check_load_history,
     check_list_observations,
-    check_response_times_in_order,
+    check_response_times,
     check_call_stats,
     check_steps_with_snapshots,
     check_timeline_downsampling,
@@ -367,7 +367,8 @@ async fn check_delete_cascades(store: &dyn Store) {
         assert_eq!(stored.is_some(), present);
         let observations = store.list_observations(row.id, 0, 10, true).await.unwrap();
         assert_eq!(observations.len(), count);
-        assert_eq!(store.response_times(row.id).await.unwrap().len(), count);
+        let summaries = store.response_time_summaries(row.id).await.unwrap();
+        assert_eq!(summaries.len(), count);
         assert_eq!(store.call_stats(row.id).await.unwrap().len(), count);
         let idem = store.get_idempotency(scope, &row.id.to_string()).await;
         assert_eq!(idem.unwrap().is_some(), present);
@@ -456,8 +457,12 @@ async fn check_commit_applies_every_part(store: &dyn Store) {
     assert_eq!(all[1], observation(2, None, 0.7));
     assert_eq!(all[2], observation(3, Some(&s0), 2.0));
     assert_eq!(
-        store.response_times(row.id).await.unwrap(),
-        vec![ResponseTimeSample { n: 2, seconds: 0.5 }]
+        store.response_time_summaries(row.id).await.unwrap(),
+        vec![ResponseTimeSummary {
+            n: 2,
+            count: 1,
+            total_seconds: 0.5
+        }]
     );
     let stats = store.call_stats(row.id).await.unwrap();
     assert_eq!(stats.len(), 1);
@@ -496,7 +501,13 @@ async fn check_commit_version_conflict(store: &dyn Store) {
     assert_eq!(got.state, json!({"by": "first"}));
     assert_eq!((got.suggest_count, got.last_suggest), (0, None));
     assert_eq!((got.observation_count, got.pending_count), (0, 0));
-    assert!(store.response_times(row.id).await.unwrap().is_empty());
+    assert!(
+        store
+            .response_time_summaries(row.id)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     assert!(store.call_stats(row.id).await.unwrap().is_empty());
     assert!(store.get_idempotency(scope, "k").await.unwrap().is_none());
     // The current version still commits.
@@ -718,8 +729,9 @@ async fn check_list_observations(store: &dyn Store) {
     );
 }
 
-/// Response-time samples come back in the order they were stored.
-async fn check_response_times_in_order(store: &dyn Store) {
+/// Response-time samples come back in the order they were stored (the timeline), and
+/// summed per dataset size, ascending in n (what an observe reads).
+async fn check_response_times(store: &dyn Store) {
     let row = created(store, "s", 1).await;
     // n deliberately not monotone: the order is the order of insertion.
     let samples = [(5, 0.5), (2, 0.25), (9, 1.5), (2, 0.125)]
@@ -735,12 +747,21 @@ async fn check_response_times_in_order(store: &dyn Store) {
             .unwrap();
     }
     assert_eq!(
-        store.response_times(row.id).await.unwrap(),
+        store.timeline(row.id, 100).await.unwrap().response_times,
         samples.to_vec()
+    );
+    let summary = |n, count, total_seconds| ResponseTimeSummary {
+        n,
+        count,
+        total_seconds,
+    };
+    assert_eq!(
+        store.response_time_summaries(row.id).await.unwrap(),
+        vec![summary(2, 2, 0.375), summary(5, 1, 0.5), summary(9, 1, 1.5)]
     );
     assert!(
         store
-            .response_times(Uuid::new_v4())
+            .response_time_summaries(Uuid::new_v4())
             .await
             .unwrap()
             .is_empty()

@@ -117,6 +117,44 @@ pub struct ResponseTimeSample {
     pub seconds: f64,
 }
 
+/// The response-time samples of one dataset size n, summed: all that R(n)'s
+/// least-squares fit needs of them (BOLT, Section 4). A session holds one per distinct
+/// n, so reading them costs the number of sizes it has run at, not its age.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ResponseTimeSummary {
+    pub n: i64,
+    /// Samples at this n (≥ 1).
+    pub count: i64,
+    /// Their seconds, summed.
+    pub total_seconds: f64,
+}
+
+impl ResponseTimeSummary {
+    /// Mean seconds of the samples.
+    pub fn mean_seconds(&self) -> f64 {
+        self.total_seconds / self.count as f64
+    }
+
+    /// Adds `sample` to the summary of its n in `summaries` (kept sorted by n), as a
+    /// commit adds it to the stored ones.
+    pub fn fold(summaries: &mut Vec<ResponseTimeSummary>, sample: ResponseTimeSample) {
+        match summaries.binary_search_by_key(&sample.n, |s| s.n) {
+            Ok(i) => {
+                summaries[i].count += 1;
+                summaries[i].total_seconds += sample.seconds;
+            }
+            Err(i) => summaries.insert(
+                i,
+                ResponseTimeSummary {
+                    n: sample.n,
+                    count: 1,
+                    total_seconds: sample.seconds,
+                },
+            ),
+        }
+    }
+}
+
 /// One suggest or observe call: its server compute time and what it left the model as.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CallRecord {

@@ -11,17 +11,17 @@ use super::{EngineError, Limits, ObserveSnapshot, new_session_row, plan_observe,
 use crate::domain::config::SessionConfig;
 use crate::domain::input::ObservationInput;
 use crate::domain::records::{
-    ChangeSet, DEFAULT_TENANT, History, ObservationRow, RECENT_DELAYS, ResponseTimeSample,
+    ChangeSet, DEFAULT_TENANT, History, ObservationRow, RECENT_DELAYS, ResponseTimeSummary,
     SuggestionRow, SuggestionStatus,
 };
 
 /// A session in memory: its history as a store would load it, every suggestion it handed
-/// out, and its response-time samples.
+/// out, and its response-time samples summed per dataset size.
 #[derive(Clone, Debug)]
 pub struct LocalSession {
     history: History,
     suggestions: HashMap<Uuid, SuggestionRow>,
-    response_times: Vec<ResponseTimeSample>,
+    response_times: Vec<ResponseTimeSummary>,
     limits: Limits,
 }
 
@@ -98,7 +98,9 @@ impl LocalSession {
         if let Some(mean) = change.last_optimum_mean {
             session.last_optimum_mean = Some(mean);
         }
-        self.response_times.extend(change.response_time);
+        if let Some(sample) = change.response_time {
+            ResponseTimeSummary::fold(&mut self.response_times, sample);
+        }
         session.suggest_count += change.new_suggestions.len() as i64;
         for suggestion in change.new_suggestions {
             self.suggestions.insert(suggestion.id, suggestion.clone());

@@ -12,7 +12,7 @@ use crate::domain::InvalidInput;
 use crate::domain::config::{AlgorithmConfig, TimeSource};
 use crate::domain::input::ObservationInput;
 use crate::domain::records::{
-    CallRecord, ChangeSet, Deactivation, History, ObservationRow, ResponseTimeSample,
+    CallRecord, ChangeSet, Deactivation, History, ObservationRow, ResponseTimeSummary,
     SuggestionRow, SuggestionStatus,
 };
 use crate::domain::space::MAX_MAGNITUDE;
@@ -25,12 +25,12 @@ const MEASURED_AT_SKEW: f64 = 60.0;
 
 /// What an observe step reads: the session's history, the suggestions the request names
 /// (those that exist in the session, whatever their status), and the session's
-/// response-time samples (BOLT's R(n)).
+/// response-time samples summed per dataset size (BOLT's R(n)).
 #[derive(Clone, Debug)]
 pub struct ObserveSnapshot {
     pub history: History,
     pub suggestions: HashMap<Uuid, SuggestionRow>,
-    pub response_times: Vec<ResponseTimeSample>,
+    pub response_times: Vec<ResponseTimeSummary>,
 }
 
 /// Plans recording `inputs` (each with the prefix of its fields' paths, e.g.
@@ -182,11 +182,6 @@ pub fn plan_observe(
         TimeSource::Wall => wall_time(session.created_at, now),
         TimeSource::Client => rows.iter().map(|r| r.t).fold(f64::NEG_INFINITY, f64::max),
     };
-    let response_times: Vec<(f64, f64)> = snapshot
-        .response_times
-        .iter()
-        .map(|s| (s.n as f64, s.seconds))
-        .collect();
     let policy = policy::policy_for(config);
     let ctx = ObserveContext {
         model: &config.model,
@@ -195,7 +190,7 @@ pub fn plan_observe(
         suggestion_ordinals: &ordinals,
         fixed_noise: config.model.noise,
         t: t_now,
-        response_times: &response_times,
+        response_times: &snapshot.response_times,
     };
     let removals = Stage::Forgetting.run(|| policy.observe(&ctx, &mut state))?;
     let active_after = history.active.len() + rows.len() - removals.len();
@@ -232,8 +227,9 @@ pub fn plan_observe(
     }
     let t_last = rows.last().map_or(0.0, |r| r.t);
     let dataset_size = history.active.len() as i64;
+    let response_time_fit = fit_response_time(&snapshot.response_times);
     let mut snapshot = step_snapshot(config, &state, active_after, None)?;
-    snapshot.response_time_fit = fit_response_time(&response_times);
+    snapshot.response_time_fit = response_time_fit;
     Ok(ChangeSet {
         suggestion_status: observed_suggestions
             .into_iter()

@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::acquisition::{self, AcquisitionOptions};
 use crate::domain::config::{AlgorithmConfig, Beta, BetaSchedule, ModelConfig, SessionConfig};
+use crate::domain::records::ResponseTimeSummary;
 use crate::domain::space::SearchSpace;
 use crate::gp::{GpError, Hyperparameters, KernelSpec};
 
@@ -164,8 +165,8 @@ pub struct ObserveContext<'a> {
     pub fixed_noise: Option<f64>,
     /// Session time now: relevance integrates over [t, ∞).
     pub t: f64,
-    /// Response-time samples (n, seconds) of the session (BOLT's R(n)).
-    pub response_times: &'a [(f64, f64)],
+    /// The session's response-time samples, summed per dataset size (BOLT's R(n)).
+    pub response_times: &'a [ResponseTimeSummary],
 }
 
 /// Why an observation left the active dataset.

@@ -3,32 +3,44 @@
 
 use nalgebra::{DMatrix, DVector};
 
-/// Least-squares cubic R̂(n) = c0 + c1 n + c2 n² + c3 n³ through (n, seconds) samples
-/// (Bardou & Thiran, Section 4: "a 3rd-degree polynomial regression"),
-/// constrained to c1, c2, c3 ≥ 0 so that R̂ never decreases with n, as a response time
-/// must not (their Definition 3.5 (ii)). `None` with fewer than four samples or fewer than
-/// four distinct n.
+use crate::domain::records::ResponseTimeSummary;
+
+/// Least-squares cubic R̂(n) = c0 + c1 n + c2 n² + c3 n³ through the (n, seconds)
+/// samples summarised by `summaries` (Bardou & Thiran, Section 4: "a 3rd-degree
+/// polynomial regression"), constrained to c1, c2, c3 ≥ 0 so that R̂ never decreases
+/// with n, as a response time must not (their Definition 3.5 (ii)). `None` with fewer
+/// than four samples or fewer than four distinct n.
+///
+/// The samples of one n enter through their count and mean: Σ_i (y_i − R̂(n))² over them
+/// is count·(mean − R̂(n))² plus a term R̂ does not change, so this is the least-squares
+/// fit of every sample, from one row per distinct n.
 ///
 /// The constrained problem has three sign constraints, so it is solved exactly by trying
 /// every set of active constraints (8 least-squares problems) and keeping the best
 /// feasible one. n is rescaled to `[0, 1]` for conditioning; the coefficients returned are
 /// for n in its own units.
-pub fn fit_response_time(samples: &[(f64, f64)]) -> Option<[f64; 4]> {
-    let mut distinct: Vec<f64> = samples.iter().map(|s| s.0).collect();
-    distinct.sort_by(f64::total_cmp);
+pub fn fit_response_time(summaries: &[ResponseTimeSummary]) -> Option<[f64; 4]> {
+    let rows: Vec<&ResponseTimeSummary> = summaries.iter().filter(|s| s.count > 0).collect();
+    let samples: i64 = rows.iter().map(|s| s.count).sum();
+    let mut distinct: Vec<i64> = rows.iter().map(|s| s.n).collect();
+    distinct.sort_unstable();
     distinct.dedup();
-    if samples.len() < 4 || distinct.len() < 4 {
+    if samples < 4 || distinct.len() < 4 {
         return None;
     }
-    let scale = distinct.last().copied().unwrap_or(1.0).max(1.0);
-    let target = DVector::from_iterator(samples.len(), samples.iter().map(|s| s.1));
+    let scale = (distinct.last().copied().unwrap_or(1) as f64).max(1.0);
+    let weight: Vec<f64> = rows.iter().map(|s| (s.count as f64).sqrt()).collect();
+    let target = DVector::from_iterator(
+        rows.len(),
+        rows.iter().zip(&weight).map(|(s, w)| w * s.mean_seconds()),
+    );
     let mut best: Option<([f64; 4], f64)> = None;
     for free_mask in 0u8..8 {
         let powers: Vec<i32> = std::iter::once(0)
             .chain((1..=3).filter(|p| free_mask & (1 << (p - 1)) != 0))
             .collect();
-        let design = DMatrix::from_fn(samples.len(), powers.len(), |i, j| {
-            (samples[i].0 / scale).powi(powers[j])
+        let design = DMatrix::from_fn(rows.len(), powers.len(), |i, j| {
+            weight[i] * (rows[i].n as f64 / scale).powi(powers[j])
         });
         let Ok(solution) = design.clone().svd(true, true).solve(&target, 1e-12) else {
             continue;
@@ -58,6 +70,22 @@ pub fn response_time_at(coefficients: &[f64; 4], n: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::records::ResponseTimeSample;
+
+    /// The summaries of (n, seconds) samples, as the store keeps them.
+    fn summarise(samples: &[(f64, f64)]) -> Vec<ResponseTimeSummary> {
+        let mut summaries = Vec::new();
+        for &(n, seconds) in samples {
+            ResponseTimeSummary::fold(
+                &mut summaries,
+                ResponseTimeSample {
+                    n: n as i64,
+                    seconds,
+                },
+            );
+        }
+        summaries
+    }
 
     #[test]
     fn cubic_fit_recovers_an_exact_cubic() {
@@ -71,7 +99,7 @@ mod tests {
                 )
             })
             .collect();
-        let fit = fit_response_time(&samples).unwrap();
+        let fit = fit_response_time(&summarise(&samples)).unwrap();
         for (a, b) in fit.iter().zip(truth) {
             assert!((a - b).abs() <= 1e-8 * b.abs().max(1e-6), "{a} vs {b}");
         }
@@ -86,7 +114,7 @@ mod tests {
                 (n, 1.0 + 0.3 * (n / 4.0).sin() + 1e-5 * n * n * n)
             })
             .collect();
-        let fit = fit_response_time(&samples).unwrap();
+        let fit = fit_response_time(&summarise(&samples)).unwrap();
         assert!(fit[1..].iter().all(|c| *c >= 0.0), "{fit:?}");
         let mut previous = f64::NEG_INFINITY;
         for n in 0..200 {
@@ -98,6 +126,44 @@ mod tests {
 
     #[test]
     fn cubic_fit_needs_four_distinct_sizes() {
-        assert!(fit_response_time(&[(1.0, 1.0), (1.0, 2.0), (2.0, 1.0), (3.0, 1.0)]).is_none());
+        assert!(
+            fit_response_time(&summarise(&[
+                (1.0, 1.0),
+                (1.0, 2.0),
+                (2.0, 1.0),
+                (3.0, 1.0)
+            ]))
+            .is_none()
+        );
+    }
+
+    /// Fitting the summaries is the least-squares fit of every sample: the brute force
+    /// (one design row per sample) gives the same coefficients, for many samples per n
+    /// with spread, and with a constraint active.
+    #[test]
+    fn summaries_fit_as_the_samples_do() {
+        let mut samples = Vec::new();
+        for i in 0..400 {
+            let n = f64::from(10 + (i * 7) % 60);
+            let noise = ((i * 37) % 11) as f64 * 0.01 - 0.05;
+            samples.push((n, 0.2 + 0.003 * n + 2e-6 * n * n * n + noise));
+        }
+        // A dip that the constraint c1 ≥ 0 must hold up.
+        samples.extend((0..30).map(|i| (80.0 + f64::from(i % 3), 0.1)));
+        let summaries = summarise(&samples);
+        assert!(summaries.len() < samples.len() / 5);
+        let from_summaries = fit_response_time(&summaries).unwrap();
+        let one_row_each: Vec<ResponseTimeSummary> = samples
+            .iter()
+            .map(|&(n, seconds)| ResponseTimeSummary {
+                n: n as i64,
+                count: 1,
+                total_seconds: seconds,
+            })
+            .collect();
+        let brute_force = fit_response_time(&one_row_each).unwrap();
+        for (a, b) in from_summaries.iter().zip(brute_force) {
+            assert!((a - b).abs() <= 1e-9 * b.abs().max(1e-9), "{a} vs {b}");
+        }
     }
 }

@@ -133,7 +133,7 @@ impl SessionService {
     /// The model's hyperparameters, dataset, response-time samples and policy state.
     pub async fn model(&self, id: Uuid) -> Result<ModelView, ServiceError> {
         let history = self.history(id).await?;
-        let samples = self.store.response_times(id).await?;
+        let summaries = self.store.response_time_summaries(id).await?;
         let relevance = {
             let history = history.clone();
             let t = Self::default_time(&history, Utc::now());
@@ -179,19 +179,19 @@ impl SessionService {
             PriorSelectionView::new(names, saved)
         });
         let hyperparameters = fitted_hyperparameters(config, &state);
-        let points: Vec<(f64, f64)> = samples.iter().map(|s| (s.n as f64, s.seconds)).collect();
         Ok(ModelView {
             dataset_size: history.active.len() as i64,
             max_dataset_size: state.max_dataset_size.map(|n| n as i64),
             hyperparameters,
             lead: lead(&history),
             response_time: ResponseTimeView {
-                coefficients: fit_response_time(&points),
-                samples: samples
+                coefficients: fit_response_time(&summaries),
+                samples: summaries
                     .iter()
                     .map(|s| ResponseTimeSampleView {
                         n: s.n,
-                        seconds: s.seconds,
+                        seconds: s.mean_seconds(),
+                        count: s.count,
                     })
                     .collect(),
             },

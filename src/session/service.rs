@@ -342,7 +342,7 @@ impl SessionService {
                 let snapshot = ObserveSnapshot {
                     history,
                     suggestions,
-                    response_times: self.store.response_times(id).await?,
+                    response_times: self.store.response_time_summaries(id).await?,
                 };
                 let change = self
                     .plan(id, move || {

@@ -102,6 +102,7 @@ fn timeline_view(stored: StoredTimeline) -> Timeline {
                 .map(|s| ResponseTimeSampleView {
                     n: s.n,
                     seconds: s.seconds,
+                    count: 1,
                 })
                 .collect(),
             coefficients,

@@ -230,11 +230,15 @@ pub struct RegretReport {
     pub average_regret: Option<f64>,
 }
 
-/// A response-time sample: seconds between two consecutive suggests, n at the first.
+/// Response time at one dataset size: the seconds between two consecutive suggests (n at
+/// the first), averaged over `count` samples. The model view has one per distinct n; the
+/// timeline's are single samples (`count` 1).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct ResponseTimeSampleView {
     pub n: i64,
     pub seconds: f64,
+    #[schema(minimum = 1)]
+    pub count: i64,
 }
 
 /// The response-time model R(n).

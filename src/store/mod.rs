@@ -17,8 +17,8 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 pub use crate::domain::records::{
-    CallRecord, ChangeSet, Deactivation, History, ObservationRow, ResponseTimeSample, SessionRow,
-    StepSnapshot, SuggestionRow, SuggestionStatus,
+    CallRecord, ChangeSet, Deactivation, History, ObservationRow, ResponseTimeSample,
+    ResponseTimeSummary, SessionRow, StepSnapshot, SuggestionRow, SuggestionStatus,
 };
 
 pub use postgres::PostgresStore;
@@ -242,8 +242,12 @@ pub trait Store: Send + Sync + 'static {
         limit: i64,
         include_inactive: bool,
     ) -> Result<Vec<ObservationRow>, StoreError>;
-    async fn response_times(&self, session_id: Uuid)
-    -> Result<Vec<ResponseTimeSample>, StoreError>;
+    /// The session's response-time samples summed per dataset size, ascending in n: one
+    /// row per distinct n, whatever the number of samples.
+    async fn response_time_summaries(
+        &self,
+        session_id: Uuid,
+    ) -> Result<Vec<ResponseTimeSummary>, StoreError>;
     /// Calls with id > `after`, in order, at most `limit`.
     async fn list_calls(
         &self,

@@ -482,6 +482,17 @@ macro_rules! store_on {
                         .bind(now)
                         .fetch_one(&mut *c)
                         .await?;
+                    sqlx::query(
+                        "INSERT INTO response_time_summaries (session_id, n, count, total_seconds) \
+                         VALUES ($1, $2, 1, $3) ON CONFLICT (session_id, n) DO UPDATE SET \
+                         count = response_time_summaries.count + 1, \
+                         total_seconds = response_time_summaries.total_seconds + excluded.total_seconds",
+                    )
+                    .bind(&key)
+                    .bind(sample.n)
+                    .bind(sample.seconds)
+                    .execute(&mut *c)
+                    .await?;
                     let point = BucketPoint::plain(inserted, sample.seconds);
                     let bucket = (sample_count - 1) / BUCKET_ROWS;
                     record_in_bucket(&mut *c, &key, "s", bucket, &point).await?;
@@ -825,10 +836,10 @@ macro_rules! store_on {
         const _: () = {
             use uuid::Uuid;
 
-            use $crate::store::rows::{call_from_row, response_time_from_row};
+            use $crate::store::rows::{call_from_row, response_time_summary_from_row};
             use $crate::store::{
                 ApiKeyRow, CallStats, ChangeSet, History, IdempotencyRecord, ObservationRow,
-                ResponseTimeSample, SessionCursor, SessionRow, StoreError, StoredCall,
+                ResponseTimeSummary, SessionCursor, SessionRow, StoreError, StoredCall,
                 StoredTimeline, SuggestionRow,
             };
 
@@ -960,22 +971,20 @@ macro_rules! store_on {
                         .await
                 }
 
-                async fn response_times(
+                async fn response_time_summaries(
                     &self,
                     session_id: Uuid,
-                ) -> Result<Vec<ResponseTimeSample>, StoreError> {
-                    let sql = format!(
-                        "SELECT n, seconds FROM response_times WHERE session_id = $1 \
-                         ORDER BY {}",
-                        Self::ROW_ID
-                    );
-                    sqlx::query(sqlx::AssertSqlSafe(sql))
-                        .bind(session_id.to_string())
-                        .fetch_all(&self.pool)
-                        .await?
-                        .iter()
-                        .map(response_time_from_row)
-                        .collect()
+                ) -> Result<Vec<ResponseTimeSummary>, StoreError> {
+                    sqlx::query(
+                        "SELECT n, count, total_seconds FROM response_time_summaries \
+                         WHERE session_id = $1 ORDER BY n",
+                    )
+                    .bind(session_id.to_string())
+                    .fetch_all(&self.pool)
+                    .await?
+                    .iter()
+                    .map(response_time_summary_from_row)
+                    .collect()
                 }
 
                 async fn list_calls(

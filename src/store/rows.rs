@@ -7,8 +7,8 @@ use sqlx::sqlite::SqliteRow;
 use uuid::Uuid;
 
 use super::{
-    ApiKeyRow, ObservationRow, ResponseTimeSample, SessionRow, StoreError, StoredCall,
-    SuggestionRow, SuggestionStatus, from_micros,
+    ApiKeyRow, ObservationRow, ResponseTimeSample, ResponseTimeSummary, SessionRow, StoreError,
+    StoredCall, SuggestionRow, SuggestionStatus, from_micros,
 };
 
 pub(crate) use crate::domain::records::RECENT_DELAYS;
@@ -154,6 +154,16 @@ pub(crate) fn response_time_from_row(row: &impl Columns) -> Result<ResponseTimeS
     Ok(ResponseTimeSample {
         n: row.int("n")?,
         seconds: row.real("seconds")?,
+    })
+}
+
+pub(crate) fn response_time_summary_from_row(
+    row: &impl Columns,
+) -> Result<ResponseTimeSummary, StoreError> {
+    Ok(ResponseTimeSummary {
+        n: row.int("n")?,
+        count: row.int("count")?,
+        total_seconds: row.real("total_seconds")?,
     })
 }
 

@@ -10,7 +10,7 @@ use uuid::Uuid;
 use super::STORE_SECONDS;
 use crate::store::{
     ApiKeyRow, CallStats, ChangeSet, History, IdempotencyRecord, ObservationRow, PoolUsage,
-    ResponseTimeSample, SessionCursor, SessionRow, Store, StoreError, StoredCall, StoredTimeline,
+    ResponseTimeSummary, SessionCursor, SessionRow, Store, StoreError, StoredCall, StoredTimeline,
     SuggestionRow,
 };
 
@@ -139,11 +139,15 @@ impl Store for MeteredStore {
         .await
     }
 
-    async fn response_times(
+    async fn response_time_summaries(
         &self,
         session_id: Uuid,
-    ) -> Result<Vec<ResponseTimeSample>, StoreError> {
-        timed("response_times", self.inner.response_times(session_id)).await
+    ) -> Result<Vec<ResponseTimeSummary>, StoreError> {
+        timed(
+            "response_time_summaries",
+            self.inner.response_time_summaries(session_id),
+        )
+        .await
     }
 
     async fn list_calls(

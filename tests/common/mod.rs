@@ -32,11 +32,12 @@ enum Backend {
 
 /// Every table, with the columns that order its rows (SQLite, PostgreSQL): keys where
 /// there are keys, insertion order (SQLite's rowid, PostgreSQL's id) where there are none.
-const TABLES: [(&str, &str, &str); 7] = [
+const TABLES: [(&str, &str, &str); 8] = [
     ("sessions", "id", "id"),
     ("suggestions", "id", "id"),
     ("observations", "session_id, seq", "session_id, seq"),
     ("response_times", "rowid", "id"),
+    ("response_time_summaries", "session_id, n", "session_id, n"),
     ("calls", "rowid", "id"),
     ("idempotency", "scope, key", "scope, key"),
     ("api_keys", "id", "id"),
