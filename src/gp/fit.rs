@@ -7,7 +7,7 @@ use nalgebra::DMatrix;
 use super::kernel::KernelSpec;
 use super::linalg;
 use super::model::{
-    GpError, Hyperparameters, factorise_with_jitter, squared_distance, validate_data,
+    GpError, Hyperparameters, factorise_with_jitter_into, squared_distance, validate_data,
     validate_hyperparameters,
 };
 use crate::domain::config::{
@@ -165,78 +165,109 @@ impl Pairs {
     }
 }
 
-/// The kernel matrix K + σ²I (lower triangle and diagonal) and, packed like
-/// [`Pairs`], ∂K/∂ln l_S and ∂K/∂ln l_T of every pair (the latter empty unless the
-/// layout fits l_T). ∂K/∂ln λ is K itself off the diagonal.
-fn kernel_and_derivatives(
-    spec: KernelSpec,
-    h: &Hyperparameters,
-    layout: Layout,
-    pairs: &Pairs,
-) -> (DMatrix<f64>, Vec<f64>, Vec<f64>) {
-    let n = pairs.n;
-    let m = pairs.spatial.len();
-    let lambda = h.signal_variance;
-    let inv_ls = 1.0 / h.spatial_lengthscale;
-    let inv_lt = 1.0 / h.temporal_lengthscale;
-    let mut k = DMatrix::<f64>::zeros(n, n);
-    let mut d_ls = vec![0.0; m];
-    let mut d_lt = vec![0.0; if layout.temporal { m } else { 0 }];
-    let data = k.as_mut_slice();
-    let mut p = 0;
-    for j in 0..n {
-        let column = &mut data[j * n..(j + 1) * n];
-        column[j] = lambda + h.noise_variance;
-        let below = &mut column[j + 1..];
-        let count = below.len();
-        let spatial = &pairs.spatial[p..p + count];
-        let temporal = &pairs.temporal[p..p + count];
-        let ls_out = &mut d_ls[p..p + count];
-        for q in 0..count {
-            let rs = spatial[q] * inv_ls;
-            let (ps, ms, qs) = spec.spatial.factors(rs);
-            // k = λ p_S p_T e^{−(q_S+q_T)}; ∂k/∂ln l = k'(r)·(−r) for each factor.
-            let (pt, mt_rt, qt) = match spec.temporal {
-                Some(kind) => {
-                    let rt = temporal[q] * inv_lt;
-                    let (pt, mt, qt) = kind.factors(rt);
-                    (pt, mt * rt, qt)
-                }
-                None => (1.0, 0.0, 0.0),
-            };
-            let e = lambda * (-(qs + qt)).exp();
-            below[q] = ps * pt * e;
-            ls_out[q] = -ms * rs * pt * e;
-            if layout.temporal {
-                d_lt[p + q] = -ps * mt_rt * e;
-            }
-        }
-        p += count;
-    }
-    (k, d_ls, d_lt)
+/// The memory of one likelihood evaluation at a dataset size, reused by every evaluation
+/// of a fit: K, its factor and inverse (n × n each) and the lengthscale derivatives.
+/// Allocating these megabytes at each of a fit's ~20 evaluations made the allocator map
+/// and fault in fresh pages every time, which tripled a fit's time in a long-lived
+/// process (docs/performance.md).
+struct Workspace {
+    /// K + σ²I: lower triangle and diagonal.
+    k: DMatrix<f64>,
+    factor: DMatrix<f64>,
+    /// Lower triangle of K⁻¹.
+    inverse: DMatrix<f64>,
+    inverse_scratch: linalg::InverseScratch,
+    /// ∂K/∂ln l_S and ∂K/∂ln l_T of every pair, packed like [`Pairs`].
+    d_ls: Vec<f64>,
+    d_lt: Vec<f64>,
 }
 
-/// LML and its gradient in the layout's log coordinates.
+impl Workspace {
+    fn new(pairs: &Pairs, layout: Layout) -> Workspace {
+        let n = pairs.n;
+        let m = pairs.spatial.len();
+        Workspace {
+            k: DMatrix::zeros(n, n),
+            factor: DMatrix::zeros(n, n),
+            inverse: DMatrix::zeros(n, n),
+            inverse_scratch: linalg::InverseScratch::new(n),
+            d_ls: vec![0.0; m],
+            d_lt: vec![0.0; if layout.temporal { m } else { 0 }],
+        }
+    }
+
+    /// Fills K (lower triangle and diagonal) and the lengthscale derivatives for `h`.
+    /// ∂K/∂ln λ is K itself off the diagonal.
+    fn fill_kernel(
+        &mut self,
+        spec: KernelSpec,
+        h: &Hyperparameters,
+        layout: Layout,
+        pairs: &Pairs,
+    ) {
+        let n = pairs.n;
+        let lambda = h.signal_variance;
+        let inv_ls = 1.0 / h.spatial_lengthscale;
+        let inv_lt = 1.0 / h.temporal_lengthscale;
+        let data = self.k.as_mut_slice();
+        let mut p = 0;
+        for j in 0..n {
+            let column = &mut data[j * n..(j + 1) * n];
+            column[j] = lambda + h.noise_variance;
+            let below = &mut column[j + 1..];
+            let count = below.len();
+            let spatial = &pairs.spatial[p..p + count];
+            let temporal = &pairs.temporal[p..p + count];
+            let ls_out = &mut self.d_ls[p..p + count];
+            for q in 0..count {
+                let rs = spatial[q] * inv_ls;
+                let (ps, ms, qs) = spec.spatial.factors(rs);
+                // k = λ p_S p_T e^{−(q_S+q_T)}; ∂k/∂ln l = k'(r)·(−r) for each factor.
+                let (pt, mt_rt, qt) = match spec.temporal {
+                    Some(kind) => {
+                        let rt = temporal[q] * inv_lt;
+                        let (pt, mt, qt) = kind.factors(rt);
+                        (pt, mt * rt, qt)
+                    }
+                    None => (1.0, 0.0, 0.0),
+                };
+                let e = lambda * (-(qs + qt)).exp();
+                below[q] = ps * pt * e;
+                ls_out[q] = -ms * rs * pt * e;
+                if layout.temporal {
+                    self.d_lt[p + q] = -ps * mt_rt * e;
+                }
+            }
+            p += count;
+        }
+    }
+}
+
+/// LML and its gradient in the layout's log coordinates, in `ws` (made for `pairs` and
+/// `layout`).
 fn lml_and_gradient(
     spec: KernelSpec,
     h: &Hyperparameters,
     layout: Layout,
     pairs: &Pairs,
     ys: &[f64],
+    ws: &mut Workspace,
 ) -> Result<(f64, Vec<f64>), GpError> {
     let n = pairs.n;
     let lambda = h.signal_variance;
-    let (k, d_ls, d_lt) = kernel_and_derivatives(spec, h, layout, pairs);
-    let (l, _) = factorise_with_jitter(&k, lambda)?;
+    ws.fill_kernel(spec, h, layout, pairs);
+    factorise_with_jitter_into(&ws.k, &mut ws.factor, lambda)?;
+    let l = &ws.factor;
     let mut alpha = ys.to_vec();
-    linalg::forward_solve(&l, &mut alpha);
+    linalg::forward_solve(l, &mut alpha);
     let data_fit = linalg::dot(&alpha, &alpha);
-    linalg::backward_solve_transposed(&l, &mut alpha);
+    linalg::backward_solve_transposed(l, &mut alpha);
     let log_det: f64 = (0..n).map(|i| l[(i, i)].ln()).sum();
     let lml = -0.5 * data_fit - log_det - 0.5 * n as f64 * (2.0 * std::f64::consts::PI).ln();
-    let kinv = linalg::inverse_from_cholesky(&l);
-    let kinv = kinv.as_slice();
-    let kd = k.as_slice();
+    linalg::inverse_lower_into(l, &mut ws.inverse, &mut ws.inverse_scratch);
+    let kinv = ws.inverse.as_slice();
+    let kd = ws.k.as_slice();
+    let (d_ls, d_lt) = (&ws.d_ls, &ws.d_lt);
     // ∂LML/∂θ = ½ Σ_ij W_ij ∂K_ij/∂θ with W = ααᵀ − K⁻¹; off-diagonal pairs count twice.
     let mut g_lambda = 0.0;
     let mut g_ls = 0.0;
@@ -298,7 +329,9 @@ pub fn log_marginal_likelihood(
     let h = apply_fixed(spec, hyper, fixed);
     validate_hyperparameters(spec, &h)?;
     let layout = Layout::new(spec, fixed);
-    lml_and_gradient(spec, &h, layout, &Pairs::new(xs, ts), ys)
+    let pairs = Pairs::new(xs, ts);
+    let mut ws = Workspace::new(&pairs, layout);
+    lml_and_gradient(spec, &h, layout, &pairs, ys, &mut ws)
 }
 
 fn apply_fixed(spec: KernelSpec, h: &Hyperparameters, fixed: &Fixed) -> Hyperparameters {
@@ -422,10 +455,11 @@ pub fn fit_hyperparameters(
         ..BoundedOptions::default()
     };
     let mut best: Option<(f64, Vec<f64>)> = None;
+    let mut ws = Workspace::new(&pairs, layout);
     for start in &starts {
         let objective = |theta: &[f64]| {
             let h = layout.hyper_from_log(theta, &base);
-            match lml_and_gradient(spec, &h, layout, &pairs, ys) {
+            match lml_and_gradient(spec, &h, layout, &pairs, ys, &mut ws) {
                 Ok((v, g)) => (-v, g.into_iter().map(|d| -d).collect()),
                 Err(_) => (f64::INFINITY, vec![0.0; theta.len()]),
             }

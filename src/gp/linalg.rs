@@ -121,18 +121,45 @@ pub(crate) fn dot(a: &[f64], b: &[f64]) -> f64 {
     s
 }
 
+/// Memory for [`inverse_lower_into`] at one size n (an n × n scratch matrix), to be reused
+/// across calls: a fit inverts a matrix of the same size at every step, and allocating
+/// megabytes each time costs more than the inverse when the allocator maps them afresh.
+pub(crate) struct InverseScratch {
+    n: usize,
+    buffer: MemBuffer,
+}
+
+impl InverseScratch {
+    pub(crate) fn new(n: usize) -> Self {
+        InverseScratch {
+            n,
+            buffer: MemBuffer::new(llt::inverse::inverse_scratch::<f64>(n, PARALLELISM)),
+        }
+    }
+}
+
+/// Writes the lower triangle (and diagonal) of (L Lᵀ)⁻¹ = L⁻ᵀ L⁻¹ into `out` (n × n,
+/// as L); its strict upper triangle is left as it was.
+pub(crate) fn inverse_lower_into(
+    l: &DMatrix<f64>,
+    out: &mut DMatrix<f64>,
+    scratch: &mut InverseScratch,
+) {
+    let n = l.nrows();
+    assert!(out.shape() == (n, n) && scratch.n == n, "sizes differ");
+    llt::inverse::inverse(
+        view_mut(out),
+        view(l),
+        PARALLELISM,
+        MemStack::new(&mut scratch.buffer),
+    );
+}
+
 /// (L Lᵀ)⁻¹ = L⁻ᵀ L⁻¹ as a full symmetric matrix.
 pub(crate) fn inverse_from_cholesky(l: &DMatrix<f64>) -> DMatrix<f64> {
     let n = l.nrows();
     let mut out = DMatrix::<f64>::zeros(n, n);
-    let mut stack = MemBuffer::new(llt::inverse::inverse_scratch::<f64>(n, PARALLELISM));
-    llt::inverse::inverse(
-        view_mut(&mut out),
-        view(l),
-        PARALLELISM,
-        MemStack::new(&mut stack),
-    );
-    // faer writes the lower triangle only.
+    inverse_lower_into(l, &mut out, &mut InverseScratch::new(n));
     out.fill_upper_triangle_with_lower_triangle();
     out
 }

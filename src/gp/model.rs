@@ -182,6 +182,18 @@ pub(crate) fn factorise_with_jitter(
     k: &DMatrix<f64>,
     signal_variance: f64,
 ) -> Result<(DMatrix<f64>, f64), GpError> {
+    let mut l = DMatrix::zeros(k.nrows(), k.ncols());
+    let jitter = factorise_with_jitter_into(k, &mut l, signal_variance)?;
+    Ok((l, jitter))
+}
+
+/// [`factorise_with_jitter`] into `l` (the shape of `k`), whose memory is reused; returns
+/// the jitter used. On error `l` holds no factor.
+pub(crate) fn factorise_with_jitter_into(
+    k: &DMatrix<f64>,
+    l: &mut DMatrix<f64>,
+    signal_variance: f64,
+) -> Result<f64, GpError> {
     let n = k.nrows();
     let mut jitter = 0.0;
     for attempt in 0..=JITTER_TRIES {
@@ -192,12 +204,12 @@ pub(crate) fn factorise_with_jitter(
                 jitter * JITTER_GROWTH
             };
         }
-        let mut l = k.clone();
+        l.copy_from(k);
         for i in 0..n {
             l[(i, i)] += jitter;
         }
-        if linalg::cholesky_in_place(&mut l) {
-            return Ok((l, jitter));
+        if linalg::cholesky_in_place(l) {
+            return Ok(jitter);
         }
     }
     Err(GpError::NotPositiveDefinite)
