@@ -283,10 +283,12 @@ async fn main() -> anyhow::Result<()> {
         args.algorithm,
         args.warmup
     );
+    let observed = samples.latencies.get("observe").map_or(0, Vec::len);
     println!(
-        "{} calls in {elapsed:.1} s: {:.1} calls/s",
+        "{} calls in {elapsed:.1} s: {:.1} calls/s, {:.1} observations/s",
         all.len(),
-        all.len() as f64 / elapsed
+        all.len() as f64 / elapsed,
+        observed as f64 / elapsed
     );
     let mut kinds: Vec<(&str, Vec<Duration>)> = samples
         .latencies
