@@ -1,7 +1,9 @@
 //! Times tvbo's model iteration in-process on given data: one whole suggest of a `bolt`
 //! session with Matérn-5/2 × Matérn-3/2 (the hyperparameter fit from the default start,
 //! then UCB maximised from 512 Sobol points with the best 20 refined), and its two parts
-//! alone: the fit, and the UCB maximisation on the fitted model. This is the iteration
+//! alone: the fit, and the UCB maximisation on the fitted model. It also times what a
+//! fit warm-started from the fit of the first n − 1 points would take (tvbo does not do
+//! this; docs/performance.md weighs it). This is the iteration
 //! BoTorch runs in the papers' experiments; `benches/botorch/compare.py` feeds both the
 //! same data and prints them side by side (docs/performance.md).
 //!
@@ -22,7 +24,7 @@ use serde::Deserialize;
 use serde_json::json;
 use tvbo::acquisition::{AcquisitionOptions, beta_wdbo, maximize_ucb};
 use tvbo::domain::config::{CreateSession, SessionConfig};
-use tvbo::gp::{KernelKind, KernelSpec};
+use tvbo::gp::{FitOptions, KernelKind, KernelSpec, fit_hyperparameters};
 use tvbo::policy::{self, Observation, PolicyRng, PolicyState, SuggestContext, Surrogate};
 
 /// Time one suggest, one fit and one UCB maximisation per data set.
@@ -48,6 +50,19 @@ struct DataSet {
     t: Vec<f64>,
     y: Vec<f64>,
     t_next: f64,
+}
+
+/// Inputs, times and values standardised as a session's surrogate standardises them (mean
+/// 0, population standard deviation 1).
+fn standardised(data: &[Observation]) -> (Vec<Vec<f64>>, Vec<f64>, Vec<f64>) {
+    let n = data.len() as f64;
+    let mean = data.iter().map(|o| o.y).sum::<f64>() / n;
+    let sd = (data.iter().map(|o| (o.y - mean).powi(2)).sum::<f64>() / n).sqrt();
+    (
+        data.iter().map(|o| o.x.clone()).collect(),
+        data.iter().map(|o| o.t).collect(),
+        data.iter().map(|o| (o.y - mean) / sd).collect(),
+    )
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -126,6 +141,17 @@ fn main() -> anyhow::Result<()> {
             Surrogate::fit(spec, input.dim, &data, None, None).expect("fit")
         })?;
         let surrogate = Surrogate::fit(spec, input.dim, &data, None, None)?;
+        let warm_fit = if n > 2 {
+            let previous = Surrogate::fit(spec, input.dim, &data[..n - 1], None, None)?;
+            let start = *previous.hyperparameters();
+            let (xs, ts, ys) = standardised(&data);
+            Some(timed(args.repeats, || {
+                fit_hyperparameters(spec, &xs, &ts, &ys, Some(&start), &FitOptions::default())
+                    .expect("fit")
+            })?)
+        } else {
+            None
+        };
         let beta = beta_wdbo(input.dim, n);
         let acquisition = timed(args.repeats, || {
             let mut rng = PolicyRng::seed_from_u64(1);
@@ -139,6 +165,7 @@ fn main() -> anyhow::Result<()> {
                 "dim": input.dim,
                 "suggest_seconds": suggest,
                 "fit_seconds": fit,
+                "warm_fit_seconds": warm_fit,
                 "acquisition_seconds": acquisition,
                 "hyperparameters": surrogate.hyperparameters(),
             })
