@@ -25,6 +25,7 @@ use serde_json::json;
 use tvbo::acquisition::{AcquisitionOptions, beta_wdbo, maximize_ucb};
 use tvbo::domain::config::{CreateSession, SessionConfig};
 use tvbo::gp::{FitOptions, KernelKind, KernelSpec, fit_hyperparameters};
+use tvbo::policy::surrogate::standardised;
 use tvbo::policy::{self, Observation, PolicyRng, PolicyState, SuggestContext, Surrogate};
 
 /// Time one suggest, one fit and one UCB maximisation per data set.
@@ -50,19 +51,6 @@ struct DataSet {
     t: Vec<f64>,
     y: Vec<f64>,
     t_next: f64,
-}
-
-/// Inputs, times and values standardised as a session's surrogate standardises them (mean
-/// 0, population standard deviation 1).
-fn standardised(data: &[Observation]) -> (Vec<Vec<f64>>, Vec<f64>, Vec<f64>) {
-    let n = data.len() as f64;
-    let mean = data.iter().map(|o| o.y).sum::<f64>() / n;
-    let sd = (data.iter().map(|o| (o.y - mean).powi(2)).sum::<f64>() / n).sqrt();
-    (
-        data.iter().map(|o| o.x.clone()).collect(),
-        data.iter().map(|o| o.t).collect(),
-        data.iter().map(|o| (o.y - mean) / sd).collect(),
-    )
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -144,7 +132,7 @@ fn main() -> anyhow::Result<()> {
         let warm_fit = if n > 2 {
             let previous = Surrogate::fit(spec, input.dim, &data[..n - 1], None, None)?;
             let start = *previous.hyperparameters();
-            let (xs, ts, ys) = standardised(&data);
+            let (_, _, xs, ts, ys) = standardised(&data);
             Some(timed(args.repeats, || {
                 fit_hyperparameters(spec, &xs, &ts, &ys, Some(&start), &FitOptions::default())
                     .expect("fit")

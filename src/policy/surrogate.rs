@@ -13,9 +13,9 @@ pub struct Surrogate {
 }
 
 /// The data's mean and standard deviation (scale 1 when the values do not vary), inputs,
-/// times and standardised values.
+/// times and standardised values: what [`Surrogate::fit`] fits.
 #[allow(clippy::type_complexity)]
-fn standardised(data: &[Observation]) -> (f64, f64, Vec<Vec<f64>>, Vec<f64>, Vec<f64>) {
+pub fn standardised(data: &[Observation]) -> (f64, f64, Vec<Vec<f64>>, Vec<f64>, Vec<f64>) {
     let n = data.len().max(1) as f64;
     let mean = data.iter().map(|o| o.y).sum::<f64>() / n;
     let variance = data.iter().map(|o| (o.y - mean).powi(2)).sum::<f64>() / n;
