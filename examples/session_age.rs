@@ -153,10 +153,11 @@ async fn fresh_session(
     let change = ChangeSet {
         new_observations: (1..=active)
             .map(|seq| {
-                let mut o = observation(history - active + seq, 0.0, true);
-                o.t = (history - active + seq) as f64 * STEP;
-                o.seq = seq;
-                o
+                let old_seq = history - active + seq;
+                ObservationRow {
+                    seq,
+                    ..observation(old_seq, old_seq as f64 * STEP, true)
+                }
             })
             .collect(),
         state: Some(state(active)),
