@@ -1,0 +1,110 @@
+"""Python client of tvbo, time-varying Bayesian optimization as a service.
+
+>>> import tvbo
+>>> with tvbo.Client("http://127.0.0.1:8080", api_key) as client:   # doctest: +SKIP
+...     session = client.create_session([tvbo.Float("x", 0, 10)], model={"warmup": 3})
+...     session.optimize(lambda p: -(p["x"] - 3) ** 2, iterations=20, workers=2)
+...     print(session.best())
+"""
+
+from ._core import Algorithm, ObservationItem, RetryPolicy, SuggestionRef
+from .aio import AsyncClient, AsyncSession
+from .client import Client, Session
+from .errors import (
+    ApiError,
+    BadRequest,
+    Conflict,
+    ConnectionFailed,
+    InvalidField,
+    NotFound,
+    RateLimited,
+    ServiceUnavailable,
+    TvboError,
+    Unauthorized,
+)
+from .models import (
+    AlgorithmName,
+    Arm,
+    ArmSpec,
+    Best,
+    ComputeTime,
+    DecodeError,
+    FittedHyperparameters,
+    Float,
+    Goal,
+    Int,
+    KernelKind,
+    ModelConfig,
+    ModelOptions,
+    ModelView,
+    Observation,
+    ObservationInput,
+    ParameterSpec,
+    Params,
+    Prediction,
+    PredictResponse,
+    Problem,
+    RegretPoint,
+    RegretReport,
+    Relevance,
+    ResponseTime,
+    ResponseTimeSample,
+    SessionInfo,
+    Suggestion,
+    TimeConfig,
+    TimeOptions,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Algorithm",
+    "AlgorithmName",
+    "ApiError",
+    "Arm",
+    "ArmSpec",
+    "AsyncClient",
+    "AsyncSession",
+    "BadRequest",
+    "Best",
+    "Client",
+    "ComputeTime",
+    "Conflict",
+    "ConnectionFailed",
+    "DecodeError",
+    "FittedHyperparameters",
+    "Float",
+    "Goal",
+    "Int",
+    "InvalidField",
+    "KernelKind",
+    "ModelConfig",
+    "ModelOptions",
+    "ModelView",
+    "NotFound",
+    "Observation",
+    "ObservationInput",
+    "ObservationItem",
+    "ParameterSpec",
+    "Params",
+    "PredictResponse",
+    "Prediction",
+    "Problem",
+    "RateLimited",
+    "RegretPoint",
+    "RegretReport",
+    "Relevance",
+    "ResponseTime",
+    "ResponseTimeSample",
+    "RetryPolicy",
+    "ServiceUnavailable",
+    "Session",
+    "SessionInfo",
+    "Suggestion",
+    "SuggestionRef",
+    "TimeConfig",
+    "TimeOptions",
+    "TvboError",
+    "Unauthorized",
+    "__version__",
+]

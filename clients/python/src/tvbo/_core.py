@@ -1,0 +1,244 @@
+"""What the sync and async clients share: the requests of every operation, the retry
+policy, and the handling of answers. No I/O happens here."""
+
+from __future__ import annotations
+
+import dataclasses
+import email.utils
+import random
+import time
+import uuid
+from datetime import datetime, timezone
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+
+import httpx
+
+from . import models
+from .errors import ApiError, api_error
+from .models import (
+    AlgorithmName,
+    ArmSpec,
+    Goal,
+    ModelOptions,
+    ObservationInput,
+    ParameterSpec,
+    Params,
+    Suggestion,
+    TimeOptions,
+)
+
+DEFAULT_BASE_URL = "http://127.0.0.1:8080"
+USER_AGENT = "tvbo-python"
+
+SuggestionRef = Union[Suggestion, str, Mapping[str, float]]
+"""What an observation is for: a :class:`Suggestion`, a suggestion's id, or a setting
+of the client's own (a mapping of parameter name to value)."""
+
+ObservationItem = Union[ObservationInput, Tuple[SuggestionRef, float]]
+"""One element of a batch observe: an :class:`ObservationInput` or ``(suggestion, value)``."""
+
+Algorithm = Union[AlgorithmName, Mapping[str, Any]]
+"""An algorithm by name (``"bolt"``), or with options (``{"name": "w-dbo", "alpha": 0.5}``)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Call:
+    """One API request. A POST carries ``idempotency_key``, sent with every attempt."""
+
+    method: str
+    path: str
+    params: Optional[Dict[str, str]] = None
+    json: Any = None
+    idempotency_key: Optional[str] = None
+
+
+def post(path: str, body: Any, idempotency_key: Optional[str] = None) -> Call:
+    """A POST with a fresh idempotency key unless one is given."""
+    return Call("POST", path, json=body, idempotency_key=idempotency_key or str(uuid.uuid4()))
+
+
+@dataclasses.dataclass(frozen=True)
+class RetryPolicy:
+    """When and how long to wait before retrying.
+
+    A request is retried, up to ``retries`` times, after a connection error or timeout,
+    a 429, a 503, or a 409 ``concurrent-change``. The wait is the answer's
+    ``Retry-After`` when it gives one (honoured up to ``max_retry_after`` seconds; a longer
+    one is raised at once), else a "full jitter" back-off: uniform in
+    ``[0, min(max_backoff, backoff * 2**attempt)]``.
+    """
+
+    retries: int = 5
+    backoff: float = 0.2
+    max_backoff: float = 10.0
+    max_retry_after: float = 60.0
+
+    def delay(self, attempt: int, retry_after: Optional[float]) -> Optional[float]:
+        """Seconds to wait before retry number ``attempt + 1``; None: give up."""
+        if attempt >= self.retries:
+            return None
+        if retry_after is not None:
+            if retry_after > self.max_retry_after:
+                return None
+            return retry_after + random.uniform(0.0, min(0.1, self.backoff))
+        return random.uniform(0.0, min(self.max_backoff, self.backoff * (2.0**attempt)))
+
+
+RETRYABLE_TRANSPORT = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
+"""httpx errors after which a request is retried (it never got an answer)."""
+
+
+def headers(call: Call) -> Dict[str, str]:
+    """Per-request headers (the idempotency key)."""
+    return {"Idempotency-Key": call.idempotency_key} if call.idempotency_key else {}
+
+
+def retry_after(response: httpx.Response) -> Optional[float]:
+    """The ``Retry-After`` header in seconds (delta-seconds or an HTTP date), if any."""
+    value = response.headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def is_retryable(error: ApiError) -> bool:
+    """Whether an error answer is worth retrying as is."""
+    return error.status in (429, 503) or (error.status == 409 and error.kind == "concurrent-change")
+
+
+def check(call: Call, response: httpx.Response, attempt: int) -> Any:
+    """The decoded JSON of a 2xx answer (None for 204); raises :class:`ApiError` otherwise.
+
+    A DELETE retried after a lost answer may find the session already gone: its 404 on a
+    retry counts as done.
+    """
+    if response.status_code == 204:
+        return None
+    if 200 <= response.status_code < 300:
+        return response.json()
+    if call.method == "DELETE" and response.status_code == 404 and attempt > 0:
+        return None
+    try:
+        body: Any = response.json()
+    except ValueError:
+        body = response.text
+    raise api_error(response.status_code, body, retry_after(response))
+
+
+# ---------------------------------------------------------------- request bodies
+
+
+def _drop_none(d: Mapping[str, Any]) -> Dict[str, Any]:
+    return {k: v for k, v in d.items() if v is not None}
+
+
+def parameter_json(p: ParameterSpec) -> Dict[str, Any]:
+    return _drop_none(dataclasses.asdict(p))
+
+
+def create_session_body(
+    parameters: Sequence[ParameterSpec],
+    name: Optional[str],
+    goal: Optional[Goal],
+    algorithm: Optional[Algorithm],
+    model: Optional[ModelOptions],
+    time: Optional[TimeOptions],
+    arms: Optional[Sequence[ArmSpec]],
+    seed: Optional[int],
+) -> Dict[str, Any]:
+    """The body of ``POST /v1/sessions``."""
+    if isinstance(algorithm, str):
+        algorithm_json: Optional[Dict[str, Any]] = {"name": algorithm}
+    else:
+        algorithm_json = dict(algorithm) if algorithm is not None else None
+    return _drop_none(
+        {
+            "name": name,
+            "goal": goal,
+            "parameters": [parameter_json(p) for p in parameters],
+            "algorithm": algorithm_json,
+            "model": _drop_none(model) if model is not None else None,
+            "time": _drop_none(time) if time is not None else None,
+            "arms": [_drop_none(dataclasses.asdict(a)) for a in arms] if arms is not None else None,
+            "seed": seed,
+        }
+    )
+
+
+def observation_json(
+    suggestion: SuggestionRef,
+    value: float,
+    measured_at: Optional[datetime] = None,
+    t: Optional[float] = None,
+    regret: Optional[float] = None,
+) -> Dict[str, Any]:
+    """One observation's JSON (schema ``ObservationInput``)."""
+    body: Dict[str, Any] = {"value": float(value)}
+    if isinstance(suggestion, Suggestion):
+        body["suggestion_id"] = suggestion.id
+    elif isinstance(suggestion, str):
+        body["suggestion_id"] = suggestion
+    else:
+        body["params"] = {k: float(v) for k, v in suggestion.items()}
+    if measured_at is not None:
+        body["measured_at"] = models.format_datetime(measured_at)
+    if t is not None:
+        body["t"] = float(t)
+    if regret is not None:
+        body["regret"] = float(regret)
+    return body
+
+
+def batch_json(items: Iterable[ObservationItem]) -> Dict[str, Any]:
+    """The body of a batch observe (``{"observations": [...]}``)."""
+    out: List[Dict[str, Any]] = []
+    for item in items:
+        if isinstance(item, ObservationInput):
+            ref: SuggestionRef
+            if item.suggestion_id is not None:
+                ref = item.suggestion_id
+            elif item.params is not None:
+                ref = item.params
+            else:
+                raise ValueError("an ObservationInput needs suggestion_id or params")
+            out.append(observation_json(ref, item.value, item.measured_at, item.t, item.regret))
+        else:
+            ref, value = item
+            out.append(observation_json(ref, value))
+    if not out:
+        raise ValueError("a batch observe needs at least one observation")
+    return {"observations": out}
+
+
+def suggest_body(count: int, t: Optional[float]) -> Dict[str, Any]:
+    return _drop_none({"count": count, "t": t})
+
+
+def predict_body(points: Sequence[Mapping[str, float]], t: Optional[float]) -> Dict[str, Any]:
+    return _drop_none({"points": [{k: float(v) for k, v in p.items()} for p in points], "t": t})
+
+
+def fmt_float(t: float) -> str:
+    """A float for a query string, exactly (repr round-trips)."""
+    return repr(float(t))
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def params_of(suggestion: SuggestionRef) -> Optional[Params]:
+    """The setting a reference names, when it carries one."""
+    if isinstance(suggestion, Suggestion):
+        return suggestion.params
+    if isinstance(suggestion, str):
+        return None
+    return dict(suggestion)

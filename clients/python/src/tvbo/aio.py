@@ -1,0 +1,294 @@
+"""The asyncio client: :class:`AsyncClient` and its :class:`AsyncSession` handles,
+method for method the same as the synchronous ones."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from datetime import datetime
+from types import TracebackType
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Type,
+)
+
+import httpx
+
+from . import _core
+from ._core import Algorithm, Call, ObservationItem, RetryPolicy, SuggestionRef
+from .errors import ApiError, ConnectionFailed
+from .models import (
+    ArmSpec,
+    Best,
+    Goal,
+    ModelOptions,
+    ModelView,
+    Observation,
+    ObservationList,
+    ParameterSpec,
+    Params,
+    PredictResponse,
+    RegretReport,
+    SessionInfo,
+    SessionList,
+    Suggestion,
+    TimeOptions,
+    decode,
+)
+
+if TYPE_CHECKING:  # pandas is optional
+    import pandas
+
+
+class AsyncClient:
+    """The asyncio twin of :class:`tvbo.Client` (same arguments, same retries)."""
+
+    def __init__(
+        self,
+        base_url: Optional[str] = None,
+        api_key: Optional[str] = None,
+        *,
+        timeout: "float | httpx.Timeout" = 60.0,
+        retry: Optional[RetryPolicy] = None,
+        transport: Optional[httpx.AsyncBaseTransport] = None,
+    ) -> None:
+        self.base_url = (base_url or os.environ.get("TVBO_URL") or _core.DEFAULT_BASE_URL).rstrip(
+            "/"
+        )
+        key = api_key if api_key is not None else os.environ.get("TVBO_API_KEY")
+        headers = {"User-Agent": _core.USER_AGENT}
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        self.retry = retry or RetryPolicy()
+        self._http = httpx.AsyncClient(
+            base_url=self.base_url, headers=headers, timeout=timeout, transport=transport
+        )
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self._http.aclose()
+
+    async def __aenter__(self) -> "AsyncClient":
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        await self.aclose()
+
+    async def request(self, call: Call) -> Any:
+        """Send ``call`` with retries; the decoded JSON answer (None for 204)."""
+        attempt = 0
+        while True:
+            try:
+                response = await self._http.request(
+                    call.method,
+                    call.path,
+                    params=call.params,
+                    json=call.json,
+                    headers=_core.headers(call),
+                )
+                return _core.check(call, response, attempt)
+            except ApiError as e:
+                wait = self.retry.delay(attempt, e.retry_after) if _core.is_retryable(e) else None
+                if wait is None:
+                    raise
+            except _core.RETRYABLE_TRANSPORT as e:
+                wait = self.retry.delay(attempt, None)
+                if wait is None:
+                    raise ConnectionFailed(
+                        f"{call.method} {self.base_url}{call.path}: {e!r} "
+                        f"(after {attempt + 1} attempts)"
+                    ) from e
+            await asyncio.sleep(wait)
+            attempt += 1
+
+    async def create_session(
+        self,
+        parameters: Sequence[ParameterSpec],
+        *,
+        name: Optional[str] = None,
+        goal: Optional[Goal] = None,
+        algorithm: Optional[Algorithm] = None,
+        model: Optional[ModelOptions] = None,
+        time: Optional[TimeOptions] = None,
+        arms: Optional[Sequence[ArmSpec]] = None,
+        seed: Optional[int] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> "AsyncSession":
+        """Create a session; see :meth:`tvbo.Client.create_session`."""
+        body = _core.create_session_body(parameters, name, goal, algorithm, model, time, arms, seed)
+        data = await self.request(_core.post("/v1/sessions", body, idempotency_key))
+        return AsyncSession(self, decode(SessionInfo, data))
+
+    async def session(self, id: str) -> "AsyncSession":
+        """Reattach to an existing session by id (raises :class:`tvbo.NotFound`)."""
+        data = await self.request(Call("GET", f"/v1/sessions/{id}"))
+        return AsyncSession(self, decode(SessionInfo, data))
+
+    async def sessions(self, page_size: int = 50) -> AsyncIterator["AsyncSession"]:
+        """Every session the key can see, newest first, fetched a page at a time."""
+        cursor: Optional[str] = None
+        while True:
+            params = {"limit": str(page_size)}
+            if cursor is not None:
+                params["cursor"] = cursor
+            data = await self.request(Call("GET", "/v1/sessions", params=params))
+            page = decode(SessionList, data)
+            for info in page.sessions:
+                yield AsyncSession(self, info)
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+
+class AsyncSession:
+    """The asyncio twin of :class:`tvbo.Session`."""
+
+    def __init__(self, client: AsyncClient, info: SessionInfo) -> None:
+        self.client = client
+        self.info = info
+
+    @property
+    def id(self) -> str:
+        return self.info.id
+
+    @property
+    def path(self) -> str:
+        return f"/v1/sessions/{self.info.id}"
+
+    @property
+    def dashboard_url(self) -> str:
+        """The session's page on the server's dashboard."""
+        return f"{self.client.base_url}/sessions/{self.info.id}"
+
+    def __repr__(self) -> str:
+        return f"<tvbo.AsyncSession {self.info.id} {self.info.name!r}>"
+
+    async def refresh(self) -> SessionInfo:
+        """Re-read the session into :attr:`info` and return it."""
+        self.info = decode(SessionInfo, await self.client.request(Call("GET", self.path)))
+        return self.info
+
+    async def suggest(self, count: int = 1, *, t: Optional[float] = None) -> List[Suggestion]:
+        """See :meth:`tvbo.Session.suggest`."""
+        body = _core.suggest_body(count, t)
+        data = await self.client.request(_core.post(f"{self.path}/suggestions", body))
+        return [decode(Suggestion, s) for s in data["suggestions"]]
+
+    async def observe(
+        self,
+        suggestion: SuggestionRef,
+        value: float,
+        measured_at: Optional[datetime] = None,
+        *,
+        t: Optional[float] = None,
+        regret: Optional[float] = None,
+    ) -> Observation:
+        """See :meth:`tvbo.Session.observe`."""
+        body = _core.observation_json(suggestion, value, measured_at, t, regret)
+        data = await self.client.request(_core.post(f"{self.path}/observations", body))
+        return decode(ObservationList, data).observations[0]
+
+    async def observe_many(self, items: Sequence[ObservationItem]) -> List[Observation]:
+        """See :meth:`tvbo.Session.observe_many`."""
+        body = _core.batch_json(items)
+        data = await self.client.request(_core.post(f"{self.path}/observations", body))
+        return decode(ObservationList, data).observations
+
+    async def best(self, t: Optional[float] = None) -> Best:
+        """See :meth:`tvbo.Session.best`."""
+        params = {"t": _core.fmt_float(t)} if t is not None else None
+        return decode(Best, await self.client.request(Call("GET", f"{self.path}/best", params=params)))
+
+    async def predict(
+        self, points: Sequence[Mapping[str, float]], t: Optional[float] = None
+    ) -> PredictResponse:
+        """See :meth:`tvbo.Session.predict`."""
+        body = _core.predict_body(points, t)
+        data = await self.client.request(_core.post(f"{self.path}/predict", body))
+        return decode(PredictResponse, data)
+
+    async def regret(self) -> RegretReport:
+        """See :meth:`tvbo.Session.regret`."""
+        return decode(RegretReport, await self.client.request(Call("GET", f"{self.path}/regret")))
+
+    async def model(self) -> ModelView:
+        """See :meth:`tvbo.Session.model`."""
+        return decode(ModelView, await self.client.request(Call("GET", f"{self.path}/model")))
+
+    async def observations(
+        self, *, include_pruned: bool = False, page_size: int = 1000, after: Optional[int] = None
+    ) -> AsyncIterator[Observation]:
+        """See :meth:`tvbo.Session.observations`."""
+        while True:
+            params = {"limit": str(page_size), "include_pruned": str(include_pruned).lower()}
+            if after is not None:
+                params["after"] = str(after)
+            data = await self.client.request(
+                Call("GET", f"{self.path}/observations", params=params)
+            )
+            page = decode(ObservationList, data)
+            for observation in page.observations:
+                yield observation
+            if page.next_after is None:
+                return
+            after = page.next_after
+
+    async def delete(self) -> None:
+        """Delete the session and everything in it."""
+        await self.client.request(Call("DELETE", self.path))
+
+    async def to_pandas(self, *, include_pruned: bool = True) -> "pandas.DataFrame":
+        """The observations as a DataFrame (needs ``pip install tvbo[pandas]``)."""
+        from ._pandas import observations_frame
+
+        rows = [o async for o in self.observations(include_pruned=include_pruned)]
+        return observations_frame(rows)
+
+    async def optimize(
+        self,
+        fn: Callable[[Params], Awaitable[float]],
+        iterations: int,
+        *,
+        workers: int = 1,
+        callback: Optional[Callable[[Suggestion, Observation], None]] = None,
+    ) -> List[Observation]:
+        """:meth:`tvbo.Session.optimize` with ``workers`` tasks awaiting ``fn``; the first
+        exception cancels nothing in flight but stops new work, and is raised at the end."""
+        if iterations < 0 or workers < 1:
+            raise ValueError("iterations must be >= 0 and workers >= 1")
+        left = iterations
+        errors: List[BaseException] = []
+        stored: List[Observation] = []
+
+        async def work() -> None:
+            nonlocal left
+            while left > 0 and not errors:
+                left -= 1
+                try:
+                    (suggestion,) = await self.suggest(1)
+                    value = await fn(dict(suggestion.params))
+                    observation = await self.observe(suggestion, value)
+                except Exception as e:  # noqa: BLE001 - re-raised below
+                    errors.append(e)
+                    return
+                stored.append(observation)
+                if callback is not None:
+                    callback(suggestion, observation)
+
+        await asyncio.gather(*(work() for _ in range(min(workers, max(iterations, 1)))))
+        if errors:
+            raise errors[0]
+        return sorted(stored, key=lambda o: o.seq)

@@ -1,0 +1,333 @@
+"""The synchronous client: :class:`Client` and its :class:`Session` handles."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time as _time
+from datetime import datetime
+from types import TracebackType
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Dict,
+    Iterator,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Type,
+)
+
+import httpx
+
+from . import _core
+from ._core import Algorithm, Call, ObservationItem, RetryPolicy, SuggestionRef
+from .errors import ApiError, ConnectionFailed
+from .models import (
+    ArmSpec,
+    Best,
+    Goal,
+    ModelOptions,
+    ModelView,
+    Observation,
+    ObservationList,
+    ParameterSpec,
+    Params,
+    PredictResponse,
+    RegretReport,
+    SessionInfo,
+    SessionList,
+    Suggestion,
+    TimeOptions,
+    decode,
+)
+
+if TYPE_CHECKING:  # pandas is optional
+    import pandas
+
+
+class Client:
+    """A connection to a tvbo server.
+
+    ``base_url`` defaults to ``$TVBO_URL`` or ``http://127.0.0.1:8080``; ``api_key`` to
+    ``$TVBO_API_KEY`` (every ``/v1`` request needs one unless the server runs with
+    ``TVBO_AUTH=off``). ``timeout`` is seconds per attempt (``httpx.Timeout`` for more
+    control). Failed attempts are retried as :class:`RetryPolicy` says; every POST carries
+    an ``Idempotency-Key`` that its retries repeat, so a retried write acts once.
+    The client is thread-safe; close it (or use ``with``) to release its connections.
+    """
+
+    def __init__(
+        self,
+        base_url: Optional[str] = None,
+        api_key: Optional[str] = None,
+        *,
+        timeout: "float | httpx.Timeout" = 60.0,
+        retry: Optional[RetryPolicy] = None,
+        transport: Optional[httpx.BaseTransport] = None,
+    ) -> None:
+        self.base_url = (base_url or os.environ.get("TVBO_URL") or _core.DEFAULT_BASE_URL).rstrip(
+            "/"
+        )
+        key = api_key if api_key is not None else os.environ.get("TVBO_API_KEY")
+        headers = {"User-Agent": _core.USER_AGENT}
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        self.retry = retry or RetryPolicy()
+        self._http = httpx.Client(
+            base_url=self.base_url, headers=headers, timeout=timeout, transport=transport
+        )
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._http.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        self.close()
+
+    def request(self, call: Call) -> Any:
+        """Send ``call`` with retries; the decoded JSON answer (None for 204)."""
+        attempt = 0
+        while True:
+            try:
+                response = self._http.request(
+                    call.method,
+                    call.path,
+                    params=call.params,
+                    json=call.json,
+                    headers=_core.headers(call),
+                )
+                return _core.check(call, response, attempt)
+            except ApiError as e:
+                wait = self.retry.delay(attempt, e.retry_after) if _core.is_retryable(e) else None
+                if wait is None:
+                    raise
+            except _core.RETRYABLE_TRANSPORT as e:
+                wait = self.retry.delay(attempt, None)
+                if wait is None:
+                    raise ConnectionFailed(
+                        f"{call.method} {self.base_url}{call.path}: {e!r} "
+                        f"(after {attempt + 1} attempts)"
+                    ) from e
+            _time.sleep(wait)
+            attempt += 1
+
+    def create_session(
+        self,
+        parameters: Sequence[ParameterSpec],
+        *,
+        name: Optional[str] = None,
+        goal: Optional[Goal] = None,
+        algorithm: Optional[Algorithm] = None,
+        model: Optional[ModelOptions] = None,
+        time: Optional[TimeOptions] = None,
+        arms: Optional[Sequence[ArmSpec]] = None,
+        seed: Optional[int] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> "Session":
+        """Create a session (``POST /v1/sessions``); None leaves the server's default.
+
+        ``parameters`` are built with :func:`tvbo.Float` and :func:`tvbo.Int`;
+        ``algorithm`` is a name (``"bolt"``, the default) or a mapping with options
+        (``{"name": "w-dbo", "alpha": 0.5}``); ``model`` and ``time`` take the options of
+        the API guide (``{"warmup": 5}``, ``{"source": "client"}``).
+        """
+        body = _core.create_session_body(parameters, name, goal, algorithm, model, time, arms, seed)
+        info = decode(SessionInfo, self.request(_core.post("/v1/sessions", body, idempotency_key)))
+        return Session(self, info)
+
+    def session(self, id: str) -> "Session":
+        """Reattach to an existing session by id (raises :class:`tvbo.NotFound`)."""
+        return Session(self, decode(SessionInfo, self.request(Call("GET", f"/v1/sessions/{id}"))))
+
+    def sessions(self, page_size: int = 50) -> Iterator["Session"]:
+        """Every session the key can see, newest first, fetched a page at a time."""
+        cursor: Optional[str] = None
+        while True:
+            params = {"limit": str(page_size)}
+            if cursor is not None:
+                params["cursor"] = cursor
+            page = decode(SessionList, self.request(Call("GET", "/v1/sessions", params=params)))
+            for info in page.sessions:
+                yield Session(self, info)
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+
+class Session:
+    """A handle on one session. ``info`` is the session as last read (see
+    :meth:`refresh`); every method is one or a few API calls."""
+
+    def __init__(self, client: Client, info: SessionInfo) -> None:
+        self.client = client
+        self.info = info
+
+    @property
+    def id(self) -> str:
+        return self.info.id
+
+    @property
+    def path(self) -> str:
+        return f"/v1/sessions/{self.info.id}"
+
+    @property
+    def dashboard_url(self) -> str:
+        """The session's page on the server's dashboard."""
+        return f"{self.client.base_url}/sessions/{self.info.id}"
+
+    def __repr__(self) -> str:
+        return f"<tvbo.Session {self.info.id} {self.info.name!r}>"
+
+    def refresh(self) -> SessionInfo:
+        """Re-read the session (counts, status) into :attr:`info` and return it."""
+        self.info = decode(SessionInfo, self.client.request(Call("GET", self.path)))
+        return self.info
+
+    def suggest(self, count: int = 1, *, t: Optional[float] = None) -> List[Suggestion]:
+        """Ask for ``count`` (1 to 64) settings to evaluate. They stay pending until
+        observed (or until ``time.pending_timeout``), so concurrent callers get distinct
+        points. ``t`` is required in client-time sessions and refused otherwise."""
+        data = self.client.request(
+            _core.post(f"{self.path}/suggestions", _core.suggest_body(count, t))
+        )
+        return [decode(Suggestion, s) for s in data["suggestions"]]
+
+    def observe(
+        self,
+        suggestion: SuggestionRef,
+        value: float,
+        measured_at: Optional[datetime] = None,
+        *,
+        t: Optional[float] = None,
+        regret: Optional[float] = None,
+    ) -> Observation:
+        """Record ``value`` measured for ``suggestion`` (a :class:`Suggestion`, its id, or
+        a setting of your own as a mapping). ``measured_at`` (timezone-aware) defaults to
+        when the server receives it; ``t`` replaces it in client-time sessions. Retried
+        safely: a retry after a lost answer stores nothing twice."""
+        body = _core.observation_json(suggestion, value, measured_at, t, regret)
+        data = self.client.request(_core.post(f"{self.path}/observations", body))
+        return decode(ObservationList, data).observations[0]
+
+    def observe_many(self, items: Sequence[ObservationItem]) -> List[Observation]:
+        """Record several observations in one request, all or nothing (1 to 1000 items:
+        :class:`tvbo.ObservationInput` or ``(suggestion, value)`` pairs)."""
+        data = self.client.request(_core.post(f"{self.path}/observations", _core.batch_json(items)))
+        return decode(ObservationList, data).observations
+
+    def best(self, t: Optional[float] = None) -> Best:
+        """The setting with the best posterior mean at session time ``t`` (default now)."""
+        params = {"t": _core.fmt_float(t)} if t is not None else None
+        return decode(Best, self.client.request(Call("GET", f"{self.path}/best", params=params)))
+
+    def predict(
+        self, points: Sequence[Mapping[str, float]], t: Optional[float] = None
+    ) -> PredictResponse:
+        """Posterior mean and standard deviation of the objective at each point."""
+        body = _core.predict_body(points, t)
+        return decode(PredictResponse, self.client.request(_core.post(f"{self.path}/predict", body)))
+
+    def regret(self) -> RegretReport:
+        """The regret of every observation (reported, or estimated by the current model)."""
+        return decode(RegretReport, self.client.request(Call("GET", f"{self.path}/regret")))
+
+    def model(self) -> ModelView:
+        """The model: dataset size, hyperparameters, response time, relevance, state."""
+        return decode(ModelView, self.client.request(Call("GET", f"{self.path}/model")))
+
+    def observations(
+        self, *, include_pruned: bool = False, page_size: int = 1000, after: Optional[int] = None
+    ) -> Iterator[Observation]:
+        """Every observation in order (active ones only unless ``include_pruned``),
+        fetched ``page_size`` at a time as the iterator is consumed."""
+        while True:
+            params = {"limit": str(page_size), "include_pruned": str(include_pruned).lower()}
+            if after is not None:
+                params["after"] = str(after)
+            page = decode(
+                ObservationList,
+                self.client.request(Call("GET", f"{self.path}/observations", params=params)),
+            )
+            yield from page.observations
+            if page.next_after is None:
+                return
+            after = page.next_after
+
+    def delete(self) -> None:
+        """Delete the session and everything in it."""
+        self.client.request(Call("DELETE", self.path))
+
+    def to_pandas(self, *, include_pruned: bool = True) -> "pandas.DataFrame":
+        """The observations as a DataFrame (needs ``pip install tvbo[pandas]``)."""
+        from ._pandas import observations_frame
+
+        return observations_frame(self.observations(include_pruned=include_pruned))
+
+    def optimize(
+        self,
+        fn: Callable[[Params], float],
+        iterations: int,
+        *,
+        workers: int = 1,
+        callback: Optional[Callable[[Suggestion, Observation], None]] = None,
+    ) -> List[Observation]:
+        """Ask, evaluate, tell ``iterations`` times in all, ``workers`` at a time.
+
+        Each of ``workers`` threads loops: suggest one setting, compute
+        ``fn(params)``, observe the value. Suggestions in flight are pending on the
+        server, so the workers get distinct points. ``callback`` (called from the worker
+        threads) sees each observation as it is stored. If ``fn`` or a request raises,
+        the workers stop taking new work and the first exception is raised once they
+        have finished; the observations stored up to then are in the session. Returns
+        the stored observations in order.
+        """
+        if iterations < 0 or workers < 1:
+            raise ValueError("iterations must be >= 0 and workers >= 1")
+        lock = threading.Lock()
+        state: Dict[str, Any] = {"left": iterations, "error": None}
+        stored: List[Observation] = []
+
+        def take() -> bool:
+            with lock:
+                if state["left"] <= 0 or state["error"] is not None:
+                    return False
+                state["left"] -= 1
+                return True
+
+        def work() -> None:
+            try:
+                while take():
+                    (suggestion,) = self.suggest(1)
+                    value = fn(dict(suggestion.params))
+                    observation = self.observe(suggestion, value)
+                    with lock:
+                        stored.append(observation)
+                    if callback is not None:
+                        callback(suggestion, observation)
+            except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread
+                with lock:
+                    if state["error"] is None:
+                        state["error"] = e
+
+        threads = [
+            threading.Thread(target=work, name=f"tvbo-optimize-{i}", daemon=True)
+            for i in range(min(workers, max(iterations, 1)))
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if state["error"] is not None:
+            raise state["error"]
+        return sorted(stored, key=lambda o: o.seq)

@@ -1,0 +1,106 @@
+"""Exceptions raised by the tvbo client.
+
+Every answer of the server outside 2xx becomes an :class:`ApiError` (a subclass by
+status) carrying the problem+json fields: ``status``, ``type``, ``title``, ``detail`` and
+``field`` (the dotted path of the offending field, e.g. ``observations[1].value``, or
+None). A request that never got an answer after every retry raises
+:class:`ConnectionFailed`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional, Type
+
+
+class TvboError(Exception):
+    """Base class of every error the client raises."""
+
+
+class ConnectionFailed(TvboError):
+    """No answer from the server after every retry (refused, reset or timed out); the
+    underlying ``httpx`` exception is chained as ``__cause__``."""
+
+
+class ApiError(TvboError):
+    """The server answered with an error (``application/problem+json``)."""
+
+    def __init__(
+        self,
+        status: int,
+        detail: str,
+        *,
+        type: str = "about:blank",
+        title: str = "",
+        field: Optional[str] = None,
+        retry_after: Optional[float] = None,
+    ) -> None:
+        super().__init__(f"{status} {title}: {detail}" if title else f"{status}: {detail}")
+        self.status = status
+        self.detail = detail
+        self.type = type
+        self.title = title
+        self.field = field
+        self.retry_after = retry_after
+
+    @property
+    def kind(self) -> str:
+        """The last segment of ``type``, e.g. ``invalid-field`` or ``too-many-pending``."""
+        return self.type.rstrip("/").rsplit("/", 1)[-1]
+
+
+class BadRequest(ApiError):
+    """400: malformed JSON, query string or header."""
+
+
+class Unauthorized(ApiError):
+    """401: no API key, or an unknown, revoked or mistyped one."""
+
+
+class NotFound(ApiError):
+    """404: no such session (or another tenant's), or no such route."""
+
+
+class Conflict(ApiError):
+    """409: conflicts with the session's state (e.g. a suggestion observed twice,
+    ``too-many-pending``, ``dataset-full``)."""
+
+
+class InvalidField(ApiError):
+    """422: a field's value is wrong; ``field`` names it."""
+
+
+class RateLimited(ApiError):
+    """429: the key's request rate is spent (raised once the retries are spent too)."""
+
+
+class ServiceUnavailable(ApiError):
+    """503: database unavailable, timeout, busy or at the connection cap (raised once the
+    retries are spent)."""
+
+
+_BY_STATUS: Dict[int, Type[ApiError]] = {
+    400: BadRequest,
+    401: Unauthorized,
+    404: NotFound,
+    409: Conflict,
+    422: InvalidField,
+    429: RateLimited,
+    503: ServiceUnavailable,
+}
+
+
+def api_error(status: int, body: Any, retry_after: Optional[float] = None) -> ApiError:
+    """The exception for an error answer; ``body`` is its decoded JSON, if any."""
+    cls = _BY_STATUS.get(status, ApiError)
+    if isinstance(body, dict) and isinstance(body.get("detail"), str):
+        field = body.get("field")
+        return cls(
+            status,
+            body["detail"],
+            type=str(body.get("type", "about:blank")),
+            title=str(body.get("title", "")),
+            field=field if isinstance(field, str) else None,
+            retry_after=retry_after,
+        )
+    text = body if isinstance(body, str) and body else "no problem details in the answer"
+    return cls(status, text[:500], retry_after=retry_after)

@@ -1,0 +1,465 @@
+"""Typed models of the tvbo API, mirroring the schemas of ``openapi/openapi.json``.
+
+Each dataclass or TypedDict below carries the name of its OpenAPI schema in
+:data:`SCHEMAS`; ``tests/test_openapi_drift.py`` checks every one against the schema of
+that name, field by field and both ways (names, required-ness, nullability, JSON types),
+so that a field added to or removed from either side fails the test. A dataclass field
+without a default is a required property; one with a default is optional.
+
+Responses are decoded with :func:`decode`, which ignores properties the client does not
+know (the API may add fields) and fails loudly on a missing required one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from datetime import datetime
+from typing import Any, Dict, List, Literal, Optional, Type, TypedDict, TypeVar, Union
+
+Goal = Literal["maximize", "minimize"]
+ParameterType = Literal["float", "int"]
+Scale = Literal["linear", "log"]
+KernelKind = Literal["matern12", "matern32", "matern52", "rbf"]
+TimeSource = Literal["wall", "client"]
+AlgorithmName = Literal[
+    "bolt",
+    "w-dbo",
+    "random",
+    "gp-ucb",
+    "r-gp-ucb",
+    "tv-gp-ucb",
+    "et-gp-ucb",
+    "pe-gp-ucb",
+    "pe-gp-ts",
+    "hp-gp-ts",
+    "map-gp-ts",
+]
+
+Params = Dict[str, float]
+"""A setting: parameter name → value."""
+
+
+# ---------------------------------------------------------------- request parts
+
+
+@dataclasses.dataclass(frozen=True)
+class ParameterSpec:
+    """One parameter with its bounds (``low < high``; a log scale needs ``low > 0``).
+
+    The same schema is sent in a create request and echoed, filled in, by the server.
+    :func:`Float` and :func:`Int` build one.
+    """
+
+    name: str
+    low: float
+    high: float
+    type: Optional[ParameterType] = None
+    scale: Optional[Scale] = None
+
+
+def Float(name: str, low: float, high: float, *, log: bool = False) -> ParameterSpec:
+    """A real-valued parameter in ``[low, high]``, searched on a log scale if ``log``."""
+    return ParameterSpec(name, float(low), float(high), "float", "log" if log else "linear")
+
+
+def Int(name: str, low: int, high: int, *, log: bool = False) -> ParameterSpec:
+    """An integer parameter in ``[low, high]`` (the server rounds its suggestions)."""
+    return ParameterSpec(name, float(low), float(high), "int", "log" if log else "linear")
+
+
+@dataclasses.dataclass(frozen=True)
+class ArmSpec:
+    """An arm of a finite arm set as sent by a client (``name`` defaults to ``arm-<i>``)."""
+
+    params: Params
+    name: Optional[str] = None
+
+
+class ModelOptions(TypedDict, total=False):
+    """The surrogate model's settings (schema ``ModelRequest``); absent keys take defaults."""
+
+    spatial_kernel: Optional[KernelKind]
+    temporal_kernel: Optional[KernelKind]
+    noise: Optional[float]
+    warmup: Optional[int]
+
+
+class TimeOptions(TypedDict, total=False):
+    """Time settings (schema ``TimeRequest``): ``source`` ``wall`` (default) or ``client``."""
+
+    source: Optional[TimeSource]
+    lead: Optional[float]
+    pending_timeout: Optional[float]
+
+
+@dataclasses.dataclass(frozen=True)
+class ObservationInput:
+    """One measured value for a batch observe: for a suggestion (``suggestion_id``) or for
+    a setting of the client's own (``params``). ``t`` replaces ``measured_at`` in
+    client-time sessions; ``regret`` (≥ 0) only when the client knows it."""
+
+    value: float
+    suggestion_id: Optional[str] = None
+    params: Optional[Params] = None
+    measured_at: Optional[datetime] = None
+    t: Optional[float] = None
+    regret: Optional[float] = None
+
+
+# ---------------------------------------------------------------- responses
+
+
+@dataclasses.dataclass(frozen=True)
+class Arm:
+    """An arm of a session, named."""
+
+    name: str
+    params: Params
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelConfig:
+    """The surrogate model's settings, filled in."""
+
+    spatial_kernel: KernelKind
+    warmup: int
+    temporal_kernel: Optional[KernelKind] = None
+    noise: Optional[float] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class TimeConfig:
+    """Time settings, filled in (``lead`` None: learned)."""
+
+    source: TimeSource
+    pending_timeout: float
+    lead: Optional[float] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class SessionInfo:
+    """A session as the server describes it: its filled-in configuration and counts
+    (schema ``Session``). ``algorithm`` is the filled-in algorithm configuration
+    (``{"name": ..., options...}``)."""
+
+    id: str
+    name: str
+    goal: Goal
+    parameters: List[ParameterSpec]
+    algorithm: Dict[str, Any]
+    model: ModelConfig
+    time: TimeConfig
+    seed: int
+    status: str
+    created_at: datetime
+    observation_count: int
+    dataset_size: int
+    pending_count: int
+    version: int
+    arms: Optional[List[Arm]] = None
+    max_dataset_size: Optional[int] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Suggestion:
+    """A setting to evaluate: ``params`` targets session time ``t``."""
+
+    id: str
+    params: Params
+    t: float
+    created_at: datetime
+    arm: Optional[str] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Observation:
+    """An observation as stored (``active`` False once forgotten, with the reason)."""
+
+    seq: int
+    params: Params
+    value: float
+    t: float
+    active: bool
+    suggestion_id: Optional[str] = None
+    measured_at: Optional[datetime] = None
+    regret: Optional[float] = None
+    removed_at: Optional[datetime] = None
+    removed_reason: Optional[str] = None
+    removed_t: Optional[float] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ObservationList:
+    """A page of observations (``next_after`` None on the last page)."""
+
+    observations: List[Observation]
+    next_after: Optional[int] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class SessionList:
+    """A page of sessions, newest first."""
+
+    sessions: List[SessionInfo]
+    next_cursor: Optional[str] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Best:
+    """The recommendation: the posterior mean's best setting at time ``t``."""
+
+    t: float
+    params: Params
+    mean: float
+    std: float
+    arm: Optional[str] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Prediction:
+    """The posterior of the objective at one point, in its own units."""
+
+    params: Params
+    mean: float
+    std: float
+
+
+@dataclasses.dataclass(frozen=True)
+class PredictResponse:
+    """Predictions at session time ``t``."""
+
+    t: float
+    predictions: List[Prediction]
+
+
+@dataclasses.dataclass(frozen=True)
+class RegretPoint:
+    """One point of the regret curve (``regret`` None when no model exists yet)."""
+
+    seq: int
+    t: float
+    value: float
+    estimated: bool
+    active: bool
+    cumulative_regret: float
+    regret: Optional[float] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class RegretReport:
+    """The regret of every observation, reported or estimated under the current model."""
+
+    points: List[RegretPoint]
+    cumulative_regret: float
+    average_regret: Optional[float] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class FittedHyperparameters:
+    """Hyperparameters of the last fit (variances on standardised values)."""
+
+    signal_variance: float
+    spatial_lengthscale: float
+    noise_variance: float
+    temporal_lengthscale: Optional[float] = None
+    epsilon: Optional[float] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ResponseTimeSample:
+    """Mean seconds between consecutive suggests at dataset size ``n``."""
+
+    n: int
+    seconds: float
+    count: int
+
+
+@dataclasses.dataclass(frozen=True)
+class ResponseTime:
+    """The response-time model R(n): samples and the cubic fit's coefficients."""
+
+    samples: List[ResponseTimeSample]
+    coefficients: Optional[List[float]] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ComputeTime:
+    """The server's own compute time per ``suggest`` or ``observe`` call."""
+
+    kind: str
+    count: int
+    mean_seconds: float
+    max_seconds: float
+
+
+@dataclasses.dataclass(frozen=True)
+class Relevance:
+    """How far the posterior would move without the observation ``seq``."""
+
+    seq: int
+    relevance: float
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelView:
+    """The model behind a session. ``algorithm_state`` and ``prior_selection`` are kept
+    as JSON objects (their shape depends on the algorithm)."""
+
+    dataset_size: int
+    lead: float
+    response_time: ResponseTime
+    compute_time: List[ComputeTime]
+    relevance: List[Relevance]
+    algorithm_state: Dict[str, Any]
+    hyperparameters: Optional[FittedHyperparameters] = None
+    max_dataset_size: Optional[int] = None
+    prior_selection: Optional[Dict[str, Any]] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Problem:
+    """An ``application/problem+json`` error body."""
+
+    type: str
+    title: str
+    status: int
+    detail: str
+    field: Optional[str] = None
+
+
+SCHEMAS: Dict[str, Any] = {
+    "ParameterSpec": ParameterSpec,
+    "ArmSpec": ArmSpec,
+    "ModelRequest": ModelOptions,
+    "TimeRequest": TimeOptions,
+    "ObservationInput": ObservationInput,
+    "Arm": Arm,
+    "ModelConfig": ModelConfig,
+    "TimeConfig": TimeConfig,
+    "Session": SessionInfo,
+    "SessionList": SessionList,
+    "Suggestion": Suggestion,
+    "Observation": Observation,
+    "ObservationList": ObservationList,
+    "Best": Best,
+    "Prediction": Prediction,
+    "PredictResponse": PredictResponse,
+    "RegretPoint": RegretPoint,
+    "RegretReport": RegretReport,
+    "FittedHyperparameters": FittedHyperparameters,
+    "ResponseTimeSampleView": ResponseTimeSample,
+    "ResponseTimeView": ResponseTime,
+    "ComputeTimeView": ComputeTime,
+    "RelevanceView": Relevance,
+    "ModelView": ModelView,
+    "Problem": Problem,
+}
+"""OpenAPI schema name → the client's model of it (checked by the drift test)."""
+
+ENUMS: Dict[str, Any] = {
+    "Goal": Goal,
+    "ParameterType": ParameterType,
+    "Scale": Scale,
+    "KernelKind": KernelKind,
+    "TimeSource": TimeSource,
+}
+"""OpenAPI enum schema name → the Literal type listing its values."""
+
+
+# ---------------------------------------------------------------- decoding
+
+T = TypeVar("T")
+
+
+class DecodeError(ValueError):
+    """A response did not match the model the client expected."""
+
+
+def decode(cls: Type[T], data: Any) -> T:
+    """Build the dataclass ``cls`` from decoded JSON, recursively.
+
+    Unknown properties are ignored; a missing required one or a value of the wrong JSON
+    type raises :class:`DecodeError`.
+    """
+    return typing.cast(T, _decode(cls, data, cls.__name__))
+
+
+def _decode(tp: Any, data: Any, where: str) -> Any:
+    origin = typing.get_origin(tp)
+    if tp is Any:
+        return data
+    if origin is Union:
+        args = typing.get_args(tp)
+        if data is None and type(None) in args:
+            return None
+        inner = [a for a in args if a is not type(None)]
+        return _decode(inner[0], data, where)
+    if origin is Literal:
+        if data not in typing.get_args(tp):
+            raise DecodeError(f"{where}: unexpected value {data!r}")
+        return data
+    if origin in (list, List):
+        if not isinstance(data, list):
+            raise DecodeError(f"{where}: expected an array")
+        (item,) = typing.get_args(tp)
+        return [_decode(item, x, f"{where}[{i}]") for i, x in enumerate(data)]
+    if origin in (dict, Dict):
+        if not isinstance(data, dict):
+            raise DecodeError(f"{where}: expected an object")
+        _, value = typing.get_args(tp)
+        return {str(k): _decode(value, v, f"{where}.{k}") for k, v in data.items()}
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(data, dict):
+            raise DecodeError(f"{where}: expected an object")
+        hints = typing.get_type_hints(tp)
+        kwargs: Dict[str, Any] = {}
+        for f in dataclasses.fields(tp):
+            if f.name in data:
+                kwargs[f.name] = _decode(hints[f.name], data[f.name], f"{where}.{f.name}")
+            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise DecodeError(f"{where}: missing {f.name!r}")
+        return typing.cast(Any, tp)(**kwargs)
+    if tp is float:
+        if isinstance(data, bool) or not isinstance(data, (int, float)):
+            raise DecodeError(f"{where}: expected a number")
+        return float(data)
+    if tp is int:
+        if isinstance(data, bool) or not isinstance(data, int):
+            raise DecodeError(f"{where}: expected an integer")
+        return data
+    if tp is bool:
+        if not isinstance(data, bool):
+            raise DecodeError(f"{where}: expected a boolean")
+        return data
+    if tp is str:
+        if not isinstance(data, str):
+            raise DecodeError(f"{where}: expected a string")
+        return data
+    if tp is datetime:
+        if not isinstance(data, str):
+            raise DecodeError(f"{where}: expected a date-time string")
+        return parse_datetime(data)
+    raise DecodeError(f"{where}: cannot decode into {tp!r}")  # pragma: no cover
+
+
+def parse_datetime(text: str) -> datetime:
+    """Parse an RFC 3339 timestamp (``Z`` or an offset; nanoseconds cut to microseconds)."""
+    s = text.strip()
+    if s.endswith(("Z", "z")):
+        s = s[:-1] + "+00:00"
+    # Python < 3.11 takes at most 6 fractional digits.
+    if "." in s:
+        head, rest = s.split(".", 1)
+        digits = ""
+        while rest and rest[0].isdigit():
+            digits, rest = digits + rest[0], rest[1:]
+        s = f"{head}.{(digits + '000000')[:6]}{rest}"
+    return datetime.fromisoformat(s)
+
+
+def format_datetime(value: datetime) -> str:
+    """RFC 3339 for a request; a naive datetime is refused (it has no time zone)."""
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError("measured_at must be timezone-aware (e.g. datetime.now(timezone.utc))")
+    return value.isoformat()

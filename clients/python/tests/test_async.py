@@ -1,0 +1,87 @@
+"""Every method of the asyncio client against a live server (one event loop per test,
+run with ``asyncio.run``: no pytest plugin needed)."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from typing import List
+
+import pytest
+
+import tvbo
+
+from .server import Server
+
+
+def objective(p: tvbo.Params) -> float:
+    return -((p["x"] - 3.0) ** 2)
+
+
+def test_async_client_covers_every_method(server: Server) -> None:
+    async def main() -> None:
+        async with tvbo.AsyncClient(server.url, server.api_key, timeout=30) as client:
+            s = await client.create_session(
+                [tvbo.Float("x", 0, 10), tvbo.Int("n", 1, 100, log=True)],
+                name="async",
+                algorithm={"name": "gp-ucb"},
+                model={"warmup": 2},
+                seed=3,
+            )
+            assert s.info.parameters[1] == tvbo.ParameterSpec("n", 1.0, 100.0, "int", "log")
+            suggestions = await s.suggest(count=2)
+            assert len({sg.id for sg in suggestions}) == 2
+            first = await s.observe(suggestions[0], objective(suggestions[0].params))
+            assert first.suggestion_id == suggestions[0].id
+            batch = await s.observe_many(
+                [(suggestions[1], 0.5), tvbo.ObservationInput(1.0, params={"x": 3.0, "n": 7})]
+            )
+            assert [o.value for o in batch] == [0.5, 1.0]
+
+            async def evaluate(p: tvbo.Params) -> float:
+                await asyncio.sleep(0.01)
+                return objective(p)
+
+            stored = await s.optimize(evaluate, iterations=4, workers=2)
+            assert len(stored) == 4 and len({o.suggestion_id for o in stored}) == 4
+
+            best = await s.best()
+            assert set(best.params) == {"x", "n"} and math.isfinite(best.mean)
+            assert (await s.best(t=best.t + 1.0)).t == pytest.approx(best.t + 1.0)
+            predicted = await s.predict([{"x": 3.0, "n": 7}])
+            assert predicted.predictions[0].std >= 0
+            regret = await s.regret()
+            assert len(regret.points) == 7
+            model = await s.model()
+            assert model.dataset_size == 7
+            seen: List[int] = [o.seq async for o in s.observations(page_size=2)]
+            assert len(seen) == 7 and seen == sorted(seen)
+            frame = await s.to_pandas()
+            assert list(frame["seq"]) == seen
+
+            again = await client.session(s.id)
+            assert (await again.refresh()).observation_count == 7
+            assert any([x.id == s.id async for x in client.sessions()])
+            with pytest.raises(tvbo.InvalidField) as raised:
+                await s.suggest(count=0)
+            assert raised.value.field == "count"
+            await s.delete()
+            with pytest.raises(tvbo.NotFound):
+                await client.session(s.id)
+
+    asyncio.run(main())
+
+
+def test_async_optimize_raises_the_first_error(server: Server) -> None:
+    async def main() -> None:
+        async with tvbo.AsyncClient(server.url, server.api_key) as client:
+            s = await client.create_session([tvbo.Float("x", 0, 1)], model={"warmup": 2})
+
+            async def failing(p: tvbo.Params) -> float:
+                raise ValueError("sensor offline")
+
+            with pytest.raises(ValueError, match="sensor offline"):
+                await s.optimize(failing, iterations=5, workers=2)
+            assert (await s.refresh()).observation_count == 0
+
+    asyncio.run(main())

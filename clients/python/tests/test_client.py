@@ -1,0 +1,262 @@
+"""Every method of the synchronous client against a live server."""
+
+from __future__ import annotations
+
+import math
+import threading
+from datetime import datetime, timedelta, timezone
+from typing import List
+
+import httpx
+import pytest
+
+import tvbo
+
+from .server import Server
+
+
+def make_session(client: tvbo.Client, **kwargs: object) -> tvbo.Session:
+    return client.create_session(
+        [tvbo.Float("x", 0, 10), tvbo.Int("size", 1, 1024, log=True)],
+        name="test",
+        model={"warmup": 3},
+        seed=7,
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+def objective(p: tvbo.Params) -> float:
+    return -((p["x"] - 3.0) ** 2) - (math.log2(p["size"]) - 5.0) ** 2
+
+
+def test_create_session_echoes_the_typed_configuration(client: tvbo.Client) -> None:
+    s = client.create_session(
+        [tvbo.Float("x", 0, 10), tvbo.Int("size", 1, 1024, log=True)],
+        name="typed",
+        goal="minimize",
+        algorithm={"name": "w-dbo", "alpha": 0.5},
+        model={"warmup": 4, "spatial_kernel": "rbf"},
+        time={"pending_timeout": 120},
+        seed=11,
+    )
+    info = s.info
+    assert info.name == "typed" and info.goal == "minimize" and info.seed == 11
+    assert info.parameters == [
+        tvbo.ParameterSpec("x", 0.0, 10.0, "float", "linear"),
+        tvbo.ParameterSpec("size", 1.0, 1024.0, "int", "log"),
+    ]
+    assert info.algorithm["name"] == "w-dbo" and info.algorithm["alpha"] == 0.5
+    assert info.model.warmup == 4 and info.model.spatial_kernel == "rbf"
+    assert info.time.pending_timeout == 120 and info.time.source == "wall"
+    assert info.observation_count == 0 and info.pending_count == 0
+    assert s.dashboard_url == f"{client.base_url}/sessions/{s.id}"
+    assert httpx.get(s.dashboard_url).status_code == 200
+
+
+def test_algorithm_by_name_and_arms(client: tvbo.Client) -> None:
+    s = client.create_session(
+        [tvbo.Float("x", 0, 1)],
+        algorithm="gp-ucb",
+        arms=[tvbo.ArmSpec({"x": 0.1}, "low"), tvbo.ArmSpec({"x": 0.9})],
+    )
+    assert s.info.algorithm["name"] == "gp-ucb"
+    assert s.info.arms is not None and [a.name for a in s.info.arms] == ["low", "arm-1"]
+    (suggestion,) = s.suggest()
+    assert suggestion.arm in ("low", "arm-1")
+
+
+def test_suggest_observe_and_batch(client: tvbo.Client) -> None:
+    s = make_session(client)
+    suggestions = s.suggest(count=3)
+    assert len({sg.id for sg in suggestions}) == 3
+    for sg in suggestions:
+        assert 0 <= sg.params["x"] <= 10 and 1 <= sg.params["size"] <= 1024
+        assert sg.params["size"] == round(sg.params["size"])
+    assert s.refresh().pending_count == 3
+
+    measured = datetime.now(timezone.utc) - timedelta(milliseconds=10)
+    first = s.observe(suggestions[0], objective(suggestions[0].params), measured)
+    assert first.suggestion_id == suggestions[0].id and first.active
+    assert first.measured_at is not None and abs(first.measured_at - measured) < timedelta(
+        milliseconds=1
+    )
+    by_id = s.observe(suggestions[1].id, 1.5)
+    assert by_id.suggestion_id == suggestions[1].id and by_id.value == 1.5
+    own = s.observe({"x": 3.0, "size": 32}, 0.0, regret=0.0)
+    assert own.suggestion_id is None and own.params == {"x": 3.0, "size": 32.0}
+    assert own.regret == 0.0
+
+    batch = s.observe_many(
+        [
+            (suggestions[2], -1.0),
+            tvbo.ObservationInput(value=-2.0, params={"x": 9.0, "size": 2}),
+        ]
+    )
+    assert [o.value for o in batch] == [-1.0, -2.0]
+    assert [o.seq for o in batch] == [batch[0].seq, batch[0].seq + 1]
+    info = s.refresh()
+    assert info.observation_count == 5 and info.pending_count == 0
+
+
+def test_batch_is_all_or_nothing_and_the_error_names_the_field(client: tvbo.Client) -> None:
+    s = make_session(client)
+    with pytest.raises(tvbo.InvalidField) as raised:
+        s.observe_many([({"x": 1.0, "size": 4}, 1.0), ({"x": 2.0, "size": 4}, 1e101)])
+    e = raised.value
+    assert e.status == 422 and e.field == "observations[1].value"
+    assert e.detail.startswith("observations[1].value") and e.kind == "invalid-field"
+    assert list(s.observations()) == []
+
+
+def test_errors_carry_field_and_detail(client: tvbo.Client, server: Server) -> None:
+    s = make_session(client)
+    with pytest.raises(tvbo.InvalidField) as raised:
+        s.suggest(count=65)
+    assert raised.value.field == "count" and "between 1 and 64" in raised.value.detail
+    with pytest.raises(tvbo.InvalidField) as bad_bounds:
+        client.create_session([tvbo.Float("x", 1, 0)])
+    assert bad_bounds.value.field is not None and bad_bounds.value.field.startswith("parameters[0]")
+    (sg,) = s.suggest()
+    s.observe(sg, 1.0)
+    with pytest.raises(tvbo.Conflict) as twice:
+        s.observe(sg, 2.0)
+    assert twice.value.status == 409
+    with pytest.raises(tvbo.NotFound):
+        client.session("00000000-0000-4000-8000-000000000000")
+    with tvbo.Client(server.url, "tvbo_not_a_key") as stranger:
+        with pytest.raises(tvbo.Unauthorized):
+            stranger.session(s.id)
+    with pytest.raises(ValueError, match="timezone"):
+        s.observe({"x": 1.0, "size": 2}, 1.0, datetime.now())
+
+
+def test_best_predict_regret_model(client: tvbo.Client) -> None:
+    s = make_session(client, algorithm="gp-ucb")
+    s.optimize(objective, iterations=6)
+    best = s.best()
+    assert set(best.params) == {"x", "size"} and math.isfinite(best.mean) and best.std >= 0
+    later = s.best(t=best.t + 5.0)
+    assert later.t == pytest.approx(best.t + 5.0)
+    predicted = s.predict([{"x": 3.0, "size": 32}, {"x": 9.0, "size": 2}])
+    assert [p.params for p in predicted.predictions] == [
+        {"x": 3.0, "size": 32.0},
+        {"x": 9.0, "size": 2.0},
+    ]
+    assert all(p.std >= 0 for p in predicted.predictions)
+    regret = s.regret()
+    assert len(regret.points) == 6
+    assert regret.cumulative_regret == pytest.approx(
+        sum(p.regret for p in regret.points if p.regret is not None)
+    )
+    model = s.model()
+    assert model.dataset_size == 6
+    assert model.hyperparameters is not None and model.hyperparameters.spatial_lengthscale > 0
+    assert {c.kind for c in model.compute_time} == {"suggest", "observe"}
+
+
+def test_observations_iterate_over_pages(client: tvbo.Client) -> None:
+    s = make_session(client, algorithm={"name": "r-gp-ucb", "reset_every": 4})
+    s.observe_many([({"x": float(i), "size": 8}, float(i)) for i in range(7)])
+    every = list(s.observations(include_pruned=True, page_size=2))
+    assert [o.seq for o in every] == sorted(o.seq for o in every) and len(every) == 7
+    assert [o.value for o in every] == [float(i) for i in range(7)]
+    active = list(s.observations(page_size=3))
+    assert 0 < len(active) <= 7 and all(o.active for o in active)
+    pruned = [o for o in every if not o.active]
+    assert len(pruned) == 7 - len(active)
+    assert all(o.removed_reason == "reset" and o.removed_at is not None for o in pruned)
+    tail = list(s.observations(include_pruned=True, after=every[4].seq))
+    assert [o.seq for o in tail] == [o.seq for o in every[5:]]
+
+
+def test_reattach_list_and_delete(client: tvbo.Client, server: Server) -> None:
+    s = make_session(client)
+    (sg,) = s.suggest()
+    with tvbo.Client(server.url, server.api_key) as other:  # as after a restart
+        again = other.session(s.id)
+        assert again.info.id == s.id and again.info.pending_count == 1
+        again.observe(sg, 4.0)
+        assert any(listed.id == s.id for listed in other.sessions(page_size=2))
+    assert s.refresh().observation_count == 1
+    s.delete()
+    with pytest.raises(tvbo.NotFound):
+        s.refresh()
+
+
+def test_client_time_session(client: tvbo.Client) -> None:
+    s = client.create_session(
+        [tvbo.Float("x", 0, 1)], time={"source": "client"}, model={"warmup": 2}, algorithm="bolt"
+    )
+    assert s.info.time.source == "client"
+    for step in range(4):
+        (sg,) = s.suggest(t=float(step))
+        assert sg.t >= step
+        s.observe(sg, -((sg.params["x"] - 0.5) ** 2), t=float(step))
+    with pytest.raises(tvbo.InvalidField) as raised:
+        s.suggest()
+    assert raised.value.field == "t"
+    assert s.best(t=4.0).t == 4.0
+    assert s.predict([{"x": 0.5}], t=4.0).t == 4.0
+    assert [o.t for o in s.observations()] == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_optimize_runs_workers_on_distinct_pending_points(client: tvbo.Client) -> None:
+    s = make_session(client)
+    seen: List[tvbo.Suggestion] = []
+    in_flight = 0
+    most = 0
+    lock = threading.Lock()
+    gate = threading.Barrier(3)
+
+    def fn(p: tvbo.Params) -> float:
+        nonlocal in_flight, most
+        with lock:
+            in_flight += 1
+            most = max(most, in_flight)
+        try:
+            gate.wait(timeout=5)  # the first three evaluations overlap
+        except threading.BrokenBarrierError:
+            pass
+        with lock:
+            in_flight -= 1
+        return objective(p)
+
+    stored = s.optimize(
+        fn, iterations=9, workers=3, callback=lambda sg, obs: seen.append(sg)
+    )
+    assert len(stored) == 9 and [o.seq for o in stored] == sorted(o.seq for o in stored)
+    assert len({sg.id for sg in seen}) == 9
+    assert {o.suggestion_id for o in stored} == {sg.id for sg in seen}
+    assert most == 3
+    assert s.refresh().observation_count == 9 and s.info.pending_count == 0
+
+
+def test_optimize_raises_the_first_error_and_stops(client: tvbo.Client) -> None:
+    s = make_session(client)
+    calls = 0
+
+    def fn(p: tvbo.Params) -> float:
+        nonlocal calls
+        calls += 1
+        if calls == 3:
+            raise RuntimeError("the measurement failed")
+        return 1.0
+
+    with pytest.raises(RuntimeError, match="measurement failed"):
+        s.optimize(fn, iterations=20)
+    assert calls == 3 and s.refresh().observation_count == 2
+
+
+def test_to_pandas(client: tvbo.Client) -> None:
+    import pandas  # a dependency of the CI run: this test must not skip
+
+    s = make_session(client)
+    s.observe_many([({"x": 1.0, "size": 4}, 1.0), ({"x": 2.0, "size": 8}, 2.0)])
+    frame = s.to_pandas()
+    assert isinstance(frame, pandas.DataFrame)
+    assert list(frame["value"]) == [1.0, 2.0] and list(frame["x"]) == [1.0, 2.0]
+    assert list(frame["size"]) == [4.0, 8.0] and frame["active"].all()
+    assert list(frame.columns) == [
+        "seq", "value", "t", "active", "suggestion_id", "measured_at", "regret",
+        "removed_at", "removed_reason", "removed_t", "x", "size",
+    ]
