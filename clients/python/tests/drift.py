@@ -55,7 +55,7 @@ def model_types(tp: Any) -> JsonTypes:
         return {"any"}
     if origin in (list, List):
         return {"array"}
-    if origin in (dict, Dict) or dataclasses.is_dataclass(tp) or typing.is_typeddict(tp):
+    if origin in (dict, Dict) or dataclasses.is_dataclass(tp) or hasattr(tp, "__required_keys__"):
         return {"object"}
     if tp is int:
         return {"integer", "number"}
@@ -79,7 +79,7 @@ def model_fields(model: Any) -> Dict[str, tuple[Any, bool]]:
             )
             for f in dataclasses.fields(model)
         }
-    required = getattr(model, "__required_keys__", frozenset())
+    required: "frozenset[str]" = getattr(model, "__required_keys__", frozenset())
     return {name: (hints[name], name in required) for name in hints}
 
 
