@@ -4,13 +4,14 @@ What it shows: a BOLT session following an optimum that moves. A transmitter pic
 transmit power (0 to 30 dBm) and channel (1 to 11); the value is the link's throughput
 less the energy it costs. An interferer sweeps across the channels over the day and the
 background noise rises in office hours, so the best channel and power keep changing. The
-session runs on client time (``time.source = "client"``): each step is 24 simulated
+session runs on client time (``time.source = "client"``): each step is 10 simulated
 minutes, so a whole day takes seconds. Because the simulation knows the true optimum,
 every observation reports its true regret; the script prints it as it goes and ends with
 the link to the session's dashboard page.
 
-How long: 60 steps, about 20 s against a release server (``cargo run --release``);
-``--short`` (or ``TVBO_EXAMPLE_SHORT=1``) runs 15 steps, a few seconds.
+How long: 144 steps (one line per simulated hour), about 20 s against a debug build of
+the server, less against ``cargo run --release``; ``--short`` (or
+``TVBO_EXAMPLE_SHORT=1``) runs 24 steps of an hour, a few seconds.
 
 Run: start a server, make a key, then
     TVBO_API_KEY=$(cargo run --release -q -- keys create --name radio) \\
@@ -45,11 +46,11 @@ def interference_dbm(channel: float, t: float) -> float:
 
 
 def link_value(power_dbm: float, channel: float, t: float) -> float:
-    """Throughput (Mbit/s over 20 MHz) less the energy cost of the transmit power."""
-    noise_mw = 10 ** (interference_dbm(channel, t) / 10)
-    received_mw = 10 ** ((power_dbm - 100.0) / 10)  # 100 dB path loss
-    throughput = 20.0 * math.log2(1 + received_mw / noise_mw)
-    return throughput - 0.25 * 10 ** (power_dbm / 10)
+    """Throughput (Mbit/s over 20 MHz, saturating at the best modulation's 25 dB) less
+    2 Mbit/s per dBm of transmit power (the energy and the interference it causes)."""
+    snr = 10 ** ((power_dbm - 80.0 - interference_dbm(channel, t)) / 10)  # 80 dB path loss
+    usable = snr / (1 + snr / 10**2.5)
+    return 20.0 * math.log2(1 + usable) - 2.0 * power_dbm
 
 
 def optimum(t: float) -> Tuple[float, float, int]:
@@ -63,10 +64,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", default=os.environ.get("TVBO_URL", "http://127.0.0.1:8080"))
     parser.add_argument("--key", default=os.environ.get("TVBO_API_KEY"))
-    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--steps", type=int, default=144)
     parser.add_argument("--short", action="store_true", default=bool(os.environ.get("TVBO_EXAMPLE_SHORT")))
     args = parser.parse_args()
-    steps = 15 if args.short else args.steps
+    steps = 24 if args.short else args.steps
+    every = max(1, steps // 24)  # print once per simulated hour
     rng = random.Random(1)
 
     with tvbo.Client(args.url, args.key) as client:
@@ -90,10 +92,12 @@ def main() -> None:
             total += regret
             measured = true_value + rng.gauss(0.0, 0.5)  # the measurement is noisy
             session.observe(suggestion, measured, t=t, regret=regret)
+            if step % every:
+                continue
             print(
-                f"{t / 3600:5.1f} h  power {power:5.1f} dBm  channel {channel:2.0f}  "
-                f"value {measured:6.1f}  (best {best_value:5.1f} at {best_power:4.1f} dBm, "
-                f"ch {best_channel:2d})  regret {regret:5.1f}  average {total / (step + 1):5.1f}"
+                f"{t / 3600:4.1f} h  tried {power:4.1f} dBm ch {channel:2.0f}: {measured:6.1f}  "
+                f"(optimum {best_value:5.1f} at {best_power:4.1f} dBm ch {best_channel:2d})  "
+                f"regret {regret:5.1f}, average so far {total / (step + 1):5.1f}"
             )
         report = session.regret()
         recommended = session.best(t=DAY)

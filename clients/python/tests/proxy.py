@@ -122,11 +122,15 @@ class FaultProxy:
             return  # the server has answered; the client hears nothing
         if action == "stall":
             time.sleep(self.stall_seconds)
-        h.send_response(response.status)
-        for k, v in response.getheaders():
-            if k.lower() not in ("connection", "transfer-encoding", "content-length", "date", "server"):
-                h.send_header(k, v)
-        h.send_header("content-length", str(len(payload)))
-        h.send_header("connection", "close")
-        h.end_headers()
-        h.wfile.write(payload)
+        skip = ("connection", "transfer-encoding", "content-length", "date", "server")
+        try:
+            h.send_response(response.status)
+            for k, v in response.getheaders():
+                if k.lower() not in skip:
+                    h.send_header(k, v)
+            h.send_header("content-length", str(len(payload)))
+            h.send_header("connection", "close")
+            h.end_headers()
+            h.wfile.write(payload)
+        except ConnectionError:
+            pass  # the client gave up waiting (a stall past its timeout)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import httpx
 import pytest
@@ -57,3 +58,10 @@ def test_problem_without_json_body() -> None:
 def test_batch_needs_items() -> None:
     with pytest.raises(ValueError):
         _core.batch_json([])
+
+
+def test_version_matches_pyproject() -> None:
+    import tomllib  # the tests run on Python >= 3.11
+
+    with open(Path(__file__).resolve().parents[1] / "pyproject.toml", "rb") as f:
+        assert tomllib.load(f)["project"]["version"] == tvbo.__version__

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Sequence
 
 from .models import Observation
 
@@ -13,10 +13,12 @@ if TYPE_CHECKING:
 COLUMNS = [f.name for f in dataclasses.fields(Observation) if f.name != "params"]
 
 
-def observations_frame(observations: Iterable[Observation]) -> "pandas.DataFrame":
+def observations_frame(
+    observations: Iterable[Observation], parameters: Sequence[str] = ()
+) -> "pandas.DataFrame":
     """One row per observation: the :class:`tvbo.Observation` fields (``seq`` first, no
     ``params``), then one column per parameter, named after it (``param.<name>`` when
-    the name is one of the fixed columns)."""
+    the name is one of the fixed columns), in the order of ``parameters`` first."""
     try:
         import pandas
     except ImportError as e:  # pragma: no cover - exercised only without pandas
@@ -24,7 +26,7 @@ def observations_frame(observations: Iterable[Observation]) -> "pandas.DataFrame
             "to_pandas needs pandas: pip install 'tvbo[pandas]'"
         ) from e
     rows: List[Dict[str, Any]] = []
-    names: List[str] = []
+    names: List[str] = [f"param.{n}" if n in COLUMNS else n for n in parameters]
     for o in observations:
         row: Dict[str, Any] = {c: getattr(o, c) for c in COLUMNS}
         for name, value in o.params.items():

@@ -255,7 +255,7 @@ class AsyncSession:
         from ._pandas import observations_frame
 
         rows = [o async for o in self.observations(include_pruned=include_pruned)]
-        return observations_frame(rows)
+        return observations_frame(rows, [p.name for p in self.info.parameters])
 
     async def optimize(
         self,

@@ -272,7 +272,10 @@ class Session:
         """The observations as a DataFrame (needs ``pip install tvbo[pandas]``)."""
         from ._pandas import observations_frame
 
-        return observations_frame(self.observations(include_pruned=include_pruned))
+        return observations_frame(
+            self.observations(include_pruned=include_pruned),
+            [p.name for p in self.info.parameters],
+        )
 
     def optimize(
         self,
