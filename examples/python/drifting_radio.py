@@ -55,9 +55,7 @@ def link_value(power_dbm: float, channel: float, t: float) -> float:
 
 def optimum(t: float) -> Tuple[float, float, int]:
     """The best value at time t and where it is (a fine grid over power, every channel)."""
-    return max(
-        (link_value(p / 4, c, t), p / 4, c) for c in CHANNELS for p in range(0, 121)
-    )
+    return max((link_value(p / 4, c, t), p / 4, c) for c in CHANNELS for p in range(0, 121))
 
 
 def main() -> None:
@@ -65,7 +63,9 @@ def main() -> None:
     parser.add_argument("--url", default=os.environ.get("TVBO_URL", "http://127.0.0.1:8080"))
     parser.add_argument("--key", default=os.environ.get("TVBO_API_KEY"))
     parser.add_argument("--steps", type=int, default=144)
-    parser.add_argument("--short", action="store_true", default=bool(os.environ.get("TVBO_EXAMPLE_SHORT")))
+    parser.add_argument(
+        "--short", action="store_true", default=bool(os.environ.get("TVBO_EXAMPLE_SHORT"))
+    )
     args = parser.parse_args()
     steps = 24 if args.short else args.steps
     every = max(1, steps // 24)  # print once per simulated hour

@@ -57,7 +57,9 @@ def main() -> None:
     parser.add_argument("--key", default=os.environ.get("TVBO_API_KEY"))
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--runs", type=int, default=80)
-    parser.add_argument("--short", action="store_true", default=bool(os.environ.get("TVBO_EXAMPLE_SHORT")))
+    parser.add_argument(
+        "--short", action="store_true", default=bool(os.environ.get("TVBO_EXAMPLE_SHORT"))
+    )
     args = parser.parse_args()
     runs = 16 if args.short else args.runs
     lock = threading.Lock()

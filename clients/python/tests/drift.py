@@ -101,8 +101,7 @@ def differences(spec: Dict[str, Any], name: str, model: Any) -> List[str]:
         annotation, is_required = fields[field]
         if is_required != (field in required):
             out.append(
-                f"{name}.{field}: required in the "
-                f"{'client' if is_required else 'schema'} only"
+                f"{name}.{field}: required in the {'client' if is_required else 'schema'} only"
             )
         theirs = schema_types(spec, properties[field])
         ours = model_types(annotation)

@@ -98,8 +98,12 @@ class FaultProxy:
         h.close_connection = True
         if action == "503":
             problem = json.dumps(
-                {"type": "https://tvbo.dev/problems/busy", "title": "Service Unavailable",
-                 "status": 503, "detail": "injected by the test proxy"}
+                {
+                    "type": "https://tvbo.dev/problems/busy",
+                    "title": "Service Unavailable",
+                    "status": 503,
+                    "detail": "injected by the test proxy",
+                }
             ).encode()
             h.send_response(503)
             h.send_header("content-type", "application/problem+json")

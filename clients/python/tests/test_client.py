@@ -74,7 +74,7 @@ def test_suggest_observe_and_batch(client: tvbo.Client) -> None:
         assert sg.params["size"] == round(sg.params["size"])
     assert s.refresh().pending_count == 3
 
-    measured = datetime.now(timezone.utc) - timedelta(milliseconds=10)
+    measured = datetime.now(timezone.utc)  # after the session was created: same clock
     first = s.observe(suggestions[0], objective(suggestions[0].params), measured)
     assert first.suggestion_id == suggestions[0].id and first.active
     assert first.measured_at is not None and abs(first.measured_at - measured) < timedelta(
@@ -221,9 +221,7 @@ def test_optimize_runs_workers_on_distinct_pending_points(client: tvbo.Client) -
             in_flight -= 1
         return objective(p)
 
-    stored = s.optimize(
-        fn, iterations=9, workers=3, callback=lambda sg, obs: seen.append(sg)
-    )
+    stored = s.optimize(fn, iterations=9, workers=3, callback=lambda sg, obs: seen.append(sg))
     assert len(stored) == 9 and [o.seq for o in stored] == sorted(o.seq for o in stored)
     assert len({sg.id for sg in seen}) == 9
     assert {o.suggestion_id for o in stored} == {sg.id for sg in seen}
@@ -257,6 +255,16 @@ def test_to_pandas(client: tvbo.Client) -> None:
     assert list(frame["value"]) == [1.0, 2.0] and list(frame["x"]) == [1.0, 2.0]
     assert list(frame["size"]) == [4.0, 8.0] and frame["active"].all()
     assert list(frame.columns) == [
-        "seq", "value", "t", "active", "suggestion_id", "measured_at", "regret",
-        "removed_at", "removed_reason", "removed_t", "x", "size",
+        "seq",
+        "value",
+        "t",
+        "active",
+        "suggestion_id",
+        "measured_at",
+        "regret",
+        "removed_at",
+        "removed_reason",
+        "removed_t",
+        "x",
+        "size",
     ]

@@ -64,10 +64,14 @@ def body_properties(spec: Dict[str, Any], name: str) -> Set[str]:
 def test_operations_take_every_property_of_their_body(
     spec: Dict[str, Any], schema: str, method: str, renamed: Dict[str, Set[str]]
 ) -> None:
-    owners = [tvbo.Client, tvbo.AsyncClient] if method == "create_session" else [
-        tvbo.Session,
-        tvbo.AsyncSession,
-    ]
+    owners = (
+        [tvbo.Client, tvbo.AsyncClient]
+        if method == "create_session"
+        else [
+            tvbo.Session,
+            tvbo.AsyncSession,
+        ]
+    )
     for owner in owners:
         names: Set[str] = set()
         for p in parameters(getattr(owner, method)):

@@ -39,7 +39,10 @@ def test_a_retried_observe_after_a_dropped_answer_stores_one_observation(
         attempts = proxy.entries("POST", "/observations")
         assert [e.action for e in attempts] == ["drop", "forward"]
         assert [e.upstream_status for e in attempts] == [201, 201]  # both reached the server
-        assert attempts[0].idempotency_key and attempts[0].idempotency_key == attempts[1].idempotency_key
+        assert (
+            attempts[0].idempotency_key
+            and attempts[0].idempotency_key == attempts[1].idempotency_key
+        )
         assert attempts[1].replayed == "true"  # the second answer is the first, replayed
         assert [o.suggestion_id for o in via.observations()] == [sg.id]
 

@@ -8,7 +8,7 @@ import email.utils
 import random
 import time
 import uuid
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import httpx
@@ -22,7 +22,6 @@ from .models import (
     ModelOptions,
     ObservationInput,
     ParameterSpec,
-    Params,
     Suggestion,
     TimeOptions,
 )
@@ -229,16 +228,3 @@ def predict_body(points: Sequence[Mapping[str, float]], t: Optional[float]) -> D
 def fmt_float(t: float) -> str:
     """A float for a query string, exactly (repr round-trips)."""
     return repr(float(t))
-
-
-def utc_now() -> datetime:
-    return datetime.now(timezone.utc)
-
-
-def params_of(suggestion: SuggestionRef) -> Optional[Params]:
-    """The setting a reference names, when it carries one."""
-    if isinstance(suggestion, Suggestion):
-        return suggestion.params
-    if isinstance(suggestion, str):
-        return None
-    return dict(suggestion)

@@ -22,9 +22,7 @@ def observations_frame(
     try:
         import pandas
     except ImportError as e:  # pragma: no cover - exercised only without pandas
-        raise ImportError(
-            "to_pandas needs pandas: pip install 'tvbo[pandas]'"
-        ) from e
+        raise ImportError("to_pandas needs pandas: pip install 'tvbo[pandas]'") from e
     rows: List[Dict[str, Any]] = []
     names: List[str] = [f"param.{n}" if n in COLUMNS else n for n in parameters]
     for o in observations:

@@ -210,7 +210,9 @@ class AsyncSession:
     async def best(self, t: Optional[float] = None) -> Best:
         """See :meth:`tvbo.Session.best`."""
         params = {"t": _core.fmt_float(t)} if t is not None else None
-        return decode(Best, await self.client.request(Call("GET", f"{self.path}/best", params=params)))
+        return decode(
+            Best, await self.client.request(Call("GET", f"{self.path}/best", params=params))
+        )
 
     async def predict(
         self, points: Sequence[Mapping[str, float]], t: Optional[float] = None

@@ -236,7 +236,9 @@ class Session:
     ) -> PredictResponse:
         """Posterior mean and standard deviation of the objective at each point."""
         body = _core.predict_body(points, t)
-        return decode(PredictResponse, self.client.request(_core.post(f"{self.path}/predict", body)))
+        return decode(
+            PredictResponse, self.client.request(_core.post(f"{self.path}/predict", body))
+        )
 
     def regret(self) -> RegretReport:
         """The regret of every observation (reported, or estimated by the current model)."""
