@@ -5,14 +5,14 @@ workers in threads against one session. Each suggestion handed out stays *pendin
 the server until its value arrives, and the model treats it as already evaluated, so
 workers busy at the same time are sent to different settings. The system is a cache
 whose latency depends on its size (16 MiB to 16 GiB, log scale) and its eviction
-sample size; the workload's working set doubles every 15 seconds, so the best size keeps
-growing. Each benchmark run takes 0.1 to 0.3 s. The session runs on the server's wall
+sample size; the workload's working set doubles every 4 seconds, so the best size keeps
+growing. Each benchmark run takes 0.2 to 0.6 s. The session runs on the server's wall
 clock (the default): the time axis is real time. The script prints each result with
 the worker that measured it and its true regret, how many runs overlapped, and the link
 to the session's dashboard page.
 
-How long: 4 workers, 80 runs, about 30 s; ``--short`` (or ``TVBO_EXAMPLE_SHORT=1``):
-4 workers, 16 runs, a few seconds.
+How long: 4 workers, 80 runs, about 10 s; ``--short`` (or ``TVBO_EXAMPLE_SHORT=1``):
+4 workers, 16 runs, about 3 s.
 
 Run: start a server, make a key, then
     TVBO_API_KEY=$(cargo run --release -q -- keys create --name cache) \\
@@ -34,8 +34,8 @@ START = time.monotonic()
 
 
 def working_set_mb() -> float:
-    """The workload's working set now: 200 MiB at the start, doubling every 15 s."""
-    return 200.0 * 2 ** ((time.monotonic() - START) / 15.0)
+    """The workload's working set now: 200 MiB at the start, doubling every 4 s."""
+    return 200.0 * 2 ** ((time.monotonic() - START) / 4.0)
 
 
 def latency_ms(cache_mb: float, samples: float, working_set: float) -> float:
@@ -73,7 +73,7 @@ def main() -> None:
         with lock:
             running += 1
             most_running = max(most_running, running)
-        time.sleep(random.uniform(0.1, 0.3))
+        time.sleep(random.uniform(0.2, 0.6))
         ws = working_set_mb()
         value = latency_ms(params["cache_mb"], params["samples"], ws)
         with lock:
@@ -95,6 +95,8 @@ def main() -> None:
             model={"warmup": args.workers},
         )
         print(f"session {session.id}: {runs} runs by {args.workers} workers")
+        global START
+        START = time.monotonic()  # the workload starts growing now
         stored = session.optimize(benchmark, iterations=runs, workers=args.workers)
         ids = {o.suggestion_id for o in stored}
         print(
