@@ -8,8 +8,9 @@ for the request's method and path says otherwise:
   hears of it);
 - ``"stall"``: forward, then wait ``stall_seconds`` before relaying (past the client's
   timeout);
-- ``"503"``: answer 503 (problem+json, with ``Retry-After: 0`` unless ``retry_after`` is
-  None) without forwarding.
+- ``"503"``, ``"409-concurrent"``, ``"409-conflict"``: answer 503 ``busy``, 409
+  ``concurrent-change`` or 409 ``conflict`` (problem+json, with ``Retry-After: 0`` unless
+  ``retry_after`` is None) without forwarding.
 
 Every request is logged with its idempotency key, what was done and the server's status
 and ``idempotent-replayed`` header, for the tests to check.
@@ -24,6 +25,12 @@ import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Dict, List, Optional, Tuple
+
+INJECTED = {
+    "503": (503, "busy"),
+    "409-concurrent": (409, "concurrent-change"),
+    "409-conflict": (409, "conflict"),
+}
 
 
 @dataclass
@@ -96,16 +103,17 @@ class FaultProxy:
         with self._lock:
             self.log.append(entry)
         h.close_connection = True
-        if action == "503":
+        if action in INJECTED:
+            status, kind = INJECTED[action]
             problem = json.dumps(
                 {
-                    "type": "https://tvbo.dev/problems/busy",
-                    "title": "Service Unavailable",
-                    "status": 503,
+                    "type": f"https://tvbo.dev/problems/{kind}",
+                    "title": "injected",
+                    "status": status,
                     "detail": "injected by the test proxy",
                 }
             ).encode()
-            h.send_response(503)
+            h.send_response(status)
             h.send_header("content-type", "application/problem+json")
             h.send_header("content-length", str(len(problem)))
             if self.retry_after is not None:

@@ -151,3 +151,23 @@ def test_connection_refused_raises_connection_failed() -> None:
             client.session("00000000-0000-4000-8000-000000000000")
     assert isinstance(raised.value.__cause__, httpx.ConnectError)
     assert time.monotonic() - started < 5
+
+
+def test_409_concurrent_change_is_retried_and_other_conflicts_are_not(
+    server: Server, proxy: FaultProxy
+) -> None:
+    s = session_on(server)
+    with tvbo.Client(proxy.url, server.api_key, retry=quick_retry()) as client:
+        via = client.session(s.id)
+        proxy.plan("POST", "/observations", "409-concurrent")
+        via.observe({"x": 0.5}, 1.0)
+        assert [e.action for e in proxy.entries("POST", "/observations")] == [
+            "409-concurrent",
+            "forward",
+        ]
+        proxy.plan("POST", "/observations", "409-conflict")
+        with pytest.raises(tvbo.Conflict) as raised:
+            via.observe({"x": 0.6}, 2.0)
+        assert raised.value.kind == "conflict"
+        assert len(proxy.entries("POST", "/observations")) == 3  # not retried
+        assert [o.value for o in via.observations()] == [1.0]
