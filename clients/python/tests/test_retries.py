@@ -5,6 +5,7 @@ retry reaches the server with the idempotency key of the first attempt."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import time
 from pathlib import Path
@@ -171,3 +172,19 @@ def test_409_concurrent_change_is_retried_and_other_conflicts_are_not(
         assert raised.value.kind == "conflict"
         assert len(proxy.entries("POST", "/observations")) == 3  # not retried
         assert [o.value for o in via.observations()] == [1.0]
+
+
+def test_the_async_client_retries_a_dropped_answer_once(server: Server, proxy: FaultProxy) -> None:
+    s = session_on(server)
+
+    async def main() -> None:
+        async with tvbo.AsyncClient(proxy.url, server.api_key, retry=quick_retry()) as client:
+            via = await client.session(s.id)
+            proxy.plan("POST", "/observations", "drop", "503")
+            await via.observe_many([({"x": 0.1}, 1.0), ({"x": 0.2}, 2.0)])
+            assert [o.value async for o in via.observations()] == [1.0, 2.0]
+
+    asyncio.run(main())
+    attempts = proxy.entries("POST", "/observations")
+    assert [e.action for e in attempts] == ["drop", "503", "forward"]
+    assert len({e.idempotency_key for e in attempts}) == 1 and attempts[2].replayed == "true"
