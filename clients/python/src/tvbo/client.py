@@ -295,7 +295,8 @@ class Session:
         threads) sees each observation as it is stored. If ``fn`` or a request raises,
         the workers stop taking new work and the first exception is raised once they
         have finished; the observations stored up to then are in the session. Returns
-        the stored observations in order.
+        the stored observations in order. For wall-clock sessions: a client-time session
+        needs ``t`` on every call, so drive it with :meth:`suggest` and :meth:`observe`.
         """
         if iterations < 0 or workers < 1:
             raise ValueError("iterations must be >= 0 and workers >= 1")
