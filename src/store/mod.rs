@@ -24,6 +24,10 @@ pub use crate::domain::records::{
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 
+/// A backend's turn to write, held for the length of one write transaction: SQLite's
+/// in-process writer turn, none for PostgreSQL.
+pub(crate) type WriteTurn = Option<tokio::sync::OwnedMutexGuard<()>>;
+
 /// Storage failures.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

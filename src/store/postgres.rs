@@ -8,7 +8,7 @@
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgPool, Postgres, Transaction};
 
-use super::{PoolSettings, StoreError};
+use super::{PoolSettings, StoreError, WriteTurn};
 
 /// SQLSTATE of a serialization failure and of a detected deadlock: the transaction lost a
 /// race and may be retried.
@@ -82,6 +82,14 @@ impl PostgresStore {
         self.pool
             .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             .await
+    }
+
+    /// A write transaction: PostgreSQL's row locks order concurrent writers, no turn
+    /// needed.
+    async fn begin_write(
+        &self,
+    ) -> Result<(WriteTurn, Transaction<'static, Postgres>), sqlx::Error> {
+        Ok((None, self.pool.begin().await?))
     }
 
     async fn close_pool(&self) {

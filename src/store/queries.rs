@@ -851,7 +851,7 @@ macro_rules! store_on {
                     idempotency: Option<&IdempotencyRecord>,
                 ) -> Result<(), StoreError> {
                     async {
-                        let mut tx = self.pool.begin().await?;
+                        let (_turn, mut tx) = self.begin_write().await?;
                         queries::insert_session(&mut tx, session).await?;
                         if let Some(record) = idempotency {
                             queries::insert_idempotency(&mut tx, record).await?;
@@ -905,7 +905,7 @@ macro_rules! store_on {
 
                 async fn delete_session(&self, id: Uuid) -> Result<bool, StoreError> {
                     async {
-                        let mut tx = self.pool.begin().await?;
+                        let (_turn, mut tx) = self.begin_write().await?;
                         let deleted = queries::delete_session(&mut tx, id).await?;
                         tx.commit().await?;
                         Ok(deleted)
@@ -933,7 +933,7 @@ macro_rules! store_on {
                     idempotency: Option<&IdempotencyRecord>,
                 ) -> Result<(), StoreError> {
                     async {
-                        let mut tx = self.pool.begin().await?;
+                        let (_turn, mut tx) = self.begin_write().await?;
                         queries::commit(
                         &mut tx,
                         id,
