@@ -28,8 +28,8 @@ pub struct SqliteStore {
     /// Taken for the length of each write transaction of this process. SQLite lets one
     /// writer in at a time; without this turn, the others poll the lock with SQLite's
     /// busy handler, which sleeps 1 to 100 ms between tries while the lock may already
-    /// be free: with 50 sessions writing at once the slowest call took 2 s and the
-    /// throughput was two thirds of what it is with the turn (docs/performance.md).
+    /// be free: with 50 sessions writing at once, calls waited up to 1.8 s there, and
+    /// 0.2–0.3 s with the turn (docs/performance.md, "Service overhead and throughput").
     /// Writers in another process over the same file still meet `busy_timeout`.
     writer: Arc<tokio::sync::Mutex<()>>,
 }
