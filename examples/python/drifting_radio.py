@@ -64,7 +64,9 @@ def main() -> None:
     parser.add_argument("--key", default=os.environ.get("TVBO_API_KEY"))
     parser.add_argument("--steps", type=int, default=144)
     parser.add_argument(
-        "--short", action="store_true", default=bool(os.environ.get("TVBO_EXAMPLE_SHORT"))
+        "--short",
+        action="store_true",
+        default=os.environ.get("TVBO_EXAMPLE_SHORT", "") not in ("", "0"),
     )
     args = parser.parse_args()
     steps = 24 if args.short else args.steps

@@ -58,7 +58,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--runs", type=int, default=80)
     parser.add_argument(
-        "--short", action="store_true", default=bool(os.environ.get("TVBO_EXAMPLE_SHORT"))
+        "--short",
+        action="store_true",
+        default=os.environ.get("TVBO_EXAMPLE_SHORT", "") not in ("", "0"),
     )
     args = parser.parse_args()
     runs = 16 if args.short else args.runs

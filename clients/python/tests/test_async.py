@@ -85,3 +85,25 @@ def test_async_optimize_raises_the_first_error(server: Server) -> None:
             assert (await s.refresh()).observation_count == 0
 
     asyncio.run(main())
+
+
+def test_async_optimize_stops_when_the_callback_raises(server: Server) -> None:
+    async def main() -> None:
+        async with tvbo.AsyncClient(server.url, server.api_key) as client:
+            s = await client.create_session([tvbo.Float("x", 0, 1)], model={"warmup": 2})
+            seen: List[int] = []
+
+            async def evaluate(p: tvbo.Params) -> float:
+                return p["x"]
+
+            def callback(sg: tvbo.Suggestion, obs: tvbo.Observation) -> None:
+                seen.append(obs.seq)
+                raise RuntimeError("the logger failed")
+
+            with pytest.raises(RuntimeError, match="logger failed"):
+                await s.optimize(evaluate, iterations=10, workers=2, callback=callback)
+            # Each worker stopped at its first failing callback: no work went on behind.
+            assert len(seen) <= 2
+            assert (await s.refresh()).observation_count == len(seen)
+
+    asyncio.run(main())

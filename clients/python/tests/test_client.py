@@ -176,7 +176,8 @@ def test_reattach_list_and_delete(client: tvbo.Client, server: Server) -> None:
         again = other.session(s.id)
         assert again.info.id == s.id and again.info.pending_count == 1
         again.observe(sg, 4.0)
-        assert any(listed.id == s.id for listed in other.sessions(page_size=2))
+        listed = [info.id for info in other.sessions(page_size=2)]  # every page
+        assert s.id in listed and len(listed) > 2 and len(set(listed)) == len(listed)
     assert s.refresh().observation_count == 1
     s.delete()
     with pytest.raises(tvbo.NotFound):
@@ -206,15 +207,23 @@ def test_optimize_runs_workers_on_distinct_pending_points(client: tvbo.Client) -
     in_flight = 0
     most = 0
     lock = threading.Lock()
-    gate = threading.Barrier(3)
+    overlapping: List[tvbo.Params] = []
+    pending_at_gate: List[int] = []
+    # Evaluations overlap three at a time; once all three are in, before any goes on, the
+    # barrier reads the session's pending count.
+    gate = threading.Barrier(
+        3, action=lambda: pending_at_gate.append(client.session(s.id).info.pending_count)
+    )
 
     def fn(p: tvbo.Params) -> float:
         nonlocal in_flight, most
         with lock:
             in_flight += 1
             most = max(most, in_flight)
+            if len(overlapping) < 3:
+                overlapping.append(p)
         try:
-            gate.wait(timeout=5)  # the first three evaluations overlap
+            gate.wait(timeout=5)
         except threading.BrokenBarrierError:
             pass
         with lock:
@@ -226,6 +235,10 @@ def test_optimize_runs_workers_on_distinct_pending_points(client: tvbo.Client) -
     assert len({sg.id for sg in seen}) == 9
     assert {o.suggestion_id for o in stored} == {sg.id for sg in seen}
     assert most == 3
+    # While the three overlapped, the server held their three suggestions as pending, and
+    # they were three different settings.
+    assert pending_at_gate and set(pending_at_gate) == {3}
+    assert len({tuple(sorted(p.items())) for p in overlapping}) == 3
     assert s.refresh().observation_count == 9 and s.info.pending_count == 0
 
 

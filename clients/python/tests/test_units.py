@@ -11,7 +11,7 @@ import pytest
 import tvbo
 from tvbo import _core
 from tvbo.errors import api_error
-from tvbo.models import decode, parse_datetime
+from tvbo.models import TimeConfig, decode, parse_datetime
 
 
 def test_backoff_is_jittered_bounded_and_gives_up() -> None:
@@ -65,3 +65,49 @@ def test_version_matches_pyproject() -> None:
 
     with open(Path(__file__).resolve().parents[1] / "pyproject.toml", "rb") as f:
         assert tomllib.load(f)["project"]["version"] == tvbo.__version__
+
+
+def test_which_error_answers_are_retried() -> None:
+    def problem(status: int, kind: str) -> tvbo.ApiError:
+        return api_error(status, {"type": f"https://tvbo.dev/problems/{kind}", "detail": "d"})
+
+    retried = [(429, "rate-limited"), (503, "busy"), (502, "x"), (504, "x")]
+    retried.append((409, "concurrent-change"))
+    for status, kind in retried:
+        assert _core.is_retryable(problem(status, kind)), (status, kind)
+    refused = [(503, "timeout"), (409, "conflict"), (422, "invalid-field"), (404, "not-found")]
+    for status, kind in refused:
+        assert not _core.is_retryable(problem(status, kind)), (status, kind)
+
+
+def test_a_delete_404_is_done_only_after_a_lost_answer() -> None:
+    delete = _core.Call("DELETE", "/v1/sessions/x")
+    gone = httpx.Response(404, json={"type": "about:blank", "detail": "no session"})
+    assert _core.check(delete, gone, after_lost_answer=True) is None
+    with pytest.raises(tvbo.NotFound):
+        _core.check(delete, gone, after_lost_answer=False)
+
+
+def test_a_2xx_that_is_not_json_is_a_decode_error() -> None:
+    page = httpx.Response(200, text="<html>proxy</html>")
+    with pytest.raises(tvbo.DecodeError, match="not JSON"):
+        _core.check(_core.Call("GET", "/v1/sessions"), page, after_lost_answer=False)
+
+
+def test_non_finite_numbers_are_refused_naming_the_field() -> None:
+    with pytest.raises(ValueError, match="^value: must be a finite number"):
+        _core.observation_json("id", float("nan"))
+    with pytest.raises(ValueError, match=r"^params\.x: must be a finite number"):
+        _core.observation_json({"x": float("inf")}, 1.0)
+    with pytest.raises(ValueError, match=r"^points\[1\]\.x: must be a finite number"):
+        _core.predict_body([{"x": 0.0}, {"x": float("nan")}], None)
+    with pytest.raises(ValueError, match="^t: must be a finite number"):
+        _core.suggest_body(1, float("inf"))
+
+
+def test_an_unknown_value_of_a_fixed_set_is_kept() -> None:
+    # A newer server's time source is kept as it is; a non-string still fails.
+    config = decode(TimeConfig, {"source": "gps", "pending_timeout": 60})
+    assert str(config.source) == "gps"
+    with pytest.raises(tvbo.DecodeError, match="unexpected value"):
+        decode(TimeConfig, {"source": 3, "pending_timeout": 60})

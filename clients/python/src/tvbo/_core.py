@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import dataclasses
 import email.utils
+import math
+import os
 import random
 import time
 import uuid
 from datetime import datetime
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from urllib.parse import quote
 
 import httpx
 
 from . import models
-from .errors import ApiError, api_error
+from .errors import ApiError, ConnectionFailed, api_error
 from .models import (
     AlgorithmName,
     ArmSpec,
@@ -28,6 +31,27 @@ from .models import (
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8080"
 USER_AGENT = "tvbo-python"
+DEFAULT_TIMEOUT = httpx.Timeout(130.0, connect=10.0)
+"""Per attempt: longer than the server's own limit on a request (``TVBO_REQUEST_TIMEOUT``,
+120 s by default, answered 503 ``timeout``), so that the client does not give up on, and
+then repeat, work that the server is still allowed to finish."""
+
+
+def client_settings(base_url: Optional[str], api_key: Optional[str]) -> Tuple[str, Dict[str, str]]:
+    """The base URL (argument, ``$TVBO_URL`` or the default) and the headers of every
+    request (the key from the argument or ``$TVBO_API_KEY``)."""
+    url = (base_url or os.environ.get("TVBO_URL") or DEFAULT_BASE_URL).rstrip("/")
+    key = api_key if api_key is not None else os.environ.get("TVBO_API_KEY")
+    headers = {"User-Agent": USER_AGENT}
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    return url, headers
+
+
+def session_path(session_id: str) -> str:
+    """The path of a session, its id quoted (an id never reaches another route)."""
+    return f"/v1/sessions/{quote(session_id, safe='')}"
+
 
 SuggestionRef = Union[Suggestion, str, Mapping[str, float]]
 """What an observation is for: a :class:`Suggestion`, a suggestion's id, or a setting
@@ -109,21 +133,55 @@ def retry_after(response: httpx.Response) -> Optional[float]:
 
 
 def is_retryable(error: ApiError) -> bool:
-    """Whether an error answer is worth retrying as is."""
-    return error.status in (429, 503) or (error.status == 409 and error.kind == "concurrent-change")
+    """Whether an error answer is worth retrying as is: 429, 503 (but not 503 ``timeout``:
+    the server spent its whole time limit on the request, and a retry would spend it
+    again), a reverse proxy's 502 and 504, and 409 ``concurrent-change``."""
+    if error.status == 503:
+        return error.kind != "timeout"
+    return error.status in (429, 502, 504) or (
+        error.status == 409 and error.kind == "concurrent-change"
+    )
 
 
-def check(call: Call, response: httpx.Response, attempt: int) -> Any:
-    """The decoded JSON of a 2xx answer (None for 204); raises :class:`ApiError` otherwise.
+def wait_after_error(retry: RetryPolicy, attempt: int, error: ApiError) -> float:
+    """Seconds to wait before retrying after an error answer; re-raises it when it is not
+    retried."""
+    wait = retry.delay(attempt, error.retry_after) if is_retryable(error) else None
+    if wait is None:
+        raise error
+    return wait
 
-    A DELETE retried after a lost answer may find the session already gone: its 404 on a
-    retry counts as done.
+
+def wait_after_lost_answer(
+    retry: RetryPolicy, attempt: int, call: Call, base_url: str, error: Exception
+) -> float:
+    """Seconds to wait before retrying after no answer; :class:`ConnectionFailed` once the
+    retries are spent."""
+    wait = retry.delay(attempt, None)
+    if wait is None:
+        raise ConnectionFailed(
+            f"{call.method} {base_url}{call.path}: {error!r} (after {attempt + 1} attempts)"
+        ) from error
+    return wait
+
+
+def check(call: Call, response: httpx.Response, after_lost_answer: bool) -> Any:
+    """The decoded JSON of a 2xx answer (None for 204); raises :class:`ApiError` otherwise
+    (:class:`DecodeError` for a 2xx that is not JSON, e.g. a proxy's page).
+
+    A DELETE retried after a lost answer may find the session already gone: its 404 then
+    counts as done.
     """
     if response.status_code == 204:
         return None
     if 200 <= response.status_code < 300:
-        return response.json()
-    if call.method == "DELETE" and response.status_code == 404 and attempt > 0:
+        try:
+            return response.json()
+        except ValueError as e:
+            raise models.DecodeError(
+                f"{call.method} {call.path}: the {response.status_code} answer is not JSON"
+            ) from e
+    if call.method == "DELETE" and response.status_code == 404 and after_lost_answer:
         return None
     try:
         body: Any = response.json()
@@ -180,19 +238,19 @@ def observation_json(
     regret: Optional[float] = None,
 ) -> Dict[str, Any]:
     """One observation's JSON (schema ``ObservationInput``)."""
-    body: Dict[str, Any] = {"value": float(value)}
+    body: Dict[str, Any] = {"value": finite("value", value)}
     if isinstance(suggestion, Suggestion):
         body["suggestion_id"] = suggestion.id
     elif isinstance(suggestion, str):
         body["suggestion_id"] = suggestion
     else:
-        body["params"] = {k: float(v) for k, v in suggestion.items()}
+        body["params"] = {k: finite(f"params.{k}", v) for k, v in suggestion.items()}
     if measured_at is not None:
         body["measured_at"] = models.format_datetime(measured_at)
     if t is not None:
-        body["t"] = float(t)
+        body["t"] = finite("t", t)
     if regret is not None:
-        body["regret"] = float(regret)
+        body["regret"] = finite("regret", regret)
     return body
 
 
@@ -218,11 +276,28 @@ def batch_json(items: Iterable[ObservationItem]) -> Dict[str, Any]:
 
 
 def suggest_body(count: int, t: Optional[float]) -> Dict[str, Any]:
-    return _drop_none({"count": count, "t": t})
+    return _drop_none({"count": count, "t": None if t is None else finite("t", t)})
 
 
 def predict_body(points: Sequence[Mapping[str, float]], t: Optional[float]) -> Dict[str, Any]:
-    return _drop_none({"points": [{k: float(v) for k, v in p.items()} for p in points], "t": t})
+    return _drop_none(
+        {
+            "points": [
+                {k: finite(f"points[{i}].{k}", v) for k, v in p.items()}
+                for i, p in enumerate(points)
+            ],
+            "t": None if t is None else finite("t", t),
+        }
+    )
+
+
+def finite(field: str, value: float) -> float:
+    """``value`` as a float; ValueError naming ``field`` when it is NaN or infinite (JSON
+    has no such numbers, and the server would refuse them)."""
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError(f"{field}: must be a finite number, not {number!r}")
+    return number
 
 
 def fmt_float(t: float) -> str:

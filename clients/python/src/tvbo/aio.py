@@ -4,7 +4,6 @@ method for method the same as the synchronous ones."""
 from __future__ import annotations
 
 import asyncio
-import os
 from datetime import datetime
 from types import TracebackType
 from typing import (
@@ -24,7 +23,7 @@ import httpx
 
 from . import _core
 from ._core import Algorithm, Call, ObservationItem, RetryPolicy, SuggestionRef
-from .errors import ApiError, ConnectionFailed
+from .errors import ApiError
 from .models import (
     ArmSpec,
     Best,
@@ -56,17 +55,11 @@ class AsyncClient:
         base_url: Optional[str] = None,
         api_key: Optional[str] = None,
         *,
-        timeout: "float | httpx.Timeout" = 60.0,
+        timeout: "float | httpx.Timeout" = _core.DEFAULT_TIMEOUT,
         retry: Optional[RetryPolicy] = None,
         transport: Optional[httpx.AsyncBaseTransport] = None,
     ) -> None:
-        self.base_url = (base_url or os.environ.get("TVBO_URL") or _core.DEFAULT_BASE_URL).rstrip(
-            "/"
-        )
-        key = api_key if api_key is not None else os.environ.get("TVBO_API_KEY")
-        headers = {"User-Agent": _core.USER_AGENT}
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
+        self.base_url, headers = _core.client_settings(base_url, api_key)
         self.retry = retry or RetryPolicy()
         self._http = httpx.AsyncClient(
             base_url=self.base_url, headers=headers, timeout=timeout, transport=transport
@@ -89,7 +82,7 @@ class AsyncClient:
 
     async def request(self, call: Call) -> Any:
         """Send ``call`` with retries; the decoded JSON answer (None for 204)."""
-        attempt = 0
+        attempt, lost_answer = 0, False
         while True:
             try:
                 response = await self._http.request(
@@ -99,18 +92,12 @@ class AsyncClient:
                     json=call.json,
                     headers=_core.headers(call),
                 )
-                return _core.check(call, response, attempt)
+                return _core.check(call, response, lost_answer)
             except ApiError as e:
-                wait = self.retry.delay(attempt, e.retry_after) if _core.is_retryable(e) else None
-                if wait is None:
-                    raise
+                wait = _core.wait_after_error(self.retry, attempt, e)
             except _core.RETRYABLE_TRANSPORT as e:
-                wait = self.retry.delay(attempt, None)
-                if wait is None:
-                    raise ConnectionFailed(
-                        f"{call.method} {self.base_url}{call.path}: {e!r} "
-                        f"(after {attempt + 1} attempts)"
-                    ) from e
+                wait = _core.wait_after_lost_answer(self.retry, attempt, call, self.base_url, e)
+                lost_answer = True
             await asyncio.sleep(wait)
             attempt += 1
 
@@ -134,7 +121,7 @@ class AsyncClient:
 
     async def session(self, id: str) -> "AsyncSession":
         """Reattach to an existing session by id (raises :class:`tvbo.NotFound`)."""
-        data = await self.request(Call("GET", f"/v1/sessions/{id}"))
+        data = await self.request(Call("GET", _core.session_path(id)))
         return AsyncSession(self, decode(SessionInfo, data))
 
     async def sessions(self, page_size: int = 50) -> AsyncIterator["AsyncSession"]:
@@ -166,7 +153,7 @@ class AsyncSession:
 
     @property
     def path(self) -> str:
-        return f"/v1/sessions/{self.info.id}"
+        return _core.session_path(self.info.id)
 
     @property
     def dashboard_url(self) -> str:
@@ -283,12 +270,12 @@ class AsyncSession:
                     (suggestion,) = await self.suggest(1)
                     value = await fn(dict(suggestion.params))
                     observation = await self.observe(suggestion, value)
-                except Exception as e:  # noqa: BLE001 - re-raised below
+                    stored.append(observation)
+                    if callback is not None:
+                        callback(suggestion, observation)
+                except Exception as e:  # noqa: BLE001 - re-raised below (cancellation is not caught)
                     errors.append(e)
                     return
-                stored.append(observation)
-                if callback is not None:
-                    callback(suggestion, observation)
 
         await asyncio.gather(*(work() for _ in range(min(workers, max(iterations, 1)))))
         if errors:

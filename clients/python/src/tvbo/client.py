@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import threading
 import time as _time
 from datetime import datetime
@@ -24,7 +23,7 @@ import httpx
 
 from . import _core
 from ._core import Algorithm, Call, ObservationItem, RetryPolicy, SuggestionRef
-from .errors import ApiError, ConnectionFailed
+from .errors import ApiError
 from .models import (
     ArmSpec,
     Best,
@@ -53,9 +52,10 @@ class Client:
 
     ``base_url`` defaults to ``$TVBO_URL`` or ``http://127.0.0.1:8080``; ``api_key`` to
     ``$TVBO_API_KEY`` (every ``/v1`` request needs one unless the server runs with
-    ``TVBO_AUTH=off``). ``timeout`` is seconds per attempt (``httpx.Timeout`` for more
-    control). Failed attempts are retried as :class:`RetryPolicy` says; every POST carries
-    an ``Idempotency-Key`` that its retries repeat, so a retried write acts once.
+    ``TVBO_AUTH=off``). ``timeout`` is per attempt, in seconds or as an ``httpx.Timeout``;
+    the default waits 130 s for an answer, longer than the server's own limit. Failed
+    attempts are retried as :class:`RetryPolicy` says; every POST carries an
+    ``Idempotency-Key`` that its retries repeat, so a retried write acts once.
     The client is thread-safe; close it (or use ``with``) to release its connections.
     """
 
@@ -64,17 +64,11 @@ class Client:
         base_url: Optional[str] = None,
         api_key: Optional[str] = None,
         *,
-        timeout: "float | httpx.Timeout" = 60.0,
+        timeout: "float | httpx.Timeout" = _core.DEFAULT_TIMEOUT,
         retry: Optional[RetryPolicy] = None,
         transport: Optional[httpx.BaseTransport] = None,
     ) -> None:
-        self.base_url = (base_url or os.environ.get("TVBO_URL") or _core.DEFAULT_BASE_URL).rstrip(
-            "/"
-        )
-        key = api_key if api_key is not None else os.environ.get("TVBO_API_KEY")
-        headers = {"User-Agent": _core.USER_AGENT}
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
+        self.base_url, headers = _core.client_settings(base_url, api_key)
         self.retry = retry or RetryPolicy()
         self._http = httpx.Client(
             base_url=self.base_url, headers=headers, timeout=timeout, transport=transport
@@ -97,7 +91,7 @@ class Client:
 
     def request(self, call: Call) -> Any:
         """Send ``call`` with retries; the decoded JSON answer (None for 204)."""
-        attempt = 0
+        attempt, lost_answer = 0, False
         while True:
             try:
                 response = self._http.request(
@@ -107,18 +101,12 @@ class Client:
                     json=call.json,
                     headers=_core.headers(call),
                 )
-                return _core.check(call, response, attempt)
+                return _core.check(call, response, lost_answer)
             except ApiError as e:
-                wait = self.retry.delay(attempt, e.retry_after) if _core.is_retryable(e) else None
-                if wait is None:
-                    raise
+                wait = _core.wait_after_error(self.retry, attempt, e)
             except _core.RETRYABLE_TRANSPORT as e:
-                wait = self.retry.delay(attempt, None)
-                if wait is None:
-                    raise ConnectionFailed(
-                        f"{call.method} {self.base_url}{call.path}: {e!r} "
-                        f"(after {attempt + 1} attempts)"
-                    ) from e
+                wait = _core.wait_after_lost_answer(self.retry, attempt, call, self.base_url, e)
+                lost_answer = True
             _time.sleep(wait)
             attempt += 1
 
@@ -148,7 +136,7 @@ class Client:
 
     def session(self, id: str) -> "Session":
         """Reattach to an existing session by id (raises :class:`tvbo.NotFound`)."""
-        return Session(self, decode(SessionInfo, self.request(Call("GET", f"/v1/sessions/{id}"))))
+        return Session(self, decode(SessionInfo, self.request(Call("GET", _core.session_path(id)))))
 
     def sessions(self, page_size: int = 50) -> Iterator["Session"]:
         """Every session the key can see, newest first, fetched a page at a time."""
@@ -179,7 +167,7 @@ class Session:
 
     @property
     def path(self) -> str:
-        return f"/v1/sessions/{self.info.id}"
+        return _core.session_path(self.info.id)
 
     @property
     def dashboard_url(self) -> str:
@@ -227,7 +215,8 @@ class Session:
         return decode(ObservationList, data).observations
 
     def best(self, t: Optional[float] = None) -> Best:
-        """The setting with the best posterior mean at session time ``t`` (default now)."""
+        """The setting with the best posterior mean at session time ``t`` (default: now, or
+        the latest observation's time in a client-time session)."""
         params = {"t": _core.fmt_float(t)} if t is not None else None
         return decode(Best, self.client.request(Call("GET", f"{self.path}/best", params=params)))
 

@@ -13,7 +13,9 @@ from typing import Any, Dict, Optional, Type
 
 
 class TvboError(Exception):
-    """Base class of every error the client raises."""
+    """Base class of the client's errors: error answers, lost answers, answers it cannot
+    decode. (Arguments it refuses before sending raise ``ValueError``; a base URL httpx
+    cannot use raises httpx's own error.)"""
 
 
 class ConnectionFailed(TvboError):
@@ -74,8 +76,8 @@ class RateLimited(ApiError):
 
 
 class ServiceUnavailable(ApiError):
-    """503: database unavailable, timeout, busy or at the connection cap (raised once the
-    retries are spent)."""
+    """503: database unavailable, busy or at the connection cap (raised once the retries
+    are spent), or ``timeout``: the request outlasted the server's limit (not retried)."""
 
 
 _BY_STATUS: Dict[int, Type[ApiError]] = {

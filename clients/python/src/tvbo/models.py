@@ -13,9 +13,12 @@ know (the API may add fields) and fails loudly on a missing required one.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import typing
 from datetime import datetime
 from typing import Any, Dict, List, Literal, Optional, Type, TypedDict, TypeVar, Union
+
+from .errors import TvboError
 
 Goal = Literal["maximize", "minimize"]
 ParameterType = Literal["float", "int"]
@@ -372,7 +375,7 @@ ENUMS: Dict[str, Any] = {
 T = TypeVar("T")
 
 
-class DecodeError(ValueError):
+class DecodeError(TvboError, ValueError):
     """A response did not match the model the client expected."""
 
 
@@ -383,6 +386,12 @@ def decode(cls: Type[T], data: Any) -> T:
     type raises :class:`DecodeError`.
     """
     return typing.cast(T, _decode(cls, data, cls.__name__))
+
+
+@functools.lru_cache(maxsize=None)
+def _type_hints(tp: Any) -> Dict[str, Any]:
+    """A dataclass's resolved annotations (resolving them is slow: once per class)."""
+    return typing.get_type_hints(tp)
 
 
 def _decode(tp: Any, data: Any, where: str) -> Any:
@@ -396,7 +405,8 @@ def _decode(tp: Any, data: Any, where: str) -> Any:
         inner = [a for a in args if a is not type(None)]
         return _decode(inner[0], data, where)
     if origin is Literal:
-        if data not in typing.get_args(tp):
+        # A value this client does not know yet (a newer server's) is kept as it is.
+        if data not in typing.get_args(tp) and not isinstance(data, str):
             raise DecodeError(f"{where}: unexpected value {data!r}")
         return data
     if origin in (list, List):
@@ -412,7 +422,7 @@ def _decode(tp: Any, data: Any, where: str) -> Any:
     if dataclasses.is_dataclass(tp):
         if not isinstance(data, dict):
             raise DecodeError(f"{where}: expected an object")
-        hints = typing.get_type_hints(tp)
+        hints = _type_hints(typing.cast(type, tp))
         kwargs: Dict[str, Any] = {}
         for f in dataclasses.fields(tp):
             if f.name in data:
