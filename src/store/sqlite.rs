@@ -25,7 +25,9 @@ pub const INTEGRITY_CHECK_TIMEOUT: Duration = Duration::from_secs(30);
 #[derive(Clone, Debug)]
 pub struct SqliteStore {
     pool: SqlitePool,
-    /// Taken for the length of each write transaction of this process. SQLite lets one
+    /// Taken for the length of each multi-statement write transaction of this process
+    /// (create, commit and delete of a session; the single-statement writes of API keys
+    /// go without it and wait on `busy_timeout` in the rare case). SQLite lets one
     /// writer in at a time; without this turn, the others poll the lock with SQLite's
     /// busy handler, which sleeps 1 to 100 ms between tries while the lock may already
     /// be free: with 50 sessions writing at once, calls waited up to 1.8 s there, and
