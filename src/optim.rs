@@ -11,7 +11,8 @@ pub struct BoundedOptions {
     pub memory: usize,
     /// Stop when the infinity norm of the projected gradient falls to this (default 1e-6).
     pub gradient_tolerance: f64,
-    /// Stop when one step decreases f by at most this fraction of max(|f|, 1) (default 1e-10).
+    /// Stop when one step decreases f, or the next full step promises to decrease it (to
+    /// first order), by at most this fraction of max(|f|, 1) (default 1e-10).
     pub relative_tolerance: f64,
 }
 
@@ -112,7 +113,11 @@ fn lbfgs_direction(g: &[f64], free: &[bool], memory: &VecDeque<Pair>) -> Vec<f64
 
 /// Minimises f within the box [lower, upper] by projected L-BFGS: the two-loop recursion
 /// on the free variables (those not held at a bound by their gradient), projection onto
-/// the box, and a backtracking Armijo line search along the projected path.
+/// the box, and a backtracking Armijo line search along the projected path, which shrinks
+/// a failed step by quadratic interpolation (by a factor in [0.1, 0.5]). It stops when
+/// the projected gradient is within `gradient_tolerance`, or when a step decreases f, or
+/// the next full step promises to decrease it (to first order), by at most
+/// `relative_tolerance` of max(|f|, 1).
 ///
 /// `f` returns the value and the gradient. Guarantees: f is never evaluated outside the
 /// box; the returned point is never worse than the projection of `x0`; non-finite values
@@ -179,7 +184,8 @@ pub fn minimize_bounded<F: FnMut(&[f64]) -> (f64, Vec<f64>)>(
             1.0
         };
         let mut accepted = None;
-        for _ in 0..MAX_BACKTRACKS {
+        let mut negligible = false;
+        for backtrack in 0..MAX_BACKTRACKS {
             let trial: Vec<f64> = x.iter().zip(&d).map(|(xi, di)| xi + step * di).collect();
             let trial = project(&trial, lower, upper);
             let moved: Vec<f64> = trial.iter().zip(&x).map(|(a, b)| a - b).collect();
@@ -187,14 +193,40 @@ pub fn minimize_bounded<F: FnMut(&[f64]) -> (f64, Vec<f64>)>(
                 break;
             }
             let decrease = dot(&g, &moved);
+            // The full step promises, to first order, no more than the relative tolerance:
+            // the stop below would end the search right after it, and near the optimum
+            // such a step is lost in f's rounding, where the Armijo test fails however
+            // often it is shrunk (a likelihood fit at n = 200 spent 9 of its 34
+            // evaluations so). Stop before evaluating it.
+            if backtrack == 0
+                && decrease < 0.0
+                && -decrease <= options.relative_tolerance * fx.abs().max(1.0)
+            {
+                negligible = true;
+                break;
+            }
+            let mut shrink = 0.5;
             if decrease < 0.0 {
                 let (ft, gt) = evaluate(&mut f, &trial);
                 if ft <= fx + ARMIJO * decrease {
                     accepted = Some((trial, moved, ft, gt));
                     break;
                 }
+                // The next step is the minimum of the parabola through f(x), the slope
+                // and f(trial), kept within [0.1, 0.5] of this one (safeguarded quadratic
+                // backtracking; Nocedal & Wright, Numerical Optimization, §3.5): a step
+                // 30 times too long, as L-BFGS takes after a bound becomes active, costs
+                // two or three evaluations instead of five halvings. The curvature is
+                // positive since the Armijo test failed.
+                if ft.is_finite() {
+                    shrink = (-decrease / (2.0 * (ft - fx - decrease))).clamp(0.1, 0.5);
+                }
             }
-            step *= 0.5;
+            step *= shrink;
+        }
+        if negligible {
+            converged = true;
+            break;
         }
         let Some((trial, s, ft, gt)) = accepted else {
             if steepest {
@@ -261,6 +293,61 @@ mod tests {
             "{m:?}"
         );
         assert!(m.converged);
+    }
+
+    #[test]
+    fn stops_when_the_next_step_promises_less_than_the_rounding_of_f() {
+        // A smooth convex function whose value is rounded to 1e-9, as a likelihood computed
+        // through a Cholesky factor is, with its exact gradient. Near the optimum a step
+        // that promises a decrease below the rounding fails the Armijo test however often
+        // it is halved; the search must stop on the promise instead of evaluating it (it
+        // used to spend 1–3 evaluations more on these starts: 9 for 6 steps from 0.9).
+        for x0 in [0.9, 0.7, -0.5, -0.9] {
+            let mut evaluations = 0;
+            let f = |x: &[f64]| {
+                evaluations += 1;
+                let value: f64 = 100.0
+                    + x.iter()
+                        .map(|a| (3.0 * (a - 0.3)).cosh() + (a - 0.3).powi(4))
+                        .sum::<f64>();
+                let gradient = x
+                    .iter()
+                    .map(|a| 3.0 * (3.0 * (a - 0.3)).sinh() + 4.0 * (a - 0.3).powi(3))
+                    .collect();
+                ((value / 1e-9).round() * 1e-9, gradient)
+            };
+            let options = BoundedOptions {
+                gradient_tolerance: 0.0,
+                relative_tolerance: 1e-9,
+                ..BoundedOptions::default()
+            };
+            let m = minimize_bounded(f, &[x0, -x0 / 2.0], &[-1.0; 2], &[1.0; 2], &options);
+            assert!(m.converged, "{m:?}");
+            assert!(m.x.iter().all(|a| (a - 0.3).abs() < 1e-3), "{m:?}");
+            assert_eq!(evaluations, m.iterations + 1, "from {x0}: {m:?}");
+        }
+    }
+
+    #[test]
+    fn a_step_made_too_long_by_a_bound_is_shrunk_by_interpolation() {
+        // Rosenbrock in [−0.5, 0.5]²: once x₀ reaches its bound, L-BFGS's steps along the
+        // face overshoot many times over. Halving took 21 evaluations to the optimum on
+        // the face; interpolating the failed step takes 13.
+        let mut evaluations = 0;
+        let m = minimize_bounded(
+            |x: &[f64]| {
+                evaluations += 1;
+                rosenbrock(x)
+            },
+            &[0.0, 0.0],
+            &[-0.5; 2],
+            &[0.5; 2],
+            &BoundedOptions::default(),
+        );
+        assert!(m.converged, "{m:?}");
+        assert_eq!(m.x[0], 0.5);
+        assert!((m.x[1] - 0.25).abs() < 1e-6, "{m:?}");
+        assert!(evaluations <= 15, "{evaluations} evaluations");
     }
 
     #[test]
