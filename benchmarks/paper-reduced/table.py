@@ -6,7 +6,8 @@ same (objective, algorithm, replication) in the full paper suite (benchmarks/pap
 horizon 600 s, measured compute), W-DBO's taken from its uncapped re-run
 (benchmarks/paper-wdbo-3/ and paper-wdbo-powell/) so that only the speed differs. Per
 run: the average regret over its queries, the mean dataset size n and the number of
-queries. Prints the Markdown rows, then a summary per algorithm. Standard library only:
+queries. Prints the Markdown rows, the means over the replications per objective and
+algorithm, then a summary per algorithm. Standard library only:
 
     python3 benchmarks/paper-reduced/table.py
 """
@@ -81,6 +82,20 @@ def main() -> None:
                 print(f"| {NAMES[objective]} | {algorithm} | {replication} | {rb:.3g} | {ra:.3g} "
                       f"| {nb:.0f} | {na:.0f} | {ib} | {ia} |")
                 summary[algorithm].append((na / nb, ia / ib, ra < rb))
+    print()
+    print("| objective | algorithm | runs | mean of average regret: before | after "
+          "| mean n: before | after | iterations: before | after |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for objective in NAMES:
+        for algorithm in ALGORITHMS:
+            pairs = [(stats(before[k]), stats(after[k])) for k in
+                     ((objective, algorithm, r) for r in range(3)) if k in after]
+            if not pairs:
+                continue
+            mean = lambda values: sum(values) / len(values)  # noqa: E731
+            cols = [mean([p[side][i] for p in pairs]) for i in range(3) for side in (0, 1)]
+            print(f"| {NAMES[objective]} | {algorithm} | {len(pairs)} | {cols[0]:.3g} | {cols[1]:.3g} "
+                  f"| {cols[2]:.0f} | {cols[3]:.0f} | {cols[4]:.0f} | {cols[5]:.0f} |")
     print()
     for algorithm in ALGORITHMS:
         rows = summary[algorithm]
