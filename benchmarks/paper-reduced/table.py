@@ -46,6 +46,10 @@ def key(run: dict) -> tuple[str, str, int]:
     return (run["objective"], run["algorithm"], run["replication"])
 
 
+def mean(values: list[float]) -> float:
+    return sum(values) / len(values)
+
+
 def stats(run: dict) -> tuple[float, float, int]:
     queries = run["iterations"]
     n = len(queries)
@@ -92,7 +96,6 @@ def main() -> None:
                      ((objective, algorithm, r) for r in range(3)) if k in after]
             if not pairs:
                 continue
-            mean = lambda values: sum(values) / len(values)  # noqa: E731
             cols = [mean([p[side][i] for p in pairs]) for i in range(3) for side in (0, 1)]
             print(f"| {NAMES[objective]} | {algorithm} | {len(pairs)} | {cols[0]:.3g} | {cols[1]:.3g} "
                   f"| {cols[2]:.0f} | {cols[3]:.0f} | {cols[4]:.0f} | {cols[5]:.0f} |")
