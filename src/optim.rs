@@ -148,7 +148,7 @@ pub fn minimize_bounded<F: FnMut(&[f64]) -> (f64, Vec<f64>)>(
     let mut memory: VecDeque<Pair> = VecDeque::with_capacity(options.memory);
     let mut iterations = 0;
     let mut converged = false;
-    while iterations < options.max_iterations {
+    'search: while iterations < options.max_iterations {
         // A coordinate is held when it sits on a bound and −g points out of the box.
         let free: Vec<bool> = (0..n)
             .map(|i| {
@@ -184,7 +184,6 @@ pub fn minimize_bounded<F: FnMut(&[f64]) -> (f64, Vec<f64>)>(
             1.0
         };
         let mut accepted = None;
-        let mut negligible = false;
         for backtrack in 0..MAX_BACKTRACKS {
             let trial: Vec<f64> = x.iter().zip(&d).map(|(xi, di)| xi + step * di).collect();
             let trial = project(&trial, lower, upper);
@@ -202,8 +201,8 @@ pub fn minimize_bounded<F: FnMut(&[f64]) -> (f64, Vec<f64>)>(
                 && decrease < 0.0
                 && -decrease <= options.relative_tolerance * fx.abs().max(1.0)
             {
-                negligible = true;
-                break;
+                converged = true;
+                break 'search;
             }
             let mut shrink = 0.5;
             if decrease < 0.0 {
@@ -223,10 +222,6 @@ pub fn minimize_bounded<F: FnMut(&[f64]) -> (f64, Vec<f64>)>(
                 }
             }
             step *= shrink;
-        }
-        if negligible {
-            converged = true;
-            break;
         }
         let Some((trial, s, ft, gt)) = accepted else {
             if steepest {
