@@ -37,6 +37,10 @@ struct Args {
     /// Runs of each part per set; the median is reported.
     #[arg(long, default_value_t = 3)]
     repeats: usize,
+    /// Cores the suggest's UCB refinements may use, as a server gives a suggest when the
+    /// other cores are idle (the fit runs on one).
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
 }
 
 #[derive(Deserialize)]
@@ -119,6 +123,7 @@ fn main() -> anyhow::Result<()> {
             count: 1,
             issued_before: n as u64,
             fixed_noise: None,
+            threads: args.threads,
         };
         let suggest = timed(args.repeats, || {
             let mut state = PolicyState::default();
@@ -143,7 +148,10 @@ fn main() -> anyhow::Result<()> {
         let beta = beta_wdbo(input.dim, n);
         let acquisition = timed(args.repeats, || {
             let mut rng = PolicyRng::seed_from_u64(1);
-            let options = AcquisitionOptions::default();
+            let options = AcquisitionOptions {
+                threads: args.threads,
+                ..AcquisitionOptions::default()
+            };
             maximize_ucb(surrogate.gp(), beta, set.t_next, &options, &mut rng)
         })?;
         println!(

@@ -1,6 +1,8 @@
 //! Upper-confidence-bound acquisition: exploration weights β and maximisation of
 //! μ + √β σ over the unit box or over a finite arm set.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use rand::Rng;
 
 use crate::gp::Gp;
@@ -15,6 +17,10 @@ pub struct AcquisitionOptions {
     pub restarts: usize,
     /// Settings of each refinement (default [`BoundedOptions::default`]).
     pub optimizer: BoundedOptions,
+    /// Threads the refinements run on (default 1; 0 is read as 1). The refinements are
+    /// independent and the best is chosen in their fixed order, so the result is the
+    /// same for every value.
+    pub threads: usize,
 }
 
 impl Default for AcquisitionOptions {
@@ -23,6 +29,7 @@ impl Default for AcquisitionOptions {
             raw_samples: 512,
             restarts: 20,
             optimizer: BoundedOptions::default(),
+            threads: 1,
         }
     }
 }
@@ -143,14 +150,21 @@ fn maximize<R: Rng + ?Sized>(
     let mut best_value = values[order[0]];
     let lower = vec![0.0; dim];
     let upper = vec![1.0; dim];
-    for &i in order.iter().take(options.restarts) {
-        let m = minimize_bounded(
+    let starts: Vec<&[f64]> = order
+        .iter()
+        .take(options.restarts)
+        .map(|&i| raw[i].as_slice())
+        .collect();
+    let refine = |x0: &&[f64]| {
+        minimize_bounded(
             |x: &[f64]| negated_ucb(gp, x, t, sqrt_beta),
-            &raw[i],
+            x0,
             &lower,
             &upper,
             &options.optimizer,
-        );
+        )
+    };
+    for m in in_parallel(&starts, options.threads, refine) {
         let value = -m.value;
         if value > best_value && m.x.iter().all(|v| (0.0..=1.0).contains(v)) {
             best = m.x;
@@ -158,6 +172,47 @@ fn maximize<R: Rng + ?Sized>(
         }
     }
     (best, best_value)
+}
+
+/// `work` of every item, on up to `threads` threads (the calling one among them), each
+/// taking the next item not yet taken; the results in the items' order.
+fn in_parallel<I: Sync, T: Send>(
+    items: &[I],
+    threads: usize,
+    work: impl Fn(&I) -> T + Sync,
+) -> Vec<T> {
+    let threads = threads.clamp(1, items.len().max(1));
+    if threads == 1 {
+        return items.iter().map(work).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let run = || {
+        let mut done = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(item) = items.get(i) else {
+                return done;
+            };
+            done.push((i, work(item)));
+        }
+    };
+    let mut results: Vec<Option<T>> = items.iter().map(|_| None).collect();
+    std::thread::scope(|scope| {
+        let helpers: Vec<_> = (1..threads).map(|_| scope.spawn(run)).collect();
+        let mut parts = vec![run()];
+        parts.extend(
+            helpers
+                .into_iter()
+                .map(|h| h.join().expect("a refinement panicked")),
+        );
+        for (i, result) in parts.into_iter().flatten() {
+            results[i] = Some(result);
+        }
+    });
+    results
+        .into_iter()
+        .map(|r| r.expect("every item was taken"))
+        .collect()
 }
 
 /// Maximises UCB μ + √β σ (latent σ) at time t over `[0,1]^dim`: evaluates
@@ -213,6 +268,17 @@ mod tests {
     use crate::gp::{Hyperparameters, KernelKind, KernelSpec};
     use rand::{RngExt, SeedableRng};
     use rand_chacha::ChaCha8Rng;
+
+    #[test]
+    fn results_keep_the_order_of_the_items_on_any_number_of_threads() {
+        let items: Vec<u64> = (0..37).collect();
+        let square = |x: &u64| x * x;
+        let one = in_parallel(&items, 1, square);
+        for threads in [0, 2, 3, 8, 100] {
+            assert_eq!(in_parallel(&items, threads, square), one);
+        }
+        assert!(in_parallel(&[] as &[u64], 4, square).is_empty());
+    }
 
     fn random_gp(n: usize, dim: usize, rng: &mut ChaCha8Rng) -> Gp {
         let kinds = KernelKind::ALL;
@@ -290,6 +356,25 @@ mod tests {
             assert!(value >= best_raw - 1e-12, "{value} < {best_raw}");
             let (again, _) = maximize_ucb(&gp, beta, t, &options, &mut state.clone());
             assert_eq!(again, x);
+        }
+    }
+
+    #[test]
+    fn the_maximiser_is_the_same_on_one_thread_or_several() {
+        let mut rng = ChaCha8Rng::seed_from_u64(29);
+        for _ in 0..5 {
+            let gp = random_gp(60, 3, &mut rng);
+            let seed = rng.random::<u64>();
+            let run = |threads| {
+                let options = AcquisitionOptions {
+                    threads,
+                    ..AcquisitionOptions::default()
+                };
+                maximize_ucb(&gp, 2.0, 25.0, &options, &mut ChaCha8Rng::seed_from_u64(seed))
+            };
+            let one = run(1);
+            assert_eq!(run(2), one);
+            assert_eq!(run(3), one);
         }
     }
 

@@ -13,7 +13,8 @@ times, each `--repeats` times (the median is reported):
 - `botorch`: SingleTaskGP + fit_gpytorch_mll, then UpperConfidenceBound + optimize_acqf
   (time mapped to [0, 1] over the horizon, as the authors' code does), in this process;
 - `tvbo`: the same iteration in-process, through `examples/iteration.rs` (one whole
-  suggest of a `bolt` session, plus its fit and its UCB maximisation alone);
+  suggest of a `bolt` session, plus its fit and its UCB maximisation alone), its UCB
+  refinements on as many threads as torch uses;
 - `http`: a suggest of a fresh `bolt` session over HTTP (keep-alive) from a `tvbo
   serve` started here on a temporary SQLite file, after one batch observe of the data.
 
@@ -96,13 +97,12 @@ def botorch_iteration(data: dict, dim: int) -> tuple[float, float]:
     return fitted - start, time.perf_counter() - fitted
 
 
-def tvbo_in_process(binary: str, dim: int, sets: list[dict], repeats: int) -> list[dict]:
+def tvbo_in_process(binary: str, dim: int, sets: list[dict], repeats: int, threads: int) -> list[dict]:
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump({"dim": dim, "sets": sets}, f)
     try:
-        out = subprocess.run(
-            [binary, "--data", f.name, "--repeats", str(repeats)], check=True, capture_output=True, text=True
-        ).stdout
+        command = [binary, "--data", f.name, "--repeats", str(repeats), "--threads", str(threads)]
+        out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
     finally:
         os.unlink(f.name)
     return [json.loads(line) for line in out.splitlines() if line.strip()]
@@ -226,7 +226,10 @@ def main() -> None:
     # Both tvbo columns first, for every (d, n), before torch starts its threads: they spin
     # for a while after each parallel region and would take a core from tvbo.
     sets = {dim: [dataset(n, dim, seed=1000 * dim + n) for n in sizes] for dim in dims}
-    ours = {dim: tvbo_in_process(args.iteration, dim, sets[dim], args.repeats) for dim in dims}
+    # tvbo's UCB refinements get as many threads as torch has (a server gives a suggest
+    # the cores no other job holds); its fit runs on one.
+    threads = torch.get_num_threads()
+    ours = {dim: tvbo_in_process(args.iteration, dim, sets[dim], args.repeats, threads) for dim in dims}
     over_http: dict[tuple[int, int], float] = {}
     if not args.no_http:
         server = Server(args.tvbo)

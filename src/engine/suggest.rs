@@ -19,13 +19,15 @@ use crate::policy::{self, SuggestContext};
 /// (`new_suggestions`), expires the pending ones older than `time.pending_timeout`,
 /// saves the policy's state, and records the response-time sample (dataset size at the
 /// previous suggest, seconds since it: BOLT §4). Its call record's `compute_seconds` is
-/// left at 0 for the caller, which owns the clock, to fill in.
+/// left at 0 for the caller, which owns the clock, to fill in. The policy may use
+/// `threads` cores; the plan does not depend on how many.
 pub fn plan_suggest(
     history: &History,
     count: usize,
     t: Option<f64>,
     now: DateTime<Utc>,
     limits: &Limits,
+    threads: usize,
 ) -> Result<ChangeSet, EngineError> {
     let session = &history.session;
     let config = &session.config;
@@ -67,6 +69,7 @@ pub fn plan_suggest(
         count,
         issued_before: ordinal,
         fixed_noise: config.model.noise,
+        threads,
     };
     let policy = policy::policy_for(config);
     let mut rng = call_rng(config.seed, ordinal);

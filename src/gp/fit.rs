@@ -4,6 +4,7 @@
 
 use nalgebra::DMatrix;
 
+use super::exp::exp_in_place;
 use super::kernel::KernelSpec;
 use super::linalg;
 use super::model::{
@@ -180,6 +181,7 @@ struct Workspace {
     /// ∂K/∂ln l_S and ∂K/∂ln l_T of every pair, packed like [`Pairs`].
     d_ls: Vec<f64>,
     d_lt: Vec<f64>,
+    column: ColumnScratch,
 }
 
 impl Workspace {
@@ -193,11 +195,14 @@ impl Workspace {
             inverse_scratch: linalg::InverseScratch::new(n),
             d_ls: vec![0.0; m],
             d_lt: vec![0.0; if layout.temporal { m } else { 0 }],
+            column: ColumnScratch::new(n),
         }
     }
 
-    /// Fills K (lower triangle and diagonal) and the lengthscale derivatives for `h`.
-    /// ∂K/∂ln λ is K itself off the diagonal.
+    /// Fills K (lower triangle and diagonal) and the lengthscale derivatives for `h`;
+    /// ∂K/∂ln λ is K itself off the diagonal. Column by column, in stages over the
+    /// column's pairs (loops that vectorise): the factors of each kernel, then one
+    /// exponential of their exponents together, then the products.
     fn fill_kernel(
         &mut self,
         spec: KernelSpec,
@@ -210,37 +215,116 @@ impl Workspace {
         let inv_ls = 1.0 / h.spatial_lengthscale;
         let inv_lt = 1.0 / h.temporal_lengthscale;
         let data = self.k.as_mut_slice();
+        let c = &mut self.column;
         let mut p = 0;
         for j in 0..n {
             let column = &mut data[j * n..(j + 1) * n];
             column[j] = lambda + h.noise_variance;
             let below = &mut column[j + 1..];
             let count = below.len();
-            let spatial = &pairs.spatial[p..p + count];
-            let temporal = &pairs.temporal[p..p + count];
+            let (ps, ms_rs, qs) = (
+                &mut c.ps[..count],
+                &mut c.ms_rs[..count],
+                &mut c.qs[..count],
+            );
+            let (pt, mt_rt, qt) = (
+                &mut c.pt[..count],
+                &mut c.mt_rt[..count],
+                &mut c.qt[..count],
+            );
+            // k = λ p_S p_T e^{−(q_S+q_T)}; ∂k/∂ln l = k'(r)·(−r) for each factor.
+            spec.spatial
+                .factors_into(&pairs.spatial[p..p + count], inv_ls, ps, ms_rs, qs);
+            match spec.temporal {
+                Some(kind) => {
+                    kind.factors_into(&pairs.temporal[p..p + count], inv_lt, pt, mt_rt, qt);
+                    for q in 0..count {
+                        qs[q] = -(qs[q] + qt[q]);
+                    }
+                }
+                None => {
+                    pt.fill(1.0);
+                    for v in qs.iter_mut() {
+                        *v = -*v;
+                    }
+                }
+            }
+            let e = qs;
+            exp_in_place(e);
             let ls_out = &mut self.d_ls[p..p + count];
             for q in 0..count {
-                let rs = spatial[q] * inv_ls;
-                let (ps, ms, qs) = spec.spatial.factors(rs);
-                // k = λ p_S p_T e^{−(q_S+q_T)}; ∂k/∂ln l = k'(r)·(−r) for each factor.
-                let (pt, mt_rt, qt) = match spec.temporal {
-                    Some(kind) => {
-                        let rt = temporal[q] * inv_lt;
-                        let (pt, mt, qt) = kind.factors(rt);
-                        (pt, mt * rt, qt)
-                    }
-                    None => (1.0, 0.0, 0.0),
-                };
-                let e = lambda * (-(qs + qt)).exp();
-                below[q] = ps * pt * e;
-                ls_out[q] = -ms * rs * pt * e;
-                if layout.temporal {
-                    self.d_lt[p + q] = -ps * mt_rt * e;
+                let e = lambda * e[q];
+                below[q] = ps[q] * pt[q] * e;
+                ls_out[q] = -ms_rs[q] * pt[q] * e;
+            }
+            if layout.temporal {
+                let lt_out = &mut self.d_lt[p..p + count];
+                for q in 0..count {
+                    lt_out[q] = -ps[q] * mt_rt[q] * (lambda * e[q]);
                 }
             }
             p += count;
         }
     }
+}
+
+/// One column's intermediate values in [`Workspace::fill_kernel`] (n each): the factors
+/// p, m·r and q of the spatial and the temporal kernel; `qs` then holds the exponent and
+/// its exponential.
+struct ColumnScratch {
+    ps: Vec<f64>,
+    ms_rs: Vec<f64>,
+    qs: Vec<f64>,
+    pt: Vec<f64>,
+    mt_rt: Vec<f64>,
+    qt: Vec<f64>,
+}
+
+impl ColumnScratch {
+    fn new(n: usize) -> Self {
+        ColumnScratch {
+            ps: vec![0.0; n],
+            ms_rs: vec![0.0; n],
+            qs: vec![0.0; n],
+            pt: vec![0.0; n],
+            mt_rt: vec![0.0; n],
+            qt: vec![0.0; n],
+        }
+    }
+}
+
+/// Σ_q w_q·d_q for each array d of `derivatives`, with w_q = α_q·α_j − (K⁻¹)_q: one
+/// column's share of the gradient's sums. Four partial sums per array let the compiler
+/// vectorise the loop (a single running sum is a chain of dependent additions).
+fn weighted_sums<const N: usize>(
+    alpha_j: f64,
+    alpha: &[f64],
+    inverse: &[f64],
+    derivatives: [&[f64]; N],
+) -> [f64; N] {
+    const LANES: usize = 4;
+    let count = alpha.len();
+    let whole = count - count % LANES;
+    let mut partial = [[0.0; LANES]; N];
+    for start in (0..whole).step_by(LANES) {
+        let w: [f64; LANES] =
+            std::array::from_fn(|l| alpha[start + l] * alpha_j - inverse[start + l]);
+        for (sums, d) in partial.iter_mut().zip(&derivatives) {
+            let d = &d[start..start + LANES];
+            for l in 0..LANES {
+                sums[l] += w[l] * d[l];
+            }
+        }
+    }
+    let mut total: [f64; N] =
+        std::array::from_fn(|m| (partial[m][0] + partial[m][2]) + (partial[m][1] + partial[m][3]));
+    for q in whole..count {
+        let w = alpha[q] * alpha_j - inverse[q];
+        for (t, d) in total.iter_mut().zip(&derivatives) {
+            *t += w * d[q];
+        }
+    }
+    total
 }
 
 /// LML and its gradient in the layout's log coordinates, in `ws` (made for `pairs` and
@@ -279,24 +363,18 @@ fn lml_and_gradient(
         let aj = alpha[j];
         trace_w += aj * aj - col[j];
         let count = n - j - 1;
-        let w_range = &col[j + 1..];
-        let a_range = &alpha[j + 1..];
-        let k_range = &kd[j * n + j + 1..(j + 1) * n];
-        let ls_range = &d_ls[p..p + count];
+        let (w, a) = (&col[j + 1..], &alpha[j + 1..]);
+        let k = &kd[j * n + j + 1..(j + 1) * n];
+        let ls = &d_ls[p..p + count];
         if layout.temporal {
-            let lt_range = &d_lt[p..p + count];
-            for q in 0..count {
-                let w = a_range[q] * aj - w_range[q];
-                g_lambda += w * k_range[q];
-                g_ls += w * ls_range[q];
-                g_lt += w * lt_range[q];
-            }
+            let [sk, sls, slt] = weighted_sums(aj, a, w, [k, ls, &d_lt[p..p + count]]);
+            g_lambda += sk;
+            g_ls += sls;
+            g_lt += slt;
         } else {
-            for q in 0..count {
-                let w = a_range[q] * aj - w_range[q];
-                g_lambda += w * k_range[q];
-                g_ls += w * ls_range[q];
-            }
+            let [sk, sls] = weighted_sums(aj, a, w, [k, ls]);
+            g_lambda += sk;
+            g_ls += sls;
         }
         p += count;
     }

@@ -2,6 +2,7 @@
 //! incrementally maintained Cholesky factor, and marginal-likelihood fitting.
 
 pub mod arms;
+mod exp;
 pub mod fit;
 pub mod kernel;
 mod linalg;

@@ -4,6 +4,7 @@
 use nalgebra::{DMatrix, DVector};
 use serde::{Deserialize, Serialize};
 
+use super::exp::exp_in_place;
 use super::kernel::KernelSpec;
 use super::linalg;
 
@@ -481,14 +482,32 @@ impl Gp {
         let lambda = self.hyper.signal_variance;
         let ls = self.hyper.spatial_lengthscale;
         let n = self.len();
+        // k_i = λ p_S p_T e^{−(q_S+q_T)} and its (dk/dr)/r share one exponential, taken
+        // for all i at once.
         let mut k = Vec::with_capacity(n);
-        let mut coef = Vec::with_capacity(n);
+        let mut factors = Vec::with_capacity(n);
         for (xi, &ti) in self.xs.iter().zip(&self.ts) {
             let r = squared_distance(x, xi).sqrt() / ls;
-            let scale = lambda * self.temporal(t, ti);
-            k.push(scale * self.spec.spatial.correlation(r));
-            coef.push(scale * self.spec.spatial.derivative_over_r(r) / (ls * ls));
+            let (ps, qs) = self.spec.spatial.correlation_factors(r);
+            let (pt, qt) = match self.spec.temporal {
+                Some(kind) => {
+                    kind.correlation_factors((t - ti).abs() / self.hyper.temporal_lengthscale)
+                }
+                None => (1.0, 0.0),
+            };
+            k.push(-(qs + qt));
+            factors.push((ps, pt, self.spec.spatial.derivative_over_r_factor(r)));
         }
+        exp_in_place(&mut k);
+        let coef: Vec<f64> = k
+            .iter_mut()
+            .zip(factors)
+            .map(|(e, (ps, pt, m_over_r))| {
+                let scale = lambda * pt * *e;
+                *e = scale * ps;
+                scale * m_over_r / (ls * ls)
+            })
+            .collect();
         let mean = linalg::dot(&k, self.alpha.as_slice());
         linalg::forward_solve(&self.chol, &mut k);
         let raw_var = lambda - linalg::dot(&k, &k);
@@ -546,11 +565,18 @@ impl Gp {
         let temporal: Vec<f64> = self.ts.iter().map(|&ti| self.temporal(t, ti)).collect();
         let ls = self.hyper.spatial_lengthscale;
         let mut k = DMatrix::zeros(n, xs.len());
+        let mut polynomial = vec![0.0; n];
         for (col, x) in k.as_mut_slice().chunks_exact_mut(n).zip(xs) {
             debug_assert_eq!(x.len(), self.dim);
-            for ((c, xi), kt) in col.iter_mut().zip(&self.xs).zip(&temporal) {
+            // k_S(r) = p(r)·e^{−q(r)}: the column's exponentials at once.
+            for ((c, p), xi) in col.iter_mut().zip(&mut polynomial).zip(&self.xs) {
                 let r = squared_distance(x, xi).sqrt() / ls;
-                *c = lambda * kt * self.spec.spatial.correlation(r);
+                let (pr, qr) = self.spec.spatial.correlation_factors(r);
+                (*p, *c) = (pr, -qr);
+            }
+            exp_in_place(col);
+            for ((c, p), kt) in col.iter_mut().zip(&polynomial).zip(&temporal) {
+                *c = lambda * kt * (p * *c);
             }
         }
         let means: Vec<f64> = k

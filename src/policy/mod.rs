@@ -143,6 +143,8 @@ pub struct SuggestContext<'a> {
     pub issued_before: u64,
     /// Observation-noise variance fixed by the configuration, in objective units squared.
     pub fixed_noise: Option<f64>,
+    /// Cores the step may use (at least 1). The proposals do not depend on it.
+    pub threads: usize,
 }
 
 /// A proposed point: its unit-cube coordinates, and its arm index for arm sessions.
@@ -504,7 +506,10 @@ pub fn ucb_proposals(
     for (x, t) in ctx.pending {
         surrogate.hallucinate(x, *t)?;
     }
-    let options = AcquisitionOptions::default();
+    let options = AcquisitionOptions {
+        threads: ctx.threads,
+        ..AcquisitionOptions::default()
+    };
     let mut proposals = Vec::with_capacity(ctx.count);
     for _ in 0..ctx.count {
         let proposal = match ctx.arms {

@@ -95,6 +95,17 @@ pub struct Turn {
     session: Uuid,
 }
 
+impl Turn {
+    /// The cores this job may use now: its own, and those no job holds (their next job
+    /// would start at once, there is no queue for them). A job that borrows an idle core
+    /// does not hold it: a job that starts meanwhile shares the two cores with it until
+    /// the borrowing work ends (for a suggest, its UCB refinements: milliseconds).
+    pub fn threads(&self) -> usize {
+        let queues = self.queues.lock().expect("scheduler poisoned");
+        1 + queues.capacity.saturating_sub(queues.running)
+    }
+}
+
 impl Drop for Turn {
     fn drop(&mut self) {
         self.queues
@@ -216,6 +227,17 @@ mod tests {
         }
         assert_eq!(scheduler.load(), (0, 0));
         Arc::try_unwrap(order).unwrap().into_inner().unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_job_may_use_the_cores_no_job_holds() {
+        let scheduler = FairScheduler::new(2);
+        let first = scheduler.turn(Uuid::new_v4()).await;
+        assert_eq!(first.threads(), 2);
+        let second = scheduler.turn(Uuid::new_v4()).await;
+        assert_eq!((first.threads(), second.threads()), (1, 1));
+        drop(first);
+        assert_eq!(second.threads(), 2);
     }
 
     #[tokio::test]

@@ -88,26 +88,38 @@ impl SessionService {
         session: Uuid,
         work: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T, ServiceError> {
+        self.blocking_with_threads(session, move |_| work()).await
+    }
+
+    /// [`Self::blocking`], telling `work` how many cores it may use: its own and those
+    /// no job had when it started ([`Turn::threads`](super::scheduler::Turn::threads)).
+    async fn blocking_with_threads<T: Send + 'static>(
+        &self,
+        session: Uuid,
+        work: impl FnOnce(usize) -> T + Send + 'static,
+    ) -> Result<T, ServiceError> {
         let turn = self.scheduler.turn(session).await;
         tokio::task::spawn_blocking(move || {
-            let _turn = turn;
-            work()
+            let threads = turn.threads();
+            let result = work(threads);
+            drop(turn);
+            result
         })
         .await
         .map_err(|e| ServiceError::Internal(format!("model task failed: {e}")))
     }
 
-    /// Runs an engine step as model work of `session` ([`Self::blocking`]), and fills in
-    /// the compute time of its calls.
+    /// Runs an engine step as model work of `session` ([`Self::blocking_with_threads`]),
+    /// and fills in the compute time of its calls.
     async fn plan(
         &self,
         session: Uuid,
-        step: impl FnOnce() -> Result<ChangeSet, EngineError> + Send + 'static,
+        step: impl FnOnce(usize) -> Result<ChangeSet, EngineError> + Send + 'static,
     ) -> Result<ChangeSet, ServiceError> {
         let change = self
-            .blocking(session, move || {
+            .blocking_with_threads(session, move |threads| {
                 let started = Instant::now();
-                step().map(|mut change| {
+                step(threads).map(|mut change| {
                     let seconds = started.elapsed().as_secs_f64();
                     for call in &mut change.calls {
                         call.compute_seconds = seconds;
@@ -250,8 +262,8 @@ impl SessionService {
         let _guard = self.lock(id).await;
         self.commit_with_retry(id, idempotency, |history| async move {
             let change = self
-                .plan(id, move || {
-                    plan_suggest(&history, count as usize, t, arrived, &limits)
+                .plan(id, move |threads| {
+                    plan_suggest(&history, count as usize, t, arrived, &limits, threads)
                 })
                 .await?;
             let response = SuggestResponse {
@@ -345,7 +357,7 @@ impl SessionService {
                     response_times: self.store.response_time_summaries(id).await?,
                 };
                 let change = self
-                    .plan(id, move || {
+                    .plan(id, move |_threads| {
                         plan_observe(&snapshot, &inputs, arrived, &limits)
                     })
                     .await?;
