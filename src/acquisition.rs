@@ -370,7 +370,13 @@ mod tests {
                     threads,
                     ..AcquisitionOptions::default()
                 };
-                maximize_ucb(&gp, 2.0, 25.0, &options, &mut ChaCha8Rng::seed_from_u64(seed))
+                maximize_ucb(
+                    &gp,
+                    2.0,
+                    25.0,
+                    &options,
+                    &mut ChaCha8Rng::seed_from_u64(seed),
+                )
             };
             let one = run(1);
             assert_eq!(run(2), one);
