@@ -139,11 +139,19 @@ fn maximize<R: Rng + ?Sized>(
         0.0
     };
     let raw = sobol_points(options.raw_samples, dim, rng);
-    let values: Vec<f64> = gp
-        .predict_many(&raw, t)
-        .into_iter()
-        .map(|(m, v)| ucb_value(m, v, sqrt_beta))
-        .collect();
+    // With β = 0 (the posterior mean alone) the variances, an O(n²) solve per point, are
+    // not needed.
+    let values: Vec<f64> = if sqrt_beta == 0.0 {
+        gp.predict_mean_many(&raw, t)
+            .into_iter()
+            .map(|m| ucb_value(m, 0.0, 0.0))
+            .collect()
+    } else {
+        gp.predict_many(&raw, t)
+            .into_iter()
+            .map(|(m, v)| ucb_value(m, v, sqrt_beta))
+            .collect()
+    };
     let mut order: Vec<usize> = (0..raw.len()).collect();
     order.sort_by(|&a, &b| values[b].total_cmp(&values[a]));
     let mut best = raw[order[0]].clone();

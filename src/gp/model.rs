@@ -562,6 +562,30 @@ impl Gp {
             return vec![(0.0, lambda); xs.len()];
         }
         let n = self.len();
+        let mut k = self.cross_covariance_matrix(xs, t);
+        let means = self.means_of(&k);
+        linalg::forward_solve_matrix(&self.chol, &mut k);
+        k.as_slice()
+            .chunks_exact(n)
+            .zip(means)
+            .map(|(col, mean)| (mean, (lambda - linalg::dot(col, col)).max(0.0)))
+            .collect()
+    }
+
+    /// Posterior means of many points at one time t: [`Self::predict_many`]'s means,
+    /// without its O(n²m) solve.
+    pub fn predict_mean_many(&self, xs: &[Vec<f64>], t: f64) -> Vec<f64> {
+        if self.is_empty() {
+            return vec![0.0; xs.len()];
+        }
+        self.means_of(&self.cross_covariance_matrix(xs, t))
+    }
+
+    /// k((x_i, t_i), (x, t)) for every observation i (rows) and point x (columns); the
+    /// GP is not empty.
+    fn cross_covariance_matrix(&self, xs: &[Vec<f64>], t: f64) -> DMatrix<f64> {
+        let lambda = self.hyper.signal_variance;
+        let n = self.len();
         let temporal: Vec<f64> = self.ts.iter().map(|&ti| self.temporal(t, ti)).collect();
         let ls = self.hyper.spatial_lengthscale;
         let mut k = DMatrix::zeros(n, xs.len());
@@ -579,16 +603,15 @@ impl Gp {
                 *c = lambda * kt * (p * *c);
             }
         }
-        let means: Vec<f64> = k
+        k
+    }
+
+    /// μ = k*ᵀα for each column k* of a cross-covariance matrix.
+    fn means_of(&self, cross: &DMatrix<f64>) -> Vec<f64> {
+        cross
             .as_slice()
-            .chunks_exact(n)
+            .chunks_exact(self.len())
             .map(|col| linalg::dot(col, self.alpha.as_slice()))
-            .collect();
-        linalg::forward_solve_matrix(&self.chol, &mut k);
-        k.as_slice()
-            .chunks_exact(n)
-            .zip(means)
-            .map(|(col, mean)| (mean, (lambda - linalg::dot(col, col)).max(0.0)))
             .collect()
     }
 }
@@ -867,6 +890,8 @@ mod tests {
             let (queries, _, _) = random_data(17, dim, &mut rng);
             let batch = gp.predict_many(&queries, 7.5);
             assert_eq!(batch.len(), queries.len());
+            let means = gp.predict_mean_many(&queries, 7.5);
+            assert_eq!(means, batch.iter().map(|(m, _)| *m).collect::<Vec<_>>());
             for (q, (m, v)) in queries.iter().zip(batch) {
                 let (m2, v2) = gp.predict(q, 7.5);
                 assert!((m - m2).abs() < 1e-12 && (v - v2).abs() < 1e-12);
