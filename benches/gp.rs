@@ -120,7 +120,7 @@ fn bench_suggest(c: &mut Criterion) {
             count: 1,
             issued_before: n as u64,
             fixed_noise: None,
-            threads: 1,
+            cores: &1,
         };
         group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
             b.iter(|| {
@@ -164,7 +164,7 @@ fn bench_bolt_iteration(c: &mut Criterion) {
             count: 1,
             issued_before: n as u64,
             fixed_noise: None,
-            threads: 1,
+            cores: &1,
         };
         group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
             b.iter(|| {

@@ -22,7 +22,7 @@ use clap::Parser;
 use rand::SeedableRng;
 use serde::Deserialize;
 use serde_json::json;
-use tvbo::acquisition::{AcquisitionOptions, beta_wdbo, maximize_ucb};
+use tvbo::acquisition::{AcquisitionOptions, beta_wdbo, maximize_ucb_on};
 use tvbo::domain::config::{CreateSession, SessionConfig};
 use tvbo::gp::{FitOptions, KernelKind, KernelSpec, fit_hyperparameters};
 use tvbo::policy::surrogate::standardised;
@@ -123,7 +123,7 @@ fn main() -> anyhow::Result<()> {
             count: 1,
             issued_before: n as u64,
             fixed_noise: None,
-            threads: args.threads,
+            cores: &args.threads,
         };
         let suggest = timed(args.repeats, || {
             let mut state = PolicyState::default();
@@ -148,11 +148,15 @@ fn main() -> anyhow::Result<()> {
         let beta = beta_wdbo(input.dim, n);
         let acquisition = timed(args.repeats, || {
             let mut rng = PolicyRng::seed_from_u64(1);
-            let options = AcquisitionOptions {
-                threads: args.threads,
-                ..AcquisitionOptions::default()
-            };
-            maximize_ucb(surrogate.gp(), beta, set.t_next, &options, &mut rng)
+            let options = AcquisitionOptions::default();
+            maximize_ucb_on(
+                surrogate.gp(),
+                beta,
+                set.t_next,
+                &options,
+                &args.threads,
+                &mut rng,
+            )
         })?;
         println!(
             "{}",

@@ -17,10 +17,21 @@ pub struct AcquisitionOptions {
     pub restarts: usize,
     /// Settings of each refinement (default [`BoundedOptions::default`]).
     pub optimizer: BoundedOptions,
-    /// Threads the refinements run on (default 1; 0 is read as 1). The refinements are
-    /// independent and the best is chosen in their fixed order, so the result is the
-    /// same for every value.
-    pub threads: usize,
+}
+
+/// The threads a maximisation may run its refinements on, asked again before each
+/// refinement a helper thread takes: a server answers with the cores no job holds at that
+/// moment, so a job that starts meanwhile has its core back within one refinement. A
+/// number is a fixed answer. The result of a maximisation does not depend on it.
+pub trait Cores: Sync {
+    /// Threads that may run now; the calling thread always runs.
+    fn available(&self) -> usize;
+}
+
+impl Cores for usize {
+    fn available(&self) -> usize {
+        *self
+    }
 }
 
 impl Default for AcquisitionOptions {
@@ -29,7 +40,6 @@ impl Default for AcquisitionOptions {
             raw_samples: 512,
             restarts: 20,
             optimizer: BoundedOptions::default(),
-            threads: 1,
         }
     }
 }
@@ -130,6 +140,7 @@ fn maximize<R: Rng + ?Sized>(
     beta: f64,
     t: f64,
     options: &AcquisitionOptions,
+    cores: &dyn Cores,
     rng: &mut R,
 ) -> (Vec<f64>, f64) {
     let dim = gp.dim();
@@ -172,7 +183,7 @@ fn maximize<R: Rng + ?Sized>(
             &options.optimizer,
         )
     };
-    for m in in_parallel(&starts, options.threads, refine) {
+    for m in in_parallel(&starts, cores, refine) {
         let value = -m.value;
         if value > best_value && m.x.iter().all(|v| (0.0..=1.0).contains(v)) {
             best = m.x;
@@ -182,21 +193,25 @@ fn maximize<R: Rng + ?Sized>(
     (best, best_value)
 }
 
-/// `work` of every item, on up to `threads` threads (the calling one among them), each
-/// taking the next item not yet taken; the results in the items' order.
+/// `work` of every item, on the calling thread and on helpers while `cores` has room for
+/// them (helper k takes a next item only while more than k threads are available), each
+/// thread taking the next item not yet taken; the results in the items' order.
 fn in_parallel<I: Sync, T: Send>(
     items: &[I],
-    threads: usize,
+    cores: &dyn Cores,
     work: impl Fn(&I) -> T + Sync,
 ) -> Vec<T> {
-    let threads = threads.clamp(1, items.len().max(1));
+    let threads = cores.available().clamp(1, items.len().max(1));
     if threads == 1 {
         return items.iter().map(work).collect();
     }
     let next = AtomicUsize::new(0);
-    let run = || {
+    let run = |helper: usize| {
         let mut done = Vec::new();
         loop {
+            if helper > 0 && cores.available() <= helper {
+                return done;
+            }
             let i = next.fetch_add(1, Ordering::Relaxed);
             let Some(item) = items.get(i) else {
                 return done;
@@ -206,8 +221,10 @@ fn in_parallel<I: Sync, T: Send>(
     };
     let mut results: Vec<Option<T>> = items.iter().map(|_| None).collect();
     std::thread::scope(|scope| {
-        let helpers: Vec<_> = (1..threads).map(|_| scope.spawn(run)).collect();
-        let mut parts = vec![run()];
+        let helpers: Vec<_> = (1..threads)
+            .map(|helper| scope.spawn(move || run(helper)))
+            .collect();
+        let mut parts = vec![run(0)];
         parts.extend(
             helpers
                 .into_iter()
@@ -237,7 +254,19 @@ pub fn maximize_ucb<R: Rng + ?Sized>(
     options: &AcquisitionOptions,
     rng: &mut R,
 ) -> (Vec<f64>, f64) {
-    maximize(gp, beta, t, options, rng)
+    maximize(gp, beta, t, options, &1, rng)
+}
+
+/// [`maximize_ucb`] with its refinements on the threads `cores` allows; the same result.
+pub fn maximize_ucb_on<R: Rng + ?Sized>(
+    gp: &Gp,
+    beta: f64,
+    t: f64,
+    options: &AcquisitionOptions,
+    cores: &dyn Cores,
+    rng: &mut R,
+) -> (Vec<f64>, f64) {
+    maximize(gp, beta, t, options, cores, rng)
 }
 
 /// Finite arm set: the index of the arm with the highest UCB at time t and that value;
@@ -267,7 +296,7 @@ pub fn maximize_mean<R: Rng + ?Sized>(
     options: &AcquisitionOptions,
     rng: &mut R,
 ) -> (Vec<f64>, f64) {
-    maximize(gp, 0.0, t, options, rng)
+    maximize(gp, 0.0, t, options, &1, rng)
 }
 
 #[cfg(test)]
@@ -281,11 +310,26 @@ mod tests {
     fn results_keep_the_order_of_the_items_on_any_number_of_threads() {
         let items: Vec<u64> = (0..37).collect();
         let square = |x: &u64| x * x;
-        let one = in_parallel(&items, 1, square);
+        let one = in_parallel(&items, &1, square);
         for threads in [0, 2, 3, 8, 100] {
-            assert_eq!(in_parallel(&items, threads, square), one);
+            assert_eq!(in_parallel(&items, &threads, square), one);
         }
-        assert!(in_parallel(&[] as &[u64], 4, square).is_empty());
+        assert!(in_parallel(&[] as &[u64], &4, square).is_empty());
+        // Cores that are taken back part-way: the helper stops, the caller finishes.
+        struct Shrinking(AtomicUsize);
+        impl Cores for Shrinking {
+            fn available(&self) -> usize {
+                if self.0.fetch_add(1, Ordering::Relaxed) < 5 {
+                    2
+                } else {
+                    1
+                }
+            }
+        }
+        assert_eq!(
+            in_parallel(&items, &Shrinking(AtomicUsize::new(0)), square),
+            one
+        );
     }
 
     fn random_gp(n: usize, dim: usize, rng: &mut ChaCha8Rng) -> Gp {
@@ -373,18 +417,10 @@ mod tests {
         for _ in 0..5 {
             let gp = random_gp(60, 3, &mut rng);
             let seed = rng.random::<u64>();
-            let run = |threads| {
-                let options = AcquisitionOptions {
-                    threads,
-                    ..AcquisitionOptions::default()
-                };
-                maximize_ucb(
-                    &gp,
-                    2.0,
-                    25.0,
-                    &options,
-                    &mut ChaCha8Rng::seed_from_u64(seed),
-                )
+            let run = |threads: usize| {
+                let options = AcquisitionOptions::default();
+                let mut rng = ChaCha8Rng::seed_from_u64(seed);
+                maximize_ucb_on(&gp, 2.0, 25.0, &options, &threads, &mut rng)
             };
             let one = run(1);
             assert_eq!(run(2), one);

@@ -56,7 +56,7 @@ impl LocalSession {
         t: Option<f64>,
         now: DateTime<Utc>,
     ) -> Result<Vec<SuggestionRow>, EngineError> {
-        let change = plan_suggest(&self.history, count, t, now, &self.limits, 1)?;
+        let change = plan_suggest(&self.history, count, t, now, &self.limits, &1)?;
         let handed = change.new_suggestions.clone();
         self.apply(change);
         Ok(handed)

@@ -7,6 +7,7 @@ use uuid::Uuid;
 use super::{
     EngineError, Limits, arm_points, call_rng, lead, policy_data, policy_state, step_snapshot,
 };
+use crate::acquisition::Cores;
 use crate::domain::InvalidInput;
 use crate::domain::records::{
     CallRecord, ChangeSet, History, ResponseTimeSample, SuggestionRow, SuggestionStatus,
@@ -19,15 +20,15 @@ use crate::policy::{self, SuggestContext};
 /// (`new_suggestions`), expires the pending ones older than `time.pending_timeout`,
 /// saves the policy's state, and records the response-time sample (dataset size at the
 /// previous suggest, seconds since it: BOLT §4). Its call record's `compute_seconds` is
-/// left at 0 for the caller, which owns the clock, to fill in. The policy may use
-/// `threads` cores; the plan does not depend on how many.
+/// left at 0 for the caller, which owns the clock, to fill in. The policy may run its
+/// UCB refinements on the threads `cores` allows; the plan does not depend on how many.
 pub fn plan_suggest(
     history: &History,
     count: usize,
     t: Option<f64>,
     now: DateTime<Utc>,
     limits: &Limits,
-    threads: usize,
+    cores: &dyn Cores,
 ) -> Result<ChangeSet, EngineError> {
     let session = &history.session;
     let config = &session.config;
@@ -69,7 +70,7 @@ pub fn plan_suggest(
         count,
         issued_before: ordinal,
         fixed_noise: config.model.noise,
-        threads,
+        cores,
     };
     let policy = policy::policy_for(config);
     let mut rng = call_rng(config.seed, ordinal);

@@ -143,8 +143,9 @@ pub struct SuggestContext<'a> {
     pub issued_before: u64,
     /// Observation-noise variance fixed by the configuration, in objective units squared.
     pub fixed_noise: Option<f64>,
-    /// Cores the step may use (at least 1). The proposals do not depend on it.
-    pub threads: usize,
+    /// The threads the step's UCB refinements may use ([`acquisition::Cores`]); the
+    /// proposals do not depend on it.
+    pub cores: &'a dyn acquisition::Cores,
 }
 
 /// A proposed point: its unit-cube coordinates, and its arm index for arm sessions.
@@ -506,10 +507,7 @@ pub fn ucb_proposals(
     for (x, t) in ctx.pending {
         surrogate.hallucinate(x, *t)?;
     }
-    let options = AcquisitionOptions {
-        threads: ctx.threads,
-        ..AcquisitionOptions::default()
-    };
+    let options = AcquisitionOptions::default();
     let mut proposals = Vec::with_capacity(ctx.count);
     for _ in 0..ctx.count {
         let proposal = match ctx.arms {
@@ -521,7 +519,14 @@ pub fn ucb_proposals(
                 }
             }
             None => {
-                let (x, _) = acquisition::maximize_ucb(surrogate.gp(), beta, ctx.t, &options, rng);
+                let (x, _) = acquisition::maximize_ucb_on(
+                    surrogate.gp(),
+                    beta,
+                    ctx.t,
+                    &options,
+                    ctx.cores,
+                    rng,
+                );
                 Proposal {
                     x: ctx.space.snap(&x),
                     arm: None,

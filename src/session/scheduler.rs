@@ -17,6 +17,7 @@ use std::time::Instant;
 use tokio::sync::oneshot;
 use uuid::Uuid;
 
+use crate::acquisition::Cores;
 use crate::telemetry;
 
 /// The queues and the count of running jobs.
@@ -95,12 +96,11 @@ pub struct Turn {
     session: Uuid,
 }
 
-impl Turn {
-    /// The cores this job may use now: its own, and those no job holds (their next job
-    /// would start at once, there is no queue for them). A job that borrows an idle core
-    /// does not hold it: a job that starts meanwhile shares the two cores with it until
-    /// the borrowing work ends (for a suggest, its UCB refinements: milliseconds).
-    pub fn threads(&self) -> usize {
+/// The cores this job may use now: its own, and those no job holds (their next job would
+/// start at once, there is no queue for them). Asked again before each piece of work it
+/// lends out (a UCB refinement), so a job that starts has its core back within one piece.
+impl Cores for Turn {
+    fn available(&self) -> usize {
         let queues = self.queues.lock().expect("scheduler poisoned");
         1 + queues.capacity.saturating_sub(queues.running)
     }
@@ -233,11 +233,11 @@ mod tests {
     async fn a_job_may_use_the_cores_no_job_holds() {
         let scheduler = FairScheduler::new(2);
         let first = scheduler.turn(Uuid::new_v4()).await;
-        assert_eq!(first.threads(), 2);
+        assert_eq!(first.available(), 2);
         let second = scheduler.turn(Uuid::new_v4()).await;
-        assert_eq!((first.threads(), second.threads()), (1, 1));
+        assert_eq!((first.available(), second.available()), (1, 1));
         drop(first);
-        assert_eq!(second.threads(), 2);
+        assert_eq!(second.available(), 2);
     }
 
     #[tokio::test]

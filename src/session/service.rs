@@ -19,6 +19,7 @@ use super::scheduler::FairScheduler;
 use super::views::{
     ObservationList, Session, SessionList, SuggestRequest, SuggestResponse, Suggestion,
 };
+use crate::acquisition::Cores;
 use crate::domain::InvalidInput;
 use crate::domain::config::{CreateSession, random_seed};
 use crate::domain::input::ObservationInput;
@@ -88,38 +89,33 @@ impl SessionService {
         session: Uuid,
         work: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T, ServiceError> {
-        self.blocking_with_threads(session, move |_| work()).await
+        self.blocking_on_cores(session, move |_| work()).await
     }
 
-    /// [`Self::blocking`], telling `work` how many cores it may use: its own and those
-    /// no job had when it started ([`Turn::threads`](super::scheduler::Turn::threads)).
-    async fn blocking_with_threads<T: Send + 'static>(
+    /// [`Self::blocking`], handing `work` its turn as the [`Cores`] it may lend work to:
+    /// its own and those no job holds, asked again before each piece.
+    async fn blocking_on_cores<T: Send + 'static>(
         &self,
         session: Uuid,
-        work: impl FnOnce(usize) -> T + Send + 'static,
+        work: impl FnOnce(&dyn Cores) -> T + Send + 'static,
     ) -> Result<T, ServiceError> {
         let turn = self.scheduler.turn(session).await;
-        tokio::task::spawn_blocking(move || {
-            let threads = turn.threads();
-            let result = work(threads);
-            drop(turn);
-            result
-        })
-        .await
-        .map_err(|e| ServiceError::Internal(format!("model task failed: {e}")))
+        tokio::task::spawn_blocking(move || work(&turn))
+            .await
+            .map_err(|e| ServiceError::Internal(format!("model task failed: {e}")))
     }
 
-    /// Runs an engine step as model work of `session` ([`Self::blocking_with_threads`]),
-    /// and fills in the compute time of its calls.
+    /// Runs an engine step as model work of `session` ([`Self::blocking_on_cores`]), and
+    /// fills in the compute time of its calls.
     async fn plan(
         &self,
         session: Uuid,
-        step: impl FnOnce(usize) -> Result<ChangeSet, EngineError> + Send + 'static,
+        step: impl FnOnce(&dyn Cores) -> Result<ChangeSet, EngineError> + Send + 'static,
     ) -> Result<ChangeSet, ServiceError> {
         let change = self
-            .blocking_with_threads(session, move |threads| {
+            .blocking_on_cores(session, move |cores| {
                 let started = Instant::now();
-                step(threads).map(|mut change| {
+                step(cores).map(|mut change| {
                     let seconds = started.elapsed().as_secs_f64();
                     for call in &mut change.calls {
                         call.compute_seconds = seconds;
@@ -262,8 +258,8 @@ impl SessionService {
         let _guard = self.lock(id).await;
         self.commit_with_retry(id, idempotency, |history| async move {
             let change = self
-                .plan(id, move |threads| {
-                    plan_suggest(&history, count as usize, t, arrived, &limits, threads)
+                .plan(id, move |cores| {
+                    plan_suggest(&history, count as usize, t, arrived, &limits, cores)
                 })
                 .await?;
             let response = SuggestResponse {
@@ -357,7 +353,7 @@ impl SessionService {
                     response_times: self.store.response_time_summaries(id).await?,
                 };
                 let change = self
-                    .plan(id, move |_threads| {
+                    .plan(id, move |_cores| {
                         plan_observe(&snapshot, &inputs, arrived, &limits)
                     })
                     .await?;
