@@ -135,64 +135,6 @@ fn negated_ucb(gp: &Gp, x: &[f64], t: f64, sqrt_beta: f64) -> (f64, Vec<f64>) {
     (-value, grad)
 }
 
-fn maximize<R: Rng + ?Sized>(
-    gp: &Gp,
-    beta: f64,
-    t: f64,
-    options: &AcquisitionOptions,
-    cores: &dyn Cores,
-    rng: &mut R,
-) -> (Vec<f64>, f64) {
-    let dim = gp.dim();
-    let sqrt_beta = if beta > 0.0 && beta.is_finite() {
-        beta.sqrt()
-    } else {
-        0.0
-    };
-    let raw = sobol_points(options.raw_samples, dim, rng);
-    // With β = 0 (the posterior mean alone) the variances, an O(n²) solve per point, are
-    // not needed.
-    let values: Vec<f64> = if sqrt_beta == 0.0 {
-        gp.predict_mean_many(&raw, t)
-            .into_iter()
-            .map(|m| ucb_value(m, 0.0, 0.0))
-            .collect()
-    } else {
-        gp.predict_many(&raw, t)
-            .into_iter()
-            .map(|(m, v)| ucb_value(m, v, sqrt_beta))
-            .collect()
-    };
-    let mut order: Vec<usize> = (0..raw.len()).collect();
-    order.sort_by(|&a, &b| values[b].total_cmp(&values[a]));
-    let mut best = raw[order[0]].clone();
-    let mut best_value = values[order[0]];
-    let lower = vec![0.0; dim];
-    let upper = vec![1.0; dim];
-    let starts: Vec<&[f64]> = order
-        .iter()
-        .take(options.restarts)
-        .map(|&i| raw[i].as_slice())
-        .collect();
-    let refine = |x0: &&[f64]| {
-        minimize_bounded(
-            |x: &[f64]| negated_ucb(gp, x, t, sqrt_beta),
-            x0,
-            &lower,
-            &upper,
-            &options.optimizer,
-        )
-    };
-    for m in in_parallel(&starts, cores, refine) {
-        let value = -m.value;
-        if value > best_value && m.x.iter().all(|v| (0.0..=1.0).contains(v)) {
-            best = m.x;
-            best_value = value;
-        }
-    }
-    (best, best_value)
-}
-
 /// `work` of every item, on the calling thread and on helpers while `cores` has room for
 /// them (helper k takes a next item only while more than k threads are available), each
 /// thread taking the next item not yet taken; the results in the items' order.
@@ -254,7 +196,7 @@ pub fn maximize_ucb<R: Rng + ?Sized>(
     options: &AcquisitionOptions,
     rng: &mut R,
 ) -> (Vec<f64>, f64) {
-    maximize(gp, beta, t, options, &1, rng)
+    maximize_ucb_on(gp, beta, t, options, &1, rng)
 }
 
 /// [`maximize_ucb`] with its refinements on the threads `cores` allows; the same result.
@@ -266,7 +208,54 @@ pub fn maximize_ucb_on<R: Rng + ?Sized>(
     cores: &dyn Cores,
     rng: &mut R,
 ) -> (Vec<f64>, f64) {
-    maximize(gp, beta, t, options, cores, rng)
+    let dim = gp.dim();
+    let sqrt_beta = if beta > 0.0 && beta.is_finite() {
+        beta.sqrt()
+    } else {
+        0.0
+    };
+    let raw = sobol_points(options.raw_samples, dim, rng);
+    // With β = 0 (the posterior mean alone) the variances, an O(n²) solve per point, are
+    // not needed.
+    let values: Vec<f64> = if sqrt_beta == 0.0 {
+        gp.predict_mean_many(&raw, t)
+            .into_iter()
+            .map(|m| ucb_value(m, 0.0, 0.0))
+            .collect()
+    } else {
+        gp.predict_many(&raw, t)
+            .into_iter()
+            .map(|(m, v)| ucb_value(m, v, sqrt_beta))
+            .collect()
+    };
+    let mut order: Vec<usize> = (0..raw.len()).collect();
+    order.sort_by(|&a, &b| values[b].total_cmp(&values[a]));
+    let mut best = raw[order[0]].clone();
+    let mut best_value = values[order[0]];
+    let lower = vec![0.0; dim];
+    let upper = vec![1.0; dim];
+    let starts: Vec<&[f64]> = order
+        .iter()
+        .take(options.restarts)
+        .map(|&i| raw[i].as_slice())
+        .collect();
+    let refine = |x0: &&[f64]| {
+        minimize_bounded(
+            |x: &[f64]| negated_ucb(gp, x, t, sqrt_beta),
+            x0,
+            &lower,
+            &upper,
+            &options.optimizer,
+        )
+    };
+    for m in in_parallel(&starts, cores, refine) {
+        let value = -m.value;
+        if value > best_value && m.x.iter().all(|v| (0.0..=1.0).contains(v)) {
+            best = m.x;
+            best_value = value;
+        }
+    }
+    (best, best_value)
 }
 
 /// Finite arm set: the index of the arm with the highest UCB at time t and that value;
@@ -296,7 +285,7 @@ pub fn maximize_mean<R: Rng + ?Sized>(
     options: &AcquisitionOptions,
     rng: &mut R,
 ) -> (Vec<f64>, f64) {
-    maximize(gp, 0.0, t, options, &1, rng)
+    maximize_ucb_on(gp, 0.0, t, options, &1, rng)
 }
 
 #[cfg(test)]
