@@ -58,14 +58,46 @@ fn norm_inf(a: &[f64]) -> f64 {
     a.iter().fold(0.0, |m, v| m.max(v.abs()))
 }
 
-/// Evaluates f and maps a non-finite value or gradient to +∞.
-fn evaluate<F: FnMut(&[f64]) -> (f64, Vec<f64>)>(f: &mut F, x: &[f64]) -> (f64, Vec<f64>) {
-    let (v, g) = f(x);
-    if v.is_finite() && g.len() == x.len() && g.iter().all(|d| d.is_finite()) {
-        (v, g)
-    } else {
-        (f64::INFINITY, vec![0.0; x.len()])
+/// A function to minimise whose gradient may cost more than its value: the line search
+/// asks for the value at each trial point and for the gradient only at the point it
+/// accepts (a marginal-likelihood fit's value is one Cholesky factor, n³/3 flops; its
+/// gradient needs the inverse too, 2n³/3 more).
+pub trait Objective {
+    /// f(x); a non-finite value is treated as +∞.
+    fn value(&mut self, x: &[f64]) -> f64;
+    /// ∇f at the point of the last [`Objective::value`] call, which returned a finite value;
+    /// a non-finite entry is treated as a value of +∞ there.
+    fn gradient(&mut self) -> Vec<f64>;
+}
+
+/// An [`Objective`] from a function that returns the value and the gradient together.
+struct Joint<F> {
+    f: F,
+    gradient: Vec<f64>,
+}
+
+impl<F: FnMut(&[f64]) -> (f64, Vec<f64>)> Objective for Joint<F> {
+    fn value(&mut self, x: &[f64]) -> f64 {
+        let (value, gradient) = (self.f)(x);
+        self.gradient = gradient;
+        value
     }
+
+    fn gradient(&mut self) -> Vec<f64> {
+        std::mem::take(&mut self.gradient)
+    }
+}
+
+/// f's value at x, or +∞ where it is not finite.
+fn value_at<O: Objective>(objective: &mut O, x: &[f64]) -> f64 {
+    let v = objective.value(x);
+    if v.is_finite() { v } else { f64::INFINITY }
+}
+
+/// ∇f at the point last valued, or None where it is not finite (or of the wrong length).
+fn gradient_at<O: Objective>(objective: &mut O, n: usize) -> Option<Vec<f64>> {
+    let g = objective.gradient();
+    (g.len() == n && g.iter().all(|d| d.is_finite())).then_some(g)
 }
 
 struct Pair {
@@ -126,7 +158,27 @@ fn lbfgs_direction(g: &[f64], free: &[bool], memory: &VecDeque<Pair>) -> Vec<f64
 /// # Panics
 /// If `x0`, `lower` and `upper` differ in length or some `lower[i] > upper[i]`.
 pub fn minimize_bounded<F: FnMut(&[f64]) -> (f64, Vec<f64>)>(
-    mut f: F,
+    f: F,
+    x0: &[f64],
+    lower: &[f64],
+    upper: &[f64],
+    options: &BoundedOptions,
+) -> Minimum {
+    let mut joint = Joint {
+        f,
+        gradient: Vec::new(),
+    };
+    minimize_objective_bounded(&mut joint, x0, lower, upper, options)
+}
+
+/// [`minimize_bounded`] for an objective that computes the gradient apart from the value:
+/// the same search, which asks for the gradient only at the start and at each accepted
+/// step, never at a trial point the line search rejects.
+///
+/// # Panics
+/// As [`minimize_bounded`].
+pub fn minimize_objective_bounded<O: Objective>(
+    objective: &mut O,
     x0: &[f64],
     lower: &[f64],
     upper: &[f64],
@@ -135,16 +187,21 @@ pub fn minimize_bounded<F: FnMut(&[f64]) -> (f64, Vec<f64>)>(
     assert!(x0.len() == lower.len() && x0.len() == upper.len());
     assert!(lower.iter().zip(upper).all(|(l, u)| l <= u));
     let n = x0.len();
-    let mut x = project(x0, lower, upper);
-    let (mut fx, mut g) = evaluate(&mut f, &x);
-    if !fx.is_finite() {
+    let x = project(x0, lower, upper);
+    let start = value_at(objective, &x);
+    let Some(g) = start
+        .is_finite()
+        .then(|| gradient_at(objective, n))
+        .flatten()
+    else {
         return Minimum {
             x,
-            value: fx,
+            value: f64::INFINITY,
             iterations: 0,
             converged: false,
         };
-    }
+    };
+    let (mut x, mut fx, mut g) = (x, start, g);
     let mut memory: VecDeque<Pair> = VecDeque::with_capacity(options.memory);
     let mut iterations = 0;
     let mut converged = false;
@@ -206,10 +263,14 @@ pub fn minimize_bounded<F: FnMut(&[f64]) -> (f64, Vec<f64>)>(
             }
             let mut shrink = 0.5;
             if decrease < 0.0 {
-                let (ft, gt) = evaluate(&mut f, &trial);
+                let ft = value_at(objective, &trial);
                 if ft <= fx + ARMIJO * decrease {
-                    accepted = Some((trial, moved, ft, gt));
-                    break;
+                    if let Some(gt) = gradient_at(objective, n) {
+                        accepted = Some((trial, moved, ft, gt));
+                        break;
+                    }
+                    step *= shrink;
+                    continue;
                 }
                 // The next step is the minimum of the parabola through f(x), the slope
                 // and f(trial), kept within [0.1, 0.5] of this one (safeguarded quadratic
@@ -343,6 +404,53 @@ mod tests {
         assert_eq!(m.x[0], 0.5);
         assert!((m.x[1] - 0.25).abs() < 1e-6, "{m:?}");
         assert!(evaluations <= 15, "{evaluations} evaluations");
+    }
+
+    /// Rosenbrock as an [`Objective`] that counts its values and gradients.
+    struct CountedRosenbrock {
+        at: Vec<f64>,
+        values: usize,
+        gradients: usize,
+    }
+
+    impl Objective for CountedRosenbrock {
+        fn value(&mut self, x: &[f64]) -> f64 {
+            self.values += 1;
+            self.at = x.to_vec();
+            rosenbrock(x).0
+        }
+
+        fn gradient(&mut self) -> Vec<f64> {
+            self.gradients += 1;
+            rosenbrock(&self.at).1
+        }
+    }
+
+    #[test]
+    fn the_gradient_is_asked_only_at_the_start_and_at_accepted_steps() {
+        // The same search as with value and gradient together (the same points, bit for
+        // bit), with one gradient per accepted step plus the start's, and none at the
+        // trial points the line search rejects.
+        for (x0, lower, upper) in [
+            ([-1.2, 1.0], [-5.0; 2], [5.0; 2]),
+            ([0.0, 0.0], [-0.5; 2], [0.5; 2]),
+        ] {
+            let mut counted = CountedRosenbrock {
+                at: Vec::new(),
+                values: 0,
+                gradients: 0,
+            };
+            let options = BoundedOptions {
+                max_iterations: 500,
+                ..BoundedOptions::default()
+            };
+            let lazy = minimize_objective_bounded(&mut counted, &x0, &lower, &upper, &options);
+            let joint = minimize_bounded(rosenbrock, &x0, &lower, &upper, &options);
+            assert_eq!(lazy, joint);
+            assert!(lazy.converged, "{lazy:?}");
+            assert_eq!(counted.gradients, lazy.iterations + 1, "{lazy:?}");
+            assert!(counted.values > counted.gradients, "no step was rejected");
+        }
     }
 
     #[test]
