@@ -28,6 +28,10 @@ use tvbo::gp::{FitOptions, KernelKind, KernelSpec, fit_hyperparameters};
 use tvbo::policy::surrogate::standardised;
 use tvbo::policy::{self, Observation, PolicyRng, PolicyState, SuggestContext, Surrogate};
 
+/// The server's allocator (see `src/main.rs`), so that this measures what it runs.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 /// Time one suggest, one fit and one UCB maximisation per data set.
 #[derive(Debug, Parser)]
 struct Args {

@@ -24,6 +24,10 @@ use tokio::sync::Mutex;
 use tvbo::api::RouterSettings;
 use tvbo::store::PoolSettings;
 
+/// The server's allocator (see `src/main.rs`), so that this measures what it runs.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 /// Drive tvbo with concurrent suggest → observe loops and report throughput and latency.
 #[derive(Debug, Parser)]
 struct Args {

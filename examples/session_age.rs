@@ -36,6 +36,10 @@ use tvbo::session::views::SuggestRequest;
 use tvbo::store::{PoolSettings, Store};
 use uuid::Uuid;
 
+/// The server's allocator (see `src/main.rs`), so that this measures what it runs.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 /// Time suggest and observe on an old session and on a fresh one with the same active set.
 #[derive(Debug, Parser)]
 struct Args {

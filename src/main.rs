@@ -12,6 +12,13 @@ use tvbo::config::{AuthMode, Cli, Command, KeysCommand, LogFormat};
 use tvbo::store::Store;
 use tvbo::{api, server};
 
+/// jemalloc, not the system's malloc: a suggest frees its fit's megabytes just before its
+/// acquisition allocates again, and glibc returned them to the system in between, to be
+/// faulted in afresh (3–4 ms of a 48 ms suggest at n = 400; docs/performance.md).
+/// jemalloc keeps freed pages for reuse for seconds before it returns them.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 /// Logs, filtered by `RUST_LOG`, and the metrics' timer of model work, which sees the
 /// stage spans whatever `RUST_LOG` says (the filter is the log layer's alone). The server
 /// logs to standard output; the one-shot commands (`keys`, `backup`) to standard error,
