@@ -88,18 +88,7 @@ impl<F: FnMut(&[f64]) -> (f64, Vec<f64>)> Objective for Joint<F> {
     }
 }
 
-/// f's value at x, or +∞ where it is not finite.
-fn value_at<O: Objective>(objective: &mut O, x: &[f64]) -> f64 {
-    let v = objective.value(x);
-    if v.is_finite() { v } else { f64::INFINITY }
-}
-
-/// ∇f at the point last valued, or None where it is not finite (or of the wrong length).
-fn gradient_at<O: Objective>(objective: &mut O, n: usize) -> Option<Vec<f64>> {
-    let g = objective.gradient();
-    (g.len() == n && g.iter().all(|d| d.is_finite())).then_some(g)
-}
-
+#[derive(Clone, Debug)]
 struct Pair {
     s: Vec<f64>,
     y: Vec<f64>,
@@ -184,28 +173,199 @@ pub fn minimize_objective_bounded<O: Objective>(
     upper: &[f64],
     options: &BoundedOptions,
 ) -> Minimum {
-    assert!(x0.len() == lower.len() && x0.len() == upper.len());
-    assert!(lower.iter().zip(upper).all(|(l, u)| l <= u));
-    let n = x0.len();
-    let x = project(x0, lower, upper);
-    let start = value_at(objective, &x);
-    let Some(g) = start
-        .is_finite()
-        .then(|| gradient_at(objective, n))
-        .flatten()
-    else {
-        return Minimum {
-            x,
-            value: f64::INFINITY,
+    let mut search = BoundedSearch::new(x0, lower, upper, options);
+    loop {
+        match search.request() {
+            Request::Value(x) => {
+                let value = objective.value(x);
+                search.tell_value(value);
+            }
+            Request::Gradient => search.tell_gradient(objective.gradient()),
+            Request::Done => return search.into_minimum(),
+        }
+    }
+}
+
+/// What a [`BoundedSearch`] needs next.
+#[derive(Debug, PartialEq)]
+pub enum Request<'a> {
+    /// f at this point ([`BoundedSearch::tell_value`]).
+    Value(&'a [f64]),
+    /// ∇f at the point last valued ([`BoundedSearch::tell_gradient`]).
+    Gradient,
+    /// The search has ended ([`BoundedSearch::into_minimum`]).
+    Done,
+}
+
+/// Where the search stands.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Phase {
+    /// Waiting for f at the start.
+    StartValue,
+    /// Waiting for ∇f at the start.
+    StartGradient,
+    /// Waiting for f at the trial point.
+    TrialValue,
+    /// Waiting for ∇f at a trial point that passed the Armijo test.
+    TrialGradient,
+    Done,
+}
+
+/// The search of [`minimize_bounded`] as a state machine that asks for each value and
+/// gradient ([`BoundedSearch::request`]) instead of calling f: a caller can step many
+/// searches together and evaluate their points in one batch (UCB's restarts, whose
+/// posterior variances are then one blocked triangular solve). Driven to the end it
+/// takes exactly the steps of [`minimize_objective_bounded`], which drives it.
+#[derive(Clone, Debug)]
+pub struct BoundedSearch {
+    lower: Vec<f64>,
+    upper: Vec<f64>,
+    options: BoundedOptions,
+    phase: Phase,
+    /// The current point, its value and gradient.
+    x: Vec<f64>,
+    fx: f64,
+    g: Vec<f64>,
+    memory: VecDeque<Pair>,
+    iterations: usize,
+    converged: bool,
+    /// The line search: its direction, whether that is steepest descent, the step along
+    /// it and the number of steps tried.
+    direction: Vec<f64>,
+    steepest: bool,
+    step: f64,
+    backtrack: usize,
+    /// The trial point, its move from x, the first-order decrease g·moved and its value.
+    trial: Vec<f64>,
+    moved: Vec<f64>,
+    decrease: f64,
+    trial_value: f64,
+}
+
+impl BoundedSearch {
+    /// A search from the projection of `x0` into the box.
+    ///
+    /// # Panics
+    /// As [`minimize_bounded`].
+    pub fn new(x0: &[f64], lower: &[f64], upper: &[f64], options: &BoundedOptions) -> Self {
+        assert!(x0.len() == lower.len() && x0.len() == upper.len());
+        assert!(lower.iter().zip(upper).all(|(l, u)| l <= u));
+        BoundedSearch {
+            lower: lower.to_vec(),
+            upper: upper.to_vec(),
+            options: options.clone(),
+            phase: Phase::StartValue,
+            x: project(x0, lower, upper),
+            fx: f64::INFINITY,
+            g: Vec::new(),
+            memory: VecDeque::with_capacity(options.memory),
             iterations: 0,
             converged: false,
+            direction: Vec::new(),
+            steepest: true,
+            step: 1.0,
+            backtrack: 0,
+            trial: Vec::new(),
+            moved: Vec::new(),
+            decrease: 0.0,
+            trial_value: f64::INFINITY,
+        }
+    }
+
+    /// What the search needs next.
+    pub fn request(&self) -> Request<'_> {
+        match self.phase {
+            Phase::StartValue => Request::Value(&self.x),
+            Phase::TrialValue => Request::Value(&self.trial),
+            Phase::StartGradient | Phase::TrialGradient => Request::Gradient,
+            Phase::Done => Request::Done,
+        }
+    }
+
+    /// f at the point of [`Request::Value`]; a non-finite value counts as +∞.
+    ///
+    /// # Panics
+    /// If the search did not ask for a value.
+    pub fn tell_value(&mut self, value: f64) {
+        let value = if value.is_finite() {
+            value
+        } else {
+            f64::INFINITY
         };
-    };
-    let (mut x, mut fx, mut g) = (x, start, g);
-    let mut memory: VecDeque<Pair> = VecDeque::with_capacity(options.memory);
-    let mut iterations = 0;
-    let mut converged = false;
-    'search: while iterations < options.max_iterations {
+        match self.phase {
+            Phase::StartValue if value.is_finite() => {
+                self.fx = value;
+                self.phase = Phase::StartGradient;
+            }
+            Phase::StartValue => self.phase = Phase::Done,
+            Phase::TrialValue if value <= self.fx + ARMIJO * self.decrease => {
+                self.trial_value = value;
+                self.phase = Phase::TrialGradient;
+            }
+            Phase::TrialValue => {
+                // The next step is the minimum of the parabola through f(x), the slope
+                // and f(trial), kept within [0.1, 0.5] of this one (safeguarded quadratic
+                // backtracking; Nocedal & Wright, Numerical Optimization, §3.5): a step
+                // 30 times too long, as L-BFGS takes after a bound becomes active, costs
+                // two or three evaluations instead of five halvings. The curvature is
+                // positive since the Armijo test failed.
+                let shrink = if value.is_finite() {
+                    let curvature = value - self.fx - self.decrease;
+                    (-self.decrease / (2.0 * curvature)).clamp(0.1, 0.5)
+                } else {
+                    0.5
+                };
+                self.retry(shrink);
+            }
+            phase => panic!("a value was told in phase {phase:?}"),
+        }
+    }
+
+    /// ∇f at the point last valued, after [`Request::Gradient`]; a non-finite entry (or a
+    /// wrong length) counts as a value of +∞ there.
+    ///
+    /// # Panics
+    /// If the search did not ask for a gradient.
+    pub fn tell_gradient(&mut self, gradient: Vec<f64>) {
+        let valid = gradient.len() == self.x.len() && gradient.iter().all(|d| d.is_finite());
+        match self.phase {
+            Phase::StartGradient if valid => {
+                self.g = gradient;
+                self.next_iteration();
+            }
+            Phase::StartGradient => {
+                self.fx = f64::INFINITY;
+                self.phase = Phase::Done;
+            }
+            Phase::TrialGradient if valid => self.accept(gradient),
+            Phase::TrialGradient => self.retry(0.5),
+            phase => panic!("a gradient was told in phase {phase:?}"),
+        }
+    }
+
+    /// The best point found (the current one).
+    pub fn into_minimum(self) -> Minimum {
+        Minimum {
+            x: self.x,
+            value: self.fx,
+            iterations: self.iterations,
+            converged: self.converged,
+        }
+    }
+
+    fn finish(&mut self, converged: bool) {
+        self.converged = converged;
+        self.phase = Phase::Done;
+    }
+
+    /// Starts an iteration at x: stops on the budget or a small projected gradient, else
+    /// chooses the direction and tries its first step.
+    fn next_iteration(&mut self) {
+        if self.iterations >= self.options.max_iterations {
+            return self.finish(false);
+        }
+        let (x, g, lower, upper) = (&self.x, &self.g, &self.lower, &self.upper);
+        let n = x.len();
         // A coordinate is held when it sits on a bound and −g points out of the box.
         let free: Vec<bool> = (0..n)
             .map(|i| {
@@ -218,102 +378,106 @@ pub fn minimize_objective_bounded<O: Objective>(
             .zip(&free)
             .map(|(&gi, &fr)| if fr { gi } else { 0.0 })
             .collect();
-        if norm_inf(&projected_gradient) <= options.gradient_tolerance {
-            converged = true;
-            break;
+        if norm_inf(&projected_gradient) <= self.options.gradient_tolerance {
+            return self.finish(true);
         }
-        let mut d = lbfgs_direction(&g, &free, &memory);
+        let mut d = lbfgs_direction(g, &free, &self.memory);
         for i in 0..n {
             if (x[i] <= lower[i] && d[i] < 0.0) || (x[i] >= upper[i] && d[i] > 0.0) {
                 d[i] = 0.0;
             }
         }
-        let mut steepest = memory.is_empty();
-        let slope = dot(&d, &g);
+        self.steepest = self.memory.is_empty();
+        let slope = dot(&d, g);
         if !(slope < 0.0 && slope.is_finite()) {
             d = projected_gradient.iter().map(|v| -v).collect();
-            memory.clear();
-            steepest = true;
+            self.memory.clear();
+            self.steepest = true;
         }
-        let mut step = if steepest {
+        self.step = if self.steepest {
             (1.0 / norm_inf(&d)).min(1.0)
         } else {
             1.0
         };
-        let mut accepted = None;
-        for backtrack in 0..MAX_BACKTRACKS {
-            let trial: Vec<f64> = x.iter().zip(&d).map(|(xi, di)| xi + step * di).collect();
-            let trial = project(&trial, lower, upper);
-            let moved: Vec<f64> = trial.iter().zip(&x).map(|(a, b)| a - b).collect();
+        self.direction = d;
+        self.backtrack = 0;
+        self.try_step();
+    }
+
+    /// Shrinks the step after a failed trial and tries again.
+    fn retry(&mut self, shrink: f64) {
+        self.step *= shrink;
+        self.backtrack += 1;
+        self.try_step();
+    }
+
+    /// Tries the current step: asks for the trial point's value, or ends the line search
+    /// when there is nothing left to try.
+    fn try_step(&mut self) {
+        while self.backtrack < MAX_BACKTRACKS {
+            let trial: Vec<f64> = self
+                .x
+                .iter()
+                .zip(&self.direction)
+                .map(|(xi, di)| xi + self.step * di)
+                .collect();
+            let trial = project(&trial, &self.lower, &self.upper);
+            let moved: Vec<f64> = trial.iter().zip(&self.x).map(|(a, b)| a - b).collect();
             if moved.iter().all(|&m| m == 0.0) {
                 break;
             }
-            let decrease = dot(&g, &moved);
+            let decrease = dot(&self.g, &moved);
             // The full step promises, to first order, no more than the relative tolerance:
             // the stop below would end the search right after it, and near the optimum
             // such a step is lost in f's rounding, where the Armijo test fails however
             // often it is shrunk (a likelihood fit at n = 200 spent 9 of its 34
             // evaluations so). Stop before evaluating it.
-            if backtrack == 0
+            if self.backtrack == 0
                 && decrease < 0.0
-                && -decrease <= options.relative_tolerance * fx.abs().max(1.0)
+                && -decrease <= self.options.relative_tolerance * self.fx.abs().max(1.0)
             {
-                converged = true;
-                break 'search;
+                return self.finish(true);
             }
-            let mut shrink = 0.5;
             if decrease < 0.0 {
-                let ft = value_at(objective, &trial);
-                if ft <= fx + ARMIJO * decrease {
-                    if let Some(gt) = gradient_at(objective, n) {
-                        accepted = Some((trial, moved, ft, gt));
-                        break;
-                    }
-                    step *= shrink;
-                    continue;
-                }
-                // The next step is the minimum of the parabola through f(x), the slope
-                // and f(trial), kept within [0.1, 0.5] of this one (safeguarded quadratic
-                // backtracking; Nocedal & Wright, Numerical Optimization, §3.5): a step
-                // 30 times too long, as L-BFGS takes after a bound becomes active, costs
-                // two or three evaluations instead of five halvings. The curvature is
-                // positive since the Armijo test failed.
-                if ft.is_finite() {
-                    shrink = (-decrease / (2.0 * (ft - fx - decrease))).clamp(0.1, 0.5);
-                }
+                self.trial = trial;
+                self.moved = moved;
+                self.decrease = decrease;
+                self.phase = Phase::TrialValue;
+                return;
             }
-            step *= shrink;
+            self.step *= 0.5;
+            self.backtrack += 1;
         }
-        let Some((trial, s, ft, gt)) = accepted else {
-            if steepest {
-                break;
+        // The line search failed: after steepest descent the search ends; else it starts
+        // over from steepest descent.
+        if self.steepest {
+            return self.finish(false);
+        }
+        self.memory.clear();
+        self.next_iteration();
+    }
+
+    /// Moves to the trial point, whose value passed the Armijo test, with its gradient.
+    fn accept(&mut self, gt: Vec<f64>) {
+        self.iterations += 1;
+        let (ft, fx) = (self.trial_value, self.fx);
+        let s = std::mem::take(&mut self.moved);
+        let y: Vec<f64> = gt.iter().zip(&self.g).map(|(a, b)| a - b).collect();
+        if dot(&s, &y) > f64::EPSILON * dot(&y, &y) && self.options.memory > 0 {
+            if self.memory.len() == self.options.memory {
+                self.memory.pop_front();
             }
-            memory.clear();
-            continue;
-        };
-        iterations += 1;
-        let y: Vec<f64> = gt.iter().zip(&g).map(|(a, b)| a - b).collect();
-        if dot(&s, &y) > f64::EPSILON * dot(&y, &y) && options.memory > 0 {
-            if memory.len() == options.memory {
-                memory.pop_front();
-            }
-            memory.push_back(Pair { s, y });
+            self.memory.push_back(Pair { s, y });
         }
         let small_decrease =
-            fx - ft <= options.relative_tolerance * fx.abs().max(ft.abs()).max(1.0);
-        x = trial;
-        fx = ft;
-        g = gt;
+            fx - ft <= self.options.relative_tolerance * fx.abs().max(ft.abs()).max(1.0);
+        self.x = std::mem::take(&mut self.trial);
+        self.fx = ft;
+        self.g = gt;
         if small_decrease {
-            converged = true;
-            break;
+            return self.finish(true);
         }
-    }
-    Minimum {
-        x,
-        value: fx,
-        iterations,
-        converged,
+        self.next_iteration();
     }
 }
 
