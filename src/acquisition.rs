@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use rand::Rng;
 
 use crate::gp::Gp;
-use crate::optim::{BoundedOptions, minimize_bounded};
+use crate::optim::{BoundedOptions, BoundedSearch, Minimum, Request};
 
 /// Settings of [`maximize_ucb`] and [`maximize_mean`].
 #[derive(Clone, Debug, PartialEq)]
@@ -19,10 +19,11 @@ pub struct AcquisitionOptions {
     pub optimizer: BoundedOptions,
 }
 
-/// The threads a maximisation may run its refinements on, asked again before each
-/// refinement a helper thread takes: a server answers with the cores no job holds at that
-/// moment, so a job that starts meanwhile has its core back within one refinement. A
-/// number is a fixed answer. The result of a maximisation does not depend on it.
+/// The threads a maximisation may run its pieces of work on (chunks of the raw samples,
+/// groups of refinements), asked again before each piece a helper thread takes: a server
+/// answers with the cores no job holds at that moment, so a job that starts meanwhile has
+/// its core back within one piece. A number is a fixed answer. The result of a
+/// maximisation does not depend on it.
 pub trait Cores: Sync {
     /// Threads that may run now; the calling thread always runs.
     fn available(&self) -> usize;
@@ -111,28 +112,91 @@ fn ucb_value(mean: f64, variance: f64, sqrt_beta: f64) -> f64 {
     if v.is_nan() { f64::NEG_INFINITY } else { v }
 }
 
-/// Negated UCB and its gradient, for minimisation.
-fn negated_ucb(gp: &Gp, x: &[f64], t: f64, sqrt_beta: f64) -> (f64, Vec<f64>) {
+/// Negated UCB and its gradient at each of `xs`, for minimisation: one batched prediction
+/// (with β = 0 the mean alone, O(n·d) per point).
+fn negated_ucb_many(gp: &Gp, xs: &[Vec<f64>], t: f64, sqrt_beta: f64) -> Vec<(f64, Vec<f64>)> {
     if sqrt_beta == 0.0 {
-        let (mean, grad) = gp.predict_mean_with_gradient(x, t);
-        return (-mean, grad.into_iter().map(|g| -g).collect());
+        return xs
+            .iter()
+            .map(|x| {
+                let (mean, grad) = gp.predict_mean_with_gradient(x, t);
+                (-mean, grad.into_iter().map(|g| -g).collect())
+            })
+            .collect();
     }
-    let p = gp.predict_with_gradient(x, t);
-    let sigma = p.variance.sqrt();
-    let value = p.mean + sqrt_beta * sigma;
-    // dσ/dx = dvar/dx / (2σ) blows up as σ → 0; there the mean term dominates anyway.
-    let sigma_scale = if sigma > 1e-12 {
-        sqrt_beta / (2.0 * sigma)
-    } else {
-        0.0
-    };
-    let grad = p
-        .mean_gradient
+    gp.predict_with_gradient_many(xs, t)
+        .into_iter()
+        .map(|p| {
+            let sigma = p.variance.sqrt();
+            let value = p.mean + sqrt_beta * sigma;
+            // dσ/dx = dvar/dx / (2σ) blows up as σ → 0; there the mean term dominates.
+            let sigma_scale = if sigma > 1e-12 {
+                sqrt_beta / (2.0 * sigma)
+            } else {
+                0.0
+            };
+            let grad = p
+                .mean_gradient
+                .iter()
+                .zip(&p.variance_gradient)
+                .map(|(gm, gv)| -(gm + sigma_scale * gv))
+                .collect();
+            (-value, grad)
+        })
+        .collect()
+}
+
+/// Raw samples evaluated together, one chunk per thread: the default 512 make two.
+const RAW_SAMPLE_CHUNK: usize = 256;
+
+/// Refinements stepped together: each round evaluates the points of all the group's
+/// searches still running in one batch. Ten make the 20 default restarts two groups, one
+/// per core of a 2-core machine, and at n = 400 a batch of ten takes a third of the time
+/// per point of a point alone (`Gp::predict_with_gradient_many`).
+const REFINEMENT_GROUP: usize = 10;
+
+/// Minimises −UCB from each start by [`BoundedSearch`], the searches stepped together (the
+/// same steps each would take alone, on the batch's values).
+fn refine_together(
+    gp: &Gp,
+    starts: &[&[f64]],
+    t: f64,
+    sqrt_beta: f64,
+    options: &BoundedOptions,
+) -> Vec<Minimum> {
+    let dim = gp.dim();
+    let (lower, upper) = (vec![0.0; dim], vec![1.0; dim]);
+    let mut searches: Vec<BoundedSearch> = starts
         .iter()
-        .zip(&p.variance_gradient)
-        .map(|(gm, gv)| -(gm + sigma_scale * gv))
+        .map(|x0| BoundedSearch::new(x0, &lower, &upper, options))
         .collect();
-    (-value, grad)
+    // Each search's gradient at its last valued point, evaluated with the value.
+    let mut gradients: Vec<Vec<f64>> = vec![Vec::new(); searches.len()];
+    loop {
+        let mut waiting = Vec::new();
+        let mut points = Vec::new();
+        for (i, search) in searches.iter_mut().enumerate() {
+            if search.request() == Request::Gradient {
+                search.tell_gradient(std::mem::take(&mut gradients[i]));
+            }
+            if let Request::Value(x) = search.request() {
+                waiting.push(i);
+                points.push(x.to_vec());
+            }
+        }
+        if waiting.is_empty() {
+            break;
+        }
+        let evaluated = negated_ucb_many(gp, &points, t, sqrt_beta);
+        for (i, (value, gradient)) in waiting.into_iter().zip(evaluated) {
+            gradients[i] = gradient;
+            searches[i].tell_value(value);
+        }
+    }
+    searches
+        .into_iter()
+        .map(BoundedSearch::into_minimum)
+        .collect()
 }
 
 /// `work` of every item, on the calling thread and on helpers while `cores` has room for
@@ -184,7 +248,9 @@ fn in_parallel<I: Sync, T: Send>(
 
 /// Maximises UCB μ + √β σ (latent σ) at time t over `[0,1]^dim`: evaluates
 /// `raw_samples` scrambled Sobol points (scramble seed drawn from `rng`), refines the best
-/// `restarts` of them by [`minimize_bounded`] with analytic gradients, and returns the
+/// `restarts` of them by the projected L-BFGS search of [`crate::optim::minimize_bounded`]
+/// with analytic gradients (the searches stepped together in groups, each round of a
+/// group one batched prediction; the same steps as one by one), and returns the
 /// best point and its UCB value. The point is always inside the box and never NaN; its
 /// value is at least the best raw value. Deterministic given the rng state, including
 /// for an empty GP (where every point is equally good and the first Sobol point wins).
@@ -199,7 +265,8 @@ pub fn maximize_ucb<R: Rng + ?Sized>(
     maximize_ucb_on(gp, beta, t, options, &1, rng)
 }
 
-/// [`maximize_ucb`] with its refinements on the threads `cores` allows; the same result.
+/// [`maximize_ucb`] with its raw samples and refinements on the threads `cores` allows;
+/// the same result.
 pub fn maximize_ucb_on<R: Rng + ?Sized>(
     gp: &Gp,
     beta: f64,
@@ -217,38 +284,38 @@ pub fn maximize_ucb_on<R: Rng + ?Sized>(
     let raw = sobol_points(options.raw_samples, dim, rng);
     // With β = 0 (the posterior mean alone) the variances, an O(n²) solve per point, are
     // not needed.
-    let values: Vec<f64> = if sqrt_beta == 0.0 {
-        gp.predict_mean_many(&raw, t)
-            .into_iter()
-            .map(|m| ucb_value(m, 0.0, 0.0))
-            .collect()
-    } else {
-        gp.predict_many(&raw, t)
-            .into_iter()
-            .map(|(m, v)| ucb_value(m, v, sqrt_beta))
-            .collect()
+    let value_of = |chunk: &&[Vec<f64>]| -> Vec<f64> {
+        if sqrt_beta == 0.0 {
+            gp.predict_mean_many(chunk, t)
+                .into_iter()
+                .map(|m| ucb_value(m, 0.0, 0.0))
+                .collect()
+        } else {
+            gp.predict_many(chunk, t)
+                .into_iter()
+                .map(|(m, v)| ucb_value(m, v, sqrt_beta))
+                .collect()
+        }
     };
+    let chunks: Vec<&[Vec<f64>]> = raw.chunks(RAW_SAMPLE_CHUNK).collect();
+    let values: Vec<f64> = in_parallel(&chunks, cores, value_of)
+        .into_iter()
+        .flatten()
+        .collect();
     let mut order: Vec<usize> = (0..raw.len()).collect();
     order.sort_by(|&a, &b| values[b].total_cmp(&values[a]));
     let mut best = raw[order[0]].clone();
     let mut best_value = values[order[0]];
-    let lower = vec![0.0; dim];
-    let upper = vec![1.0; dim];
     let starts: Vec<&[f64]> = order
         .iter()
         .take(options.restarts)
         .map(|&i| raw[i].as_slice())
         .collect();
-    let refine = |x0: &&[f64]| {
-        minimize_bounded(
-            |x: &[f64]| negated_ucb(gp, x, t, sqrt_beta),
-            x0,
-            &lower,
-            &upper,
-            &options.optimizer,
-        )
-    };
-    for m in in_parallel(&starts, cores, refine) {
+    let groups: Vec<&[&[f64]]> = starts.chunks(REFINEMENT_GROUP).collect();
+    let refined = in_parallel(&groups, cores, |group| {
+        refine_together(gp, group, t, sqrt_beta, &options.optimizer)
+    });
+    for m in refined.into_iter().flatten() {
         let value = -m.value;
         if value > best_value && m.x.iter().all(|v| (0.0..=1.0).contains(v)) {
             best = m.x;
@@ -414,6 +481,39 @@ mod tests {
             let one = run(1);
             assert_eq!(run(2), one);
             assert_eq!(run(3), one);
+        }
+    }
+
+    #[test]
+    fn searches_stepped_together_end_where_each_would_alone() {
+        // The batch's values equal a lone point's to rounding, so each search takes the
+        // same steps and ends at the same point, to the search's tolerance.
+        let mut rng = ChaCha8Rng::seed_from_u64(31);
+        let options = BoundedOptions::default();
+        for _ in 0..4 {
+            let gp = random_gp(80, 3, &mut rng);
+            let starts: Vec<Vec<f64>> = (0..7)
+                .map(|_| (0..3).map(|_| rng.random::<f64>()).collect())
+                .collect();
+            let borrowed: Vec<&[f64]> = starts.iter().map(Vec::as_slice).collect();
+            for sqrt_beta in [0.0, 1.5] {
+                let together = refine_together(&gp, &borrowed, 30.0, sqrt_beta, &options);
+                for (x0, m) in starts.iter().zip(&together) {
+                    let alone = crate::optim::minimize_bounded(
+                        |x: &[f64]| {
+                            let mut one = negated_ucb_many(&gp, &[x.to_vec()], 30.0, sqrt_beta);
+                            one.pop().unwrap()
+                        },
+                        x0,
+                        &[0.0; 3],
+                        &[1.0; 3],
+                        &options,
+                    );
+                    assert!((m.value - alone.value).abs() <= 1e-9 * (1.0 + alone.value.abs()));
+                    let apart = m.x.iter().zip(&alone.x).map(|(a, b)| (a - b).abs());
+                    assert!(apart.fold(0.0, f64::max) < 1e-4, "{m:?} {alone:?}");
+                }
+            }
         }
     }
 

@@ -5,7 +5,9 @@
 
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::cholesky::llt;
-use faer::linalg::triangular_solve::solve_lower_triangular_in_place;
+use faer::linalg::triangular_solve::{
+    solve_lower_triangular_in_place, solve_upper_triangular_in_place,
+};
 use faer::{MatMut, MatRef, Par};
 use nalgebra::DMatrix;
 
@@ -99,6 +101,17 @@ pub(crate) fn forward_solve_matrix(l: &DMatrix<f64>, b: &mut DMatrix<f64>) {
     }
     let lower = view(l).submatrix(0, 0, n, n);
     solve_lower_triangular_in_place(lower, view_mut(b), PARALLELISM);
+}
+
+/// Solves Lᵀ W = B in place for every column of B, with L the leading `B.nrows()` block
+/// of `l`: one blocked triangular solve, as [`forward_solve_matrix`].
+pub(crate) fn backward_solve_transposed_matrix(l: &DMatrix<f64>, b: &mut DMatrix<f64>) {
+    let n = b.nrows();
+    if n == 0 || b.ncols() == 0 {
+        return;
+    }
+    let lower = view(l).submatrix(0, 0, n, n);
+    solve_upper_triangular_in_place(lower.transpose(), view_mut(b), PARALLELISM);
 }
 
 pub(crate) fn dot(a: &[f64], b: &[f64]) -> f64 {

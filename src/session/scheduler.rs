@@ -98,7 +98,8 @@ pub struct Turn {
 
 /// The cores this job may use now: its own, and those no job holds (their next job would
 /// start at once, there is no queue for them). Asked again before each piece of work it
-/// lends out (a UCB refinement), so a job that starts has its core back within one piece.
+/// lends out (half of UCB's raw samples, or a group of its refinements), so a job that
+/// starts has its core back within one piece.
 impl Cores for Turn {
     fn available(&self) -> usize {
         let queues = self.queues.lock().expect("scheduler poisoned");
