@@ -345,14 +345,15 @@ pub fn best_arm_ucb(gp: &Gp, beta: f64, t: f64, arms: &[Vec<f64>]) -> (usize, f6
 }
 
 /// Maximiser of the posterior mean at time t over `[0,1]^dim` (the same machinery as
-/// [`maximize_ucb`] with β = 0), for the "best so far" recommendation.
+/// [`maximize_ucb_on`] with β = 0), for the "best so far" recommendation.
 pub fn maximize_mean<R: Rng + ?Sized>(
     gp: &Gp,
     t: f64,
     options: &AcquisitionOptions,
+    cores: &dyn Cores,
     rng: &mut R,
 ) -> (Vec<f64>, f64) {
-    maximize_ucb_on(gp, 0.0, t, options, &1, rng)
+    maximize_ucb_on(gp, 0.0, t, options, cores, rng)
 }
 
 #[cfg(test)]
@@ -568,6 +569,7 @@ mod tests {
             &gp,
             0.0,
             &small_options(),
+            &1,
             &mut ChaCha8Rng::seed_from_u64(4),
         );
         assert!((x[0] - 0.63).abs() < 0.02, "{x:?}");

@@ -3,7 +3,7 @@
 //! snapshots are read from.
 
 use super::policy_data;
-use crate::acquisition::{self, AcquisitionOptions};
+use crate::acquisition::{self, AcquisitionOptions, Cores};
 use crate::domain::config::{AlgorithmConfig, SessionConfig, epsilon_of_temporal_lengthscale};
 use crate::domain::records::{
     FittedHyperparameters, ObservationRow, RecordedOptimum, StepSnapshot,
@@ -118,8 +118,13 @@ impl CurrentModel {
     /// The maximiser of the posterior mean at time `t` on the unit cube, with its arm's
     /// name for arm sessions (ties go to the first arm). Off the arms, it maximises the
     /// mean over 512 Sobol points refined by bounded L-BFGS, seeded from the session's
-    /// seed, so the same model and time give the same point.
-    pub fn recommend(&self, config: &SessionConfig, t: f64) -> (Vec<f64>, Option<String>) {
+    /// seed, so the same model and time give the same point (on any number of `cores`).
+    pub fn recommend(
+        &self,
+        config: &SessionConfig,
+        t: f64,
+        cores: &dyn Cores,
+    ) -> (Vec<f64>, Option<String>) {
         let space = config.space();
         match (super::arm_points(&space, config), self) {
             (Some(arms), _) => {
@@ -142,6 +147,7 @@ impl CurrentModel {
                     surrogate.gp(),
                     t,
                     &AcquisitionOptions::default(),
+                    cores,
                     &mut rng,
                 );
                 (space.snap(&x), None)
@@ -151,8 +157,8 @@ impl CurrentModel {
 
     /// [`CurrentModel::recommend`] as recorded in a step snapshot: on the user's scale,
     /// with the posterior mean there in the objective's sign.
-    pub fn optimum(&self, config: &SessionConfig, t: f64) -> RecordedOptimum {
-        let (x, arm) = self.recommend(config, t);
+    pub fn optimum(&self, config: &SessionConfig, t: f64, cores: &dyn Cores) -> RecordedOptimum {
+        let (x, arm) = self.recommend(config, t, cores);
         let mean = self.mean(&x, t);
         RecordedOptimum {
             t,
@@ -190,22 +196,23 @@ pub fn fitted_hyperparameters(
 
 /// What a step leaves the model as ([`StepSnapshot`]): the dataset size after it
 /// (`dataset_size`), the algorithm's n* or budget, the fitted hyperparameters, the
-/// priors' standing, and, when `optimum_at` gives the active observations and a time
-/// and the policy has fitted a model (not during the warm-up, not for random search),
-/// the posterior mean's maximiser at that time. The maximiser costs a model built from
-/// the saved hyperparameters (no refit) and a search of its mean.
+/// priors' standing, and, when `optimum_at` gives the active observations, a time and
+/// the cores the search may use, and the policy has fitted a model (not during the
+/// warm-up, not for random search), the posterior mean's maximiser at that time. The
+/// maximiser costs a model built from the saved hyperparameters (no refit) and a search
+/// of its mean.
 pub fn step_snapshot(
     config: &SessionConfig,
     state: &PolicyState,
     dataset_size: usize,
-    optimum_at: Option<(&[ObservationRow], f64)>,
+    optimum_at: Option<(&[ObservationRow], f64, &dyn Cores)>,
 ) -> Result<StepSnapshot, PolicyError> {
     let hyperparameters = fitted_hyperparameters(config, state);
     let selection = state.prior_selection.as_ref();
     let has_model = state.hyperparameters.is_some() || selection.is_some();
     let optimum = match optimum_at {
-        Some((active, t)) if has_model && !active.is_empty() => {
-            CurrentModel::of(config, active, state)?.map(|model| model.optimum(config, t))
+        Some((active, t, cores)) if has_model && !active.is_empty() => {
+            CurrentModel::of(config, active, state)?.map(|model| model.optimum(config, t, cores))
         }
         _ => None,
     };

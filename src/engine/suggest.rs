@@ -97,7 +97,7 @@ pub fn plan_suggest(
         config,
         &state,
         history.active.len(),
-        Some((&history.active, target)),
+        Some((&history.active, target, cores)),
     )?;
     let response_time = session
         .last_suggest

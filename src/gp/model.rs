@@ -330,18 +330,36 @@ impl Gp {
         self.hyper.signal_variance + self.hyper.noise_variance + self.jitter
     }
 
+    /// Builds K + σ²I (its lower triangle, which is all the factorisation reads) column by
+    /// column, each column's exponentials taken together as in the fit, and factorises it.
     fn refactorise(&mut self) -> Result<(), GpError> {
         let n = self.len();
+        let lambda = self.hyper.signal_variance;
+        let ls = self.hyper.spatial_lengthscale;
         let mut k = DMatrix::zeros(n, n);
-        for j in 0..n {
-            for i in j + 1..n {
-                let v = self.kernel(&self.xs[i], self.ts[i], &self.xs[j], self.ts[j]);
-                k[(i, j)] = v;
-                k[(j, i)] = v;
+        let mut polynomial = vec![0.0; n];
+        for (j, column) in k.as_mut_slice().chunks_exact_mut(n.max(1)).enumerate() {
+            column[j] = lambda + self.hyper.noise_variance;
+            let below = &mut column[j + 1..];
+            // k_ij = λ p_S p_T e^{−(q_S+q_T)}.
+            for (q, i) in (j + 1..n).enumerate() {
+                let r = squared_distance(&self.xs[i], &self.xs[j]).sqrt() / ls;
+                let (ps, qs) = self.spec.spatial.correlation_factors(r);
+                let (pt, qt) = match self.spec.temporal {
+                    Some(kind) => kind.correlation_factors(
+                        (self.ts[i] - self.ts[j]).abs() / self.hyper.temporal_lengthscale,
+                    ),
+                    None => (1.0, 0.0),
+                };
+                below[q] = -(qs + qt);
+                polynomial[q] = ps * pt;
             }
-            k[(j, j)] = self.hyper.signal_variance + self.hyper.noise_variance;
+            exp_in_place(below);
+            for (v, p) in below.iter_mut().zip(&polynomial) {
+                *v *= lambda * p;
+            }
         }
-        let (l, jitter) = factorise_with_jitter(&k, self.hyper.signal_variance)?;
+        let (l, jitter) = factorise_with_jitter(&k, lambda)?;
         self.chol = l;
         self.jitter = jitter;
         self.update_alpha();

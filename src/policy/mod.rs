@@ -509,7 +509,7 @@ pub fn ucb_proposals(
     }
     let options = AcquisitionOptions::default();
     let mut proposals = Vec::with_capacity(ctx.count);
-    for _ in 0..ctx.count {
+    for i in 0..ctx.count {
         let proposal = match ctx.arms {
             Some(arms) => {
                 let (index, _) = acquisition::best_arm_ucb(surrogate.gp(), beta, ctx.t, arms);
@@ -533,7 +533,10 @@ pub fn ucb_proposals(
                 }
             }
         };
-        surrogate.hallucinate(&proposal.x, ctx.t)?;
+        // The next proposal sees this one as pending (the last has no next).
+        if i + 1 < ctx.count {
+            surrogate.hallucinate(&proposal.x, ctx.t)?;
+        }
         proposals.push(proposal);
     }
     Ok(proposals)

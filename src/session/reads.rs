@@ -294,7 +294,7 @@ impl SessionService {
         let history = self.history(id).await?;
         let t = Self::query_time(&history, t)?;
         let cache = self.models.clone();
-        self.blocking(id, move || -> Result<Best, ServiceError> {
+        self.blocking_on_cores(id, move |cores| -> Result<Best, ServiceError> {
             let config = &history.session.config;
             let model = cached_model(&cache, &history)?.ok_or_else(|| {
                 ServiceError::Conflict(InvalidInput::new(
@@ -303,7 +303,7 @@ impl SessionService {
                 ))
             })?;
             let space = config.space();
-            let (x, arm) = model.recommend(config, t);
+            let (x, arm) = model.recommend(config, t, cores);
             let (mean, std) = model
                 .predict(&x, t)
                 .expect("the recommendation is one of the arms");

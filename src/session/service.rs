@@ -94,7 +94,7 @@ impl SessionService {
 
     /// [`Self::blocking`], handing `work` its turn as the [`Cores`] it may lend work to:
     /// its own and those no job holds, asked again before each piece.
-    async fn blocking_on_cores<T: Send + 'static>(
+    pub(super) async fn blocking_on_cores<T: Send + 'static>(
         &self,
         session: Uuid,
         work: impl FnOnce(&dyn Cores) -> T + Send + 'static,
