@@ -14,7 +14,7 @@ use tvbo::{api, server};
 
 /// jemalloc, not the system's malloc: a suggest frees its fit's megabytes just before its
 /// acquisition allocates again, and glibc returned them to the system in between, to be
-/// faulted in afresh (3–4 ms of a 48 ms suggest at n = 400; docs/performance.md).
+/// faulted in afresh (3–4 ms of a 48 ms suggest at n = 400; docs/decisions/0007).
 /// jemalloc keeps freed pages for reuse for seconds before it returns them.
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
