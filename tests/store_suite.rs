@@ -994,6 +994,62 @@ async fn the_sqlite_backfill_matches_commits() {
     store.pool().close().await;
 }
 
+/// Every `session_id` column has the collation of `sessions.id`, and the session row's
+/// counts (a correlated subquery per child table) look the session up in an index: with a
+/// collation that differs, PostgreSQL compared in the other one, which no index serves,
+/// and read every session's rows at every call, so a call's cost grew with the whole
+/// database's history. With sequential scans switched off the planner shows the index it
+/// would use, and the session must be its key (an `Index Cond`), not a filter over all rows.
+#[tokio::test]
+async fn postgres_joins_on_session_id_use_the_indexes() {
+    let Some(db) = common::PgDatabase::create("postgres_joins_on_session_id_use_the_indexes").await
+    else {
+        return;
+    };
+    let store = PostgresStore::connect(&db.url, &PoolSettings::default())
+        .await
+        .unwrap();
+    let pool = store.pool().clone();
+    let collations: Vec<(String, Option<String>)> = sqlx::query_as(
+        "SELECT table_name::text, collation_name::text FROM information_schema.columns \
+         WHERE table_schema = 'public' AND (column_name = 'session_id' \
+         OR (table_name = 'sessions' AND column_name = 'id')) ORDER BY table_name",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert!(collations.len() >= 8, "{collations:?}");
+    for (table, collation) in &collations {
+        assert_eq!(collation.as_deref(), Some("C"), "{table}: {collations:?}");
+    }
+    let mut connection = pool.acquire().await.unwrap();
+    sqlx::query("SET enable_seqscan = off")
+        .execute(&mut *connection)
+        .await
+        .unwrap();
+    for (table, condition) in [
+        ("observations", "TRUE"),
+        ("observations", "o.active"),
+        ("suggestions", "o.status = 'pending'"),
+    ] {
+        let sql = format!(
+            "EXPLAIN SELECT s.id, (SELECT COUNT(*) FROM {table} o \
+             WHERE o.session_id = s.id AND {condition}) FROM sessions s WHERE s.id = 'x'"
+        );
+        let plan: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+            .fetch_all(&mut *connection)
+            .await
+            .unwrap();
+        let keyed = plan
+            .iter()
+            .any(|line| line.contains("Index Cond") && line.contains("session_id = s.id"));
+        let plan = plan.join("\n");
+        assert!(keyed, "{table} where {condition}:\n{plan}");
+    }
+    drop(connection);
+    store.pool().close().await;
+}
+
 #[tokio::test]
 async fn the_postgres_backfill_matches_commits() {
     let Some(db) = common::PgDatabase::create("the_postgres_backfill_matches_commits").await else {
