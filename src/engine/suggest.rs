@@ -20,8 +20,9 @@ use crate::policy::{self, SuggestContext};
 /// (`new_suggestions`), expires the pending ones older than `time.pending_timeout`,
 /// saves the policy's state, and records the response-time sample (dataset size at the
 /// previous suggest, seconds since it: BOLT §4). Its call record's `compute_seconds` is
-/// left at 0 for the caller, which owns the clock, to fill in. The policy may run its
-/// UCB refinements on the threads `cores` allows; the plan does not depend on how many.
+/// left at 0 for the caller, which owns the clock, to fill in. UCB's pieces and the
+/// recorded optimum's search run on the threads `cores` allows; the plan does not depend
+/// on how many.
 pub fn plan_suggest(
     history: &History,
     count: usize,

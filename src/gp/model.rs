@@ -335,35 +335,59 @@ impl Gp {
     fn refactorise(&mut self) -> Result<(), GpError> {
         let n = self.len();
         let lambda = self.hyper.signal_variance;
-        let ls = self.hyper.spatial_lengthscale;
         let mut k = DMatrix::zeros(n, n);
         let mut polynomial = vec![0.0; n];
         for (j, column) in k.as_mut_slice().chunks_exact_mut(n.max(1)).enumerate() {
             column[j] = lambda + self.hyper.noise_variance;
-            let below = &mut column[j + 1..];
-            // k_ij = λ p_S p_T e^{−(q_S+q_T)}.
-            for (q, i) in (j + 1..n).enumerate() {
-                let r = squared_distance(&self.xs[i], &self.xs[j]).sqrt() / ls;
-                let (ps, qs) = self.spec.spatial.correlation_factors(r);
-                let (pt, qt) = match self.spec.temporal {
-                    Some(kind) => kind.correlation_factors(
-                        (self.ts[i] - self.ts[j]).abs() / self.hyper.temporal_lengthscale,
-                    ),
-                    None => (1.0, 0.0),
-                };
-                below[q] = -(qs + qt);
-                polynomial[q] = ps * pt;
-            }
-            exp_in_place(below);
-            for (v, p) in below.iter_mut().zip(&polynomial) {
-                *v *= lambda * p;
-            }
+            let (x, t) = (&self.xs[j], self.ts[j]);
+            self.kernel_column(x, t, j + 1..n, &mut column[j + 1..], &mut polynomial, None);
         }
         let (l, jitter) = factorise_with_jitter(&k, lambda)?;
         self.chol = l;
         self.jitter = jitter;
         self.update_alpha();
         Ok(())
+    }
+
+    /// k(x, t; x_i, t_i) = λ p_S p_T e^{−(q_S+q_T)} for the observations i of
+    /// `observations` into `column`, the column's exponentials taken together; with
+    /// `slope`, also the (dk_i/dr)/r / l_S² of each, so that ∂k_i/∂x = slope_i·(x − x_i),
+    /// sharing the exponential. `polynomial` is scratch at least as long as `column`.
+    fn kernel_column(
+        &self,
+        x: &[f64],
+        t: f64,
+        observations: std::ops::Range<usize>,
+        column: &mut [f64],
+        polynomial: &mut [f64],
+        mut slope: Option<&mut [f64]>,
+    ) {
+        debug_assert_eq!(x.len(), self.dim);
+        let lambda = self.hyper.signal_variance;
+        let ls = self.hyper.spatial_lengthscale;
+        for (q, i) in observations.enumerate() {
+            let r = squared_distance(x, &self.xs[i]).sqrt() / ls;
+            let (ps, qs) = self.spec.spatial.correlation_factors(r);
+            let (pt, qt) = match self.spec.temporal {
+                Some(kind) => kind
+                    .correlation_factors((t - self.ts[i]).abs() / self.hyper.temporal_lengthscale),
+                None => (1.0, 0.0),
+            };
+            column[q] = -(qs + qt);
+            polynomial[q] = ps * pt;
+            if let Some(slope) = slope.as_deref_mut() {
+                slope[q] = pt * self.spec.spatial.derivative_over_r_factor(r);
+            }
+        }
+        exp_in_place(column);
+        let inv_ls2 = 1.0 / (ls * ls);
+        for (q, value) in column.iter_mut().enumerate() {
+            let scale = lambda * *value;
+            *value = scale * polynomial[q];
+            if let Some(slope) = slope.as_deref_mut() {
+                slope[q] *= scale * inv_ls2;
+            }
+        }
     }
 
     fn update_alpha(&mut self) {
@@ -509,41 +533,17 @@ impl Gp {
             return vec![prior; xs.len()];
         }
         let n = self.len();
-        let ls = self.hyper.spatial_lengthscale;
         // Column j of `k` holds k(x_j), then L⁻¹k(x_j), then K⁻¹k(x_j); column j of
-        // `slope` the (dk_i/dr)/r / l_S² of each observation i, so that
-        // ∂k_i/∂x = slope_i·(x − x_i).
+        // `slope` the slopes of k(x_j) ([`Self::kernel_column`]).
         let mut k = DMatrix::zeros(n, xs.len());
         let mut slope = DMatrix::zeros(n, xs.len());
         let mut polynomial = vec![0.0; n];
-        let inv_ls2 = 1.0 / (ls * ls);
         let columns = k.as_mut_slice().chunks_exact_mut(n);
-        for ((col, slope_col), x) in columns
+        for ((column, slope_column), x) in columns
             .zip(slope.as_mut_slice().chunks_exact_mut(n))
             .zip(xs)
         {
-            debug_assert_eq!(x.len(), d);
-            // k_i = λ p_S p_T e^{−(q_S+q_T)} and its (dk/dr)/r share one exponential,
-            // taken for the whole column at once.
-            for i in 0..n {
-                let r = squared_distance(x, &self.xs[i]).sqrt() / ls;
-                let (ps, qs) = self.spec.spatial.correlation_factors(r);
-                let (pt, qt) = match self.spec.temporal {
-                    Some(kind) => kind.correlation_factors(
-                        (t - self.ts[i]).abs() / self.hyper.temporal_lengthscale,
-                    ),
-                    None => (1.0, 0.0),
-                };
-                col[i] = -(qs + qt);
-                polynomial[i] = ps * pt;
-                slope_col[i] = pt * self.spec.spatial.derivative_over_r_factor(r);
-            }
-            exp_in_place(col);
-            for i in 0..n {
-                let scale = lambda * col[i];
-                col[i] = scale * polynomial[i];
-                slope_col[i] *= scale * inv_ls2;
-            }
+            self.kernel_column(x, t, 0..n, column, &mut polynomial, Some(slope_column));
         }
         let means = self.means_of(&k);
         linalg::forward_solve_matrix(&self.chol, &mut k);
@@ -633,24 +633,11 @@ impl Gp {
     /// k((x_i, t_i), (x, t)) for every observation i (rows) and point x (columns); the
     /// GP is not empty.
     fn cross_covariance_matrix(&self, xs: &[Vec<f64>], t: f64) -> DMatrix<f64> {
-        let lambda = self.hyper.signal_variance;
         let n = self.len();
-        let temporal: Vec<f64> = self.ts.iter().map(|&ti| self.temporal(t, ti)).collect();
-        let ls = self.hyper.spatial_lengthscale;
         let mut k = DMatrix::zeros(n, xs.len());
         let mut polynomial = vec![0.0; n];
-        for (col, x) in k.as_mut_slice().chunks_exact_mut(n).zip(xs) {
-            debug_assert_eq!(x.len(), self.dim);
-            // k_S(r) = p(r)·e^{−q(r)}: the column's exponentials at once.
-            for ((c, p), xi) in col.iter_mut().zip(&mut polynomial).zip(&self.xs) {
-                let r = squared_distance(x, xi).sqrt() / ls;
-                let (pr, qr) = self.spec.spatial.correlation_factors(r);
-                (*p, *c) = (pr, -qr);
-            }
-            exp_in_place(col);
-            for ((c, p), kt) in col.iter_mut().zip(&polynomial).zip(&temporal) {
-                *c = lambda * kt * (p * *c);
-            }
+        for (column, x) in k.as_mut_slice().chunks_exact_mut(n).zip(xs) {
+            self.kernel_column(x, t, 0..n, column, &mut polynomial, None);
         }
         k
     }

@@ -143,7 +143,7 @@ pub struct SuggestContext<'a> {
     pub issued_before: u64,
     /// Observation-noise variance fixed by the configuration, in objective units squared.
     pub fixed_noise: Option<f64>,
-    /// The threads the step's UCB refinements may use ([`acquisition::Cores`]); the
+    /// The threads the step's UCB maximisation may use ([`acquisition::Cores`]); the
     /// proposals do not depend on it.
     pub cores: &'a dyn acquisition::Cores,
 }
