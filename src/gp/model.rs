@@ -586,16 +586,13 @@ impl Gp {
     /// Posterior mean at (x, t) and its gradient with respect to x, in O(n·d) (no
     /// triangular solve).
     pub fn predict_mean_with_gradient(&self, x: &[f64], t: f64) -> (f64, Vec<f64>) {
-        debug_assert_eq!(x.len(), self.dim);
-        let lambda = self.hyper.signal_variance;
-        let ls = self.hyper.spatial_lengthscale;
-        let mut mean = 0.0;
+        let n = self.len();
+        let (mut k, mut slope, mut polynomial) = (vec![0.0; n], vec![0.0; n], vec![0.0; n]);
+        self.kernel_column(x, t, 0..n, &mut k, &mut polynomial, Some(&mut slope));
+        let mean = linalg::dot(&k, self.alpha.as_slice());
         let mut gradient = vec![0.0; self.dim];
-        for ((xi, &ti), &a) in self.xs.iter().zip(&self.ts).zip(self.alpha.iter()) {
-            let r = squared_distance(x, xi).sqrt() / ls;
-            let scale = lambda * self.temporal(t, ti) * a;
-            mean += scale * self.spec.spatial.correlation(r);
-            let c = scale * self.spec.spatial.derivative_over_r(r) / (ls * ls);
+        for ((xi, s), a) in self.xs.iter().zip(&slope).zip(self.alpha.iter()) {
+            let c = s * a;
             for ((g, xj), xij) in gradient.iter_mut().zip(x).zip(xi) {
                 *g += c * (xj - xij);
             }
