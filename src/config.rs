@@ -203,7 +203,8 @@ pub struct ServeArgs {
         global = true
     )]
     pub bind: SocketAddr,
-    /// Database: `sqlite://path` (created if missing), `sqlite::memory:`, or
+    /// Database: `sqlite://path` (created if missing), `sqlite::memory:` (for the
+    /// server's lifetime only, in a temporary directory), or
     /// `postgres://user@host:port/db` (`postgresql://` too; the database must exist).
     #[arg(
         long,

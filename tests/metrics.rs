@@ -267,7 +267,12 @@ async fn traffic_shows_in_metrics(server: TestServer) {
     }
     assert!(moved("tvbo_step_bolt_n_star", &[("kind", "observe")]) > 0.0);
 
-    for operation in ["create_session", "load_history", "commit", "get_suggestion"] {
+    for operation in [
+        "create_session",
+        "load_history",
+        "session_version",
+        "commit",
+    ] {
         let timed = moved("tvbo_store_operation_seconds", &[("operation", operation)]);
         assert!(timed > 0.0, "store operation {operation} not timed");
     }

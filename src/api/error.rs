@@ -91,7 +91,7 @@ impl From<ServiceError> for ApiError {
                     "the session is being changed concurrently; retry the request",
                 )
             }
-            ServiceError::Store(StoreError::Database(e)) => {
+            ServiceError::Store(e @ (StoreError::Database(_) | StoreError::Sqlite(_))) => {
                 tracing::error!(error = %e, "database error");
                 ApiError::new(
                     StatusCode::SERVICE_UNAVAILABLE,

@@ -249,6 +249,86 @@ pub struct History {
     pub next_seq: i64,
 }
 
+/// A change [`History::apply`] cannot replay in memory: the history has to be read back.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("the change cannot be replayed on the history: {0}")]
+pub struct NotReplayable(&'static str);
+
+impl History {
+    /// This history turned into the one a store loads back after committing `change` onto
+    /// it (its version one higher): the same rows, the same order, timestamps to the
+    /// microsecond as stored, so that a model planned from either is the same.
+    /// `NotReplayable` (and the history left part-way) when the change observes a
+    /// suggestion this history no longer holds as pending, or makes one pending again: the
+    /// lead-time delays and the pending list need rows it does not have.
+    pub fn apply(&mut self, change: &ChangeSet) -> Result<(), NotReplayable> {
+        // Delays of the new observations of suggestions, newest (highest seq) first, as
+        // the store's query orders them; the suggestions are looked up before their
+        // status changes below.
+        for o in &change.new_observations {
+            let Some(suggestion) = o.suggestion_id else {
+                continue;
+            };
+            let issued_t = self
+                .pending
+                .iter()
+                .chain(&change.new_suggestions)
+                .find(|g| g.id == suggestion)
+                .map(|g| g.issued_t)
+                .ok_or(NotReplayable("an observed suggestion is not pending"))?;
+            self.recent_delays.insert(0, o.t - issued_t);
+        }
+        self.recent_delays.truncate(RECENT_DELAYS as usize);
+        for g in &change.new_suggestions {
+            if g.status == SuggestionStatus::Pending {
+                self.pending.push(SuggestionRow {
+                    created_at: as_stored(g.created_at),
+                    ..g.clone()
+                });
+            }
+        }
+        for (id, status) in &change.suggestion_status {
+            if *status == SuggestionStatus::Pending {
+                return Err(NotReplayable("a suggestion is made pending again"));
+            }
+            self.pending.retain(|g| g.id != *id);
+        }
+        let mut last_seq = self.next_seq - 1;
+        for o in &change.new_observations {
+            last_seq = last_seq.max(o.seq);
+            if o.active {
+                self.active.push(ObservationRow {
+                    measured_at: o.measured_at.map(as_stored),
+                    removed_at: o.removed_at.map(as_stored),
+                    created_at: as_stored(o.created_at),
+                    ..o.clone()
+                });
+            }
+        }
+        self.next_seq = last_seq + 1;
+        for d in &change.deactivate {
+            self.active.retain(|o| o.seq != d.seq);
+        }
+        let session = &mut self.session;
+        session.version += 1;
+        if let Some(state) = &change.state {
+            session.state = state.clone();
+        }
+        session.suggest_count += change.new_suggestions.len() as i64;
+        session.last_suggest = change.last_suggest.or(session.last_suggest);
+        session.last_optimum_mean = change.last_optimum_mean.or(session.last_optimum_mean);
+        session.observation_count = last_seq;
+        session.dataset_size = self.active.len() as i64;
+        session.pending_count = self.pending.len() as i64;
+        Ok(())
+    }
+}
+
+/// `at` as the store keeps it: to the microsecond.
+fn as_stored(at: DateTime<Utc>) -> DateTime<Utc> {
+    DateTime::from_timestamp_micros(at.timestamp_micros()).unwrap_or(at)
+}
+
 /// An atomic change to one session.
 #[derive(Clone, Debug, Default)]
 pub struct ChangeSet {

@@ -7,5 +7,6 @@ mod read_model;
 mod reads;
 pub mod scheduler;
 pub mod service;
+pub mod snapshots;
 pub mod timeline;
 pub mod views;

@@ -1,9 +1,11 @@
-//! The executor of a session's changes: lock the session (in this replica), load its
-//! snapshot, run the engine's step off the async runtime in the session's turn of the
-//! fair scheduler, and commit the change against the snapshot's version, re-planning
-//! when another replica committed first. The database is the truth and the model is
-//! rebuilt from it on every call, so a restarted (or another) server gives the same next
-//! suggestion. The read endpoints are in `session::reads`.
+//! The executor of a session's changes: lock the session (in this replica), take its
+//! snapshot (kept from this replica's last change of it while the session's version says
+//! it is current, else loaded: `session::snapshots`), run the engine's step off the async
+//! runtime in the session's turn of the fair scheduler, and commit the change against the
+//! snapshot's version, re-planning when another replica committed first. The database is
+//! the truth and the model is rebuilt on every call from rows equal to the database's, so
+//! a restarted (or another) server gives the same next suggestion. The read endpoints are
+//! in `session::reads`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -16,6 +18,7 @@ use super::error::ServiceError;
 use super::idempotency::IdempotencyKey;
 use super::read_model::ModelCache;
 use super::scheduler::FairScheduler;
+use super::snapshots::{SessionSnapshot, SnapshotCache};
 use super::views::{
     ObservationList, Session, SessionList, SuggestRequest, SuggestResponse, Suggestion,
 };
@@ -62,6 +65,8 @@ pub struct SessionService {
     /// request that timed out keeps its turn until its work ends).
     scheduler: FairScheduler,
     pub(super) models: Arc<Mutex<ModelCache>>,
+    /// Each session's history as this replica's last change of it left it.
+    snapshots: Arc<SnapshotCache>,
 }
 
 /// Default of the cap on sessions per tenant.
@@ -79,6 +84,7 @@ impl SessionService {
             locks: Arc::default(),
             scheduler: FairScheduler::new(cores),
             models: Arc::default(),
+            snapshots: Arc::default(),
         }
     }
 
@@ -131,6 +137,12 @@ impl SessionService {
     pub fn with_max_sessions_per_tenant(mut self, max: i64) -> Self {
         self.max_sessions_per_tenant = max;
         self
+    }
+
+    /// The snapshot this replica would plan the session's next change from without
+    /// reading the session's rows, if it keeps one (for tests and diagnostics).
+    pub fn kept_snapshot(&self, id: Uuid) -> Option<SessionSnapshot> {
+        self.snapshots.peek(id)
     }
 
     pub fn store(&self) -> &Arc<dyn Store> {
@@ -232,6 +244,7 @@ impl SessionService {
 
     pub async fn delete_session(&self, id: Uuid) -> Result<(), ServiceError> {
         let _guard = self.lock(id).await;
+        self.snapshots.forget(id);
         if self.store.delete_session(id).await? {
             Ok(())
         } else {
@@ -256,7 +269,8 @@ impl SessionService {
         }
         let (arrived, limits, t) = (Utc::now(), self.limits, request.t);
         let _guard = self.lock(id).await;
-        self.commit_with_retry(id, idempotency, |history| async move {
+        self.commit_with_retry(id, idempotency, |snapshot| async move {
+            let history = snapshot.history.clone();
             let change = self
                 .plan(id, move |cores| {
                     plan_suggest(&history, count as usize, t, arrived, &limits, cores)
@@ -269,14 +283,16 @@ impl SessionService {
                     .map(Suggestion::from)
                     .collect(),
             };
-            Ok((change, response))
+            Ok((change, response, snapshot))
         })
         .await
     }
 
-    /// Plans a change from a fresh snapshot and commits it with the snapshot's version;
-    /// when another writer got there first, plans again from a newer snapshot. The
-    /// committed step's figures go to the metrics ([`telemetry::record_steps`]).
+    /// Plans a change from the session's snapshot (this replica's own, or else read from
+    /// the store) and commits it with the snapshot's version; when another writer got
+    /// there first, plans again from a snapshot read afresh. The snapshot the committed
+    /// change leaves is kept for the next change ([`super::snapshots`]); the committed
+    /// step's figures go to the metrics ([`telemetry::record_steps`]).
     async fn commit_with_retry<T, F, Fut>(
         &self,
         id: Uuid,
@@ -285,19 +301,36 @@ impl SessionService {
     ) -> Result<T, ServiceError>
     where
         T: serde::Serialize,
-        F: Fn(History) -> Fut,
-        Fut: Future<Output = Result<(ChangeSet, T), ServiceError>>,
+        F: Fn(SessionSnapshot) -> Fut,
+        Fut: Future<Output = Result<(ChangeSet, T, SessionSnapshot), ServiceError>>,
     {
         let deadline = Instant::now() + COMMIT_RETRY_BUDGET;
         let mut backoff = FIRST_COMMIT_BACKOFF;
         loop {
-            let history = self.history(id).await?;
+            // A kept snapshot is checked against the session's version: planning from
+            // one that another replica's change made stale would be wasted work, the
+            // commit's version check failing after it.
+            let kept = match self.snapshots.take(id) {
+                Some(snapshot) => {
+                    let version = self.store.session_version(id).await?;
+                    (version == Some(snapshot.history.session.version)).then_some(snapshot)
+                }
+                None => None,
+            };
+            let snapshot = match kept {
+                Some(snapshot) => snapshot,
+                None => SessionSnapshot {
+                    history: self.history(id).await?,
+                    response_times: None,
+                },
+            };
+            let history = &snapshot.history;
             let version = history.session.version;
             let (algorithm, pending) = (
                 history.session.config.algorithm.name(),
                 history.pending.len(),
             );
-            let (change, response) = plan(history).await?;
+            let (change, response, snapshot) = plan(snapshot).await?;
             let record = idempotency.map(|k| k.record(id, 201, &response));
             match self
                 .store
@@ -305,6 +338,7 @@ impl SessionService {
                 .await
             {
                 Ok(()) => {
+                    self.snapshots.put_after(id, snapshot, &change);
                     telemetry::record_steps(algorithm, pending, &change.calls);
                     return Ok(response);
                 }
@@ -338,30 +372,40 @@ impl SessionService {
         }
         let (arrived, limits) = (Utc::now(), self.limits);
         let _guard = self.lock(id).await;
-        self.commit_with_retry(id, idempotency, |history| {
+        self.commit_with_retry(id, idempotency, |mut snapshot| {
             let inputs = inputs.clone();
             async move {
                 let mut suggestions = HashMap::new();
                 for suggestion_id in inputs.iter().filter_map(|(_, input)| input.suggestion_id) {
-                    if let Some(row) = self.store.get_suggestion(id, suggestion_id).await? {
+                    let pending = snapshot.history.pending.iter();
+                    let row = match pending.into_iter().find(|g| g.id == suggestion_id) {
+                        Some(row) => Some(row.clone()),
+                        None => self.store.get_suggestion(id, suggestion_id).await?,
+                    };
+                    if let Some(row) = row {
                         suggestions.insert(suggestion_id, row);
                     }
                 }
-                let snapshot = ObserveSnapshot {
-                    history,
+                let response_times = match &snapshot.response_times {
+                    Some(summaries) => summaries.clone(),
+                    None => self.store.response_time_summaries(id).await?,
+                };
+                snapshot.response_times = Some(response_times.clone());
+                let observed = ObserveSnapshot {
+                    history: snapshot.history.clone(),
                     suggestions,
-                    response_times: self.store.response_time_summaries(id).await?,
+                    response_times,
                 };
                 let change = self
                     .plan(id, move |_cores| {
-                        plan_observe(&snapshot, &inputs, arrived, &limits)
+                        plan_observe(&observed, &inputs, arrived, &limits)
                     })
                     .await?;
                 let response = ObservationList {
                     observations: change.new_observations.iter().map(Into::into).collect(),
                     next_after: None,
                 };
-                Ok((change, response))
+                Ok((change, response, snapshot))
             }
         })
         .await

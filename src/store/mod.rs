@@ -6,10 +6,12 @@
 //! change was computed from (optimistic concurrency), so that replicas sharing one
 //! database never interleave two changes of one session.
 
+mod commit;
 pub mod postgres;
 mod queries;
 mod rows;
 pub mod sqlite;
+mod sqlite_writer;
 mod timeline;
 
 use async_trait::async_trait;
@@ -41,6 +43,13 @@ pub enum StoreError {
     DuplicateKey,
     #[error("database error: {0}")]
     Database(#[from] sqlx::Error),
+    /// An error of SQLite's writer connection (`store::sqlite_writer`), shared by the
+    /// changes of the transaction it failed.
+    #[error("database error: {0}")]
+    Sqlite(std::sync::Arc<rusqlite::Error>),
+    /// The SQLite writer thread could not be started.
+    #[error("cannot start the SQLite writer: {0}")]
+    Io(#[from] std::io::Error),
     #[error("migration error: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("corrupt stored data: {0}")]
@@ -53,6 +62,12 @@ pub enum StoreError {
          that file"
     )]
     Damaged { path: String, detail: String },
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(error: rusqlite::Error) -> Self {
+        StoreError::Sqlite(std::sync::Arc::new(error))
+    }
 }
 
 /// A stored response to replay for a retried request.
@@ -222,6 +237,9 @@ pub trait Store: Send + Sync + 'static {
     async fn revoke_api_key(&self, id: Uuid) -> Result<bool, StoreError>;
     /// Deletes a session and everything it owns; false if there was none.
     async fn delete_session(&self, id: Uuid) -> Result<bool, StoreError>;
+    /// The session's version (incremented by every committed change), if it exists: one
+    /// read of its row, to check a snapshot kept in memory against.
+    async fn session_version(&self, id: Uuid) -> Result<Option<i64>, StoreError>;
     /// The session with its active observations and pending suggestions.
     async fn load_history(&self, id: Uuid) -> Result<Option<History>, StoreError>;
     /// Applies `change` if the session's version is still `expected_version`; bumps the

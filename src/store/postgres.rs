@@ -8,7 +8,10 @@
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgPool, Postgres, Transaction};
 
-use super::{PoolSettings, StoreError, WriteTurn};
+use uuid::Uuid;
+
+use super::commit::apply_change;
+use super::{ChangeSet, IdempotencyRecord, PoolSettings, StoreError, WriteTurn};
 
 /// SQLSTATE of a serialization failure and of a detected deadlock: the transaction lost a
 /// race and may be retried.
@@ -90,6 +93,29 @@ impl PostgresStore {
         &self,
     ) -> Result<(WriteTurn, Transaction<'static, Postgres>), sqlx::Error> {
         Ok((None, self.pool.begin().await?))
+    }
+
+    /// Applies a change in a transaction of its own ([`apply_change`]); the version
+    /// bump's row lock orders it against other replicas' changes of the session.
+    async fn commit_change(
+        &self,
+        id: Uuid,
+        expected_version: i64,
+        change: &ChangeSet,
+        idempotency: Option<&IdempotencyRecord>,
+    ) -> Result<(), StoreError> {
+        let mut transaction = self.pool.begin().await?;
+        apply_change(
+            &mut *transaction,
+            id,
+            expected_version,
+            change,
+            idempotency,
+            Self::ROW_ID,
+        )
+        .await?;
+        transaction.commit().await?;
+        Ok(())
     }
 
     async fn close_pool(&self) {

@@ -34,7 +34,9 @@ pub(super) const SESSION_COLUMNS: &str = "s.id, s.tenant, s.config, s.created_mi
 /// `$store` has a field `pool` and, for what differs between the dialects:
 /// `fn classify(StoreError) -> StoreError` (which write errors are a lost race),
 /// `async fn begin_snapshot(&self)` (the transaction the history is read in),
-/// `const ROW_ID` (the column that orders response-time samples and calls by insertion) and `async fn close_pool(&self)`.
+/// `const ROW_ID` (the column that orders response-time samples and calls by insertion),
+/// `async fn commit_change(&self, …)` (how a session's change is committed: see
+/// [`commit`](super::commit)) and `async fn close_pool(&self)`.
 ///
 /// [`Store`]: crate::store::Store
 macro_rules! store_on {
@@ -49,12 +51,10 @@ macro_rules! store_on {
                 RECENT_DELAYS, api_key_from_row, call_from_row, corrupt, observation_from_row, parse_uuid,
                 response_time_from_row, session_from_row, suggestion_from_row, to_json,
             };
-            use $crate::store::timeline::{
-                BUCKET_ROWS, Bucket, BucketPoint, bucket_from_row, forget_spans, kept_keys,
-            };
+            use $crate::store::timeline::{Bucket, bucket_from_row, forget_spans, kept_keys};
             use $crate::store::{
-                ApiKeyRow, CallStats, ChangeSet, ForgetSpan, History, IDEMPOTENCY_TTL_MICROS,
-                IdempotencyRecord, ObservationRow, SessionCursor, SessionRow, StoreError,
+                ApiKeyRow, CallStats, ForgetSpan, History, IdempotencyRecord, ObservationRow,
+                SessionCursor, SessionRow, StoreError,
                 StoredTimeline, SuggestionRow, to_micros,
             };
 
@@ -126,37 +126,6 @@ macro_rules! store_on {
                 Ok(())
             }
 
-            /// Purges expired records, then stores `record`; `DuplicateKey` if its
-            /// (scope, key) is taken.
-            pub(super) async fn insert_idempotency(
-                c: &mut Connection,
-                record: &IdempotencyRecord,
-            ) -> Result<(), StoreError> {
-                let now = to_micros(Utc::now());
-                sqlx::query("DELETE FROM idempotency WHERE created_micros < $1")
-                    .bind(now - IDEMPOTENCY_TTL_MICROS)
-                    .execute(&mut *c)
-                    .await?;
-                let result = sqlx::query(
-                    "INSERT INTO idempotency (scope, session_id, key, request_hash, status, \
-                     body, created_micros) VALUES ($1, $2, $3, $4, $5, $6, $7) \
-                     ON CONFLICT (scope, key) DO NOTHING",
-                )
-                .bind(&record.scope)
-                .bind(record.session_id.map(|id| id.to_string()))
-                .bind(&record.key)
-                .bind(&record.request_hash)
-                .bind(i64::from(record.status))
-                .bind(&record.body)
-                .bind(now)
-                .execute(&mut *c)
-                .await?;
-                if result.rows_affected() == 0 {
-                    return Err(StoreError::DuplicateKey);
-                }
-                Ok(())
-            }
-
             pub(super) async fn get_idempotency(
                 c: &mut Connection,
                 scope: &str,
@@ -183,6 +152,16 @@ macro_rules! store_on {
                     })
                 })
                 .transpose()
+            }
+
+            pub(super) async fn session_version(
+                c: &mut Connection,
+                id: Uuid,
+            ) -> Result<Option<i64>, StoreError> {
+                Ok(sqlx::query_scalar("SELECT version FROM sessions WHERE id = $1")
+                    .bind(id.to_string())
+                    .fetch_optional(&mut *c)
+                    .await?)
             }
 
             pub(super) async fn session_tenant(
@@ -349,284 +328,6 @@ macro_rules! store_on {
                     recent_delays,
                     next_seq,
                 }))
-            }
-
-            /// Applies `change` if the session's version is still `expected_version`,
-            /// keeping the timeline's bucket summaries up to date (`row_id` names the
-            /// column that orders calls and samples). Run it in a transaction; the caller
-            /// commits.
-            pub(super) async fn commit(
-                c: &mut Connection,
-                id: Uuid,
-                expected_version: i64,
-                change: &ChangeSet,
-                idempotency: Option<&IdempotencyRecord>,
-                row_id: &str,
-            ) -> Result<(), StoreError> {
-                let key = id.to_string();
-                let now = to_micros(Utc::now());
-                let new_calls = change.calls.len() as i64;
-                let new_samples = i64::from(change.response_time.is_some());
-                // The version bump comes first: it takes the session's row lock
-                // (PostgreSQL) or the database's write lock (SQLite) until the transaction
-                // ends, and it is the optimistic-concurrency check. It returns the counts
-                // of calls and samples after this change: their ordinals.
-                let counts = sqlx::query(
-                    "UPDATE sessions SET version = version + 1, \
-                     state = COALESCE($3, state), \
-                     suggest_count = suggest_count + $4, \
-                     last_suggest_t = COALESCE($5, last_suggest_t), \
-                     last_suggest_n = COALESCE($6, last_suggest_n), \
-                     last_optimum_mean = COALESCE($7, last_optimum_mean), \
-                     call_count = call_count + $8, sample_count = sample_count + $9 \
-                     WHERE id = $1 AND version = $2 RETURNING call_count, sample_count",
-                )
-                .bind(&key)
-                .bind(expected_version)
-                .bind(change.state.as_ref().map(to_json))
-                .bind(change.new_suggestions.len() as i64)
-                .bind(change.last_suggest.map(|(t, _)| t))
-                .bind(change.last_suggest.map(|(_, n)| n))
-                .bind(change.last_optimum_mean)
-                .bind(new_calls)
-                .bind(new_samples)
-                .fetch_optional(&mut *c)
-                .await?;
-                let Some(counts) = counts else {
-                    let exists: i64 =
-                        sqlx::query_scalar("SELECT COUNT(*) FROM sessions WHERE id = $1")
-                            .bind(&key)
-                            .fetch_one(&mut *c)
-                            .await?;
-                    return Err(if exists > 0 {
-                        StoreError::Conflict
-                    } else {
-                        StoreError::NotFound
-                    });
-                };
-                let call_count: i64 = counts.try_get("call_count")?;
-                let sample_count: i64 = counts.try_get("sample_count")?;
-                // Forgetting done by this change is placed at its last call's ordinal.
-                let step = call_count - 1;
-                for s in &change.new_suggestions {
-                    sqlx::query(
-                        "INSERT INTO suggestions (id, session_id, ordinal, params, unit, arm, \
-                         issued_t, t, created_micros, status) \
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-                    )
-                    .bind(s.id.to_string())
-                    .bind(&key)
-                    .bind(s.ordinal)
-                    .bind(to_json(&s.params))
-                    .bind(to_json(&s.unit))
-                    .bind(&s.arm)
-                    .bind(s.issued_t)
-                    .bind(s.t)
-                    .bind(to_micros(s.created_at))
-                    .bind(s.status.as_str())
-                    .execute(&mut *c)
-                    .await?;
-                }
-                for (suggestion, status) in &change.suggestion_status {
-                    sqlx::query(
-                        "UPDATE suggestions SET status = $3 WHERE id = $1 AND session_id = $2",
-                    )
-                    .bind(suggestion.to_string())
-                    .bind(&key)
-                    .bind(status.as_str())
-                    .execute(&mut *c)
-                    .await?;
-                }
-                for o in &change.new_observations {
-                    insert_observation(&mut *c, &key, o).await?;
-                    let regret = o.regret.or(o.regret_estimate);
-                    let point = BucketPoint {
-                        key: o.seq,
-                        value: o.value,
-                        regret,
-                        reported: o.regret.is_some(),
-                    };
-                    record_in_bucket(&mut *c, &key, "o", (o.seq - 1) / BUCKET_ROWS, &point)
-                        .await?;
-                    if let (Some(t), Some(reason)) = (o.removed_t, &o.removed_reason) {
-                        record_forgetting(&mut *c, &key, reason, step, t).await?;
-                    }
-                }
-                for d in &change.deactivate {
-                    let forgotten = sqlx::query(
-                        "UPDATE observations SET active = FALSE, removed_micros = $3, \
-                         removed_reason = $4, removed_t = $5 \
-                         WHERE session_id = $1 AND seq = $2 AND active",
-                    )
-                    .bind(&key)
-                    .bind(d.seq)
-                    .bind(now)
-                    .bind(&d.reason)
-                    .bind(d.t)
-                    .execute(&mut *c)
-                    .await?
-                    .rows_affected();
-                    if forgotten > 0 {
-                        record_forgetting(&mut *c, &key, &d.reason, step, d.t).await?;
-                    }
-                }
-                if let Some(sample) = change.response_time {
-                    let sql = format!(
-                        "INSERT INTO response_times (session_id, n, seconds, recorded_micros) \
-                         VALUES ($1, $2, $3, $4) RETURNING {row_id}"
-                    );
-                    let inserted: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
-                        .bind(&key)
-                        .bind(sample.n)
-                        .bind(sample.seconds)
-                        .bind(now)
-                        .fetch_one(&mut *c)
-                        .await?;
-                    sqlx::query(
-                        "INSERT INTO response_time_summaries (session_id, n, count, total_seconds) \
-                         VALUES ($1, $2, 1, $3) ON CONFLICT (session_id, n) DO UPDATE SET \
-                         count = response_time_summaries.count + 1, \
-                         total_seconds = response_time_summaries.total_seconds + excluded.total_seconds",
-                    )
-                    .bind(&key)
-                    .bind(sample.n)
-                    .bind(sample.seconds)
-                    .execute(&mut *c)
-                    .await?;
-                    let point = BucketPoint::plain(inserted, sample.seconds);
-                    let bucket = (sample_count - 1) / BUCKET_ROWS;
-                    record_in_bucket(&mut *c, &key, "s", bucket, &point).await?;
-                }
-                for (i, call) in change.calls.iter().enumerate() {
-                    let sql = format!(
-                        "INSERT INTO calls (session_id, kind, t, dataset_size, compute_seconds, \
-                         recorded_micros, snapshot) VALUES ($1, $2, $3, $4, $5, $6, $7) \
-                         RETURNING {row_id}"
-                    );
-                    let inserted: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
-                        .bind(&key)
-                        .bind(call.kind)
-                        .bind(call.t)
-                        .bind(call.dataset_size)
-                        .bind(call.compute_seconds)
-                        .bind(now)
-                        .bind(call.snapshot.as_ref().map(to_json))
-                        .fetch_one(&mut *c)
-                        .await?;
-                    let ordinal = call_count - new_calls + i as i64;
-                    let point = BucketPoint::plain(inserted, call.dataset_size as f64);
-                    record_in_bucket(&mut *c, &key, "c", ordinal / BUCKET_ROWS, &point).await?;
-                }
-                if let Some(record) = idempotency {
-                    insert_idempotency(&mut *c, record).await?;
-                }
-                Ok(())
-            }
-
-            async fn insert_observation(
-                c: &mut Connection,
-                session: &str,
-                o: &ObservationRow,
-            ) -> Result<(), StoreError> {
-                sqlx::query(
-                    "INSERT INTO observations (session_id, seq, suggestion_id, params, \
-                     unit, value, t, measured_micros, regret, active, removed_micros, \
-                     removed_reason, created_micros, removed_t, regret_estimate) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, \
-                     $15)",
-                )
-                .bind(session)
-                .bind(o.seq)
-                .bind(o.suggestion_id.map(|s| s.to_string()))
-                .bind(to_json(&o.params))
-                .bind(to_json(&o.unit))
-                .bind(o.value)
-                .bind(o.t)
-                .bind(o.measured_at.map(to_micros))
-                .bind(o.regret)
-                .bind(o.active)
-                .bind(o.removed_at.map(to_micros))
-                .bind(&o.removed_reason)
-                .bind(to_micros(o.created_at))
-                .bind(o.removed_t)
-                .bind(o.regret_estimate)
-                .execute(&mut *c)
-                .await?;
-                Ok(())
-            }
-
-            /// Folds one row into its bucket summary (creating it): first and last key,
-            /// count, the first rows holding the minimum and maximum value and regret,
-            /// the regrets' sum and counts.
-            async fn record_in_bucket(
-                c: &mut Connection,
-                session: &str,
-                series: &str,
-                bucket: i64,
-                point: &BucketPoint,
-            ) -> Result<(), StoreError> {
-                sqlx::query(
-                    "INSERT INTO timeline_buckets (session_id, series, bucket, first_key, \
-                     last_key, count, lo, lo_key, hi, hi_key, lo2, lo2_key, hi2, hi2_key, \
-                     total, n_valued, n_reported) \
-                     VALUES ($1, $2, $3, $4, $4, 1, $5, $4, $5, $4, $6, $7, $6, $7, \
-                     COALESCE($6, 0), $8, $9) \
-                     ON CONFLICT (session_id, series, bucket) DO UPDATE SET \
-                     first_key = CASE WHEN excluded.first_key < timeline_buckets.first_key \
-                       THEN excluded.first_key ELSE timeline_buckets.first_key END, \
-                     last_key = CASE WHEN excluded.last_key > timeline_buckets.last_key \
-                       THEN excluded.last_key ELSE timeline_buckets.last_key END, \
-                     count = timeline_buckets.count + 1, \
-                     lo_key = CASE WHEN excluded.lo < timeline_buckets.lo \
-                       THEN excluded.lo_key ELSE timeline_buckets.lo_key END, \
-                     lo = CASE WHEN excluded.lo < timeline_buckets.lo \
-                       THEN excluded.lo ELSE timeline_buckets.lo END, \
-                     hi_key = CASE WHEN excluded.hi > timeline_buckets.hi \
-                       THEN excluded.hi_key ELSE timeline_buckets.hi_key END, \
-                     hi = CASE WHEN excluded.hi > timeline_buckets.hi \
-                       THEN excluded.hi ELSE timeline_buckets.hi END, \
-                     lo2_key = CASE WHEN timeline_buckets.lo2 IS NULL \
-                       OR excluded.lo2 < timeline_buckets.lo2 \
-                       THEN excluded.lo2_key ELSE timeline_buckets.lo2_key END, \
-                     lo2 = CASE WHEN timeline_buckets.lo2 IS NULL \
-                       OR excluded.lo2 < timeline_buckets.lo2 \
-                       THEN excluded.lo2 ELSE timeline_buckets.lo2 END, \
-                     hi2_key = CASE WHEN timeline_buckets.hi2 IS NULL \
-                       OR excluded.hi2 > timeline_buckets.hi2 \
-                       THEN excluded.hi2_key ELSE timeline_buckets.hi2_key END, \
-                     hi2 = CASE WHEN timeline_buckets.hi2 IS NULL \
-                       OR excluded.hi2 > timeline_buckets.hi2 \
-                       THEN excluded.hi2 ELSE timeline_buckets.hi2 END, \
-                     total = timeline_buckets.total + excluded.total, \
-                     n_valued = timeline_buckets.n_valued + excluded.n_valued, \
-                     n_reported = timeline_buckets.n_reported + excluded.n_reported",
-                )
-                .bind(session)
-                .bind(series)
-                .bind(bucket)
-                .bind(point.key)
-                .bind(point.value)
-                .bind(point.regret)
-                .bind(point.regret.map(|_| point.key))
-                .bind(i64::from(point.regret.is_some()))
-                .bind(i64::from(point.reported))
-                .execute(&mut *c)
-                .await?;
-                Ok(())
-            }
-
-            /// Counts one forgotten observation in the `f:<reason>` bucket of the step
-            /// (call ordinal) that forgot it, at session time `t`.
-            async fn record_forgetting(
-                c: &mut Connection,
-                session: &str,
-                reason: &str,
-                step: i64,
-                t: f64,
-            ) -> Result<(), StoreError> {
-                let series = format!("f:{reason}");
-                let point = BucketPoint::plain(0, t);
-                record_in_bucket(c, session, &series, step.max(0) / BUCKET_ROWS, &point).await
             }
 
             pub(super) async fn get_suggestion(
@@ -832,6 +533,50 @@ macro_rules! store_on {
             }
         }
 
+        impl $crate::store::commit::Statements for $connection {
+            async fn execute(
+                &mut self,
+                sql: &str,
+                args: Vec<$crate::store::commit::Arg>,
+            ) -> Result<u64, $crate::store::StoreError> {
+                let query = bind_args(sqlx::query(sqlx::AssertSqlSafe(sql)), args);
+                Ok(query.execute(&mut *self).await?.rows_affected())
+            }
+
+            async fn fetch_integers(
+                &mut self,
+                sql: &str,
+                args: Vec<$crate::store::commit::Arg>,
+            ) -> Result<Option<Vec<i64>>, $crate::store::StoreError> {
+                use sqlx::Row;
+                let query = bind_args(sqlx::query(sqlx::AssertSqlSafe(sql)), args);
+                let Some(row) = query.fetch_optional(&mut *self).await? else {
+                    return Ok(None);
+                };
+                let integers = (0..row.len())
+                    .map(|i| row.try_get::<i64, _>(i))
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(Some(integers))
+            }
+        }
+
+        /// `query` with `args` bound in order, as their types.
+        fn bind_args(
+            mut query: sqlx::query::Query<'_, $database, <$database as sqlx::Database>::Arguments>,
+            args: Vec<$crate::store::commit::Arg>,
+        ) -> sqlx::query::Query<'_, $database, <$database as sqlx::Database>::Arguments> {
+            use $crate::store::commit::Arg;
+            for arg in args {
+                query = match arg {
+                    Arg::Text(value) => query.bind(value),
+                    Arg::Int(value) => query.bind(value),
+                    Arg::Real(value) => query.bind(value),
+                    Arg::Bool(value) => query.bind(value),
+                };
+            }
+            query
+        }
+
         // In a block of its own, for its imports.
         const _: () = {
             use uuid::Uuid;
@@ -854,7 +599,7 @@ macro_rules! store_on {
                         let (_turn, mut tx) = self.begin_write().await?;
                         queries::insert_session(&mut tx, session).await?;
                         if let Some(record) = idempotency {
-                            queries::insert_idempotency(&mut tx, record).await?;
+                            $crate::store::commit::insert_idempotency(&mut *tx, record).await?;
                         }
                         tx.commit().await?;
                         Ok(())
@@ -914,6 +659,10 @@ macro_rules! store_on {
                     .map_err(Self::classify)
                 }
 
+                async fn session_version(&self, id: Uuid) -> Result<Option<i64>, StoreError> {
+                    queries::session_version(&mut *self.pool.acquire().await?, id).await
+                }
+
                 async fn load_history(&self, id: Uuid) -> Result<Option<History>, StoreError> {
                     async {
                         let mut tx = self.begin_snapshot().await?;
@@ -932,22 +681,9 @@ macro_rules! store_on {
                     change: &ChangeSet,
                     idempotency: Option<&IdempotencyRecord>,
                 ) -> Result<(), StoreError> {
-                    async {
-                        let (_turn, mut tx) = self.begin_write().await?;
-                        queries::commit(
-                        &mut tx,
-                        id,
-                        expected_version,
-                        change,
-                        idempotency,
-                        Self::ROW_ID,
-                    )
-                    .await?;
-                        tx.commit().await?;
-                        Ok(())
-                    }
-                    .await
-                    .map_err(Self::classify)
+                    self.commit_change(id, expected_version, change, idempotency)
+                        .await
+                        .map_err(Self::classify)
                 }
 
                 async fn get_suggestion(

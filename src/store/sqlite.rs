@@ -14,26 +14,34 @@ use std::time::Duration;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Connection, Sqlite, SqliteConnection, SqlitePool, Transaction};
 
-use super::{PoolSettings, StoreError, WriteTurn};
+use uuid::Uuid;
+
+use super::sqlite_writer::SqliteWriter;
+use super::{ChangeSet, IdempotencyRecord, PoolSettings, StoreError, WriteTurn};
 
 /// Longest the integrity check at start may take; past it the server starts anyway,
 /// saying that the check did not finish (`PRAGMA quick_check` reads the whole file: about
 /// a second per few hundred MB).
 pub const INTEGRITY_CHECK_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// SQLite store over a connection pool.
+/// SQLite store: reads over a connection pool, session changes through the writer
+/// thread ([`super::sqlite_writer`]).
 #[derive(Clone, Debug)]
 pub struct SqliteStore {
     pool: SqlitePool,
-    /// Taken for the length of each multi-statement write transaction of this process
-    /// (create, commit and delete of a session; the single-statement writes of API keys
-    /// go without it and wait on `busy_timeout` in the rare case). SQLite lets one
-    /// writer in at a time; without this turn, the others poll the lock with SQLite's
-    /// busy handler, which sleeps 1 to 100 ms between tries while the lock may already
-    /// be free: with 50 sessions writing at once, calls waited up to 1.8 s there, and
-    /// 0.2–0.3 s with the turn (docs/performance.md, "Service overhead and throughput").
-    /// Writers in another process over the same file still meet `busy_timeout`.
-    writer: Arc<tokio::sync::Mutex<()>>,
+    /// Taken for the length of each write transaction of this process: by the writer
+    /// thread for each of its transactions, and here for the others (create and delete
+    /// of a session; the single-statement writes of API keys go without it and wait on
+    /// `busy_timeout` in the rare case). SQLite lets one writer in at a time; without
+    /// this turn, the others poll the lock with SQLite's busy handler, which sleeps 1 to
+    /// 100 ms between tries while the lock may already be free (docs/performance.md,
+    /// "Service overhead and throughput"). Writers in another process over the same file
+    /// still meet `busy_timeout`.
+    write_turn: Arc<tokio::sync::Mutex<()>>,
+    /// Commits session changes, batched (group commit).
+    writer: Arc<SqliteWriter>,
+    /// The directory of an in-memory database's file, removed with the last clone.
+    _scratch: Option<Arc<tempfile::TempDir>>,
 }
 
 /// Whether an error says the file is damaged or not a database (SQLITE_CORRUPT,
@@ -101,43 +109,37 @@ impl SqliteStore {
     /// that exists but is empty, is announced with a warning: a server that should have
     /// found its sessions there is looking at the wrong path or at a lost database.
     pub async fn connect(url: &str, settings: &PoolSettings) -> Result<Self, StoreError> {
-        let options = SqliteConnectOptions::from_str(url)?
+        // An in-memory database is a file in a directory of its own, removed when the
+        // store goes: the writer thread's connection and the pool's must see one database.
+        let (path, scratch) = match Self::database_file(url)? {
+            Some(path) => (path, None),
+            None => {
+                let scratch = tempfile::Builder::new().prefix("tvbo-memory-").tempdir()?;
+                (scratch.path().join("tvbo.db"), Some(Arc::new(scratch)))
+            }
+        };
+        let options = SqliteConnectOptions::new()
+            .filename(&path)
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
             // FULL: a committed transaction survives a power loss (NORMAL in WAL does not).
             .synchronous(SqliteSynchronous::Full)
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(10));
-        let file = Self::database_file(url)?;
-        let in_memory = file.is_none();
-        let existing_bytes = file
-            .as_deref()
-            .and_then(|path| std::fs::metadata(path).ok())
-            .map(|metadata| metadata.len());
-        if let Some(path) = &file
-            && existing_bytes.is_some_and(|bytes| bytes > 0)
-        {
-            check_integrity(path).await?;
+        let existing_bytes = std::fs::metadata(&path).ok().map(|metadata| metadata.len());
+        if existing_bytes.is_some_and(|bytes| bytes > 0) {
+            check_integrity(&path).await?;
         }
         let pool = SqlitePoolOptions::new()
-            // An in-memory database lives and dies with its one connection.
-            .max_connections(if in_memory {
-                1
-            } else {
-                settings.max_connections
-            })
+            .max_connections(settings.max_connections)
             .acquire_timeout(settings.acquire_timeout)
-            .min_connections(if in_memory { 1 } else { 0 })
-            .idle_timeout(if in_memory {
-                None
-            } else {
-                Some(Duration::from_secs(600))
-            })
+            .min_connections(0)
+            .idle_timeout(Some(Duration::from_secs(600)))
             .max_lifetime(None)
             .connect_with(options)
             .await?;
         sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
-        if let Some(path) = &file {
+        if scratch.is_none() {
             match existing_bytes {
                 None => tracing::warn!(
                     path = %path.display(),
@@ -154,9 +156,13 @@ impl SqliteStore {
                 Some(_) => {}
             }
         }
+        let write_turn = Arc::default();
+        let writer = SqliteWriter::start(&path, Arc::clone(&write_turn))?;
         Ok(SqliteStore {
             pool,
-            writer: Arc::default(),
+            write_turn,
+            writer: Arc::new(writer),
+            _scratch: scratch,
         })
     }
 
@@ -182,7 +188,7 @@ super::queries::store_on!(SqliteStore, sqlx::SqliteConnection, sqlx::Sqlite);
 /// What differs from PostgreSQL (postgres.rs has the same hooks).
 impl SqliteStore {
     /// The insertion order of response-time samples and calls: SQLite's `rowid`.
-    const ROW_ID: &str = "rowid";
+    pub(super) const ROW_ID: &str = "rowid";
 
     /// Every error is kept: SQLite's one writer lock leaves no serialization failure to
     /// retry (a busy database waits for `busy_timeout`).
@@ -201,11 +207,25 @@ impl SqliteStore {
         // The connection first: no other writer waits while this one waits for the pool.
         // A deferred BEGIN takes no lock; the transaction's first write takes SQLite's.
         let transaction = self.pool.begin().await?;
-        let turn = self.writer.clone().lock_owned().await;
+        let turn = self.write_turn.clone().lock_owned().await;
         Ok((Some(turn), transaction))
     }
 
+    /// Hands a change to the writer thread, which commits it with the others queued.
+    async fn commit_change(
+        &self,
+        id: Uuid,
+        expected_version: i64,
+        change: &ChangeSet,
+        idempotency: Option<&IdempotencyRecord>,
+    ) -> Result<(), StoreError> {
+        self.writer
+            .commit(id, expected_version, change, idempotency)
+            .await
+    }
+
     async fn close_pool(&self) {
+        self.writer.stop().await;
         // TRUNCATE: copy every committed page into the database file and empty the log,
         // so that a copy of the file alone (a naive backup) holds everything.
         if let Err(e) = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")

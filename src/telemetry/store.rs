@@ -94,6 +94,10 @@ impl Store for MeteredStore {
         timed("delete_session", self.inner.delete_session(id)).await
     }
 
+    async fn session_version(&self, id: Uuid) -> Result<Option<i64>, StoreError> {
+        timed("session_version", self.inner.session_version(id)).await
+    }
+
     async fn load_history(&self, id: Uuid) -> Result<Option<History>, StoreError> {
         timed("load_history", self.inner.load_history(id)).await
     }
