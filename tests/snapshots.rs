@@ -37,9 +37,15 @@ async fn postgres_kept_snapshots_are_what_the_store_reads_back() {
 
 /// After every suggest and observe, of algorithms that forget by age, by relevance and
 /// by budget, the snapshot the service kept is the history and the response-time
-/// summaries the store reads back, to the bit.
+/// summaries the store reads back, to the bit, also after another replica changed the
+/// session.
 async fn kept_snapshots_are_what_the_store_reads_back(store: Arc<dyn Store>) {
     let service = SessionService::new(store.clone(), Limits::default());
+    // Another replica over the same database, whose changes leave `service`'s snapshot
+    // stale: the next change of `service` must notice (PostgreSQL: by the version it
+    // reads first; SQLite, one server per file: by the commit's version check) and plan
+    // again from the database.
+    let other = SessionService::new(store.clone(), Limits::default());
     let algorithms = [
         json!({"name": "bolt", "min_dataset_size": 3, "max_dataset_size": 6}),
         json!({"name": "w-dbo"}),
@@ -83,8 +89,13 @@ async fn kept_snapshots_are_what_the_store_reads_back(store: Arc<dyn Store>) {
                 count: Some(1 + (step % 2) as i64),
                 t: Some(t),
             };
-            let suggested = service.suggest(id, request, None).await.unwrap();
-            check(step, "suggest").await;
+            let suggested = if step % 7 == 3 {
+                other.suggest(id, request, None).await.unwrap()
+            } else {
+                let suggested = service.suggest(id, request, None).await.unwrap();
+                check(step, "suggest").await;
+                suggested
+            };
             let first = &suggested.suggestions[0];
             let (x, y) = (first.params["x"], first.params["y"]);
             let mut inputs = vec![observation(Some(first.id), None, x - y * y, t + 0.5)];

@@ -307,15 +307,15 @@ impl SessionService {
         let deadline = Instant::now() + COMMIT_RETRY_BUDGET;
         let mut backoff = FIRST_COMMIT_BACKOFF;
         loop {
-            // A kept snapshot is checked against the session's version: planning from
-            // one that another replica's change made stale would be wasted work, the
-            // commit's version check failing after it.
+            // Where other replicas write too, a kept snapshot is checked against the
+            // session's version: planning from one that another replica's change made
+            // stale would be wasted work, the commit's version check failing after it.
             let kept = match self.snapshots.take(id) {
-                Some(snapshot) => {
+                Some(snapshot) if self.store.shared() => {
                     let version = self.store.session_version(id).await?;
                     (version == Some(snapshot.history.session.version)).then_some(snapshot)
                 }
-                None => None,
+                kept => kept,
             };
             let snapshot = match kept {
                 Some(snapshot) => snapshot,

@@ -290,6 +290,11 @@ pub trait Store: Send + Sync + 'static {
     async fn ping(&self) -> Result<(), StoreError>;
     /// The connection pool's usage now; no query, no wait.
     fn pool_usage(&self) -> PoolUsage;
+    /// Whether other processes write this database as well: PostgreSQL's replicas do,
+    /// a SQLite file has one server. A change planned from a snapshot kept in memory
+    /// first reads the session's version only if so (a stale one would still fail at the
+    /// commit's version check, after wasted work).
+    fn shared(&self) -> bool;
     /// Closes every connection, waiting for queries in flight; SQLite first checkpoints
     /// its write-ahead log into the database file, so that the file alone holds every
     /// committed change. Call once, after the server has stopped.

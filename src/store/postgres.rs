@@ -64,6 +64,9 @@ impl PostgresStore {
     /// The insertion order of response-time samples and calls: the serial `id`.
     const ROW_ID: &str = "id";
 
+    /// Replicas share the database.
+    const SHARED: bool = true;
+
     /// A serialization failure or deadlock becomes [`StoreError::Conflict`] (the caller
     /// reloads and retries); every other error is kept. Unique violations stay database
     /// errors, as in SQLite: the version row lock rules out races on unique keys, so one

@@ -35,6 +35,7 @@ pub(super) const SESSION_COLUMNS: &str = "s.id, s.tenant, s.config, s.created_mi
 /// `fn classify(StoreError) -> StoreError` (which write errors are a lost race),
 /// `async fn begin_snapshot(&self)` (the transaction the history is read in),
 /// `const ROW_ID` (the column that orders response-time samples and calls by insertion),
+/// `const SHARED` ([`Store::shared`]),
 /// `async fn commit_change(&self, …)` (how a session's change is committed: see
 /// [`commit`](super::commit)) and `async fn close_pool(&self)`.
 ///
@@ -775,6 +776,10 @@ macro_rules! store_on {
 
                 fn pool_usage(&self) -> $crate::store::PoolUsage {
                     $crate::store::PoolUsage::of(&self.pool)
+                }
+
+                fn shared(&self) -> bool {
+                    Self::SHARED
                 }
 
                 async fn close(&self) {

@@ -190,6 +190,9 @@ impl SqliteStore {
     /// The insertion order of response-time samples and calls: SQLite's `rowid`.
     pub(super) const ROW_ID: &str = "rowid";
 
+    /// One server per database file (docs/scaling.md).
+    const SHARED: bool = false;
+
     /// Every error is kept: SQLite's one writer lock leaves no serialization failure to
     /// retry (a busy database waits for `busy_timeout`).
     fn classify(error: StoreError) -> StoreError {

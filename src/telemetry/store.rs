@@ -191,6 +191,10 @@ impl Store for MeteredStore {
         self.inner.pool_usage()
     }
 
+    fn shared(&self) -> bool {
+        self.inner.shared()
+    }
+
     async fn close(&self) {
         self.inner.close().await;
     }
