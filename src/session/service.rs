@@ -1,6 +1,6 @@
 //! The executor of a session's changes: lock the session (in this replica), take its
-//! snapshot (kept from this replica's last change of it while the session's version says
-//! it is current, else loaded: `session::snapshots`), run the engine's step off the async
+//! snapshot (the one this replica's last change of it left, else loaded:
+//! `session::snapshots`), run the engine's step off the async
 //! runtime in the session's turn of the fair scheduler, and commit the change against the
 //! snapshot's version, re-planning when another replica committed first. The database is
 //! the truth and the model is rebuilt on every call from rows equal to the database's, so
@@ -377,9 +377,9 @@ impl SessionService {
             async move {
                 let mut suggestions = HashMap::new();
                 for suggestion_id in inputs.iter().filter_map(|(_, input)| input.suggestion_id) {
-                    let pending = snapshot.history.pending.iter();
-                    let row = match pending.into_iter().find(|g| g.id == suggestion_id) {
-                        Some(row) => Some(row.clone()),
+                    let pending = &snapshot.history.pending;
+                    let row = match pending.iter().find(|g| g.id == suggestion_id).cloned() {
+                        Some(row) => Some(row),
                         None => self.store.get_suggestion(id, suggestion_id).await?,
                     };
                     if let Some(row) = row {

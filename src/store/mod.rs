@@ -47,8 +47,9 @@ pub enum StoreError {
     /// changes of the transaction it failed.
     #[error("database error: {0}")]
     Sqlite(std::sync::Arc<rusqlite::Error>),
-    /// The SQLite writer thread could not be started.
-    #[error("cannot start the SQLite writer: {0}")]
+    /// Starting the SQLite writer thread, or making an in-memory database's directory,
+    /// failed.
+    #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),
     #[error("migration error: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),

@@ -111,15 +111,16 @@ impl SqliteStore {
     pub async fn connect(url: &str, settings: &PoolSettings) -> Result<Self, StoreError> {
         // An in-memory database is a file in a directory of its own, removed when the
         // store goes: the writer thread's connection and the pool's must see one database.
-        let (path, scratch) = match Self::database_file(url)? {
-            Some(path) => (path, None),
+        let (options, path, scratch) = match Self::database_file(url)? {
+            Some(path) => (SqliteConnectOptions::from_str(url)?, path, None),
             None => {
                 let scratch = tempfile::Builder::new().prefix("tvbo-memory-").tempdir()?;
-                (scratch.path().join("tvbo.db"), Some(Arc::new(scratch)))
+                let path = scratch.path().join("tvbo.db");
+                let options = SqliteConnectOptions::new().filename(&path);
+                (options, path, Some(Arc::new(scratch)))
             }
         };
-        let options = SqliteConnectOptions::new()
-            .filename(&path)
+        let options = options
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
             // FULL: a committed transaction survives a power loss (NORMAL in WAL does not).
