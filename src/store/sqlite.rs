@@ -25,7 +25,7 @@ use super::{ChangeSet, IdempotencyRecord, PoolSettings, StoreError, WriteTurn};
 pub const INTEGRITY_CHECK_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// SQLite store: reads over a connection pool, session changes through the writer
-/// thread ([`super::sqlite_writer`]).
+/// thread (`store/sqlite_writer.rs`).
 #[derive(Clone, Debug)]
 pub struct SqliteStore {
     pool: SqlitePool,
