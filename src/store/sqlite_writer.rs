@@ -249,3 +249,130 @@ fn bind(statement: &mut Statement<'_>, args: &[Arg]) -> rusqlite::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use chrono::Utc;
+    use serde_json::json;
+
+    use super::*;
+    use crate::domain::config::{CreateSession, SessionConfig};
+    use crate::store::{ObservationRow, PoolSettings, SessionRow, SqliteStore, Store};
+
+    fn session() -> SessionRow {
+        let request: CreateSession = serde_json::from_value(json!({
+            "parameters": [{"name": "x", "low": 0.0, "high": 1.0}],
+            "algorithm": {"name": "random"}
+        }))
+        .unwrap();
+        SessionRow {
+            id: Uuid::new_v4(),
+            tenant: "default".into(),
+            config: SessionConfig::from_request(request, 1).unwrap(),
+            created_at: Utc::now(),
+            status: "active".into(),
+            version: 0,
+            state: json!({}),
+            suggest_count: 0,
+            last_suggest: None,
+            last_optimum_mean: None,
+            observation_count: 0,
+            dataset_size: 0,
+            pending_count: 0,
+        }
+    }
+
+    /// A change that records one observation of value `value` as the session's first.
+    fn observing(value: f64) -> ChangeSet {
+        let observation = ObservationRow {
+            seq: 1,
+            suggestion_id: None,
+            params: [("x".to_string(), 0.5)].into(),
+            unit: vec![0.5],
+            value,
+            t: 1.0,
+            measured_at: None,
+            regret: None,
+            regret_estimate: None,
+            active: true,
+            removed_at: None,
+            removed_t: None,
+            removed_reason: None,
+            created_at: Utc::now(),
+        };
+        ChangeSet {
+            new_observations: vec![observation],
+            ..ChangeSet::default()
+        }
+    }
+
+    fn idempotency(session: Uuid) -> IdempotencyRecord {
+        IdempotencyRecord {
+            scope: "POST /v1/sessions/x/observations".into(),
+            session_id: Some(session),
+            key: "taken".into(),
+            request_hash: "0".into(),
+            status: 201,
+            body: "{}".into(),
+        }
+    }
+
+    fn job(
+        id: Uuid,
+        expected_version: i64,
+        change: ChangeSet,
+        idempotency: Option<IdempotencyRecord>,
+    ) -> Job {
+        Job {
+            id,
+            expected_version,
+            change,
+            idempotency,
+            reply: oneshot::channel().0,
+        }
+    }
+
+    /// In one batch: a change, a change of the same session planned from the version
+    /// before it (lost race), a change that fails after its first writes (its idempotency
+    /// key is taken) and one that follows it: each commits or is rolled back alone.
+    #[tokio::test]
+    async fn a_batch_commits_each_change_or_rolls_it_back_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tvbo.db");
+        let url = format!("sqlite://{}", path.display());
+        let store = SqliteStore::connect(&url, &PoolSettings::default())
+            .await
+            .unwrap();
+        let (a, b) = (session(), session());
+        store.create_session(&a, None).await.unwrap();
+        store.create_session(&b, None).await.unwrap();
+        let taken = idempotency(b.id);
+        store
+            .commit(b.id, 0, &ChangeSet::default(), Some(&taken))
+            .await
+            .unwrap();
+
+        let batch = [
+            job(a.id, 0, observing(1.0), None),
+            job(a.id, 0, observing(2.0), None),
+            job(b.id, 1, observing(3.0), Some(taken)),
+            job(b.id, 1, observing(4.0), None),
+        ];
+        let mut connection = open(&path).unwrap();
+        let outcomes = commit_batch(&mut connection, &batch);
+        let outcomes: Vec<String> = outcomes.iter().map(|o| format!("{o:?}")).collect();
+        assert_eq!(
+            outcomes,
+            ["Ok(())", "Err(Conflict)", "Err(DuplicateKey)", "Ok(())"]
+        );
+
+        for (session, version, value) in [(a.id, 1, 1.0), (b.id, 2, 4.0)] {
+            let row = store.get_session(session).await.unwrap().unwrap();
+            assert_eq!(row.version, version);
+            let observations = store.list_observations(session, 0, 10, true).await.unwrap();
+            let values: Vec<f64> = observations.iter().map(|o| o.value).collect();
+            assert_eq!(values, [value]);
+        }
+        store.close().await;
+    }
+}
