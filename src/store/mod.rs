@@ -244,7 +244,10 @@ pub trait Store: Send + Sync + 'static {
     /// The session with its active observations and pending suggestions.
     async fn load_history(&self, id: Uuid) -> Result<Option<History>, StoreError>;
     /// Applies `change` if the session's version is still `expected_version`; bumps the
-    /// version. `Conflict` if it moved on, `NotFound` if it is gone.
+    /// version. `Conflict` if it moved on, `NotFound` if it is gone. Ok means committed
+    /// (on SQLite, synced to disk). A caller that stops waiting may leave the change
+    /// committed: SQLite's writer thread withdraws a change only if it has not reached it
+    /// yet.
     async fn commit(
         &self,
         id: Uuid,

@@ -1,4 +1,6 @@
-//! The SQL both backends run, written once, and the Rust that binds and decodes it.
+//! The SQL both backends run, written once, and the Rust that binds and decodes it (the
+//! write of a session's change is in `commit.rs`, written once for the SQLite writer
+//! thread's connection as well).
 //!
 //! One text serves both dialects: `$N` placeholders (sqlx's SQLite driver binds `$N` as
 //! the N-th argument, as PostgreSQL does), `TRUE`/`FALSE` and a bare boolean column in
