@@ -258,10 +258,15 @@ impl History {
     /// This history turned into the one a store loads back after committing `change` onto
     /// it (its version one higher): the same rows, the same order, timestamps to the
     /// microsecond as stored, so that a model planned from either is the same.
-    /// `NotReplayable` (and the history left part-way) when the change observes a
-    /// suggestion this history no longer holds as pending, or makes one pending again: the
-    /// lead-time delays and the pending list need rows it does not have.
-    pub fn apply(&mut self, change: &ChangeSet) -> Result<(), NotReplayable> {
+    /// `issued_t` gives the hand-out time of an observed suggestion that is no longer
+    /// pending. `NotReplayable` (and the history left part-way) when it knows none, or
+    /// when the change makes a suggestion pending again: the lead-time delays and the
+    /// pending list need rows the history does not have.
+    pub fn apply(
+        &mut self,
+        change: &ChangeSet,
+        issued_t: impl Fn(Uuid) -> Option<f64>,
+    ) -> Result<(), NotReplayable> {
         // Delays of the new observations of suggestions, newest (highest seq) first, as
         // the store's query orders them; the suggestions are looked up before their
         // status changes below.
@@ -275,7 +280,8 @@ impl History {
                 .chain(&change.new_suggestions)
                 .find(|g| g.id == suggestion)
                 .map(|g| g.issued_t)
-                .ok_or(NotReplayable("an observed suggestion is not pending"))?;
+                .or_else(|| issued_t(suggestion))
+                .ok_or(NotReplayable("an observed suggestion is not known"))?;
             self.recent_delays.insert(0, o.t - issued_t);
         }
         self.recent_delays.truncate(RECENT_DELAYS as usize);

@@ -11,8 +11,7 @@ use super::{EngineError, Limits, ObserveSnapshot, new_session_row, plan_observe,
 use crate::domain::config::SessionConfig;
 use crate::domain::input::ObservationInput;
 use crate::domain::records::{
-    ChangeSet, DEFAULT_TENANT, History, ObservationRow, RECENT_DELAYS, ResponseTimeSummary,
-    SuggestionRow, SuggestionStatus,
+    ChangeSet, DEFAULT_TENANT, History, ObservationRow, ResponseTimeSummary, SuggestionRow,
 };
 
 /// A session in memory: its history as a store would load it, every suggestion it handed
@@ -84,57 +83,23 @@ impl LocalSession {
         Ok(stored)
     }
 
-    /// Applies a change as `Store::commit` does.
+    /// Applies a change as `Store::commit` does ([`History::apply`]), keeping every
+    /// suggestion handed out and the response-time summaries besides.
     fn apply(&mut self, change: ChangeSet) {
-        let history = &mut self.history;
-        let session = &mut history.session;
-        session.version += 1;
-        if let Some(state) = change.state {
-            session.state = state;
-        }
-        if let Some(last) = change.last_suggest {
-            session.last_suggest = Some(last);
-        }
-        if let Some(mean) = change.last_optimum_mean {
-            session.last_optimum_mean = Some(mean);
-        }
+        let suggestions = &self.suggestions;
+        self.history
+            .apply(&change, |id| suggestions.get(&id).map(|g| g.issued_t))
+            .expect("a local session knows every suggestion it handed out");
         if let Some(sample) = change.response_time {
             ResponseTimeSummary::fold(&mut self.response_times, sample);
         }
-        session.suggest_count += change.new_suggestions.len() as i64;
         for suggestion in change.new_suggestions {
-            self.suggestions.insert(suggestion.id, suggestion.clone());
-            history.pending.push(suggestion);
+            self.suggestions.insert(suggestion.id, suggestion);
         }
         for (id, status) in change.suggestion_status {
             if let Some(suggestion) = self.suggestions.get_mut(&id) {
                 suggestion.status = status;
             }
-            if status != SuggestionStatus::Pending {
-                history.pending.retain(|s| s.id != id);
-            }
         }
-        for observation in change.new_observations {
-            session.observation_count += 1;
-            history.next_seq = history.next_seq.max(observation.seq + 1);
-            // The store's delays: measurement time − hand-out time, newest first.
-            if let Some(suggestion) = observation
-                .suggestion_id
-                .and_then(|id| self.suggestions.get(&id))
-            {
-                history
-                    .recent_delays
-                    .insert(0, observation.t - suggestion.issued_t);
-                history.recent_delays.truncate(RECENT_DELAYS as usize);
-            }
-            if observation.active {
-                history.active.push(observation);
-            }
-        }
-        for deactivation in change.deactivate {
-            history.active.retain(|o| o.seq != deactivation.seq);
-        }
-        session.dataset_size = history.active.len() as i64;
-        session.pending_count = history.pending.len() as i64;
     }
 }

@@ -35,7 +35,7 @@ impl SessionSnapshot {
     /// The snapshot after `change` is committed onto it; None when it cannot be replayed
     /// in memory ([`History::apply`]).
     fn after(mut self, change: &ChangeSet) -> Option<SessionSnapshot> {
-        self.history.apply(change).ok()?;
+        self.history.apply(change, |_| None).ok()?;
         if let (Some(summaries), Some(sample)) = (&mut self.response_times, change.response_time) {
             ResponseTimeSummary::fold(summaries, sample);
         }
