@@ -11,7 +11,9 @@ use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_ma
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use tvbo::acquisition::{AcquisitionOptions, beta_wdbo, maximize_ucb};
-use tvbo::gp::{FitOptions, Fixed, Gp, KernelKind, fit_hyperparameters, log_marginal_likelihood};
+use tvbo::gp::{
+    FitOptions, Fixed, Gp, KernelKind, SearchStart, fit_hyperparameters, log_marginal_likelihood,
+};
 
 const SIZES: [usize; 4] = [25, 100, 200, 400];
 
@@ -43,7 +45,15 @@ fn bench_fit(c: &mut Criterion) {
         let (xs, ts, ys) = data(n);
         group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
             b.iter(|| {
-                fit_hyperparameters(spec(), &xs, &ts, &ys, None, &FitOptions::default()).unwrap()
+                fit_hyperparameters(
+                    spec(),
+                    &xs,
+                    &ts,
+                    &ys,
+                    SearchStart::Default,
+                    &FitOptions::default(),
+                )
+                .unwrap()
             })
         });
     }

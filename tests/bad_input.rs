@@ -512,6 +512,11 @@ async fn session_create_rejects_bad_configurations(server: TestServer) {
         )
         .expect(422, &["model.temporal_kernel"]),
         create(
+            "unknown fit start",
+            with(wall_session(), "model", json!({"fit_start": "warm"})),
+        )
+        .expect(422, &["model.fit_start"]),
+        create(
             "negative noise",
             with(wall_session(), "model", json!({"noise": -0.1})),
         )

@@ -4,7 +4,7 @@
 
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use tvbo::domain::config::{AlgorithmConfig, CreateSession, ModelConfig, SessionConfig};
+use tvbo::domain::config::{AlgorithmConfig, CreateSession, FitStart, ModelConfig, SessionConfig};
 use tvbo::domain::space::{ParameterSpec, ParameterType, Scale, SearchSpace};
 use tvbo::gp::{Gp, Hyperparameters, KernelKind, KernelSpec};
 use tvbo::policy::Observation;
@@ -98,6 +98,7 @@ pub fn model(temporal: KernelKind) -> ModelConfig {
         temporal_kernel: Some(temporal),
         noise: None,
         warmup: 0,
+        fit_start: FitStart::Fixed,
     }
 }
 

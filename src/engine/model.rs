@@ -8,6 +8,7 @@ use crate::domain::config::{AlgorithmConfig, SessionConfig, epsilon_of_temporal_
 use crate::domain::records::{
     FittedHyperparameters, ObservationRow, RecordedOptimum, StepSnapshot,
 };
+use crate::gp::SearchStart;
 use crate::gp::arms::{ArmGp, TimeVaryingArmGp};
 use crate::policy::tv_gp_ucb::TvGpUcbWithPrior;
 use crate::policy::{self, PolicyError, PolicyState, Surrogate};
@@ -61,6 +62,7 @@ impl CurrentModel {
                 &data,
                 config.model.noise,
                 policy.fixed_temporal_lengthscale(),
+                SearchStart::Default,
             )?,
         };
         Ok(Some(CurrentModel::Surrogate(surrogate)))

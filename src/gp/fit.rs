@@ -509,21 +509,36 @@ fn default_start(ts: &[f64], bounds: &HyperBounds) -> Hyperparameters {
     )
 }
 
+/// Where a fit's local search starts.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum SearchStart<'a> {
+    /// The default start λ = 1, l_S = 0.3, l_T = max(time span, 1 s), σ² = 0.01 (clamped
+    /// into the bounds): the protocol of the papers, a pure function of the data.
+    Default,
+    /// The given point, clamped into the bounds.
+    At(&'a Hyperparameters),
+    /// A warm start from an earlier fit, with a guard: the search from it is kept when it
+    /// ends at least as likely as the default start; otherwise the fit searches from the
+    /// default start instead (whose result is at least that likely, since the search only
+    /// accepts ascending steps), so a stale or poor warm start costs one search more.
+    Previous(&'a Hyperparameters),
+}
+
 /// Maximises the exact log marginal likelihood in log space within `options.bounds`
 /// using analytic gradients and [`minimize_objective_bounded`] (which asks for the
-/// gradient only at accepted steps), starting from `start` (if Some, clamped into the
-/// bounds; otherwise the default start λ = 1, l_S = 0.3, l_T = max(time span, 1 s),
-/// σ² = 0.01) plus `options.restarts` scrambled-Sobol starts
-/// (scramble seed `options.restart_seed`). The quasi-random starts cover, in log space,
+/// gradient only at accepted steps), starting from `start` ([`SearchStart`]) plus
+/// `options.restarts` scrambled-Sobol starts (scramble seed `options.restart_seed`).
+/// The quasi-random starts cover, in log space,
 /// λ ∈ [0.2, 5], l_S ∈ [0.05, 2], l_T ∈ [span/10, 10·span], σ² ∈ [1e-3, 0.3] (each
 /// intersected with the bounds). Returns the best hyperparameters found; ties keep the
 /// earlier start. A pure function of its inputs.
 ///
-/// With the defaults this is one local search from the default start, as BoTorch's
-/// `fit_gpytorch_mll` does on a freshly built model (002 §5.1 fits every algorithm with
-/// it): it finds the likelihood maximum nearest a moderate start, whereas a global search
-/// often finds the degenerate "all noise" or "every point its own bump" corners when the
-/// data are few (docs/architecture.md, "Hyperparameter fit").
+/// From [`SearchStart::Default`] and without restarts this is one local search from the
+/// default start, as BoTorch's `fit_gpytorch_mll` does on a freshly built model (002 §5.1
+/// fits every algorithm with it): it finds the likelihood maximum nearest a moderate
+/// start, whereas a global search often finds the degenerate "all noise" or "every point
+/// its own bump" corners when the data are few (docs/architecture.md, "Hyperparameter
+/// fit").
 ///
 /// Fixed values in `options.fixed` are applied to the result. With fewer than 2 points
 /// the start (or the default start) is returned unchanged apart from them.
@@ -533,26 +548,23 @@ pub fn fit_hyperparameters(
     xs: &[Vec<f64>],
     ts: &[f64],
     ys: &[f64],
-    start: Option<&Hyperparameters>,
+    start: SearchStart<'_>,
     options: &FitOptions,
 ) -> Result<Hyperparameters, GpError> {
     let dim = xs.first().map_or(0, Vec::len);
     validate_data(dim, xs, ts, ys)?;
     let bounds = &options.bounds;
     let fixed = &options.fixed;
+    let default = apply_fixed(spec, &default_start(ts, bounds), fixed);
+    let (base, guarded) = match start {
+        SearchStart::Default => (default, false),
+        SearchStart::At(h) => (apply_fixed(spec, &clamp_into(h, bounds), fixed), false),
+        SearchStart::Previous(h) => (apply_fixed(spec, &clamp_into(h, bounds), fixed), true),
+    };
     if xs.len() < 2 {
-        let start = start.copied().unwrap_or_else(|| default_start(ts, bounds));
-        return Ok(apply_fixed(spec, &start, fixed));
+        return Ok(base);
     }
     let layout = Layout::new(spec, fixed);
-    let base = apply_fixed(
-        spec,
-        &match start {
-            Some(w) => clamp_into(w, bounds),
-            None => default_start(ts, bounds),
-        },
-        fixed,
-    );
     validate_hyperparameters(spec, &base)?;
     let (lower, upper) = layout.log_bounds(bounds);
     let pairs = Pairs::new(xs, ts);
@@ -560,7 +572,7 @@ pub fn fit_hyperparameters(
     let mut starts = vec![layout.to_log(&base)];
     if options.restarts > 0 {
         let seed = options.restart_seed;
-        let span = default_start(ts, bounds).temporal_lengthscale;
+        let span = default.temporal_lengthscale;
         let mut region = vec![(0.2f64, 5.0f64), (0.05, 2.0)];
         if layout.temporal {
             region.push((span / 10.0, span * 10.0));
@@ -599,10 +611,24 @@ pub fn fit_hyperparameters(
         workspace: Workspace::new(&pairs, layout),
         valued: None,
     };
+    let search =
+        |objective: &mut NegativeLml<'_>, start: &[f64], best: &mut Option<(f64, Vec<f64>)>| {
+            let m = minimize_objective_bounded(objective, start, &lower, &upper, &optimizer);
+            if m.value.is_finite() && best.as_ref().is_none_or(|(v, _)| m.value < *v) {
+                *best = Some((m.value, m.x));
+            }
+        };
     for start in &starts {
-        let m = minimize_objective_bounded(&mut objective, start, &lower, &upper, &optimizer);
-        if m.value.is_finite() && best.as_ref().is_none_or(|(v, _)| m.value < *v) {
-            best = Some((m.value, m.x));
+        search(&mut objective, start, &mut best);
+    }
+    if guarded {
+        // The guard of a warm start: refit from the default start unless the warm search
+        // ended at least as likely as the default start itself.
+        let default_theta = layout.to_log(&default);
+        let at_default = objective.value(&default_theta);
+        if best.as_ref().is_none_or(|(v, _)| *v > at_default) {
+            best = None;
+            search(&mut objective, &default_theta, &mut best);
         }
     }
     let (_, theta) = best.ok_or(GpError::NotPositiveDefinite)?;
@@ -745,7 +771,8 @@ mod tests {
                 restarts: 3,
                 ..FitOptions::default()
             };
-            let fitted = fit_hyperparameters(spec, &xs, &ts, &ys, None, &options).unwrap();
+            let fitted =
+                fit_hyperparameters(spec, &xs, &ts, &ys, SearchStart::Default, &options).unwrap();
             let none = Fixed::default();
             let lml_fit = log_marginal_likelihood(spec, &fitted, &none, &xs, &ts, &ys)
                 .unwrap()
@@ -774,12 +801,27 @@ mod tests {
         };
         let spec = KernelSpec::default();
         let (xs, ts, ys) = sample_gp(spec, &truth, 40, 2, &mut ChaCha8Rng::seed_from_u64(5));
-        let fitted =
-            fit_hyperparameters(spec, &xs, &ts, &ys, None, &FitOptions::default()).expect("fit");
+        let fitted = fit_hyperparameters(
+            spec,
+            &xs,
+            &ts,
+            &ys,
+            SearchStart::Default,
+            &FitOptions::default(),
+        )
+        .expect("fit");
         let start = default_start(&ts, &HyperBounds::default());
         assert_eq!(
             fitted,
-            fit_hyperparameters(spec, &xs, &ts, &ys, Some(&start), &FitOptions::default()).unwrap(),
+            fit_hyperparameters(
+                spec,
+                &xs,
+                &ts,
+                &ys,
+                SearchStart::At(&start),
+                &FitOptions::default()
+            )
+            .unwrap(),
             "no start given means the default start"
         );
         let none = Fixed::default();
@@ -813,6 +855,93 @@ mod tests {
     }
 
     #[test]
+    fn a_warm_start_is_kept_when_at_least_as_likely_as_the_default_start() {
+        let truth = Hyperparameters {
+            signal_variance: 1.0,
+            spatial_lengthscale: 0.3,
+            temporal_lengthscale: 40.0,
+            noise_variance: 0.02,
+        };
+        let spec = KernelSpec::default();
+        let (xs, ts, ys) = sample_gp(spec, &truth, 41, 2, &mut ChaCha8Rng::seed_from_u64(5));
+        let options = FitOptions::default();
+        // The fit of the first 40 points, as a session's previous suggest left it.
+        let previous = fit_hyperparameters(
+            spec,
+            &xs[..40],
+            &ts[..40],
+            &ys[..40],
+            SearchStart::Default,
+            &options,
+        )
+        .unwrap();
+        let warm = fit_hyperparameters(
+            spec,
+            &xs,
+            &ts,
+            &ys,
+            SearchStart::Previous(&previous),
+            &options,
+        )
+        .unwrap();
+        let at_previous =
+            fit_hyperparameters(spec, &xs, &ts, &ys, SearchStart::At(&previous), &options).unwrap();
+        assert_eq!(warm, at_previous, "the guard keeps the warm search");
+        let none = Fixed::default();
+        let lml = |h: &Hyperparameters| {
+            log_marginal_likelihood(spec, h, &none, &xs, &ts, &ys)
+                .unwrap()
+                .0
+        };
+        let fresh =
+            fit_hyperparameters(spec, &xs, &ts, &ys, SearchStart::Default, &options).unwrap();
+        let start = default_start(&ts, &HyperBounds::default());
+        assert!(lml(&warm) >= lml(&start));
+        // One more point moves the maximum a little: both searches find the same one.
+        assert!((lml(&warm) - lml(&fresh)).abs() < 1e-6 * lml(&fresh).abs().max(1.0));
+    }
+
+    #[test]
+    fn a_warm_start_less_likely_than_the_default_start_is_refitted_from_it() {
+        let truth = Hyperparameters {
+            signal_variance: 1.0,
+            spatial_lengthscale: 0.3,
+            temporal_lengthscale: 40.0,
+            noise_variance: 0.02,
+        };
+        let spec = KernelSpec::default();
+        let (xs, ts, ys) = sample_gp(spec, &truth, 40, 2, &mut ChaCha8Rng::seed_from_u64(5));
+        let options = FitOptions {
+            max_iterations: 2,
+            ..FitOptions::default()
+        };
+        // A stale start far from the data's maximum, and a search too short to leave it:
+        // its end is less likely than the default start.
+        let stale = Hyperparameters {
+            signal_variance: 0.05,
+            spatial_lengthscale: 8.0,
+            temporal_lengthscale: 0.2,
+            noise_variance: 1e-4,
+        };
+        let none = Fixed::default();
+        let lml = |h: &Hyperparameters| {
+            log_marginal_likelihood(spec, h, &none, &xs, &ts, &ys)
+                .unwrap()
+                .0
+        };
+        let from_stale =
+            fit_hyperparameters(spec, &xs, &ts, &ys, SearchStart::At(&stale), &options).unwrap();
+        let start = default_start(&ts, &HyperBounds::default());
+        assert!(lml(&from_stale) < lml(&start), "the case this test needs");
+        let guarded =
+            fit_hyperparameters(spec, &xs, &ts, &ys, SearchStart::Previous(&stale), &options)
+                .unwrap();
+        let fresh =
+            fit_hyperparameters(spec, &xs, &ts, &ys, SearchStart::Default, &options).unwrap();
+        assert_eq!(guarded, fresh);
+    }
+
+    #[test]
     fn fit_is_deterministic_and_respects_fixed() {
         let truth = Hyperparameters {
             signal_variance: 2.0,
@@ -832,7 +961,7 @@ mod tests {
                 },
                 ..FitOptions::default()
             };
-            fit_hyperparameters(spec, &xs, &ts, &ys, Some(&truth), &options).unwrap()
+            fit_hyperparameters(spec, &xs, &ts, &ys, SearchStart::At(&truth), &options).unwrap()
         };
         let a = fit(1);
         assert_eq!(a, fit(1));
@@ -848,12 +977,20 @@ mod tests {
             &[vec![0.5]],
             &[0.0],
             &[1.0],
-            Some(&start),
+            SearchStart::At(&start),
             &FitOptions::default(),
         )
         .unwrap();
         assert_eq!(out, start);
-        let out = fit_hyperparameters(spec, &[], &[], &[], None, &FitOptions::default()).unwrap();
+        let out = fit_hyperparameters(
+            spec,
+            &[],
+            &[],
+            &[],
+            SearchStart::Default,
+            &FitOptions::default(),
+        )
+        .unwrap();
         assert_eq!(out.temporal_lengthscale, 1.0);
         assert!(
             fit_hyperparameters(
@@ -861,7 +998,7 @@ mod tests {
                 &[vec![0.5]],
                 &[],
                 &[1.0],
-                None,
+                SearchStart::Default,
                 &FitOptions::default()
             )
             .is_err()

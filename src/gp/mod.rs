@@ -9,7 +9,9 @@ mod linalg;
 pub mod model;
 mod special;
 
-pub use fit::{FitOptions, Fixed, HyperBounds, fit_hyperparameters, log_marginal_likelihood};
+pub use fit::{
+    FitOptions, Fixed, HyperBounds, SearchStart, fit_hyperparameters, log_marginal_likelihood,
+};
 pub use kernel::{KernelKind, KernelSpec};
 pub use model::{Gp, GpError, Hyperparameters, Prediction};
 pub mod relevance;

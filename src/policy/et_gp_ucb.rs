@@ -8,6 +8,7 @@
 
 use super::{
     Observation, ObserveContext, Policy, PolicyError, PolicyState, RemovalReason, Surrogate,
+    search_start,
 };
 use crate::domain::config::Beta;
 
@@ -49,6 +50,7 @@ impl Policy for EtGpUcb {
                 &dataset,
                 ctx.fixed_noise,
                 None,
+                search_start(ctx.model.fit_start, state.hyperparameters.as_ref()),
             )?)
         } else {
             None
@@ -77,6 +79,7 @@ impl Policy for EtGpUcb {
                         &dataset,
                         ctx.fixed_noise,
                         None,
+                        search_start(ctx.model.fit_start, state.hyperparameters.as_ref()),
                     )?);
                 }
                 None => {}
@@ -89,7 +92,7 @@ impl Policy for EtGpUcb {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::config::ModelConfig;
+    use crate::domain::config::{FitStart, ModelConfig};
     use crate::gp::KernelKind;
 
     fn model() -> ModelConfig {
@@ -98,6 +101,7 @@ mod tests {
             temporal_kernel: None,
             noise: None,
             warmup: 0,
+            fit_start: FitStart::Fixed,
         }
     }
 

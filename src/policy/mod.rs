@@ -27,11 +27,11 @@ use crate::acquisition::{self, AcquisitionOptions};
 use crate::domain::config::{AlgorithmConfig, Beta, BetaSchedule, ModelConfig, SessionConfig};
 use crate::domain::records::ResponseTimeSummary;
 use crate::domain::space::SearchSpace;
-use crate::gp::{GpError, Hyperparameters, KernelSpec};
+use crate::gp::{GpError, Hyperparameters, KernelSpec, SearchStart};
 
 pub use prior_selection::{PriorSelection, PriorSelectionState, SelectionRule};
 pub use stage::{MODEL_WORK_TARGET, Stage};
-pub use surrogate::Surrogate;
+pub use surrogate::{Surrogate, search_start};
 
 /// The random-number generator every policy draws from. Seeded per call from the
 /// session seed and the call's ordinal, so a rebuilt model makes the same choice.
@@ -470,6 +470,7 @@ pub(crate) fn model_after(
                 &data,
                 ctx.fixed_noise,
                 policy.fixed_temporal_lengthscale(),
+                SearchStart::Default,
             )?;
             state.hyperparameters = Some(*surrogate.hyperparameters());
             surrogate
@@ -496,6 +497,7 @@ pub fn ucb_proposals(
         ctx.data,
         ctx.fixed_noise,
         fixed_temporal_lengthscale,
+        search_start(ctx.model.fit_start, state.hyperparameters.as_ref()),
     )?;
     state.hyperparameters = Some(*surrogate.hyperparameters());
     let beta = beta_value(
@@ -540,4 +542,97 @@ pub fn ucb_proposals(
         proposals.push(proposal);
     }
     Ok(proposals)
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::SeedableRng;
+    use serde_json::json;
+
+    use super::*;
+    use crate::domain::config::{CreateSession, FitStart};
+    use crate::gp::fit::{FitOptions, fit_hyperparameters};
+    use crate::policy::surrogate::standardised;
+
+    fn bolt(fit_start: FitStart) -> SessionConfig {
+        let request: CreateSession = serde_json::from_value(json!({
+            "parameters": [{"name": "a", "low": 0, "high": 1}, {"name": "b", "low": 0, "high": 1}],
+            "algorithm": {"name": "bolt"},
+            "model": {"warmup": 0, "fit_start": fit_start},
+            "time": {"source": "client"}
+        }))
+        .unwrap();
+        SessionConfig::from_request(request, 0).unwrap()
+    }
+
+    /// The fit a suggest of `config` leaves in a state that held `previous`.
+    fn fitted_by_suggest(
+        config: &SessionConfig,
+        data: &[Observation],
+        previous: Hyperparameters,
+    ) -> Hyperparameters {
+        let space = config.space();
+        let ctx = SuggestContext {
+            space: &space,
+            arms: None,
+            model: &config.model,
+            data,
+            pending: &[],
+            t: 30.0,
+            count: 1,
+            issued_before: data.len() as u64,
+            fixed_noise: None,
+            cores: &1,
+        };
+        let mut state = PolicyState {
+            hyperparameters: Some(previous),
+            ..PolicyState::default()
+        };
+        let policy = policy_for(config);
+        suggest(
+            policy.as_ref(),
+            &ctx,
+            &mut state,
+            &mut PolicyRng::seed_from_u64(3),
+        )
+        .unwrap();
+        state.hyperparameters.unwrap()
+    }
+
+    #[test]
+    fn a_suggest_fits_from_the_start_its_session_names() {
+        let data: Vec<Observation> = (0..30)
+            .map(|i| {
+                let (a, b) = ((i * 7 % 30) as f64 / 30.0, (i * 11 % 30) as f64 / 30.0);
+                Observation {
+                    seq: i + 1,
+                    x: vec![a, b],
+                    t: i as f64,
+                    y: (6.0 * a).sin() + b * b + 0.01 * i as f64,
+                }
+            })
+            .collect();
+        let (_, _, xs, ts, ys) = standardised(&data);
+        let spec = KernelSpec::default();
+        let previous = Hyperparameters {
+            signal_variance: 0.8,
+            spatial_lengthscale: 0.25,
+            temporal_lengthscale: 50.0,
+            noise_variance: 0.02,
+        };
+        let fit = |start| {
+            fit_hyperparameters(spec, &xs, &ts, &ys, start, &FitOptions::default()).unwrap()
+        };
+        let warm = fit(SearchStart::Previous(&previous));
+        let fresh = fit(SearchStart::Default);
+        assert_ne!(warm, fresh, "the two starts must be told apart");
+        assert_eq!(
+            fitted_by_suggest(&bolt(FitStart::Previous), &data, previous),
+            warm
+        );
+        assert_eq!(
+            fitted_by_suggest(&bolt(FitStart::Fixed), &data, previous),
+            fresh
+        );
+    }
 }

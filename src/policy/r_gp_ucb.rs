@@ -41,7 +41,7 @@ impl Policy for RGpUcb {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::config::ModelConfig;
+    use crate::domain::config::{FitStart, ModelConfig};
     use crate::gp::KernelKind;
     use crate::policy::Observation;
 
@@ -56,6 +56,7 @@ mod tests {
             temporal_kernel: None,
             noise: None,
             warmup: 0,
+            fit_start: FitStart::Fixed,
         };
         let obs = |seq| Observation {
             seq,

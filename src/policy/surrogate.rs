@@ -1,6 +1,7 @@
 //! The surrogate model of a session: a GP on standardised values.
 
-use crate::gp::fit::{FitOptions, Fixed, NOISE_VARIANCE_BOUNDS, fit_hyperparameters};
+use crate::domain::config::FitStart;
+use crate::gp::fit::{FitOptions, Fixed, NOISE_VARIANCE_BOUNDS, SearchStart, fit_hyperparameters};
 use crate::gp::{Gp, GpError, Hyperparameters, KernelSpec};
 use crate::policy::{Observation, Stage};
 
@@ -34,11 +35,22 @@ pub fn standardised(data: &[Observation]) -> (f64, f64, Vec<Vec<f64>>, Vec<f64>,
     )
 }
 
+/// Where a session's next fit starts: the default start, or under `fit_start: previous`
+/// its last fit's hyperparameters (on the standardised values of that fit) when there is
+/// one, guarded by [`SearchStart::Previous`].
+pub fn search_start(rule: FitStart, previous: Option<&Hyperparameters>) -> SearchStart<'_> {
+    match (rule, previous) {
+        (FitStart::Previous, Some(h)) => SearchStart::Previous(h),
+        _ => SearchStart::Default,
+    }
+}
+
 impl Surrogate {
     /// Fits the hyperparameters by maximum marginal likelihood and builds the GP (a
     /// [`Stage::Fit`]). `fixed_noise` is in objective units squared.
     ///
-    /// Every fit is one local search from the default start, whatever the earlier fits
+    /// From [`SearchStart::Default`] (a session's `fit_start: fixed`, see [`search_start`])
+    /// the fit is one local search from the default start, whatever the earlier fits
     /// found ([`fit_hyperparameters`] says why): the result depends on the data alone, so
     /// one unlucky fit cannot steer the next ones.
     pub fn fit(
@@ -47,6 +59,7 @@ impl Surrogate {
         data: &[Observation],
         fixed_noise: Option<f64>,
         fixed_temporal_lengthscale: Option<f64>,
+        start: SearchStart<'_>,
     ) -> Result<Self, GpError> {
         let (y_mean, y_scale, xs, ts, ys) = standardised(data);
         let options = FitOptions {
@@ -59,7 +72,7 @@ impl Surrogate {
             ..FitOptions::default()
         };
         let gp = Stage::Fit.run(|| {
-            let hyper = fit_hyperparameters(spec, &xs, &ts, &ys, None, &options)?;
+            let hyper = fit_hyperparameters(spec, &xs, &ts, &ys, start, &options)?;
             Gp::new(spec, hyper, dim, xs, ts, ys)
         })?;
         Ok(Surrogate {

@@ -76,7 +76,7 @@ impl Policy for WDbo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::config::ModelConfig;
+    use crate::domain::config::{FitStart, ModelConfig};
     use crate::gp::KernelKind;
     use crate::policy::Observation;
 
@@ -93,6 +93,7 @@ mod tests {
             temporal_kernel: Some(KernelKind::Matern32),
             noise: None,
             warmup,
+            fit_start: FitStart::Fixed,
         };
         (policy, model)
     }

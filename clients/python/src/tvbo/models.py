@@ -25,6 +25,7 @@ ParameterType = Literal["float", "int"]
 Scale = Literal["linear", "log"]
 KernelKind = Literal["matern12", "matern32", "matern52", "rbf"]
 TimeSource = Literal["wall", "client"]
+FitStart = Literal["fixed", "previous"]
 AlgorithmName = Literal[
     "bolt",
     "w-dbo",
@@ -86,6 +87,7 @@ class ModelOptions(TypedDict, total=False):
     temporal_kernel: Optional[KernelKind]
     noise: Optional[float]
     warmup: Optional[int]
+    fit_start: Optional[FitStart]
 
 
 class TimeOptions(TypedDict, total=False):
@@ -129,6 +131,7 @@ class ModelConfig:
     warmup: int
     temporal_kernel: Optional[KernelKind] = None
     noise: Optional[float] = None
+    fit_start: Optional[FitStart] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -366,6 +369,7 @@ ENUMS: Dict[str, Any] = {
     "Scale": Scale,
     "KernelKind": KernelKind,
     "TimeSource": TimeSource,
+    "FitStart": FitStart,
 }
 """OpenAPI enum schema name → the Literal type listing its values."""
 
