@@ -166,8 +166,7 @@ fn main() -> anyhow::Result<()> {
                     ..PolicyState::default()
                 };
                 let mut rng = PolicyRng::seed_from_u64(1);
-                policy::suggest(policy.as_ref(), &warm_ctx, &mut state, &mut rng)
-                    .expect("suggest")
+                policy::suggest(policy.as_ref(), &warm_ctx, &mut state, &mut rng).expect("suggest")
             })?;
             let fit = timed(args.repeats, || fit_alone(SearchStart::Previous(&previous)))?;
             Some((suggest, fit))

@@ -122,6 +122,10 @@ pub struct BenchArgs {
     /// The runs record them, and `--resume` reuses only runs with the same options.
     #[arg(long, value_name = "NAME=JSON", value_parser = crate::bench::parse_algorithm_options)]
     pub algorithm_options: Vec<(String, crate::bench::AlgorithmOptions)>,
+    /// Every session's `model.fit_start`: `fixed` (the papers' protocol) or `previous`.
+    /// The runs record it, and `--resume` reuses only runs with the same one.
+    #[arg(long, default_value = "fixed", value_parser = parse_fit_start)]
+    pub fit_start: crate::domain::config::FitStart,
     /// Replications per (objective, algorithm) (suite default: 10; quick: 2).
     #[arg(long)]
     pub replications: Option<usize>,
@@ -173,6 +177,7 @@ impl BenchArgs {
             objectives: self.objectives.clone(),
             algorithms: self.algorithms.clone(),
             algorithm_options: self.algorithm_options.clone(),
+            fit_start: self.fit_start,
             replications: self.replications,
             horizon: self.horizon,
             jobs: self.jobs,
@@ -391,4 +396,10 @@ impl ServeArgs {
             acquire_timeout,
         })
     }
+}
+
+/// `--fit-start`: a value of the API's `model.fit_start`.
+fn parse_fit_start(text: &str) -> Result<crate::domain::config::FitStart, String> {
+    serde_json::from_value(serde_json::Value::String(text.to_string()))
+        .map_err(|_| format!("`{text}` is not a fit start: `fixed` or `previous`"))
 }

@@ -6,6 +6,7 @@ mod common;
 
 use common::TestServer;
 use tvbo::bench::{self, BenchOptions, Plan, RunResult, ServerTime};
+use tvbo::domain::config::FitStart;
 
 fn options(output: &std::path::Path) -> BenchOptions {
     BenchOptions {
@@ -17,6 +18,7 @@ fn options(output: &std::path::Path) -> BenchOptions {
         ]),
         algorithms: None,
         algorithm_options: Vec::new(),
+        fit_start: FitStart::Fixed,
         replications: Some(1),
         horizon: Some(20.5),
         jobs: 2,

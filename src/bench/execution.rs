@@ -123,6 +123,7 @@ fn run_one(
         algorithm_options,
         session_seed,
         time,
+        plan.fit_start,
     )?;
     let config = session_config(&request, session_seed)?;
     let warmup = config.model.warmup as usize;
@@ -156,6 +157,7 @@ fn run_one(
         horizon,
         fixed_compute: options.fixed_compute,
         algorithm_options: algorithm_options.cloned(),
+        fit_start: plan.fit_start,
         warmup,
         iterations,
         wall_seconds: started.elapsed().as_secs_f64(),

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 use super::algorithms::{AlgorithmOptions, algorithm};
+use crate::domain::config::FitStart;
 
 /// Whether a session's time comes from the bench's clock or the server's.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -28,6 +29,8 @@ pub struct BenchOptions {
     /// Options merged into an algorithm's create request instead of its defaults, as
     /// (algorithm name, JSON object) in the order given; a later object's keys win.
     pub algorithm_options: Vec<(String, AlgorithmOptions)>,
+    /// Every session's `model.fit_start` (default `fixed`, the papers' protocol).
+    pub fit_start: FitStart,
     pub replications: Option<usize>,
     pub horizon: Option<f64>,
     /// Runs in parallel (threads).
@@ -59,6 +62,7 @@ impl Default for BenchOptions {
             objectives: None,
             algorithms: None,
             algorithm_options: Vec::new(),
+            fit_start: FitStart::Fixed,
             replications: None,
             horizon: None,
             jobs: 1,

@@ -12,6 +12,7 @@ use super::seeds::derive_seed;
 use super::session::{algorithm_request, session_config};
 use super::suites::{Suite, objectives_named, suite};
 use crate::domain::config::AlgorithmConfig;
+use crate::domain::config::FitStart;
 
 /// One (objective, algorithm, replication).
 #[derive(Clone, Debug)]
@@ -29,6 +30,8 @@ pub struct Plan {
     /// The options given for some of the suite's algorithms (the others run with their
     /// defaults), checked against the service's validation.
     pub algorithm_options: BTreeMap<&'static str, AlgorithmOptions>,
+    /// Every session's `model.fit_start` (`--fit-start`).
+    pub fit_start: FitStart,
     pub runs: Vec<RunSpec>,
 }
 
@@ -153,6 +156,7 @@ impl Plan {
         Ok(Plan {
             suite,
             algorithm_options,
+            fit_start: options.fit_start,
             runs,
         })
     }
@@ -284,6 +288,7 @@ mod tests {
             Some(options),
             9,
             ServerTime::Client,
+            FitStart::Fixed,
         )
         .unwrap();
         let config = session_config(&request, 9).unwrap();

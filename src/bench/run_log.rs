@@ -7,6 +7,7 @@ use super::algorithms::AlgorithmOptions;
 use super::error::BenchError;
 use super::plan::Plan;
 use super::runner::Iteration;
+use crate::domain::config::FitStart;
 
 /// The outcome of one run (one line of `runs.jsonl`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -23,11 +24,19 @@ pub struct RunResult {
     /// reused only with the same options.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub algorithm_options: Option<AlgorithmOptions>,
+    /// The sessions' `model.fit_start` (`--fit-start`; absent: `fixed`). Runs are reused
+    /// only with the same one.
+    #[serde(default, skip_serializing_if = "is_fixed")]
+    pub fit_start: FitStart,
     /// Random warm-up queries of the session (its `model.warmup`): the first iterations.
     pub warmup: usize,
     pub iterations: Vec<Iteration>,
     /// Real seconds the run took.
     pub wall_seconds: f64,
+}
+
+fn is_fixed(fit_start: &FitStart) -> bool {
+    *fit_start == FitStart::Fixed
 }
 
 /// The file of finished runs, one JSON [`RunResult`] per line, appended as runs finish.
@@ -70,7 +79,7 @@ fn recorded_runs(path: &std::path::Path) -> Result<Vec<RunResult>, BenchError> {
 }
 
 /// The runs of `plan` recorded in the log at `path` (same objective, algorithm, algorithm
-/// options, replication, seed, horizon and `fixed_compute`), in plan order; `None` where
+/// options, fit start, replication, seed, horizon and `fixed_compute`), in plan order; `None` where
 /// a run is missing.
 pub(super) fn recorded_for_plan(
     plan: &Plan,
@@ -89,6 +98,7 @@ pub(super) fn recorded_for_plan(
                     &r.objective == name
                         && r.algorithm == run.algorithm.name
                         && r.algorithm_options.as_ref() == plan.options_of(run.algorithm.name)
+                        && r.fit_start == plan.fit_start
                         && r.replication == run.replication
                         && r.seed == run.seed
                         && r.horizon == plan.suite.horizon
@@ -115,6 +125,7 @@ mod tests {
             horizon: 600.0,
             fixed_compute: None,
             algorithm_options: None,
+            fit_start: FitStart::Fixed,
             warmup: 15,
             iterations: vec![runner::Iteration {
                 t: 1.0,
@@ -160,6 +171,7 @@ mod tests {
             horizon: 600.0,
             fixed_compute: None,
             algorithm_options,
+            fit_start: FitStart::Fixed,
             warmup: 15,
             iterations: Vec::new(),
             wall_seconds: 1.0,

@@ -7,7 +7,7 @@ use super::algorithms::{AlgorithmEntry, AlgorithmOptions};
 use super::error::BenchError;
 use super::objective::Objective;
 use super::options::ServerTime;
-use crate::domain::config::{CreateSession, SessionConfig};
+use crate::domain::config::{CreateSession, FitStart, SessionConfig};
 use crate::engine::new_session_config;
 
 /// The `algorithm` object of a create request: the entry's defaults with each of
@@ -27,7 +27,7 @@ pub(super) fn algorithm_request(
 /// The create-session request of a run: the objective's parameters (x1…xd over its
 /// [`Objective::parameter_range`]) or arms, the algorithm with its defaults and `options`
 /// (and, for the algorithms that select among priors, the objective's priors and noise
-/// variance), client time, the run's seed, minimisation.
+/// variance), `fit_start`, client time, the run's seed, minimisation.
 pub fn session_request(
     objective: &dyn Objective,
     name: &str,
@@ -35,6 +35,7 @@ pub fn session_request(
     options: Option<&AlgorithmOptions>,
     seed: u64,
     time: ServerTime,
+    fit_start: FitStart,
 ) -> Result<Value, BenchError> {
     let parameter = |i: usize| format!("x{}", i + 1);
     let (low, high) = objective.parameter_range();
@@ -47,6 +48,7 @@ pub fn session_request(
         ServerTime::Wall => "wall",
     };
     let mut model = serde_json::Map::new();
+    model.insert("fit_start".into(), json!(fit_start));
     if algorithm.needs_priors {
         let priors = objective.priors().ok_or_else(|| {
             BenchError::Config(format!(
@@ -117,7 +119,15 @@ mod tests {
                 &arm_objective as &dyn Objective,
                 &prior_objective,
             ] {
-                let request = session_request(objective, "t", entry, None, 9, ServerTime::Client);
+                let request = session_request(
+                    objective,
+                    "t",
+                    entry,
+                    None,
+                    9,
+                    ServerTime::Client,
+                    FitStart::Fixed,
+                );
                 if entry.needs_priors && objective.priors().is_none() {
                     assert!(request.is_err(), "{} without priors", entry.name);
                     continue;
@@ -144,8 +154,10 @@ mod tests {
             None,
             9,
             ServerTime::Client,
+            FitStart::Previous,
         )
         .unwrap();
+        assert_eq!(request["model"]["fit_start"], "previous");
         assert_eq!(request["parameters"][0]["high"], 20.0);
         assert_eq!(request["arms"][29]["params"]["x1"], 20.0);
     }
