@@ -8,9 +8,9 @@
 
 use super::{
     Observation, ObserveContext, Policy, PolicyError, PolicyState, RemovalReason, Surrogate,
-    search_start,
 };
 use crate::domain::config::Beta;
+use crate::gp::SearchStart;
 
 /// Event-triggered GP-UCB.
 pub struct EtGpUcb {
@@ -50,7 +50,7 @@ impl Policy for EtGpUcb {
                 &dataset,
                 ctx.fixed_noise,
                 None,
-                search_start(ctx.model.fit_start, state.hyperparameters.as_ref()),
+                SearchStart::Default,
             )?)
         } else {
             None
@@ -79,7 +79,7 @@ impl Policy for EtGpUcb {
                         &dataset,
                         ctx.fixed_noise,
                         None,
-                        search_start(ctx.model.fit_start, state.hyperparameters.as_ref()),
+                        SearchStart::Default,
                     )?);
                 }
                 None => {}

@@ -497,7 +497,11 @@ pub fn ucb_proposals(
         ctx.data,
         ctx.fixed_noise,
         fixed_temporal_lengthscale,
-        search_start(ctx.model.fit_start, state.hyperparameters.as_ref()),
+        search_start(
+            ctx.model.fit_start,
+            state.hyperparameters.as_ref(),
+            ctx.issued_before,
+        ),
     )?;
     state.hyperparameters = Some(*surrogate.hyperparameters());
     let beta = beta_value(
@@ -580,7 +584,7 @@ mod tests {
             pending: &[],
             t: 30.0,
             count: 1,
-            issued_before: data.len() as u64,
+            issued_before: data.len() as u64 + 1,
             fixed_noise: None,
             cores: &1,
         };
@@ -597,6 +601,27 @@ mod tests {
         )
         .unwrap();
         state.hyperparameters.unwrap()
+    }
+
+    #[test]
+    fn every_fifth_suggest_of_a_previous_session_fits_from_the_default_start() {
+        let h = Hyperparameters::default();
+        assert_eq!(
+            search_start(FitStart::Previous, Some(&h), 11),
+            SearchStart::Previous(&h)
+        );
+        assert_eq!(
+            search_start(FitStart::Previous, Some(&h), 10),
+            SearchStart::Default
+        );
+        assert_eq!(
+            search_start(FitStart::Previous, None, 11),
+            SearchStart::Default
+        );
+        assert_eq!(
+            search_start(FitStart::Fixed, Some(&h), 11),
+            SearchStart::Default
+        );
     }
 
     #[test]

@@ -35,12 +35,22 @@ pub fn standardised(data: &[Observation]) -> (f64, f64, Vec<Vec<f64>>, Vec<f64>,
     )
 }
 
-/// Where a session's next fit starts: the default start, or under `fit_start: previous`
-/// its last fit's hyperparameters (on the standardised values of that fit) when there is
-/// one, guarded by [`SearchStart::Previous`].
-pub fn search_start(rule: FitStart, previous: Option<&Hyperparameters>) -> SearchStart<'_> {
+/// Under `fit_start: previous`, the suggests whose ordinal is a multiple of this fit from
+/// the default start: a chain of warm starts, each from the one before, lasts at most
+/// this many fits less one.
+pub const FULL_FIT_EVERY: u64 = 5;
+
+/// Where the fit of a suggest with ordinal `ordinal` starts: the default start, or under
+/// `fit_start: previous` the session's last fit's hyperparameters (on the standardised
+/// values of that fit) when there is one and `ordinal` is not a multiple of
+/// [`FULL_FIT_EVERY`], guarded by [`SearchStart::Previous`].
+pub fn search_start(
+    rule: FitStart,
+    previous: Option<&Hyperparameters>,
+    ordinal: u64,
+) -> SearchStart<'_> {
     match (rule, previous) {
-        (FitStart::Previous, Some(h)) => SearchStart::Previous(h),
+        (FitStart::Previous, Some(h)) if ordinal % FULL_FIT_EVERY != 0 => SearchStart::Previous(h),
         _ => SearchStart::Default,
     }
 }

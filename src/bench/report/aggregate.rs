@@ -12,6 +12,7 @@ use crate::bench::plan::Plan;
 use crate::bench::reference;
 use crate::bench::run_log::RunResult;
 use crate::bench::stats::MeanSe;
+use crate::domain::config::FitStart;
 
 /// Points of the time series (bins over the horizon).
 const SERIES_POINTS: usize = 60;
@@ -124,6 +125,8 @@ pub struct Report {
     pub algorithms: Vec<String>,
     /// `--algorithm-options` per algorithm; the others ran with their defaults.
     pub algorithm_options: BTreeMap<String, AlgorithmOptions>,
+    /// Every session's `model.fit_start` (`--fit-start`).
+    pub fit_start: FitStart,
     pub summaries: Vec<Summary>,
     pub normalised: Vec<Normalised>,
     pub runs: Vec<RunSummary>,
@@ -255,6 +258,7 @@ impl Report {
                 .iter()
                 .map(|(name, options)| (name.to_string(), options.clone()))
                 .collect(),
+            fit_start: plan.fit_start,
             summaries,
             normalised,
             runs,

@@ -9,6 +9,7 @@ use super::aggregate::{Normalised, Report, Summary, normalise};
 use super::format::{duration, significant};
 use crate::bench::reference;
 use crate::bench::stats::MeanSe;
+use crate::domain::config::FitStart;
 
 impl Report {
     /// The Markdown report: settings, the Table-3-style pivot (mean ± standard error of
@@ -52,6 +53,12 @@ impl Report {
                 md,
                 "Algorithm options (`--algorithm-options`; the other algorithms ran with their defaults): {}.\n",
                 given.join(", ")
+            );
+        }
+        if self.fit_start == FitStart::Previous {
+            let _ = writeln!(
+                md,
+                "Hyperparameter fits start from each session's previous fit (`--fit-start previous`), not from the papers' fixed start.\n"
             );
         }
         let _ = writeln!(
@@ -308,6 +315,7 @@ mod tests {
             ],
             algorithms: vec!["gp-ucb".into(), "w-dbo".into(), "bolt".into()],
             algorithm_options: BTreeMap::new(),
+            fit_start: FitStart::Fixed,
             summaries,
             normalised: Vec::new(),
             runs: Vec::new(),
