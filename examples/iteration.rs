@@ -160,7 +160,7 @@ fn main() -> anyhow::Result<()> {
             .hyperparameters();
             // An ordinal whose fit starts from the previous one.
             let ordinal = (n as u64 + 1..)
-                .find(|k| k % FULL_FIT_EVERY != 0)
+                .find(|k| !k.is_multiple_of(FULL_FIT_EVERY))
                 .expect("an ordinal");
             let warm_ctx = SuggestContext {
                 model: &warm_config.model,

@@ -50,7 +50,7 @@ pub fn search_start(
     ordinal: u64,
 ) -> SearchStart<'_> {
     match (rule, previous) {
-        (FitStart::Previous, Some(h)) if ordinal % FULL_FIT_EVERY != 0 => SearchStart::Previous(h),
+        (FitStart::Previous, Some(h)) if !ordinal.is_multiple_of(FULL_FIT_EVERY) => SearchStart::Previous(h),
         _ => SearchStart::Default,
     }
 }
