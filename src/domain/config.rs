@@ -402,10 +402,11 @@ pub enum FitStart {
     /// fit that depends on the data alone.
     #[default]
     Fixed,
-    /// Every fit searches from the session's previous fit, and from the fixed start only
-    /// when its result is less likely than the fixed start itself: a fit takes a third to
-    /// a fifth of the time at a few hundred observations, but depends on the session's
-    /// earlier fits (docs/performance.md weighs it).
+    /// Each suggest's fit searches from the session's previous fit, except every fifth
+    /// suggest's, and from the fixed start also when the warm search ends less likely than
+    /// the fixed start itself: its warm fits take a quarter to a half of the time at a few
+    /// hundred observations, but each depends on the earlier ones, and regret was worse
+    /// in our check (docs/performance.md, "A fit from the previous fit").
     Previous,
 }
 

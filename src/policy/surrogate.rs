@@ -50,7 +50,9 @@ pub fn search_start(
     ordinal: u64,
 ) -> SearchStart<'_> {
     match (rule, previous) {
-        (FitStart::Previous, Some(h)) if !ordinal.is_multiple_of(FULL_FIT_EVERY) => SearchStart::Previous(h),
+        (FitStart::Previous, Some(h)) if !ordinal.is_multiple_of(FULL_FIT_EVERY) => {
+            SearchStart::Previous(h)
+        }
         _ => SearchStart::Default,
     }
 }

@@ -1,0 +1,365 @@
+//! Tests of the fit: the likelihood and its gradient against a dense formula and finite
+//! differences, the fit against the truth and the guard of a warm start.
+
+use super::*;
+use crate::gp::kernel::KernelKind;
+use crate::gp::model::Gp;
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+fn standard_normal(rng: &mut ChaCha8Rng) -> f64 {
+    let u1: f64 = 1.0 - rng.random::<f64>();
+    let u2: f64 = rng.random();
+    (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+}
+
+fn random_inputs(n: usize, dim: usize, rng: &mut ChaCha8Rng) -> (Vec<Vec<f64>>, Vec<f64>) {
+    let xs = (0..n)
+        .map(|_| (0..dim).map(|_| rng.random::<f64>()).collect())
+        .collect();
+    let ts = (0..n).map(|_| rng.random::<f64>() * 50.0).collect();
+    (xs, ts)
+}
+
+#[test]
+fn gradient_matches_finite_differences() {
+    let mut rng = ChaCha8Rng::seed_from_u64(21);
+    let hyper = Hyperparameters {
+        signal_variance: 1.3,
+        spatial_lengthscale: 0.35,
+        temporal_lengthscale: 12.0,
+        noise_variance: 0.08,
+    };
+    let temporals = [
+        None,
+        Some(KernelKind::Matern12),
+        Some(KernelKind::Matern32),
+        Some(KernelKind::Matern52),
+        Some(KernelKind::Rbf),
+    ];
+    let fixeds = [
+        Fixed::default(),
+        Fixed {
+            temporal_lengthscale: Some(12.0),
+            noise_variance: Some(0.08),
+        },
+    ];
+    for spatial in KernelKind::ALL {
+        for temporal in temporals {
+            for fixed in fixeds {
+                let spec = KernelSpec { spatial, temporal };
+                let (xs, ts) = random_inputs(20, 2, &mut ChaCha8Rng::seed_from_u64(4));
+                let ys: Vec<f64> = (0..20).map(|_| standard_normal(&mut rng)).collect();
+                let (_, grad) =
+                    log_marginal_likelihood(spec, &hyper, &fixed, &xs, &ts, &ys).unwrap();
+                let layout = Layout::new(spec, &fixed);
+                assert_eq!(grad.len(), layout.len());
+                let theta = layout.to_log(&hyper);
+                let h = 1e-6;
+                for j in 0..theta.len() {
+                    let lml_at = |delta: f64| {
+                        let mut t = theta.clone();
+                        t[j] += delta;
+                        let hp = layout.hyper_from_log(&t, &hyper);
+                        log_marginal_likelihood(spec, &hp, &fixed, &xs, &ts, &ys)
+                            .unwrap()
+                            .0
+                    };
+                    let fd = (lml_at(h) - lml_at(-h)) / (2.0 * h);
+                    assert!(
+                        (fd - grad[j]).abs() <= 1e-5 * fd.abs().max(1.0),
+                        "{spec:?} {fixed:?} coordinate {j}: {fd} vs {}",
+                        grad[j]
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn likelihood_matches_dense_formula() {
+    let mut rng = ChaCha8Rng::seed_from_u64(8);
+    let spec = KernelSpec::default();
+    let hyper = Hyperparameters::default();
+    let (xs, ts) = random_inputs(15, 3, &mut rng);
+    let ys: Vec<f64> = (0..15).map(|_| standard_normal(&mut rng)).collect();
+    let (lml, _) = log_marginal_likelihood(spec, &hyper, &Fixed::default(), &xs, &ts, &ys).unwrap();
+    let gp = Gp::new(spec, hyper, 3, xs.clone(), ts.clone(), ys.clone()).unwrap();
+    let k = DMatrix::from_fn(15, 15, |i, j| {
+        gp.kernel(&xs[i], ts[i], &xs[j], ts[j]) + if i == j { hyper.noise_variance } else { 0.0 }
+    });
+    let y = nalgebra::DVector::from_vec(ys);
+    let expected = -0.5 * y.dot(&(k.clone().try_inverse().unwrap() * &y))
+        - 0.5 * k.determinant().ln()
+        - 7.5 * (2.0 * std::f64::consts::PI).ln();
+    assert!((lml - expected).abs() < 1e-9, "{lml} vs {expected}");
+}
+
+fn sample_gp(
+    spec: KernelSpec,
+    truth: &Hyperparameters,
+    n: usize,
+    dim: usize,
+    rng: &mut ChaCha8Rng,
+) -> (Vec<Vec<f64>>, Vec<f64>, Vec<f64>) {
+    let (xs, ts) = random_inputs(n, dim, rng);
+    let gp = Gp::new(spec, *truth, dim, xs.clone(), ts.clone(), vec![0.0; n]).unwrap();
+    let l = gp.cholesky_factor();
+    let z = nalgebra::DVector::from_iterator(n, (0..n).map(|_| standard_normal(rng)));
+    let ys = (l * z).iter().copied().collect();
+    (xs, ts, ys)
+}
+
+#[test]
+fn fit_beats_true_hyperparameters() {
+    let mut rng = ChaCha8Rng::seed_from_u64(33);
+    let truth = Hyperparameters {
+        signal_variance: 1.0,
+        spatial_lengthscale: 0.25,
+        temporal_lengthscale: 20.0,
+        noise_variance: 0.01,
+    };
+    for spec in [
+        KernelSpec::default(),
+        KernelSpec {
+            spatial: KernelKind::Rbf,
+            temporal: None,
+        },
+    ] {
+        let (xs, ts, ys) = sample_gp(spec, &truth, 60, 2, &mut rng);
+        // The global search: the default start plus quasi-random restarts.
+        let options = FitOptions {
+            restarts: 3,
+            ..FitOptions::default()
+        };
+        let fitted =
+            fit_hyperparameters(spec, &xs, &ts, &ys, SearchStart::Default, &options).unwrap();
+        let none = Fixed::default();
+        let lml_fit = log_marginal_likelihood(spec, &fitted, &none, &xs, &ts, &ys)
+            .unwrap()
+            .0;
+        let lml_true = log_marginal_likelihood(spec, &truth, &none, &xs, &ts, &ys)
+            .unwrap()
+            .0;
+        assert!(
+            lml_fit >= lml_true - 1e-9,
+            "{spec:?}: {lml_fit} < {lml_true}"
+        );
+        let b = HyperBounds::default();
+        assert!(fitted.signal_variance >= b.signal_variance.0);
+        assert!(fitted.noise_variance >= b.noise_variance.0);
+        assert!(fitted.spatial_lengthscale <= b.spatial_lengthscale.1);
+    }
+}
+
+#[test]
+fn the_default_fit_is_a_local_search_from_the_default_start() {
+    let truth = Hyperparameters {
+        signal_variance: 1.0,
+        spatial_lengthscale: 0.3,
+        temporal_lengthscale: 40.0,
+        noise_variance: 0.02,
+    };
+    let spec = KernelSpec::default();
+    let (xs, ts, ys) = sample_gp(spec, &truth, 40, 2, &mut ChaCha8Rng::seed_from_u64(5));
+    let fitted = fit_hyperparameters(
+        spec,
+        &xs,
+        &ts,
+        &ys,
+        SearchStart::Default,
+        &FitOptions::default(),
+    )
+    .expect("fit");
+    let start = default_start(&ts, &HyperBounds::default());
+    assert_eq!(
+        fitted,
+        fit_hyperparameters(
+            spec,
+            &xs,
+            &ts,
+            &ys,
+            SearchStart::At(&start),
+            &FitOptions::default()
+        )
+        .unwrap(),
+        "no start given means the default start"
+    );
+    let none = Fixed::default();
+    let lml = |h: &Hyperparameters| {
+        log_marginal_likelihood(spec, h, &none, &xs, &ts, &ys)
+            .unwrap()
+            .0
+    };
+    assert!(lml(&fitted) > lml(&start));
+    // A local maximum within the box: no coordinate step in log space that stays in
+    // the box improves the likelihood by more than the optimiser's tolerance allows.
+    let layout = Layout::new(spec, &none);
+    let theta = layout.to_log(&fitted);
+    let (lower, upper) = layout.log_bounds(&HyperBounds::default());
+    for k in 0..theta.len() {
+        for step in [-1e-3, 1e-3] {
+            let mut moved = theta.clone();
+            moved[k] += step;
+            if moved[k] < lower[k] || moved[k] > upper[k] {
+                continue;
+            }
+            let h = layout.hyper_from_log(&moved, &fitted);
+            assert!(
+                lml(&h) <= lml(&fitted) + 1e-6,
+                "coordinate {k}, step {step}: {} > {}",
+                lml(&h),
+                lml(&fitted)
+            );
+        }
+    }
+}
+
+#[test]
+fn a_warm_start_is_kept_when_at_least_as_likely_as_the_default_start() {
+    let truth = Hyperparameters {
+        signal_variance: 1.0,
+        spatial_lengthscale: 0.3,
+        temporal_lengthscale: 40.0,
+        noise_variance: 0.02,
+    };
+    let spec = KernelSpec::default();
+    let (xs, ts, ys) = sample_gp(spec, &truth, 41, 2, &mut ChaCha8Rng::seed_from_u64(5));
+    let options = FitOptions::default();
+    // The fit of the first 40 points, as a session's previous suggest left it.
+    let previous = fit_hyperparameters(
+        spec,
+        &xs[..40],
+        &ts[..40],
+        &ys[..40],
+        SearchStart::Default,
+        &options,
+    )
+    .unwrap();
+    let warm = fit_hyperparameters(
+        spec,
+        &xs,
+        &ts,
+        &ys,
+        SearchStart::Previous(&previous),
+        &options,
+    )
+    .unwrap();
+    let at_previous =
+        fit_hyperparameters(spec, &xs, &ts, &ys, SearchStart::At(&previous), &options).unwrap();
+    assert_eq!(warm, at_previous, "the guard keeps the warm search");
+    let none = Fixed::default();
+    let lml = |h: &Hyperparameters| {
+        log_marginal_likelihood(spec, h, &none, &xs, &ts, &ys)
+            .unwrap()
+            .0
+    };
+    let fresh = fit_hyperparameters(spec, &xs, &ts, &ys, SearchStart::Default, &options).unwrap();
+    let start = default_start(&ts, &HyperBounds::default());
+    assert!(lml(&warm) >= lml(&start));
+    // One more point moves the maximum a little: both searches find the same one.
+    assert!((lml(&warm) - lml(&fresh)).abs() < 1e-6 * lml(&fresh).abs().max(1.0));
+}
+
+#[test]
+fn a_warm_start_less_likely_than_the_default_start_is_refitted_from_it() {
+    let truth = Hyperparameters {
+        signal_variance: 1.0,
+        spatial_lengthscale: 0.3,
+        temporal_lengthscale: 40.0,
+        noise_variance: 0.02,
+    };
+    let spec = KernelSpec::default();
+    let (xs, ts, ys) = sample_gp(spec, &truth, 40, 2, &mut ChaCha8Rng::seed_from_u64(5));
+    let options = FitOptions {
+        max_iterations: 2,
+        ..FitOptions::default()
+    };
+    // A stale start far from the data's maximum, and a search too short to leave it:
+    // its end is less likely than the default start.
+    let stale = Hyperparameters {
+        signal_variance: 0.05,
+        spatial_lengthscale: 8.0,
+        temporal_lengthscale: 0.2,
+        noise_variance: 1e-4,
+    };
+    let none = Fixed::default();
+    let lml = |h: &Hyperparameters| {
+        log_marginal_likelihood(spec, h, &none, &xs, &ts, &ys)
+            .unwrap()
+            .0
+    };
+    let from_stale =
+        fit_hyperparameters(spec, &xs, &ts, &ys, SearchStart::At(&stale), &options).unwrap();
+    let start = default_start(&ts, &HyperBounds::default());
+    assert!(lml(&from_stale) < lml(&start), "the case this test needs");
+    let guarded =
+        fit_hyperparameters(spec, &xs, &ts, &ys, SearchStart::Previous(&stale), &options).unwrap();
+    let fresh = fit_hyperparameters(spec, &xs, &ts, &ys, SearchStart::Default, &options).unwrap();
+    assert_eq!(guarded, fresh);
+}
+
+#[test]
+fn fit_is_deterministic_and_respects_fixed() {
+    let truth = Hyperparameters {
+        signal_variance: 2.0,
+        spatial_lengthscale: 0.4,
+        temporal_lengthscale: 30.0,
+        noise_variance: 0.05,
+    };
+    let spec = KernelSpec::default();
+    let (xs, ts, ys) = sample_gp(spec, &truth, 30, 3, &mut ChaCha8Rng::seed_from_u64(2));
+    let fit = |restart_seed| {
+        let options = FitOptions {
+            restarts: 3,
+            restart_seed,
+            fixed: Fixed {
+                temporal_lengthscale: Some(17.0),
+                noise_variance: None,
+            },
+            ..FitOptions::default()
+        };
+        fit_hyperparameters(spec, &xs, &ts, &ys, SearchStart::At(&truth), &options).unwrap()
+    };
+    let a = fit(1);
+    assert_eq!(a, fit(1));
+    assert_eq!(a.temporal_lengthscale, 17.0);
+}
+
+#[test]
+fn tiny_datasets_return_the_start() {
+    let spec = KernelSpec::default();
+    let start = Hyperparameters::default();
+    let out = fit_hyperparameters(
+        spec,
+        &[vec![0.5]],
+        &[0.0],
+        &[1.0],
+        SearchStart::At(&start),
+        &FitOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(out, start);
+    let out = fit_hyperparameters(
+        spec,
+        &[],
+        &[],
+        &[],
+        SearchStart::Default,
+        &FitOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(out.temporal_lengthscale, 1.0);
+    assert!(
+        fit_hyperparameters(
+            spec,
+            &[vec![0.5]],
+            &[],
+            &[1.0],
+            SearchStart::Default,
+            &FitOptions::default()
+        )
+        .is_err()
+    );
+}
