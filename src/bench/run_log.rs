@@ -79,8 +79,8 @@ fn recorded_runs(path: &std::path::Path) -> Result<Vec<RunResult>, BenchError> {
 }
 
 /// The runs of `plan` recorded in the log at `path` (same objective, algorithm, algorithm
-/// options, fit start, replication, seed, horizon and `fixed_compute`), in plan order; `None` where
-/// a run is missing.
+/// options, fit start, replication, seed, horizon and `fixed_compute`), in plan order;
+/// `None` where a run is missing.
 pub(super) fn recorded_for_plan(
     plan: &Plan,
     fixed_compute: Option<f64>,
@@ -205,5 +205,44 @@ mod tests {
             recorded_for_plan(&other_plan, None, &log).unwrap(),
             vec![None]
         );
+    }
+
+    #[test]
+    fn resumed_runs_are_those_of_the_same_fit_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join(RUN_LOG);
+        let plan = |fit_start| {
+            Plan::new(&BenchOptions {
+                suite: "paper".into(),
+                objectives: Some(vec!["hartmann3".into()]),
+                algorithms: Some(vec!["bolt".into()]),
+                replications: Some(1),
+                fit_start,
+                ..BenchOptions::default()
+            })
+            .unwrap()
+        };
+        let (fixed, previous) = (plan(FitStart::Fixed), plan(FitStart::Previous));
+        let run = RunResult {
+            objective: "hartmann3".into(),
+            algorithm: "bolt".into(),
+            replication: 0,
+            seed: previous.runs[0].seed,
+            horizon: 600.0,
+            fixed_compute: None,
+            algorithm_options: None,
+            fit_start: FitStart::Previous,
+            warmup: 15,
+            iterations: Vec::new(),
+            wall_seconds: 1.0,
+        };
+        let line = serde_json::to_string(&run).unwrap();
+        assert!(line.contains(r#""fit_start":"previous""#), "{line}");
+        std::fs::write(&log, format!("{line}\n")).unwrap();
+        assert_eq!(
+            recorded_for_plan(&previous, None, &log).unwrap(),
+            vec![Some(run)]
+        );
+        assert_eq!(recorded_for_plan(&fixed, None, &log).unwrap(), vec![None]);
     }
 }
