@@ -5,7 +5,9 @@
 //! session under `model.fit_start: previous`, whose state holds the fit of the first
 //! n − 1 points as its previous suggest left it, at an ordinal whose fit starts from it
 //! (not every fifth, which fits from the default start like the first): the whole
-//! suggest, and its fit alone (docs/performance.md weighs the two). The first is the iteration
+//! suggest, its fit alone, and the mean suggest over a cycle of [`FULL_FIT_EVERY`] (one
+//! fit from the default start, the others from the previous fit; docs/performance.md
+//! weighs the two). The first is the iteration
 //! BoTorch runs in the papers' experiments; `benches/botorch/compare.py` feeds both the
 //! same data and prints them side by side (docs/performance.md).
 //!
@@ -202,6 +204,10 @@ fn main() -> anyhow::Result<()> {
                 "fit_seconds": fit,
                 "previous_suggest_seconds": warm.map(|(suggest, _)| suggest),
                 "previous_fit_seconds": warm.map(|(_, fit)| fit),
+                "previous_cycle_seconds": warm.map(|(warm_suggest, _)| {
+                    let cycle = FULL_FIT_EVERY as f64;
+                    (suggest + (cycle - 1.0) * warm_suggest) / cycle
+                }),
                 "acquisition_seconds": acquisition,
                 "hyperparameters": surrogate.hyperparameters(),
             })

@@ -49,9 +49,6 @@ import numpy as np
 HORIZON = 600.0
 RESTARTS = 20
 RAW_SAMPLES = 512
-# policy::surrogate::FULL_FIT_EVERY: under `fit_start: previous`, one suggest in this many
-# fits from the default start.
-FULL_FIT_EVERY = 5
 
 
 def dataset(n: int, dim: int, seed: int) -> dict:
@@ -268,9 +265,7 @@ def main() -> None:
             if mine.get("previous_suggest_seconds") is not None:
                 row["tvbo_previous_suggest"] = mine["previous_suggest_seconds"]
                 row["tvbo_previous_fit"] = mine["previous_fit_seconds"]
-                row["tvbo_previous_cycle"] = (
-                    mine["suggest_seconds"] + (FULL_FIT_EVERY - 1) * mine["previous_suggest_seconds"]
-                ) / FULL_FIT_EVERY
+                row["tvbo_previous_cycle"] = mine["previous_cycle_seconds"]
             if (dim, n) in over_http:
                 row["http_suggest"] = over_http[(dim, n)]
             rows.append(row)

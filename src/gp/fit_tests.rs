@@ -153,8 +153,8 @@ fn fit_beats_true_hyperparameters() {
     }
 }
 
-#[test]
-fn the_default_fit_is_a_local_search_from_the_default_start() {
+/// n points (d = 2) of a GP with moderate hyperparameters, the data of the start tests.
+fn moderate_sample(n: usize) -> (Vec<Vec<f64>>, Vec<f64>, Vec<f64>) {
     let truth = Hyperparameters {
         signal_variance: 1.0,
         spatial_lengthscale: 0.3,
@@ -162,7 +162,27 @@ fn the_default_fit_is_a_local_search_from_the_default_start() {
         noise_variance: 0.02,
     };
     let spec = KernelSpec::default();
-    let (xs, ts, ys) = sample_gp(spec, &truth, 40, 2, &mut ChaCha8Rng::seed_from_u64(5));
+    sample_gp(spec, &truth, n, 2, &mut ChaCha8Rng::seed_from_u64(5))
+}
+
+/// The log marginal likelihood of the data at h, nothing fixed.
+fn lml_of<'a>(
+    spec: KernelSpec,
+    xs: &'a [Vec<f64>],
+    ts: &'a [f64],
+    ys: &'a [f64],
+) -> impl Fn(&Hyperparameters) -> f64 + 'a {
+    move |h| {
+        log_marginal_likelihood(spec, h, &Fixed::default(), xs, ts, ys)
+            .unwrap()
+            .0
+    }
+}
+
+#[test]
+fn the_default_fit_is_a_local_search_from_the_default_start() {
+    let spec = KernelSpec::default();
+    let (xs, ts, ys) = moderate_sample(40);
     let fitted = fit_hyperparameters(
         spec,
         &xs,
@@ -186,16 +206,11 @@ fn the_default_fit_is_a_local_search_from_the_default_start() {
         .unwrap(),
         "no start given means the default start"
     );
-    let none = Fixed::default();
-    let lml = |h: &Hyperparameters| {
-        log_marginal_likelihood(spec, h, &none, &xs, &ts, &ys)
-            .unwrap()
-            .0
-    };
+    let lml = lml_of(spec, &xs, &ts, &ys);
     assert!(lml(&fitted) > lml(&start));
     // A local maximum within the box: no coordinate step in log space that stays in
     // the box improves the likelihood by more than the optimiser's tolerance allows.
-    let layout = Layout::new(spec, &none);
+    let layout = Layout::new(spec, &Fixed::default());
     let theta = layout.to_log(&fitted);
     let (lower, upper) = layout.log_bounds(&HyperBounds::default());
     for k in 0..theta.len() {
@@ -218,14 +233,8 @@ fn the_default_fit_is_a_local_search_from_the_default_start() {
 
 #[test]
 fn a_warm_start_is_kept_when_at_least_as_likely_as_the_default_start() {
-    let truth = Hyperparameters {
-        signal_variance: 1.0,
-        spatial_lengthscale: 0.3,
-        temporal_lengthscale: 40.0,
-        noise_variance: 0.02,
-    };
     let spec = KernelSpec::default();
-    let (xs, ts, ys) = sample_gp(spec, &truth, 41, 2, &mut ChaCha8Rng::seed_from_u64(5));
+    let (xs, ts, ys) = moderate_sample(41);
     let options = FitOptions::default();
     // The fit of the first 40 points, as a session's previous suggest left it.
     let previous = fit_hyperparameters(
@@ -249,13 +258,12 @@ fn a_warm_start_is_kept_when_at_least_as_likely_as_the_default_start() {
     let at_previous =
         fit_hyperparameters(spec, &xs, &ts, &ys, SearchStart::At(&previous), &options).unwrap();
     assert_eq!(warm, at_previous, "the guard keeps the warm search");
-    let none = Fixed::default();
-    let lml = |h: &Hyperparameters| {
-        log_marginal_likelihood(spec, h, &none, &xs, &ts, &ys)
-            .unwrap()
-            .0
-    };
+    let lml = lml_of(spec, &xs, &ts, &ys);
     let fresh = fit_hyperparameters(spec, &xs, &ts, &ys, SearchStart::Default, &options).unwrap();
+    assert_ne!(
+        at_previous, fresh,
+        "the two searches must end apart to be told apart"
+    );
     let start = default_start(&ts, &HyperBounds::default());
     assert!(lml(&warm) >= lml(&start));
     // One more point moves the maximum a little: both searches find the same one.
@@ -264,14 +272,8 @@ fn a_warm_start_is_kept_when_at_least_as_likely_as_the_default_start() {
 
 #[test]
 fn a_warm_start_less_likely_than_the_default_start_is_refitted_from_it() {
-    let truth = Hyperparameters {
-        signal_variance: 1.0,
-        spatial_lengthscale: 0.3,
-        temporal_lengthscale: 40.0,
-        noise_variance: 0.02,
-    };
     let spec = KernelSpec::default();
-    let (xs, ts, ys) = sample_gp(spec, &truth, 40, 2, &mut ChaCha8Rng::seed_from_u64(5));
+    let (xs, ts, ys) = moderate_sample(40);
     let options = FitOptions {
         max_iterations: 2,
         ..FitOptions::default()
@@ -284,12 +286,7 @@ fn a_warm_start_less_likely_than_the_default_start_is_refitted_from_it() {
         temporal_lengthscale: 0.2,
         noise_variance: 1e-4,
     };
-    let none = Fixed::default();
-    let lml = |h: &Hyperparameters| {
-        log_marginal_likelihood(spec, h, &none, &xs, &ts, &ys)
-            .unwrap()
-            .0
-    };
+    let lml = lml_of(spec, &xs, &ts, &ys);
     let from_stale =
         fit_hyperparameters(spec, &xs, &ts, &ys, SearchStart::At(&stale), &options).unwrap();
     let start = default_start(&ts, &HyperBounds::default());

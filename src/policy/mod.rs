@@ -31,7 +31,8 @@ use crate::gp::{GpError, Hyperparameters, KernelSpec, SearchStart};
 
 pub use prior_selection::{PriorSelection, PriorSelectionState, SelectionRule};
 pub use stage::{MODEL_WORK_TARGET, Stage};
-pub use surrogate::{Surrogate, search_start};
+pub use surrogate::Surrogate;
+use surrogate::search_start;
 
 /// The random-number generator every policy draws from. Seeded per call from the
 /// session seed and the call's ordinal, so a rebuilt model makes the same choice.
