@@ -49,6 +49,9 @@ pub enum Command {
     /// Make, list and revoke API keys in the database (DATABASE_URL); docs/security.md.
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Read every row of every session in the database (DATABASE_URL) and report the
+    /// sessions whose rows do not decode; exits 1 if any (docs/operations.md).
+    Check,
     /// Write a consistent copy of the SQLite database (DATABASE_URL) to a new file while
     /// the server runs (docs/operations.md); PostgreSQL is backed up with pg_dump.
     Backup {

@@ -1,4 +1,5 @@
-//! The `tvbo` binary: `tvbo serve` (the default), `tvbo bench` and `tvbo openapi`.
+//! The `tvbo` binary: `tvbo serve` (the default), `tvbo bench`, `tvbo openapi`, `tvbo keys`,
+//! `tvbo check` and `tvbo backup`.
 
 use anyhow::Context;
 use std::io::IsTerminal;
@@ -88,6 +89,34 @@ async fn main() -> anyhow::Result<()> {
             let args = cli.serve;
             init_logging(args.log_format, true);
             backup(&args.database_url, &args.pool_settings()?, &path).await
+        }
+        Command::Check => {
+            let args = cli.serve;
+            init_logging(args.log_format, true);
+            let store = server::open_store(&args.database_url, &args.pool_settings()?).await?;
+            let report = tvbo::session::check::check_sessions(store.as_ref()).await;
+            store.close().await;
+            let report = match report {
+                Ok(report) => report,
+                Err(e) => {
+                    eprintln!("tvbo check: reading the sessions failed: {e}");
+                    std::process::exit(2);
+                }
+            };
+            for damaged in &report.damaged {
+                for problem in &damaged.problems {
+                    println!("session {}: {problem}", damaged.id);
+                }
+            }
+            eprintln!(
+                "{} sessions read, {} with rows that do not read back",
+                report.sessions,
+                report.damaged.len()
+            );
+            if !report.damaged.is_empty() {
+                std::process::exit(1);
+            }
+            Ok(())
         }
         Command::Keys(command) => {
             let args = cli.serve;

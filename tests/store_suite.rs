@@ -14,8 +14,8 @@ use tvbo::domain::records::{FittedHyperparameters, RecordedOptimum, StepSnapshot
 use tvbo::server::open_store;
 use tvbo::store::{
     CallRecord, ChangeSet, Deactivation, IdempotencyRecord, ObservationRow, PoolSettings,
-    PostgresStore, ResponseTimeSample, ResponseTimeSummary, SessionCursor, SessionRow, SqliteStore,
-    Store, StoreError, StoredTimeline, SuggestionRow, SuggestionStatus,
+    PostgresStore, ResponseTimeSample, ResponseTimeSummary, SessionRow, SqliteStore, Store,
+    StoreError, StoredTimeline, SuggestionRow, SuggestionStatus,
 };
 use uuid::Uuid;
 
@@ -101,7 +101,7 @@ async fn check_tenants_and_keys(store: &dyn Store) {
     for (i, tenant) in ["red", "blue", "red"].into_iter().enumerate() {
         let mut row = session(tenant, base + i as i64);
         row.tenant = tenant.into();
-        store.create_session(&row, None).await.unwrap();
+        store.create_session(&row, None, None).await.unwrap();
         ids.push(row.id);
     }
     let got = store.get_session(ids[1]).await.unwrap().unwrap();
@@ -116,12 +116,25 @@ async fn check_tenants_and_keys(store: &dyn Store) {
         .await
         .unwrap()
         .iter()
-        .map(|r| r.id)
+        .map(|r| r.cursor.id)
         .collect();
     assert_eq!(red, vec![ids[2], ids[0]]);
     assert_eq!(store.list_sessions(10, None, None).await.unwrap().len(), 3);
-    assert_eq!(store.count_sessions("red").await.unwrap(), 2);
-    assert_eq!(store.count_sessions("green").await.unwrap(), 0);
+    // The cap on a tenant's sessions counts its own sessions only.
+    let mut green = session("green", base + 3);
+    green.tenant = "green".into();
+    assert!(matches!(
+        store.create_session(&green, None, Some(0)).await,
+        Err(StoreError::TooManySessions(0))
+    ));
+    store.create_session(&green, None, Some(1)).await.unwrap();
+    let mut red = session("red", base + 4);
+    red.tenant = "red".into();
+    assert!(matches!(
+        store.create_session(&red, None, Some(2)).await,
+        Err(StoreError::TooManySessions(2))
+    ));
+    assert_eq!(store.list_sessions(10, None, None).await.unwrap().len(), 4);
 
     let first = tvbo::keys::new_key("alice", Some("red"), false)
         .unwrap()
@@ -252,7 +265,7 @@ fn record(scope: &str, session_id: Option<Uuid>, key: &str) -> IdempotencyRecord
 /// A session created in `store`, with its row as stored.
 async fn created(store: &dyn Store, name: &str, created_micros: i64) -> SessionRow {
     let row = session(name, created_micros);
-    store.create_session(&row, None).await.unwrap();
+    store.create_session(&row, None, None).await.unwrap();
     row
 }
 
@@ -306,7 +319,7 @@ async fn check_session_create_get_list_delete(store: &dyn Store) {
         .await
         .unwrap()
         .iter()
-        .map(|r| r.id)
+        .map(|r| r.cursor.id)
         .collect();
     assert_eq!(all, expected);
     let mut paged = Vec::new();
@@ -317,12 +330,8 @@ async fn check_session_create_get_list_delete(store: &dyn Store) {
             break;
         }
         assert!(page.len() <= 2);
-        let last = page.last().unwrap();
-        cursor = Some(SessionCursor {
-            created_micros: last.created_at.timestamp_micros(),
-            id: last.id,
-        });
-        paged.extend(page.iter().map(|r| r.id));
+        cursor = Some(page.last().unwrap().cursor);
+        paged.extend(page.iter().map(|r| r.cursor.id));
     }
     assert_eq!(paged, expected);
 
@@ -566,7 +575,10 @@ async fn check_idempotency_records(store: &dyn Store) {
     let scope = "POST /v1/sessions";
     let first = session("first", 1);
     let with_key = record(scope, Some(first.id), "key-1");
-    store.create_session(&first, Some(&with_key)).await.unwrap();
+    store
+        .create_session(&first, Some(&with_key), None)
+        .await
+        .unwrap();
     assert_eq!(
         store.get_idempotency(scope, "key-1").await.unwrap(),
         Some(with_key.clone())
@@ -589,7 +601,11 @@ async fn check_idempotency_records(store: &dyn Store) {
     // The same key again: DuplicateKey, and the second session is not created.
     let second = session("second", 2);
     let outcome = store
-        .create_session(&second, Some(&record(scope, Some(second.id), "key-1")))
+        .create_session(
+            &second,
+            Some(&record(scope, Some(second.id), "key-1")),
+            None,
+        )
         .await;
     assert!(
         matches!(outcome, Err(StoreError::DuplicateKey)),
@@ -821,6 +837,7 @@ async fn check_steps_with_snapshots(store: &dyn Store) {
         prior_probabilities: Some(vec![0.25, 0.75]),
         priors_active: None,
         response_time_fit: Some([0.5, 0.25, 0.0, 1e-6]),
+        state_not_saved: Some("a reason".into()),
     };
     let mut with_snapshot = call("suggest", 0.5);
     with_snapshot.snapshot = Some(snapshot.clone());

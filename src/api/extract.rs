@@ -20,8 +20,13 @@ use crate::domain::InvalidInput;
 use crate::keys::Caller;
 use crate::session::idempotency::IdempotencyKey;
 
-/// Largest request body accepted, in bytes.
+/// Largest request body accepted, in bytes (but for predict's).
 pub const MAX_BODY_BYTES: usize = 1 << 20;
+/// Largest body of a predict, in bytes: its most points
+/// ([`MAX_PREDICT_POINTS`](crate::session::service::MAX_PREDICT_POINTS)) fit at
+/// 4 parameters whatever their names (names of up to 100 characters, values written to
+/// 17 digits: 5.1 MB), and at 16 parameters of 10-character names.
+pub const MAX_PREDICT_BODY_BYTES: usize = 8 << 20;
 
 /// Parses a JSON body into `T`, holding it to `T`'s schema in the API's document.
 ///
@@ -110,17 +115,18 @@ fn strip_position(message: &str) -> String {
     }
 }
 
-/// A JSON body (content type `application/json`, at most [`MAX_BODY_BYTES`]) with its raw
+/// A JSON body (content type `application/json`, at most `LIMIT` bytes) with its raw
 /// bytes, which fingerprint the request for idempotency.
-pub struct JsonBody<T> {
+pub struct JsonBody<T, const LIMIT: usize = MAX_BODY_BYTES> {
     pub value: T,
     pub bytes: Bytes,
 }
 
-/// The raw bytes of a JSON request body, checked for content type and size.
-pub struct RawJson(pub Bytes);
+/// The raw bytes of a JSON request body, checked for content type and size (at most
+/// `LIMIT` bytes).
+pub struct RawJson<const LIMIT: usize = MAX_BODY_BYTES>(pub Bytes);
 
-impl<S: Send + Sync> FromRequest<S> for RawJson {
+impl<S: Send + Sync, const LIMIT: usize> FromRequest<S> for RawJson<LIMIT> {
     type Rejection = ApiError;
 
     async fn from_request(request: Request, _state: &S) -> Result<Self, Self::Rejection> {
@@ -140,7 +146,7 @@ impl<S: Send + Sync> FromRequest<S> for RawJson {
                 ),
             ));
         }
-        let bytes = axum::body::to_bytes(request.into_body(), MAX_BODY_BYTES)
+        let bytes = axum::body::to_bytes(request.into_body(), LIMIT)
             .await
             .map_err(|_| {
                 ApiError::field_error(
@@ -148,7 +154,7 @@ impl<S: Send + Sync> FromRequest<S> for RawJson {
                     "body-too-large",
                     InvalidInput::new(
                         "body",
-                        format!("is larger than {MAX_BODY_BYTES} bytes, or could not be read"),
+                        format!("is larger than {LIMIT} bytes, or could not be read"),
                     ),
                 )
             })?;
@@ -156,11 +162,13 @@ impl<S: Send + Sync> FromRequest<S> for RawJson {
     }
 }
 
-impl<S: Send + Sync, T: DeserializeOwned + ToSchema> FromRequest<S> for JsonBody<T> {
+impl<S: Send + Sync, T: DeserializeOwned + ToSchema, const LIMIT: usize> FromRequest<S>
+    for JsonBody<T, LIMIT>
+{
     type Rejection = ApiError;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let RawJson(bytes) = RawJson::from_request(request, state).await?;
+        let RawJson(bytes) = RawJson::<LIMIT>::from_request(request, state).await?;
         let value = parse_json(&bytes)?;
         Ok(JsonBody { value, bytes })
     }
@@ -350,21 +358,41 @@ impl IntoParams for IdempotencyHeader {
 }
 
 impl IdempotencyHeader {
-    /// The key scoped to this request's method and path, with the body's fingerprint.
-    /// The key scoped to the caller's tenant and `METHOD path` (two tenants' keys never
-    /// meet), with the body's fingerprint.
-    pub fn scoped(
-        &self,
-        caller: &Caller,
-        method: &str,
-        path: &str,
-        body: &[u8],
-    ) -> Option<IdempotencyKey> {
+    /// The key scoped to the caller's tenant and `POST target` (two tenants' keys never
+    /// meet), with the body's fingerprint. `target` names a session by its canonical id
+    /// (not by whichever of a UUID's spellings the path used), and the fingerprint is of
+    /// the body's canonical JSON (keys sorted, no whitespace), so that the same request
+    /// re-serialised is the same request.
+    pub fn scoped(&self, caller: &Caller, target: &str, body: &[u8]) -> Option<IdempotencyKey> {
         self.0.as_ref().map(|key| IdempotencyKey {
-            scope: format!("{} {method} {path}", caller.tenant),
+            scope: format!("{} POST {target}", caller.tenant),
             key: key.clone(),
-            request_hash: format!("{:x}", Sha256::digest(body)),
+            request_hash: format!("{:x}", Sha256::digest(canonical_json(body))),
         })
+    }
+}
+
+/// `body` as canonical JSON: object keys sorted, no whitespace, numbers as serde_json
+/// writes them. A body that is not JSON is kept as it is (its handler refuses it).
+fn canonical_json(body: &[u8]) -> Vec<u8> {
+    fn sorted(value: serde_json::Value) -> serde_json::Value {
+        match value {
+            serde_json::Value::Object(map) => {
+                let mut entries: Vec<_> = map.into_iter().collect();
+                entries.sort_by(|a, b| a.0.cmp(&b.0));
+                serde_json::Value::Object(
+                    entries.into_iter().map(|(k, v)| (k, sorted(v))).collect(),
+                )
+            }
+            serde_json::Value::Array(items) => {
+                serde_json::Value::Array(items.into_iter().map(sorted).collect())
+            }
+            other => other,
+        }
+    }
+    match serde_json::from_slice::<serde_json::Value>(body) {
+        Ok(value) => serde_json::to_vec(&sorted(value)).expect("JSON values serialise"),
+        Err(_) => body.to_vec(),
     }
 }
 

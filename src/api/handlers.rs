@@ -11,8 +11,8 @@ use utoipa::IntoParams;
 use crate::api::AppState;
 use crate::api::error::{ApiError, Problem};
 use crate::api::extract::{
-    Authenticated, IdempotencyHeader, JsonBody, QueryParams, RawJson, SessionId, has_member,
-    parse_json,
+    Authenticated, IdempotencyHeader, JsonBody, MAX_PREDICT_BODY_BYTES, QueryParams, RawJson,
+    SessionId, has_member, parse_json,
 };
 use crate::domain::InvalidInput;
 use crate::domain::config::CreateSession;
@@ -114,12 +114,10 @@ where
 pub async fn create_session(
     State(state): State<AppState>,
     Authenticated(caller): Authenticated,
-    method: Method,
-    uri: Uri,
     idempotency: IdempotencyHeader,
     body: JsonBody<CreateSession>,
 ) -> ApiResult<Response> {
-    let key = idempotency.scoped(&caller, method.as_str(), uri.path(), &body.bytes);
+    let key = idempotency.scoped(&caller, "/v1/sessions", &body.bytes);
     let service = state.service.clone();
     once(&state, key, |key| async move {
         service
@@ -208,12 +206,11 @@ pub async fn suggest(
     State(state): State<AppState>,
     SessionId(id): SessionId,
     Authenticated(caller): Authenticated,
-    method: Method,
-    uri: Uri,
     idempotency: IdempotencyHeader,
     body: JsonBody<SuggestRequest>,
 ) -> ApiResult<Response> {
-    let key = idempotency.scoped(&caller, method.as_str(), uri.path(), &body.bytes);
+    let target = format!("/v1/sessions/{id}/suggestions");
+    let key = idempotency.scoped(&caller, &target, &body.bytes);
     let service = state.service.clone();
     once(&state, key, |key| async move {
         service.suggest(id, body.value, key.as_ref()).await
@@ -235,8 +232,6 @@ pub async fn observe(
     State(state): State<AppState>,
     SessionId(id): SessionId,
     Authenticated(caller): Authenticated,
-    method: Method,
-    uri: Uri,
     idempotency: IdempotencyHeader,
     RawJson(bytes): RawJson,
 ) -> ApiResult<Response> {
@@ -246,7 +241,8 @@ pub async fn observe(
         ObservationRequest::One(parse_json(&bytes)?)
     };
     let inputs = request.into_inputs();
-    let key = idempotency.scoped(&caller, method.as_str(), uri.path(), &bytes);
+    let target = format!("/v1/sessions/{id}/observations");
+    let key = idempotency.scoped(&caller, &target, &bytes);
     let service = state.service.clone();
     once(&state, key, |key| async move {
         service.observe(id, inputs, key.as_ref()).await
@@ -402,7 +398,7 @@ pub async fn model(
 pub async fn predict(
     State(state): State<AppState>,
     SessionId(id): SessionId,
-    body: JsonBody<PredictRequest>,
+    body: JsonBody<PredictRequest, MAX_PREDICT_BODY_BYTES>,
 ) -> ApiResult<Json<PredictResponse>> {
     Ok(Json(state.service.predict(id, body.value).await?))
 }

@@ -7,8 +7,9 @@
 //! Charts are hand-made SVG (docs/dashboard.md says why).
 
 use axum::Router;
-use axum::extract::Path;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::extract::RawPathParams;
+use axum::extract::rejection::RawPathParamsRejection;
+use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
@@ -72,7 +73,13 @@ pub fn router<S: Clone + Send + Sync + 'static>(settings: PageSettings) -> Route
         )
         .route(
             "/sessions/{id}",
-            get(move |Path(id): Path<String>| async move { session_page(&settings, &id) }),
+            get(
+                move |params: Result<RawPathParams, RawPathParamsRejection>| async move {
+                    let params = params.ok();
+                    let id = params.iter().flatten().find(|(name, _)| *name == "id");
+                    session_page(&settings, id.map_or("", |(_, id)| id))
+                },
+            ),
         )
         .route(
             "/assets/dashboard.js",
@@ -84,10 +91,12 @@ pub fn router<S: Clone + Send + Sync + 'static>(settings: PageSettings) -> Route
         )
 }
 
+/// The page of session `id` (any spelling of a UUID); a path naming no session is the
+/// API's 404 problem.
 fn session_page(settings: &PageSettings, id: &str) -> Response {
     match uuid::Uuid::parse_str(id) {
         Ok(id) => page(settings, "session", &id.to_string()),
-        Err(_) => (StatusCode::NOT_FOUND, "no such session").into_response(),
+        Err(_) => crate::api::error::ApiError::not_found("session").into_response(),
     }
 }
 
@@ -139,6 +148,7 @@ mod tests {
 
     #[tokio::test]
     async fn pages_link_everything_under_the_base_path() {
+        use axum::http::StatusCode;
         let base = PageSettings {
             base: BasePath::parse("/tvbo").unwrap(),
             auth: true,
@@ -162,9 +172,11 @@ mod tests {
             assert!(html.contains(expected), "{expected} in {html}");
         }
         assert!(!html.contains("{{"), "every placeholder filled: {html}");
+        let missing = session_page(&base, "not-a-uuid");
+        assert_eq!(missing.status(), StatusCode::NOT_FOUND);
         assert_eq!(
-            session_page(&base, "not-a-uuid").status(),
-            StatusCode::NOT_FOUND
+            missing.headers()[header::CONTENT_TYPE],
+            "application/problem+json"
         );
     }
 }

@@ -200,6 +200,18 @@ impl AlgorithmConfig {
         }
     }
 
+    /// Whether the algorithm ever removes observations from its dataset (BOLT, W-DBO and
+    /// the resetting R-GP-UCB and ET-GP-UCB); the others keep every one.
+    pub fn forgets(&self) -> bool {
+        matches!(
+            self,
+            AlgorithmConfig::Bolt { .. }
+                | AlgorithmConfig::WDbo { .. }
+                | AlgorithmConfig::RGpUcb { .. }
+                | AlgorithmConfig::EtGpUcb { .. }
+        )
+    }
+
     /// The priors of an algorithm that models the objective with given priors over arms.
     pub fn priors(&self) -> Option<&[PriorSpec]> {
         match self {

@@ -23,7 +23,8 @@ pub struct ObservationInput {
     /// Session time of the measurement (client-time sessions, where it is required).
     #[schema(minimum = -1e10, maximum = 1e10)]
     pub t: Option<f64>,
-    /// The true regret of this evaluation, if the client knows it (benchmarks).
-    #[schema(minimum = 0)]
+    /// The true regret of this evaluation, if the client knows it (benchmarks); at most
+    /// 1e100, as values are, so that sums of regrets stay finite.
+    #[schema(minimum = 0, maximum = 1e100)]
     pub regret: Option<f64>,
 }

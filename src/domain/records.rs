@@ -195,6 +195,10 @@ pub struct StepSnapshot {
     /// every sample so far (observe steps, once 4 distinct n exist; BOLT §4).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response_time_fit: Option<[f64; 4]>,
+    /// Why the policy's state after this step was not saved (it held a number that is
+    /// not finite, which could not be read back): the session kept its previous state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_not_saved: Option<String>,
 }
 
 /// Hyperparameters of the last fit; variances on standardised observations.

@@ -18,7 +18,7 @@ use uuid::Uuid;
 
 use crate::domain::InvalidInput;
 use crate::domain::config::{CreateSession, SessionConfig};
-use crate::domain::records::{History, ObservationRow, SessionRow};
+use crate::domain::records::{History, ObservationRow, SessionRow, StepSnapshot};
 use crate::domain::space::SearchSpace;
 use crate::domain::time::median_lead;
 use crate::policy::priors::check_priors;
@@ -46,6 +46,21 @@ impl Limits {
     /// Default of [`Limits::max_active_observations`]: a fit at this size takes seconds,
     /// well inside the request timeout, on one core.
     pub const DEFAULT_MAX_ACTIVE_OBSERVATIONS: usize = 2000;
+}
+
+/// Model work one suggest call may ask for, in units of (suggestions × N²), N the
+/// observations and pending suggestions each suggestion's model conditions on: every
+/// suggestion after the first adds a conditioned point and searches an acquisition
+/// whose variance costs O(N²) per evaluation. At N = 2,000 (the cap on a session's
+/// active observations) it allows 6 suggestions per call, about 4 s of one core;
+/// below N = 625 all 64. One suggestion is always allowed.
+pub const MAX_SUGGEST_WORK: f64 = 2.5e7;
+
+/// The most suggestions one call may ask of a model conditioned on `conditioned` points
+/// ([`MAX_SUGGEST_WORK`]), at least 1.
+pub fn max_suggestions_for(conditioned: usize) -> usize {
+    let n = conditioned.max(1) as f64;
+    ((MAX_SUGGEST_WORK / (n * n)).floor() as usize).max(1)
 }
 
 impl Default for Limits {
@@ -126,6 +141,63 @@ pub fn policy_state(row: &SessionRow) -> Result<PolicyState, EngineError> {
     serde_json::from_value(row.state.clone()).map_err(|e| EngineError::CorruptState(e.to_string()))
 }
 
+/// What a step stores of the policy's state: its JSON when it reads back as the same
+/// state; otherwise (a number that is not finite, which JSON cannot hold: stored as null,
+/// it would fail every later call's read) the session's previous state, with the reason,
+/// logged, for the step's record.
+pub(crate) struct SavedState {
+    pub json: serde_json::Value,
+    pub state: PolicyState,
+    pub not_saved: Option<String>,
+}
+
+/// The [`SavedState`] of `state`, computed by a step of `session`.
+pub(crate) fn saved_state(
+    session: &SessionRow,
+    state: PolicyState,
+) -> Result<SavedState, EngineError> {
+    let json = serde_json::to_value(&state).expect("state serialises");
+    if serde_json::from_value::<PolicyState>(json.clone()).is_ok_and(|read| read == state) {
+        return Ok(SavedState {
+            json,
+            state,
+            not_saved: None,
+        });
+    }
+    let reason = "the policy's state held a number that is not finite (an overflow in the \
+                  model's arithmetic); the session keeps its previous state";
+    tracing::warn!(session = %session.id, "{reason}");
+    Ok(SavedState {
+        json: session.state.clone(),
+        state: policy_state(session)?,
+        not_saved: Some(reason.to_string()),
+    })
+}
+
+/// `snapshot` as it can be stored: a recorded optimum that is not finite is left out
+/// (`last_optimum_mean` reads it back), and a snapshot that still does not read back is
+/// reduced to its dataset size and notes.
+pub(crate) fn storable_snapshot(mut snapshot: StepSnapshot) -> StepSnapshot {
+    let reads_back = |s: &StepSnapshot| {
+        serde_json::to_value(s)
+            .ok()
+            .and_then(|json| serde_json::from_value::<StepSnapshot>(json).ok())
+            .is_some_and(|read| read == *s)
+    };
+    if reads_back(&snapshot) {
+        return snapshot;
+    }
+    snapshot.optimum = None;
+    if reads_back(&snapshot) {
+        return snapshot;
+    }
+    StepSnapshot {
+        dataset_size: snapshot.dataset_size,
+        state_not_saved: snapshot.state_not_saved,
+        ..StepSnapshot::default()
+    }
+}
+
 /// Observations as the policy sees them (internal "larger is better" scale).
 pub fn policy_data(config: &SessionConfig, rows: &[ObservationRow]) -> Vec<Observation> {
     let sign = config.goal.sign();
@@ -161,4 +233,68 @@ pub fn arm_points(space: &SearchSpace, config: &SessionConfig) -> Option<Vec<Vec
             })
             .collect()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::config::CreateSession;
+
+    fn row() -> SessionRow {
+        let request: CreateSession = serde_json::from_value(serde_json::json!({
+            "parameters": [{"name": "x", "low": 0, "high": 1}],
+            "algorithm": {"name": "w-dbo"},
+        }))
+        .unwrap();
+        let config = new_session_config(request, 1).unwrap();
+        let mut row = new_session_row(Uuid::new_v4(), "t", config, Utc::now());
+        row.state = serde_json::json!({"budget": 0.5, "steps_since_reset": 3});
+        row
+    }
+
+    #[test]
+    fn a_state_that_reads_back_is_saved_and_one_that_does_not_is_kept_out() {
+        let session = row();
+        let good = PolicyState {
+            budget: 1.5,
+            ..PolicyState::default()
+        };
+        let saved = saved_state(&session, good.clone()).unwrap();
+        assert_eq!(saved.state, good);
+        assert_eq!(saved.not_saved, None);
+        assert_eq!(
+            serde_json::from_value::<PolicyState>(saved.json).unwrap(),
+            good
+        );
+        for bad in [f64::NAN, f64::INFINITY] {
+            let state = PolicyState {
+                budget: bad,
+                ..PolicyState::default()
+            };
+            let saved = saved_state(&session, state).unwrap();
+            assert_eq!(saved.json, session.state, "the previous state is kept");
+            assert_eq!(saved.state.budget, 0.5);
+            assert_eq!(saved.state.steps_since_reset, 3);
+            assert!(saved.not_saved.unwrap().contains("not finite"));
+        }
+    }
+
+    #[test]
+    fn a_snapshot_keeps_what_reads_back() {
+        let finite = StepSnapshot {
+            dataset_size: 4,
+            budget: Some(2.0),
+            ..StepSnapshot::default()
+        };
+        assert_eq!(storable_snapshot(finite.clone()), finite);
+        let broken = StepSnapshot {
+            budget: Some(f64::NAN),
+            state_not_saved: Some("why".into()),
+            ..finite
+        };
+        let stored = storable_snapshot(broken);
+        assert_eq!(stored.dataset_size, 4);
+        assert_eq!(stored.budget, None);
+        assert_eq!(stored.state_not_saved.as_deref(), Some("why"));
+    }
 }

@@ -233,5 +233,6 @@ pub fn step_snapshot(
             .map(|s| s.hyperposterior()),
         priors_active: selection.filter(|_| eliminates).map(|s| s.active.clone()),
         response_time_fit: None,
+        state_not_saved: None,
     })
 }

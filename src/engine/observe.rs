@@ -7,7 +7,9 @@ use std::collections::{BTreeSet, HashMap};
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::{EngineError, Limits, policy_data, policy_state, step_snapshot};
+use super::{
+    EngineError, Limits, policy_data, policy_state, saved_state, step_snapshot, storable_snapshot,
+};
 use crate::domain::InvalidInput;
 use crate::domain::config::{AlgorithmConfig, TimeSource};
 use crate::domain::input::ObservationInput;
@@ -61,10 +63,16 @@ pub fn plan_observe(
             )
             .into());
         }
+        // Bounded as values are, so that every sum of regrets (the running total, the
+        // dashboard's buckets) stays finite on both backends.
         if let Some(regret) = input.regret
-            && !(regret.is_finite() && regret >= 0.0)
+            && !(regret.is_finite() && (0.0..=MAX_MAGNITUDE).contains(&regret))
         {
-            return Err(InvalidInput::new(field("regret"), "must be a finite number ≥ 0").into());
+            return Err(InvalidInput::new(
+                field("regret"),
+                format!("must be a finite number from 0 to {MAX_MAGNITUDE:e}"),
+            )
+            .into());
         }
         let (suggestion_id, params, unit) = match (&input.suggestion_id, &input.params) {
             (Some(_), Some(_)) => {
@@ -165,6 +173,7 @@ pub fn plan_observe(
             regret_estimate: match (input.regret, session.last_optimum_mean) {
                 (None, Some(optimum)) => {
                     Some((config.goal.sign() * (optimum - input.value)).max(0.0))
+                        .filter(|estimate| *estimate <= MAX_MAGNITUDE)
                 }
                 _ => None,
             },
@@ -228,8 +237,11 @@ pub fn plan_observe(
     let t_last = rows.last().map_or(0.0, |r| r.t);
     let dataset_size = history.active.len() as i64;
     let response_time_fit = fit_response_time(&snapshot.response_times);
-    let mut snapshot = step_snapshot(config, &state, active_after, None)?;
+    let saved = saved_state(session, state)?;
+    let mut snapshot = step_snapshot(config, &saved.state, active_after, None)?;
     snapshot.response_time_fit = response_time_fit;
+    snapshot.state_not_saved = saved.not_saved;
+    let snapshot = storable_snapshot(snapshot);
     Ok(ChangeSet {
         suggestion_status: observed_suggestions
             .into_iter()
@@ -237,7 +249,7 @@ pub fn plan_observe(
             .collect(),
         new_observations: rows,
         deactivate,
-        state: Some(serde_json::to_value(&state).expect("state serialises")),
+        state: Some(saved.json),
         calls: vec![CallRecord {
             kind: "observe",
             t: t_last,

@@ -5,10 +5,12 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::{
-    EngineError, Limits, arm_points, call_rng, lead, policy_data, policy_state, step_snapshot,
+    EngineError, Limits, arm_points, call_rng, lead, max_suggestions_for, policy_data,
+    policy_state, saved_state, step_snapshot, storable_snapshot,
 };
 use crate::acquisition::Cores;
 use crate::domain::InvalidInput;
+use crate::domain::config::AlgorithmConfig;
 use crate::domain::records::{
     CallRecord, ChangeSet, History, ResponseTimeSample, SuggestionRow, SuggestionStatus,
 };
@@ -49,6 +51,37 @@ pub fn plan_suggest(
                      time.pending_timeout",
                     limits.max_pending,
                     pending.len()
+                ),
+            ),
+        ));
+    }
+    let conditioned = history.active.len() + pending.len();
+    let most = max_suggestions_for(conditioned);
+    if count > most && !matches!(config.algorithm, AlgorithmConfig::Random {}) {
+        return Err(InvalidInput::new(
+            "count",
+            format!(
+                "at most {most} suggestions per call for a model of {conditioned} \
+                 observations and pending suggestions (model work per call is bounded): \
+                 ask for the rest in further calls"
+            ),
+        )
+        .into());
+    }
+    let cap = limits.max_active_observations;
+    if !config.algorithm.forgets() && history.active.len() >= cap {
+        // Its observation would be refused (plan_observe): hand out nothing that cannot
+        // be observed.
+        return Err(EngineError::Limit(
+            "dataset-full",
+            InvalidInput::new(
+                "session",
+                format!(
+                    "holds {} active observations, the cap of this server, and {} keeps \
+                     every one: no suggestion could be observed; use bolt, which bounds \
+                     its own dataset",
+                    history.active.len(),
+                    config.algorithm.name()
                 ),
             ),
         ));
@@ -94,12 +127,15 @@ pub fn plan_suggest(
         })
         .collect();
     let dataset_size = history.active.len() as i64;
-    let snapshot = step_snapshot(
+    let saved = saved_state(session, state)?;
+    let mut snapshot = step_snapshot(
         config,
-        &state,
+        &saved.state,
         history.active.len(),
         Some((&history.active, target, cores)),
     )?;
+    snapshot.state_not_saved = saved.not_saved;
+    let snapshot = storable_snapshot(snapshot);
     let response_time = session
         .last_suggest
         .filter(|(last_t, _)| t_now >= *last_t)
@@ -113,7 +149,7 @@ pub fn plan_suggest(
             .map(|s| (s.id, SuggestionStatus::Expired))
             .collect(),
         new_suggestions: rows,
-        state: Some(serde_json::to_value(&state).expect("state serialises")),
+        state: Some(saved.json),
         last_suggest: Some((t_now, dataset_size)),
         last_optimum_mean: snapshot.optimum.as_ref().map(|o| o.mean),
         response_time,

@@ -26,7 +26,7 @@ use rand::Rng;
 use rand_distr::{Distribution, StandardNormal};
 
 use super::kernel::KernelKind;
-use super::model::factorise_with_jitter;
+use super::model::{JITTER_START, factorise_with_jitter};
 pub use crate::domain::kernel::PriorKernel;
 use crate::domain::rows_heap_bytes;
 
@@ -219,10 +219,15 @@ pub struct ArmGp {
 }
 
 impl ArmGp {
-    /// The prior itself (no observations). `noise_variance` must be > 0.
+    /// The prior itself (no observations). `noise_variance` must be > 0; below
+    /// [`JITTER_START`] times the prior's mean variance it is raised to that floor (the
+    /// smallest jitter of the GP's factorisations), so that the rank-one updates stay
+    /// well conditioned however small a noise a session states (docs/prior-selection.md).
     pub fn new(prior: Arc<ArmPrior>, noise_variance: f64) -> ArmGp {
         debug_assert!(noise_variance > 0.0);
         let m = prior.len();
+        let mean_variance = prior.covariance.trace() / m.max(1) as f64;
+        let noise_variance = noise_variance.max(JITTER_START * mean_variance);
         ArmGp {
             posterior_mean: prior.mean.iter().copied().collect(),
             explained: vec![0.0; m],
@@ -288,10 +293,12 @@ impl ArmGp {
 
     /// ln N(y; μ_t(a), σ_t²(a) + σ²): the log predictive density of a new observation,
     /// the factor of 003 Algorithm 2's hyperposterior update.
+    /// The standardised residual is formed before it is squared, so that the density
+    /// overflows only when it is below every f64 (−∞ then, never NaN).
     pub fn log_predictive_density(&self, arm: usize, y: f64) -> f64 {
         let variance = self.variance(arm) + self.noise_variance;
-        let residual = y - self.mean(arm);
-        -0.5 * ((2.0 * std::f64::consts::PI * variance).ln() + residual * residual / variance)
+        let z = (y - self.mean(arm)) / variance.sqrt();
+        -0.5 * ((2.0 * std::f64::consts::PI).ln() + variance.ln() + z * z)
     }
 
     /// Conditions on y observed at `arm`, in O(n·m). `arm` must be < the arm count and y

@@ -126,6 +126,11 @@ pub fn entropy(log_probabilities: &[f64]) -> f64 {
         .sum()
 }
 
+/// The least ln P_t(p) kept: e^{−1e300} is 0 in f64 as e^{−∞} is, but the floor is a
+/// number JSON can store and arithmetic on it never gives NaN.
+const LOG_PROBABILITY_FLOOR: f64 = -1e300;
+
+/// ln Σ e^{v}, from the largest term (no overflow, and no underflow of the largest).
 fn log_sum_exp(values: &[f64]) -> f64 {
     let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     if !max.is_finite() {
@@ -233,7 +238,11 @@ impl PriorSelection {
             selected: vec![0; count],
             error_sum: vec![0.0; count],
             confidence_sum: vec![0.0; count],
-            log_hyperposterior: self.hyperprior.iter().map(|w| w.ln()).collect(),
+            log_hyperposterior: self
+                .hyperprior
+                .iter()
+                .map(|w| w.ln().max(LOG_PROBABILITY_FLOOR))
+                .collect(),
             pending: Vec::new(),
             history: Vec::new(),
         }
@@ -392,12 +401,14 @@ impl PriorSelection {
     ) {
         let t = state.steps + 1;
         let priors = self.specs.len();
+        // In log space, floored: a density that underflows every f64 (−∞) leaves its prior
+        // at the floor, not at −∞ − (−∞) = NaN, and every stored logarithm stays finite.
         for (log_p, model) in state.log_hyperposterior.iter_mut().zip(models.iter()) {
-            *log_p += model.log_predictive_density(arm, y);
+            *log_p = (*log_p + model.log_predictive_density(arm, y)).max(LOG_PROBABILITY_FLOOR);
         }
         let normaliser = log_sum_exp(&state.log_hyperposterior);
         for log_p in &mut state.log_hyperposterior {
-            *log_p -= normaliser;
+            *log_p = (*log_p - normaliser).max(LOG_PROBABILITY_FLOOR);
         }
         if let Some(p) = prior {
             state.selected[p] += 1;

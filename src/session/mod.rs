@@ -1,6 +1,7 @@
 //! Sessions: the service that runs the suggest/observe lifecycle over a store, its fair
 //! scheduler of model work, and the views it answers with.
 
+pub mod check;
 pub mod error;
 pub mod idempotency;
 mod read_model;

@@ -21,6 +21,7 @@ use super::scheduler::FairScheduler;
 use super::snapshots::{SessionSnapshot, SnapshotCache};
 use super::views::{
     ObservationList, Session, SessionList, SuggestRequest, SuggestResponse, Suggestion,
+    UnreadableSession,
 };
 use crate::acquisition::Cores;
 use crate::domain::InvalidInput;
@@ -67,7 +68,12 @@ pub struct SessionService {
     pub(super) models: Arc<Mutex<ModelCache>>,
     /// Each session's history as this replica's last change of it left it.
     snapshots: Arc<SnapshotCache>,
+    /// Sessions whose unreadable rows a listing has logged (each is logged once).
+    unreadable_logged: Arc<quick_cache::sync::Cache<Uuid, ()>>,
 }
+
+/// How many unreadable sessions a replica remembers having logged.
+const UNREADABLE_LOGGED_CAPACITY: usize = 4096;
 
 /// Default of the cap on sessions per tenant.
 pub const DEFAULT_MAX_SESSIONS_PER_TENANT: i64 = 10_000;
@@ -85,6 +91,7 @@ impl SessionService {
             scheduler: FairScheduler::new(cores),
             models: Arc::default(),
             snapshots: Arc::default(),
+            unreadable_logged: Arc::new(quick_cache::sync::Cache::new(UNREADABLE_LOGGED_CAPACITY)),
         }
     }
 
@@ -175,27 +182,14 @@ impl SessionService {
     }
 
     /// Creates a session of `tenant` from a validated request. The cap on the tenant's
-    /// sessions is checked before the insert, not in its transaction: creates racing at
-    /// the cap can pass it by as many as race (docs/security.md).
+    /// sessions is checked in the insert's transaction, so creates racing at the cap
+    /// cannot pass it.
     pub async fn create_session(
         &self,
         tenant: &str,
         request: CreateSession,
         idempotency: Option<&IdempotencyKey>,
     ) -> Result<Session, ServiceError> {
-        if self.store.count_sessions(tenant).await? >= self.max_sessions_per_tenant {
-            return Err(ServiceError::Limit(
-                "too-many-sessions",
-                InvalidInput::new(
-                    "name",
-                    format!(
-                        "this tenant owns {} sessions, the most allowed \
-                         (TVBO_MAX_SESSIONS_PER_TENANT); delete one first",
-                        self.max_sessions_per_tenant
-                    ),
-                ),
-            ));
-        }
         // Validating priors factorises m × m matrices: off the async runtime.
         let seed = random_seed();
         let id = Uuid::new_v4();
@@ -205,8 +199,24 @@ impl SessionService {
         let row = new_session_row(id, tenant, config, Utc::now());
         let session = Session::from(row.clone());
         let record = idempotency.map(|k| k.record(row.id, 201, &session));
-        self.store.create_session(&row, record.as_ref()).await?;
-        Ok(session)
+        let max = self.max_sessions_per_tenant;
+        match self
+            .store
+            .create_session(&row, record.as_ref(), Some(max))
+            .await
+        {
+            Err(StoreError::TooManySessions(max)) => Err(ServiceError::Limit(
+                "too-many-sessions",
+                InvalidInput::new(
+                    "name",
+                    format!(
+                        "this tenant owns {max} sessions, the most allowed \
+                         (TVBO_MAX_SESSIONS_PER_TENANT); delete one first"
+                    ),
+                ),
+            )),
+            result => result.map(|()| session).map_err(ServiceError::from),
+        }
     }
 
     pub async fn get_session(&self, id: Uuid) -> Result<Session, ServiceError> {
@@ -225,19 +235,34 @@ impl SessionService {
             return Err(InvalidInput::new("limit", "must be between 1 and 1000").into());
         }
         let before = cursor.map(parse_cursor).transpose()?;
-        let rows = self.store.list_sessions(limit + 1, before, tenant).await?;
+        let mut rows = self.store.list_sessions(limit + 1, before, tenant).await?;
         let more = rows.len() as i64 > limit;
-        let sessions: Vec<Session> = rows
-            .into_iter()
-            .take(limit as usize)
-            .map(Session::from)
-            .collect();
+        rows.truncate(limit as usize);
         let next_cursor = more
-            .then(|| sessions.last())
+            .then(|| rows.last())
             .flatten()
-            .map(|s| format!("{}_{}", s.created_at.timestamp_micros(), s.id));
+            .map(|row| format!("{}_{}", row.cursor.created_micros, row.cursor.id));
+        let mut sessions = Vec::with_capacity(rows.len());
+        let mut unreadable = Vec::new();
+        for row in rows {
+            match row.session {
+                Ok(session) => sessions.push(Session::from(session)),
+                Err(e) => {
+                    let id = row.cursor.id;
+                    if self.unreadable_logged.get(&id).is_none() {
+                        self.unreadable_logged.insert(id, ());
+                        tracing::error!(session = %id, error = %e, "a stored session does not read back (run `tvbo check`)");
+                    }
+                    unreadable.push(UnreadableSession {
+                        id,
+                        unreadable: true,
+                    });
+                }
+            }
+        }
         Ok(SessionList {
             sessions,
+            unreadable,
             next_cursor,
         })
     }

@@ -79,9 +79,22 @@ impl From<SessionRow> for Session {
 /// A page of sessions, newest first.
 #[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
 pub struct SessionList {
+    /// The sessions of the page whose stored rows read back.
     pub sessions: Vec<Session>,
+    /// The sessions of the page whose stored rows do not (damaged by hand or by a failing
+    /// disk; `tvbo check` says what): listed so that a damaged row hides nothing else.
+    #[serde(default)]
+    pub unreadable: Vec<UnreadableSession>,
     /// Pass as `cursor` for the next page; null on the last page.
     pub next_cursor: Option<String>,
+}
+
+/// A session whose stored row cannot be decoded: its id, and the mark.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+pub struct UnreadableSession {
+    pub id: Uuid,
+    /// Always true.
+    pub unreadable: bool,
 }
 
 /// Body of `POST /v1/sessions/{id}/suggestions`.

@@ -55,6 +55,9 @@ pub enum StoreError {
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("corrupt stored data: {0}")]
     Corrupt(String),
+    /// The tenant of a new session owns this many sessions, the most allowed.
+    #[error("the tenant owns {0} sessions, the most allowed")]
+    TooManySessions(i64),
     /// The database file fails SQLite's integrity check at start.
     #[error(
         "the SQLite database {path} is damaged ({detail}). Do not start on it: stop here, \
@@ -209,27 +212,37 @@ pub struct SessionCursor {
     pub id: Uuid,
 }
 
+/// One row of a session listing: where it sorts, and the session or why it could not be
+/// decoded (a damaged row is listed, not fatal to the listing).
+#[derive(Debug)]
+pub struct ListedSession {
+    pub cursor: SessionCursor,
+    pub session: Result<SessionRow, StoreError>,
+}
+
 /// The storage interface shared by every backend.
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
-    /// Inserts a session (and the idempotency record of its request) atomically.
+    /// Inserts a session (and the idempotency record of its request) atomically; with
+    /// `max_sessions`, only if its tenant owns fewer, counted in the same transaction
+    /// (else [`StoreError::TooManySessions`], nothing stored).
     async fn create_session(
         &self,
         session: &SessionRow,
         idempotency: Option<&IdempotencyRecord>,
+        max_sessions: Option<i64>,
     ) -> Result<(), StoreError>;
     async fn get_session(&self, id: Uuid) -> Result<Option<SessionRow>, StoreError>;
-    /// Newest first; every tenant's when `tenant` is None.
+    /// Newest first; every tenant's when `tenant` is None. A row that does not decode is
+    /// listed with its error; only a row whose id or creation time does not is an error.
     async fn list_sessions(
         &self,
         limit: i64,
         before: Option<SessionCursor>,
         tenant: Option<&str>,
-    ) -> Result<Vec<SessionRow>, StoreError>;
+    ) -> Result<Vec<ListedSession>, StoreError>;
     /// The tenant owning the session, if there is one.
     async fn session_tenant(&self, id: Uuid) -> Result<Option<String>, StoreError>;
-    /// How many sessions the tenant owns.
-    async fn count_sessions(&self, tenant: &str) -> Result<i64, StoreError>;
     async fn insert_api_key(&self, key: &ApiKeyRow) -> Result<(), StoreError>;
     async fn get_api_key(&self, id: Uuid) -> Result<Option<ApiKeyRow>, StoreError>;
     /// Every key, revoked ones too, oldest first.

@@ -67,6 +67,10 @@ impl PostgresStore {
     /// Replicas share the database.
     const SHARED: bool = true;
 
+    /// A transaction-scoped advisory lock on the tenant's name: READ COMMITTED would let
+    /// two creates each count the other's session out.
+    const TENANT_LOCK: Option<&str> = Some("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))");
+
     /// A serialization failure or deadlock becomes [`StoreError::Conflict`] (the caller
     /// reloads and retries); every other error is kept. Unique violations stay database
     /// errors, as in SQLite: the version row lock rules out races on unique keys, so one

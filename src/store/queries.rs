@@ -38,6 +38,8 @@ pub(super) const SESSION_COLUMNS: &str = "s.id, s.tenant, s.config, s.created_mi
 /// `async fn begin_snapshot(&self)` (the transaction the history is read in),
 /// `const ROW_ID` (the column that orders response-time samples and calls by insertion),
 /// `const SHARED` ([`Store::shared`]),
+/// `const TENANT_LOCK` (the statement, if any, that serialises a tenant's creates in
+/// their transactions so that the cap on its sessions holds),
 /// `async fn commit_change(&self, …)` (how a session's change is committed: see
 /// [`commit`](super::commit)) and `async fn close_pool(&self)`.
 ///
@@ -51,13 +53,14 @@ macro_rules! store_on {
 
             use $crate::store::queries::SESSION_COLUMNS;
             use $crate::store::rows::{
-                RECENT_DELAYS, api_key_from_row, call_from_row, corrupt, observation_from_row, parse_uuid,
+                RECENT_DELAYS, api_key_from_row, call_from_row, corrupt, listed_session_from_row,
+                observation_from_row, parse_uuid,
                 response_time_from_row, session_from_row, suggestion_from_row, to_json,
             };
             use $crate::store::timeline::{Bucket, bucket_from_row, forget_spans, kept_keys};
             use $crate::store::{
-                ApiKeyRow, CallStats, ForgetSpan, History, IdempotencyRecord, ObservationRow,
-                SessionCursor, SessionRow, StoreError,
+                ApiKeyRow, CallStats, ForgetSpan, History, IdempotencyRecord, ListedSession,
+                ObservationRow, SessionCursor, SessionRow, StoreError,
                 StoredTimeline, SuggestionRow, to_micros,
             };
 
@@ -81,7 +84,7 @@ macro_rules! store_on {
                 limit: i64,
                 before: Option<SessionCursor>,
                 tenant: Option<&str>,
-            ) -> Result<Vec<SessionRow>, StoreError> {
+            ) -> Result<Vec<ListedSession>, StoreError> {
                 // The row comparison follows the indexes' order, (created_micros, id),
                 // after the tenant's equality; the first page starts past every row.
                 let sql = format!(
@@ -98,7 +101,7 @@ macro_rules! store_on {
                     .fetch_all(&mut *c)
                     .await?
                     .iter()
-                    .map(session_from_row)
+                    .map(listed_session_from_row)
                     .collect()
             }
 
@@ -597,9 +600,18 @@ macro_rules! store_on {
                     &self,
                     session: &SessionRow,
                     idempotency: Option<&IdempotencyRecord>,
+                    max_sessions: Option<i64>,
                 ) -> Result<(), StoreError> {
                     async {
                         let (_turn, mut tx) = self.begin_write().await?;
+                        if let Some(max) = max_sessions {
+                            if let Some(lock) = Self::TENANT_LOCK {
+                                sqlx::query(lock).bind(&session.tenant).execute(&mut *tx).await?;
+                            }
+                            if queries::count_sessions(&mut tx, &session.tenant).await? >= max {
+                                return Err(StoreError::TooManySessions(max));
+                            }
+                        }
                         queries::insert_session(&mut tx, session).await?;
                         if let Some(record) = idempotency {
                             $crate::store::commit::insert_idempotency(&mut *tx, record).await?;
@@ -620,7 +632,7 @@ macro_rules! store_on {
                     limit: i64,
                     before: Option<SessionCursor>,
                     tenant: Option<&str>,
-                ) -> Result<Vec<SessionRow>, StoreError> {
+                ) -> Result<Vec<$crate::store::ListedSession>, StoreError> {
                     let c = &mut *self.pool.acquire().await?;
                     queries::list_sessions(c, limit, before, tenant).await
                 }
@@ -629,9 +641,6 @@ macro_rules! store_on {
                     queries::session_tenant(&mut *self.pool.acquire().await?, id).await
                 }
 
-                async fn count_sessions(&self, tenant: &str) -> Result<i64, StoreError> {
-                    queries::count_sessions(&mut *self.pool.acquire().await?, tenant).await
-                }
 
                 async fn insert_api_key(&self, key: &ApiKeyRow) -> Result<(), StoreError> {
                     queries::insert_api_key(&mut *self.pool.acquire().await?, key)

@@ -7,8 +7,9 @@ use sqlx::sqlite::SqliteRow;
 use uuid::Uuid;
 
 use super::{
-    ApiKeyRow, ObservationRow, ResponseTimeSample, ResponseTimeSummary, SessionRow, StoreError,
-    StoredCall, SuggestionRow, SuggestionStatus, from_micros,
+    ApiKeyRow, ListedSession, ObservationRow, ResponseTimeSample, ResponseTimeSummary,
+    SessionCursor, SessionRow, StoreError, StoredCall, SuggestionRow, SuggestionStatus,
+    from_micros,
 };
 
 pub(crate) use crate::domain::records::RECENT_DELAYS;
@@ -89,6 +90,18 @@ pub(crate) fn session_from_row(row: &impl Columns) -> Result<SessionRow, StoreEr
         observation_count: row.int("observation_count")?,
         dataset_size: row.int("dataset_size")?,
         pending_count: row.int("pending_count")?,
+    })
+}
+
+/// A row of the session listing: its cursor, which must decode, and the session or why
+/// it does not.
+pub(crate) fn listed_session_from_row(row: &impl Columns) -> Result<ListedSession, StoreError> {
+    Ok(ListedSession {
+        cursor: SessionCursor {
+            created_micros: row.int("created_micros")?,
+            id: parse_uuid(row.text("id")?)?,
+        },
+        session: session_from_row(row),
     })
 }
 

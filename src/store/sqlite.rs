@@ -194,6 +194,11 @@ impl SqliteStore {
     /// One server per database file (docs/scaling.md).
     const SHARED: bool = false;
 
+    /// None needed: this process's creates hold the write turn, and another process's
+    /// insert between the count and this one's makes this transaction's write fail
+    /// (WAL: a read transaction that saw an older snapshot cannot become a writer).
+    const TENANT_LOCK: Option<&str> = None;
+
     /// Every error is kept: SQLite's one writer lock leaves no serialization failure to
     /// retry (a busy database waits for `busy_timeout`).
     fn classify(error: StoreError) -> StoreError {

@@ -344,8 +344,8 @@ mod tests {
             .await
             .unwrap();
         let (a, b) = (session(), session());
-        store.create_session(&a, None).await.unwrap();
-        store.create_session(&b, None).await.unwrap();
+        store.create_session(&a, None, None).await.unwrap();
+        store.create_session(&b, None, None).await.unwrap();
         let taken = idempotency(b.id);
         store
             .commit(b.id, 0, &ChangeSet::default(), Some(&taken))

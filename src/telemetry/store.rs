@@ -9,9 +9,9 @@ use uuid::Uuid;
 
 use super::STORE_SECONDS;
 use crate::store::{
-    ApiKeyRow, CallStats, ChangeSet, History, IdempotencyRecord, ObservationRow, PoolUsage,
-    ResponseTimeSummary, SessionCursor, SessionRow, Store, StoreError, StoredCall, StoredTimeline,
-    SuggestionRow,
+    ApiKeyRow, CallStats, ChangeSet, History, IdempotencyRecord, ListedSession, ObservationRow,
+    PoolUsage, ResponseTimeSummary, SessionCursor, SessionRow, Store, StoreError, StoredCall,
+    StoredTimeline, SuggestionRow,
 };
 
 /// Wraps a store and records the seconds of each operation, failed ones included, into
@@ -41,10 +41,12 @@ impl Store for MeteredStore {
         &self,
         session: &SessionRow,
         idempotency: Option<&IdempotencyRecord>,
+        max_sessions: Option<i64>,
     ) -> Result<(), StoreError> {
         timed(
             "create_session",
-            self.inner.create_session(session, idempotency),
+            self.inner
+                .create_session(session, idempotency, max_sessions),
         )
         .await
     }
@@ -58,7 +60,7 @@ impl Store for MeteredStore {
         limit: i64,
         before: Option<SessionCursor>,
         tenant: Option<&str>,
-    ) -> Result<Vec<SessionRow>, StoreError> {
+    ) -> Result<Vec<ListedSession>, StoreError> {
         timed(
             "list_sessions",
             self.inner.list_sessions(limit, before, tenant),
@@ -68,10 +70,6 @@ impl Store for MeteredStore {
 
     async fn session_tenant(&self, id: Uuid) -> Result<Option<String>, StoreError> {
         timed("session_tenant", self.inner.session_tenant(id)).await
-    }
-
-    async fn count_sessions(&self, tenant: &str) -> Result<i64, StoreError> {
-        timed("count_sessions", self.inner.count_sessions(tenant)).await
     }
 
     async fn insert_api_key(&self, key: &ApiKeyRow) -> Result<(), StoreError> {

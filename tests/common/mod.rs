@@ -213,6 +213,28 @@ impl TestServer {
         session["id"].as_str().unwrap().to_string()
     }
 
+    /// Runs one SQL statement with `$1` bound to `arg` directly on the database (to damage
+    /// a row as a person with a database shell might).
+    pub async fn execute(&self, sql: &str, arg: &str) {
+        let sql = sqlx::AssertSqlSafe(sql.to_string());
+        match &self.backend {
+            Backend::Sqlite { store, .. } => {
+                sqlx::query(sql)
+                    .bind(arg)
+                    .execute(store.pool())
+                    .await
+                    .unwrap();
+            }
+            Backend::Postgres { store, .. } => {
+                sqlx::query(sql)
+                    .bind(arg)
+                    .execute(store.pool())
+                    .await
+                    .unwrap();
+            }
+        }
+    }
+
     /// Every row of every table, as text (`table|cell|cell...`, NULL for nulls), each
     /// table ordered as [`TABLES`] says, for before/after comparisons.
     pub async fn dump(&self) -> Vec<String> {

@@ -296,7 +296,11 @@ async function sessionsView(main) {
     const page = await api("/v1/sessions?limit=50" + (cursor ? "&cursor=" + encodeURIComponent(cursor) : ""));
     cursor = page.next_cursor;
     more.hidden = !cursor;
-    if (!page.sessions.length && !rows.length) {
+    for (const u of page.unreadable || []) {
+      body.append(el("tr", { "data-session": u.id, class: "unreadable" },
+        el("td", { colspan: "8", class: "muted", text: `session ${u.id}: its stored row does not read back (run tvbo check; it can still be deleted)` })));
+    }
+    if (!page.sessions.length && !rows.length && !(page.unreadable || []).length) {
       body.append(el("tr", {}, el("td", { colspan: "8", class: "muted", text: "No sessions yet. Create one with POST /v1/sessions (see /openapi.json)." })));
     }
     for (const s of page.sessions) {

@@ -204,10 +204,19 @@ class ObservationList:
 
 
 @dataclasses.dataclass(frozen=True)
+class UnreadableSession:
+    """A session whose stored row does not read back (``tvbo check`` says why)."""
+
+    id: str
+    unreadable: bool
+
+
+@dataclasses.dataclass(frozen=True)
 class SessionList:
-    """A page of sessions, newest first."""
+    """A page of sessions, newest first; those whose rows do not read back apart."""
 
     sessions: List[SessionInfo]
+    unreadable: List[UnreadableSession] = dataclasses.field(default_factory=list)
     next_cursor: Optional[str] = None
 
 
@@ -345,6 +354,7 @@ SCHEMAS: Dict[str, Any] = {
     "TimeConfig": TimeConfig,
     "Session": SessionInfo,
     "SessionList": SessionList,
+    "UnreadableSession": UnreadableSession,
     "Suggestion": Suggestion,
     "Observation": Observation,
     "ObservationList": ObservationList,
