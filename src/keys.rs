@@ -8,6 +8,7 @@
 //! the row is still read on every request, so a revoked key stops working at once on
 //! every replica.
 
+use std::collections::HashMap;
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -303,7 +304,8 @@ impl HashPool {
 /// ([`hash_threads`], a bounded queue: [`KeyError::Busy`] beyond it), and is counted per
 /// key id: [`ATTEMPT_BURST`] at once, then [`ATTEMPT_REFILL`] per second
 /// ([`KeyError::Throttled`] beyond). Unknown and revoked keys are checked against a dummy
-/// hash, so that the three ways of being invalid take the same time.
+/// hash, so that the three ways of being invalid take the same time. Requests presenting
+/// the same key at once share one check.
 #[derive(Clone)]
 pub struct KeyVerifier {
     store: Arc<dyn Store>,
@@ -313,6 +315,43 @@ pub struct KeyVerifier {
     attempts: Arc<DefaultKeyedRateLimiter<Uuid>>,
     checks: Arc<AtomicU64>,
     pool: Arc<HashPool>,
+    /// Uncached checks under way, by the presented key's SHA-256.
+    in_flight: Arc<Mutex<HashMap<[u8; 32], Arc<CheckCell>>>>,
+}
+
+/// The outcome of one uncached check, shared by the requests that wait for it.
+type CheckCell = tokio::sync::OnceCell<Option<ApiKeyRow>>;
+
+/// A request's share of an uncached check; the last one out removes it from the map.
+struct InFlight {
+    cell: Arc<CheckCell>,
+    map: Arc<Mutex<HashMap<[u8; 32], Arc<CheckCell>>>>,
+    digest: [u8; 32],
+}
+
+impl InFlight {
+    fn join(map: &Arc<Mutex<HashMap<[u8; 32], Arc<CheckCell>>>>, digest: [u8; 32]) -> Self {
+        let mut flights = map.lock().unwrap_or_else(|e| e.into_inner());
+        let cell = flights.entry(digest).or_default().clone();
+        InFlight {
+            cell,
+            map: map.clone(),
+            digest,
+        }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let mut flights = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        // Ours and the map's only: no one else waits on it.
+        if flights
+            .get(&self.digest)
+            .is_some_and(|cell| Arc::ptr_eq(cell, &self.cell) && Arc::strong_count(cell) == 2)
+        {
+            flights.remove(&self.digest);
+        }
+    }
 }
 
 impl KeyVerifier {
@@ -336,6 +375,7 @@ impl KeyVerifier {
             attempts: Arc::new(DefaultKeyedRateLimiter::keyed(quota)),
             checks: Arc::new(AtomicU64::new(0)),
             pool: Arc::new(HashPool::new(threads.max(1))),
+            in_flight: Arc::default(),
         }
     }
 
@@ -359,16 +399,30 @@ impl KeyVerifier {
             }
             return Ok(Caller::of(row));
         }
+        // Requests presenting the same key at once (a client's threads starting) share one
+        // check: one attempt, one Argon2id run.
+        let flight = InFlight::join(&self.in_flight, digest);
+        let checked = flight
+            .cell
+            .get_or_try_init(|| self.check(id, secret))
+            .await?;
+        let row = checked.clone().ok_or(KeyError::Invalid)?;
+        self.verified.insert(digest, id);
+        Ok(Caller::of(row))
+    }
+
+    /// The uncached check of a key: its row if `secret` matches an unrevoked one.
+    async fn check(&self, id: Uuid, secret: &str) -> Result<Option<ApiKeyRow>, KeyError> {
         self.take_attempt(id)?;
         let row = self.store.get_api_key(id).await?;
         let live = row.filter(|row| row.revoked_at.is_none());
         let hash = live.as_ref().map(|row| row.secret_hash.clone());
-        if !self.pool.check(secret, hash).await? {
-            return Err(KeyError::Invalid);
-        }
-        let row = live.ok_or(KeyError::Invalid)?;
-        self.verified.insert(digest, id);
-        Ok(Caller::of(row))
+        Ok(self
+            .pool
+            .check(secret, hash)
+            .await?
+            .then_some(live)
+            .flatten())
     }
 
     /// Takes one uncached check from `id`'s allowance.
