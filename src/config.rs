@@ -75,6 +75,11 @@ pub enum KeysCommand {
         /// The key sees every tenant's sessions.
         #[arg(long)]
         admin: bool,
+        /// The key's own request rate on `/v1`: requests per second, on average, per
+        /// replica, in bursts of twice that (default: the server's TVBO_RATE_LIMIT and
+        /// TVBO_RATE_BURST).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        rate: Option<u32>,
     },
     /// List every key (never the secrets).
     List,
@@ -265,8 +270,10 @@ pub struct ServeArgs {
     /// Whether `/v1` needs an API key (`tvbo keys create`).
     #[arg(long, env = "TVBO_AUTH", value_enum, default_value_t = AuthMode::On, global = true)]
     pub auth: AuthMode,
-    /// Requests per second each API key may make on `/v1`, on average, per replica; beyond
-    /// it 429 with Retry-After. 0: no limit (nor with TVBO_AUTH=off: no keys to count by).
+    /// Requests per second each API key may make on `/v1`, on average, per replica, unless
+    /// it has a rate of its own (`tvbo keys create --rate`); beyond it 429 with
+    /// Retry-After. 0: no limit but the keys' own (none with TVBO_AUTH=off: no keys to
+    /// count by).
     #[arg(
         long,
         env = "TVBO_RATE_LIMIT",
@@ -307,6 +314,16 @@ pub struct ServeArgs {
         global = true
     )]
     pub max_connections: usize,
+    /// Most connections open at once from one peer IP address; one more from it is answered
+    /// 503 and closed. 0: no cap per address (behind a reverse proxy every client has the
+    /// proxy's address: raise it above the proxy's connections, or set it to 0).
+    #[arg(
+        long,
+        env = "TVBO_MAX_CONNECTIONS_PER_PEER",
+        default_value_t = ConnectionSettings::DEFAULT_MAX_CONNECTIONS_PER_PEER,
+        global = true
+    )]
+    pub max_connections_per_peer: usize,
     /// Seconds a connection may take to send a request head, from the accept or from the
     /// end of the previous answer: so also how long an idle kept-alive connection stays.
     #[arg(
@@ -367,6 +384,8 @@ impl ServeArgs {
         );
         Ok(ConnectionSettings {
             max_connections: self.max_connections,
+            max_connections_per_peer: (self.max_connections_per_peer > 0)
+                .then_some(self.max_connections_per_peer),
             header_read_timeout: seconds("TVBO_HEADER_READ_TIMEOUT", self.header_read_timeout)?,
         })
     }

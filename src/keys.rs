@@ -8,11 +8,17 @@
 //! the row is still read on every request, so a revoked key stops working at once on
 //! every replica.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use argon2::Argon2;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use chrono::Utc;
+use governor::clock::{Clock, DefaultClock};
+use governor::{DefaultKeyedRateLimiter, Quota};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
@@ -34,6 +40,8 @@ pub struct Caller {
     pub admin: bool,
     /// The key presented; None when authentication is off.
     pub key_id: Option<Uuid>,
+    /// The key's own request rate (per second); None: the server's.
+    pub rate_limit: Option<NonZeroU32>,
 }
 
 impl Caller {
@@ -44,6 +52,17 @@ impl Caller {
             tenant: DEFAULT_TENANT.into(),
             admin: true,
             key_id: None,
+            rate_limit: None,
+        }
+    }
+
+    /// The caller presenting the key of `row`.
+    fn of(row: ApiKeyRow) -> Caller {
+        Caller {
+            tenant: row.tenant,
+            admin: row.admin,
+            key_id: Some(row.id),
+            rate_limit: row.rate_limit,
         }
     }
 
@@ -71,6 +90,16 @@ pub enum KeyError {
         field: &'static str,
         message: &'static str,
     },
+    /// Too many uncached checks of this key id lately ([`ATTEMPT_BURST`],
+    /// [`ATTEMPT_REFILL`]): said of known and unknown ids alike.
+    #[error(
+        "too many checks of this key id's secret; retry after {} s",
+        retry_seconds(*retry_after)
+    )]
+    Throttled { retry_after: Duration },
+    /// Every hashing thread is busy and the queue is full.
+    #[error("the server is checking as many keys as it can; retry in a second")]
+    Busy,
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("hashing the key: {0}")]
@@ -107,6 +136,7 @@ pub fn new_key(name: &str, tenant: Option<&str>, admin: bool) -> Result<NewKey, 
             secret_hash,
             created_at: Utc::now(),
             revoked_at: None,
+            rate_limit: None,
         },
     })
 }
@@ -131,6 +161,11 @@ fn check_name(field: &'static str, value: &str, strict: bool) -> Result<(), KeyE
     Err(KeyError::BadName { field, message })
 }
 
+/// Whole seconds to wait before retrying, rounded up, at least 1 (for `Retry-After`).
+pub fn retry_seconds(wait: Duration) -> u64 {
+    (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1)
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -153,54 +188,255 @@ fn parse_key(key: &str) -> Option<(Uuid, &str)> {
         .map(|id| (id, secret))
 }
 
+/// How many uncached checks (Argon2id runs) of one key id start at once; beyond them
+/// [`ATTEMPT_REFILL`] more each second.
+pub const ATTEMPT_BURST: u32 = 10;
+/// Uncached checks of one key id per second, on average, once its burst is spent.
+pub const ATTEMPT_REFILL: u32 = 1;
+/// How many checks wait for a hashing thread, per thread, before more are answered
+/// [`KeyError::Busy`].
+pub const HASH_QUEUE_PER_THREAD: usize = 16;
+/// The attempt limiter forgets idle key ids every this many uncached checks.
+const ATTEMPT_SWEEP_EVERY: u64 = 4096;
+
+/// Threads of a verifier's hashing pool: half the cores, 1 to 4. Each Argon2id check
+/// holds 19 MiB while it runs, so this also bounds the memory the checks take.
+pub fn hash_threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |cores| cores.get() / 2)
+        .clamp(1, 4)
+}
+
+/// An Argon2id hash, made once per process with the parameters of every key's, that
+/// unknown and revoked keys are checked against: they take the time a wrong secret does.
+fn dummy_hash() -> &'static str {
+    static DUMMY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    DUMMY.get_or_init(|| {
+        let salt = SaltString::encode_b64(&[0u8; 16]).expect("a 16-byte salt encodes");
+        Argon2::default()
+            .hash_password(b"no key has this secret", &salt)
+            .expect("hashing with the default parameters succeeds")
+            .to_string()
+    })
+}
+
+/// One check for the hashing pool: a secret, the hash to check it against (None: the
+/// dummy hash, and the answer is no), where to send the answer.
+struct HashJob {
+    secret: String,
+    hash: Option<String>,
+    answer: tokio::sync::oneshot::Sender<bool>,
+}
+
+/// Argon2id checks, on threads of their own (never the async runtime's, nor tokio's
+/// blocking pool, which model work uses): [`hash_threads`] threads take checks from a
+/// queue of [`HASH_QUEUE_PER_THREAD`] per thread; a check that finds the queue full is
+/// refused at once. The threads end when the pool is dropped.
+struct HashPool {
+    jobs: std::sync::mpsc::SyncSender<HashJob>,
+    runs: Arc<AtomicU64>,
+}
+
+impl HashPool {
+    /// # Panics
+    ///
+    /// If a thread cannot be started (as [`std::thread::spawn`]).
+    fn new(threads: usize) -> HashPool {
+        let (jobs, queue) =
+            std::sync::mpsc::sync_channel::<HashJob>(threads * HASH_QUEUE_PER_THREAD);
+        let queue = Arc::new(Mutex::new(queue));
+        let runs = Arc::new(AtomicU64::new(0));
+        for i in 0..threads {
+            let queue = queue.clone();
+            let runs = runs.clone();
+            std::thread::Builder::new()
+                .name(format!("tvbo-key-check-{i}"))
+                .spawn(move || {
+                    let dummy = dummy_hash();
+                    loop {
+                        // The lock is held while waiting, so one idle thread waits and
+                        // the others wait for the lock: each job goes to one thread.
+                        let job = match queue.lock() {
+                            Ok(queue) => queue.recv(),
+                            Err(_) => return,
+                        };
+                        let Ok(job) = job else { return };
+                        let hash = job.hash.as_deref().unwrap_or(dummy);
+                        let matches = PasswordHash::new(hash).is_ok_and(|parsed| {
+                            Argon2::default()
+                                .verify_password(job.secret.as_bytes(), &parsed)
+                                .is_ok()
+                        });
+                        runs.fetch_add(1, Ordering::Relaxed);
+                        let _ = job.answer.send(matches && job.hash.is_some());
+                    }
+                })
+                .expect("a key-check thread starts");
+        }
+        HashPool { jobs, runs }
+    }
+
+    /// Whether `secret` matches `hash`; with no hash, checks against the dummy hash (the
+    /// same work) and answers no. `Busy` when the queue is full.
+    async fn check(&self, secret: &str, hash: Option<String>) -> Result<bool, KeyError> {
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        let job = HashJob {
+            secret: secret.to_string(),
+            hash,
+            answer,
+        };
+        self.jobs.try_send(job).map_err(|e| match e {
+            std::sync::mpsc::TrySendError::Full(_) => KeyError::Busy,
+            std::sync::mpsc::TrySendError::Disconnected(_) => {
+                KeyError::Hash("the hashing threads ended".into())
+            }
+        })?;
+        answered
+            .await
+            .map_err(|_| KeyError::Hash("a hashing thread ended".into()))
+    }
+}
+
 /// Tells who presents a key, against the store's keys. Cheap to clone.
+///
+/// A key already checked on this replica (its SHA-256 remembered) costs one read of its
+/// row. Any other costs an Argon2id check, on the verifier's own threads
+/// ([`hash_threads`], a bounded queue: [`KeyError::Busy`] beyond it), and is counted per
+/// key id: [`ATTEMPT_BURST`] at once, then [`ATTEMPT_REFILL`] per second
+/// ([`KeyError::Throttled`] beyond). Unknown and revoked keys are checked against a dummy
+/// hash, so that the three ways of being invalid take the same time. Requests presenting
+/// the same key at once share one check.
 #[derive(Clone)]
 pub struct KeyVerifier {
     store: Arc<dyn Store>,
     /// SHA-256 of keys whose secret matched their row's hash → their id.
     verified: Arc<quick_cache::sync::Cache<[u8; 32], Uuid>>,
+    /// Uncached checks per key id.
+    attempts: Arc<DefaultKeyedRateLimiter<Uuid>>,
+    checks: Arc<AtomicU64>,
+    pool: Arc<HashPool>,
+    /// Uncached checks under way, by the presented key's SHA-256.
+    in_flight: Arc<Mutex<HashMap<[u8; 32], Arc<CheckCell>>>>,
+}
+
+/// The outcome of one uncached check, shared by the requests that wait for it.
+type CheckCell = tokio::sync::OnceCell<Option<ApiKeyRow>>;
+
+/// A request's share of an uncached check; the last one out removes it from the map.
+struct InFlight {
+    cell: Arc<CheckCell>,
+    map: Arc<Mutex<HashMap<[u8; 32], Arc<CheckCell>>>>,
+    digest: [u8; 32],
+}
+
+impl InFlight {
+    fn join(map: &Arc<Mutex<HashMap<[u8; 32], Arc<CheckCell>>>>, digest: [u8; 32]) -> Self {
+        let mut flights = map.lock().unwrap_or_else(|e| e.into_inner());
+        let cell = flights.entry(digest).or_default().clone();
+        InFlight {
+            cell,
+            map: map.clone(),
+            digest,
+        }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let mut flights = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        // Ours and the map's only: no one else waits on it.
+        if flights
+            .get(&self.digest)
+            .is_some_and(|cell| Arc::ptr_eq(cell, &self.cell) && Arc::strong_count(cell) == 2)
+        {
+            flights.remove(&self.digest);
+        }
+    }
 }
 
 impl KeyVerifier {
+    /// A verifier with [`hash_threads`] hashing threads (started here; they end when
+    /// the last clone is dropped).
+    ///
+    /// # Panics
+    ///
+    /// If a thread cannot be started (as [`std::thread::spawn`]).
     pub fn new(store: Arc<dyn Store>) -> Self {
+        Self::with_threads(store, hash_threads())
+    }
+
+    /// A verifier with `threads` hashing threads (at least 1); panics as [`Self::new`].
+    pub fn with_threads(store: Arc<dyn Store>, threads: usize) -> Self {
+        let quota = Quota::per_second(NonZeroU32::new(ATTEMPT_REFILL).expect("non-zero"))
+            .allow_burst(NonZeroU32::new(ATTEMPT_BURST).expect("non-zero"));
         KeyVerifier {
             store,
             verified: Arc::new(quick_cache::sync::Cache::new(VERIFIED_CAPACITY)),
+            attempts: Arc::new(DefaultKeyedRateLimiter::keyed(quota)),
+            checks: Arc::new(AtomicU64::new(0)),
+            pool: Arc::new(HashPool::new(threads.max(1))),
+            in_flight: Arc::default(),
         }
     }
 
+    /// How many Argon2id checks this verifier has run (dummy ones included).
+    pub fn hash_runs(&self) -> u64 {
+        self.pool.runs.load(Ordering::Relaxed)
+    }
+
     /// The caller presenting `key`: `Invalid` unless it names a stored, unrevoked key
-    /// whose secret matches. The first check of a key on this replica runs Argon2id on the
-    /// blocking pool.
+    /// whose secret matches; `Throttled` when its id's uncached checks are spent, `Busy`
+    /// when the hashing queue is full (neither says anything about the key).
     pub async fn caller(&self, key: &str) -> Result<Caller, KeyError> {
         let (id, secret) = parse_key(key).ok_or(KeyError::Invalid)?;
-        let row = self.store.get_api_key(id).await?.ok_or(KeyError::Invalid)?;
-        if row.revoked_at.is_some() {
-            return Err(KeyError::Invalid);
-        }
         let digest: [u8; 32] = Sha256::digest(key.as_bytes()).into();
-        if self.verified.get(&digest) != Some(id) {
-            let secret = secret.to_string();
-            let hash = row.secret_hash.clone();
-            let matches = tokio::task::spawn_blocking(move || {
-                PasswordHash::new(&hash).is_ok_and(|parsed| {
-                    Argon2::default()
-                        .verify_password(secret.as_bytes(), &parsed)
-                        .is_ok()
-                })
-            })
-            .await
-            .map_err(|e| KeyError::Hash(e.to_string()))?;
-            if !matches {
+        if self.verified.get(&digest) == Some(id) {
+            // Checked before: neither counted nor hashed, whatever others send with its id.
+            let row = self.store.get_api_key(id).await?.ok_or(KeyError::Invalid)?;
+            if row.revoked_at.is_some() {
+                self.verified.remove(&digest);
                 return Err(KeyError::Invalid);
             }
-            self.verified.insert(digest, id);
+            return Ok(Caller::of(row));
         }
-        Ok(Caller {
-            tenant: row.tenant,
-            admin: row.admin,
-            key_id: Some(id),
-        })
+        // Requests presenting the same key at once (a client's threads starting) share one
+        // check: one attempt, one Argon2id run.
+        let flight = InFlight::join(&self.in_flight, digest);
+        let checked = flight
+            .cell
+            .get_or_try_init(|| self.check(id, secret))
+            .await?;
+        let row = checked.clone().ok_or(KeyError::Invalid)?;
+        self.verified.insert(digest, id);
+        Ok(Caller::of(row))
+    }
+
+    /// The uncached check of a key: its row if `secret` matches an unrevoked one.
+    async fn check(&self, id: Uuid, secret: &str) -> Result<Option<ApiKeyRow>, KeyError> {
+        self.take_attempt(id)?;
+        let row = self.store.get_api_key(id).await?;
+        let live = row.filter(|row| row.revoked_at.is_none());
+        let hash = live.as_ref().map(|row| row.secret_hash.clone());
+        Ok(self
+            .pool
+            .check(secret, hash)
+            .await?
+            .then_some(live)
+            .flatten())
+    }
+
+    /// Takes one uncached check from `id`'s allowance.
+    fn take_attempt(&self, id: Uuid) -> Result<(), KeyError> {
+        if self.checks.fetch_add(1, Ordering::Relaxed) % ATTEMPT_SWEEP_EVERY
+            == ATTEMPT_SWEEP_EVERY - 1
+        {
+            self.attempts.retain_recent();
+        }
+        self.attempts
+            .check_key(&id)
+            .map_err(|not_until| KeyError::Throttled {
+                retry_after: not_until.wait_time_from(DefaultClock::default().now()),
+            })
     }
 }
 

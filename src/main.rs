@@ -178,32 +178,40 @@ async fn keys(store: &dyn Store, command: KeysCommand) -> anyhow::Result<()> {
             name,
             tenant,
             admin,
+            rate,
         } => {
-            let made = tokio::task::spawn_blocking(move || {
+            let mut made = tokio::task::spawn_blocking(move || {
                 tvbo::keys::new_key(&name, tenant.as_deref(), admin)
             })
             .await??;
+            made.row.rate_limit = rate.and_then(std::num::NonZeroU32::new);
             store.insert_api_key(&made.row).await?;
             eprintln!(
-                "key {} for tenant {}{} (shown once; only its hash is stored):",
+                "key {} for tenant {}{}{} (shown once; only its hash is stored):",
                 made.row.id.simple(),
                 made.row.tenant,
-                if admin { ", admin" } else { "" }
+                if admin { ", admin" } else { "" },
+                made.row
+                    .rate_limit
+                    .map_or_else(String::new, |rate| format!(", {rate} requests/s"))
             );
             println!("{}", made.key);
         }
         KeysCommand::List => {
-            println!("id\tname\ttenant\tadmin\tcreated\trevoked");
+            // The rate last: scripts that read the first six columns still work.
+            println!("id\tname\ttenant\tadmin\tcreated\trevoked\trate");
             for key in store.list_api_keys().await? {
                 println!(
-                    "{}\t{}\t{}\t{}\t{}\t{}",
+                    "{}\t{}\t{}\t{}\t{}\t{}\t{}",
                     key.id.simple(),
                     key.name,
                     key.tenant,
                     key.admin,
                     key.created_at.to_rfc3339(),
                     key.revoked_at
-                        .map_or_else(|| "-".into(), |at| at.to_rfc3339())
+                        .map_or_else(|| "-".into(), |at| at.to_rfc3339()),
+                    key.rate_limit
+                        .map_or_else(|| "default".into(), |rate| rate.to_string())
                 );
             }
         }

@@ -1,5 +1,7 @@
 //! Running the server: open the store, serve the router, shut down gracefully.
 
+use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -67,6 +69,10 @@ pub fn redacted_database_url(url: &str) -> String {
 pub struct ConnectionSettings {
     /// Most connections open at once; one more is answered 503 `busy` and closed.
     pub max_connections: usize,
+    /// Most connections open at once from one peer IP address; one more from it is
+    /// answered 503 `busy` and closed. None: no cap per address (behind a reverse proxy,
+    /// every client has the proxy's address).
+    pub max_connections_per_peer: Option<usize>,
     /// Longest wait for a complete request head, counted from when the server starts
     /// reading one: from the accept on a new connection, from the end of the previous
     /// answer on a kept-alive one. Past it the connection is closed, so it is also how
@@ -76,27 +82,51 @@ pub struct ConnectionSettings {
 
 impl ConnectionSettings {
     pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+    /// An eighth of [`Self::DEFAULT_MAX_CONNECTIONS`]: far more than a browser (6 per
+    /// host) or a client's connection pool opens, and one address alone cannot take every
+    /// connection.
+    pub const DEFAULT_MAX_CONNECTIONS_PER_PEER: usize = 128;
     pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 }
 
 impl Default for ConnectionSettings {
-    /// [`Self::DEFAULT_MAX_CONNECTIONS`], [`Self::DEFAULT_HEADER_READ_TIMEOUT`].
+    /// [`Self::DEFAULT_MAX_CONNECTIONS`], [`Self::DEFAULT_MAX_CONNECTIONS_PER_PEER`],
+    /// [`Self::DEFAULT_HEADER_READ_TIMEOUT`].
     fn default() -> Self {
         ConnectionSettings {
             max_connections: Self::DEFAULT_MAX_CONNECTIONS,
+            max_connections_per_peer: Some(Self::DEFAULT_MAX_CONNECTIONS_PER_PEER),
             header_read_timeout: Self::DEFAULT_HEADER_READ_TIMEOUT,
         }
     }
 }
 
-/// The answer to a connection over [`ConnectionSettings::max_connections`]: 503 `busy`
-/// as problem+json, then the connection closes.
-fn at_capacity() -> Vec<u8> {
+/// Which connection cap a refused connection met.
+#[derive(Clone, Copy, Debug)]
+enum Cap {
+    /// [`ConnectionSettings::max_connections`].
+    Server,
+    /// [`ConnectionSettings::max_connections_per_peer`].
+    Peer,
+}
+
+/// The answer to a connection over a cap: 503 `busy` as problem+json, then the
+/// connection closes.
+fn at_capacity(cap: Cap) -> Vec<u8> {
+    let detail = match cap {
+        Cap::Server => {
+            "the server holds as many connections as it may (TVBO_MAX_CONNECTIONS); retry"
+        }
+        Cap::Peer => {
+            "the server holds as many connections from this address as it may \
+             (TVBO_MAX_CONNECTIONS_PER_PEER); close one, or retry"
+        }
+    };
     let body = serde_json::json!({
         "type": "https://tvbo.dev/problems/busy",
         "title": "Service Unavailable",
         "status": 503,
-        "detail": "the server holds as many connections as it may (TVBO_MAX_CONNECTIONS); retry",
+        "detail": detail,
     })
     .to_string();
     format!(
@@ -124,6 +154,7 @@ pub async fn serve(
         .timer(TokioTimer::new())
         .header_read_timeout(connections.header_read_timeout);
     let slots = Arc::new(Semaphore::new(connections.max_connections));
+    let peers = PeerSlots::new(connections.max_connections_per_peer);
     let graceful = GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
@@ -137,8 +168,12 @@ pub async fn serve(
             },
             () = &mut shutdown => break,
         };
+        let Some(peer_slot) = peers.take(peer.ip()) else {
+            tokio::spawn(refuse(stream, Cap::Peer));
+            continue;
+        };
         let Ok(slot) = slots.clone().try_acquire_owned() else {
-            tokio::spawn(refuse(stream));
+            tokio::spawn(refuse(stream, Cap::Server));
             continue;
         };
         let app = app.clone();
@@ -150,6 +185,7 @@ pub async fn serve(
                 tracing::debug!(error = %e, %peer, "connection ended with an error");
             }
             drop(slot);
+            drop(peer_slot);
         });
     }
     drop(listener);
@@ -157,12 +193,75 @@ pub async fn serve(
     Ok(())
 }
 
-/// Answers a connection over the cap 503 and closes it.
-async fn refuse(mut stream: tokio::net::TcpStream) {
+/// The open connections of each peer address, against
+/// [`ConnectionSettings::max_connections_per_peer`].
+#[derive(Clone)]
+struct PeerSlots {
+    max: Option<usize>,
+    open: Arc<std::sync::Mutex<HashMap<IpAddr, usize>>>,
+}
+
+/// One open connection of a peer address: given back when dropped.
+struct PeerSlot {
+    peers: PeerSlots,
+    ip: IpAddr,
+}
+
+impl PeerSlots {
+    fn new(max: Option<usize>) -> PeerSlots {
+        PeerSlots {
+            max,
+            open: Arc::default(),
+        }
+    }
+
+    /// A slot for one more connection of `ip`; None when it has as many as it may. An
+    /// IPv4 address mapped into IPv6 counts as the IPv4 address.
+    fn take(&self, ip: IpAddr) -> Option<Option<PeerSlot>> {
+        let Some(max) = self.max else {
+            return Some(None);
+        };
+        let ip = ip.to_canonical();
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        let count = open.entry(ip).or_insert(0);
+        if *count >= max {
+            return None;
+        }
+        *count += 1;
+        Some(Some(PeerSlot {
+            peers: self.clone(),
+            ip,
+        }))
+    }
+}
+
+impl Drop for PeerSlot {
+    fn drop(&mut self) {
+        let mut open = self.peers.open.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(count) = open.get_mut(&self.ip) {
+            *count -= 1;
+            if *count == 0 {
+                open.remove(&self.ip);
+            }
+        }
+    }
+}
+
+/// Answers a connection over a cap 503 and closes it.
+async fn refuse(mut stream: tokio::net::TcpStream, cap: Cap) {
     use tokio::io::AsyncWriteExt;
-    tracing::warn!("connection refused: at TVBO_MAX_CONNECTIONS");
+    match cap {
+        Cap::Server => tracing::warn!("connection refused: at TVBO_MAX_CONNECTIONS"),
+        Cap::Peer => match stream.peer_addr() {
+            Ok(peer) => tracing::warn!(
+                peer = %peer.ip(),
+                "connection refused: at TVBO_MAX_CONNECTIONS_PER_PEER"
+            ),
+            Err(_) => tracing::warn!("connection refused: at TVBO_MAX_CONNECTIONS_PER_PEER"),
+        },
+    }
     let _ = tokio::time::timeout(Duration::from_secs(1), async {
-        stream.write_all(&at_capacity()).await?;
+        stream.write_all(&at_capacity(cap)).await?;
         stream.shutdown().await
     })
     .await;

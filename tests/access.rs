@@ -1,7 +1,8 @@
 //! API keys and tenants, on SQLite and PostgreSQL: no key, a bad key and a revoked key are
 //! 401; a key never reaches another tenant's session (404 on every operation, and nothing
 //! changes); an admin key sees every tenant; idempotency keys are per tenant; the rate
-//! limit answers 429 with Retry-After; a tenant's session cap answers 409.
+//! limit answers 429 with Retry-After, the default one not to a busy client, a key's own
+//! rate to that key alone; a tenant's session cap answers 409.
 
 #[macro_use]
 mod common;
@@ -268,6 +269,131 @@ backend_tests!(
     #[tokio::test] keys_fence_tenants, idempotency_keys_are_per_tenant
 );
 
+/// The tests of the default settings (a module of their own: one `backend_tests!` per
+/// module).
+mod default_settings {
+    use super::*;
+
+    backend_tests!(
+        settings = super::defaults();
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        the_default_rate_lets_a_busy_client_through,
+        a_key_with_its_own_rate_is_held_to_it,
+    );
+
+    /// Keys required, every limit at its default.
+    fn defaults() -> RouterSettings {
+        RouterSettings {
+            access: AccessSettings::default(),
+            ..Default::default()
+        }
+    }
+
+    /// One key, 8 clients at once, 2,000 suggests and observes in all (1,000 rounds), with the
+    /// default settings: not one 429 (at the old 50 per second, bursts of 100, most were).
+    async fn the_default_rate_lets_a_busy_client_through(server: TestServer) {
+        const CLIENTS: usize = 8;
+        const ROUNDS: usize = 125;
+        let key = key(&server, "busy", "busy", false).await;
+        let server = std::sync::Arc::new(server);
+        let clients: Vec<_> = (0..CLIENTS)
+            .map(|client| {
+                let server = server.clone();
+                let key = key.clone();
+                tokio::spawn(async move {
+                    let (status, session) = call(
+                        &server,
+                        "POST",
+                        "/v1/sessions",
+                        Some(&key),
+                        Some(client_session("random", client as u64)),
+                    )
+                    .await;
+                    assert_eq!(status, 201, "{session}");
+                    let id = session["id"].as_str().unwrap().to_string();
+                    let mut statuses = Vec::new();
+                    for round in 0..ROUNDS {
+                        let t = round as f64;
+                        let (status, suggested) = call(
+                            &server,
+                            "POST",
+                            &format!("/v1/sessions/{id}/suggestions"),
+                            Some(&key),
+                            Some(json!({"t": t})),
+                        )
+                        .await;
+                        statuses.push(status);
+                        let Some(suggestion) = suggested["suggestions"][0]["id"].as_str() else {
+                            continue;
+                        };
+                        let (status, _) = call(
+                            &server,
+                            "POST",
+                            &format!("/v1/sessions/{id}/observations"),
+                            Some(&key),
+                            Some(json!({"suggestion_id": suggestion, "value": -t, "t": t})),
+                        )
+                        .await;
+                        statuses.push(status);
+                    }
+                    statuses
+                })
+            })
+            .collect();
+        let mut statuses = Vec::new();
+        for client in clients {
+            statuses.extend(client.await.unwrap());
+        }
+        assert_eq!(statuses.len(), 2 * CLIENTS * ROUNDS);
+        let limited = statuses.iter().filter(|&&s| s == 429).count();
+        assert_eq!(limited, 0, "{limited} of {} answered 429", statuses.len());
+        assert!(statuses.iter().all(|&s| s == 201), "{statuses:?}");
+        std::sync::Arc::into_inner(server).unwrap().stop().await;
+    }
+
+    /// A key made with `--rate 2` (2 per second, bursts of 4) is answered 429 past its own
+    /// rate, naming it, while a key of the server's rate is not.
+    async fn a_key_with_its_own_rate_is_held_to_it(server: TestServer) {
+        let mut slow = tvbo::keys::new_key("slow", None, false).unwrap();
+        slow.row.rate_limit = NonZeroU32::new(2);
+        server.store().insert_api_key(&slow.row).await.unwrap();
+        let listed = server.store().list_api_keys().await.unwrap();
+        assert_eq!(
+            listed[0].rate_limit,
+            NonZeroU32::new(2),
+            "stored and read back"
+        );
+        let fast = key(&server, "fast", "fast", false).await;
+        for _ in 0..4 {
+            let (status, _) = call(&server, "GET", "/v1/sessions", Some(&slow.key), None).await;
+            assert_eq!(status, 200);
+        }
+        let response = server
+            .client
+            .get(server.url("/v1/sessions"))
+            .bearer_auth(&slow.key)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 429);
+        assert_eq!(response.headers()["retry-after"], "1");
+        let (_, problem) = TestServer::read(response).await;
+        assert!(
+            problem["detail"].as_str().unwrap().contains("--rate"),
+            "{problem}"
+        );
+        for _ in 0..50 {
+            let (status, _) = call(&server, "GET", "/v1/sessions", Some(&fast), None).await;
+            assert_eq!(status, 200);
+        }
+        // Half a second later, one more of the slow key's (2 per second) passes.
+        tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+        let (status, _) = call(&server, "GET", "/v1/sessions", Some(&slow.key), None).await;
+        assert_eq!(status, 200);
+        server.stop().await;
+    }
+}
+
 #[tokio::test]
 async fn the_rate_limit_answers_429_with_retry_after() {
     let settings = RouterSettings {
@@ -364,7 +490,8 @@ async fn a_tenant_owns_at_most_its_cap_of_sessions() {
 
 /// `tvbo keys create` prints the key alone on standard output (logs go to standard
 /// error), so that `KEY=$(tvbo keys create ...)` works, on a new database too; `keys
-/// list` shows it, `keys revoke` revokes it once.
+/// list` shows it with its own rate (`--rate`, last column), `keys revoke` revokes it
+/// once.
 #[test]
 fn the_keys_command_prints_the_key_alone() {
     let dir = tempfile::tempdir().unwrap();
@@ -376,7 +503,7 @@ fn the_keys_command_prints_the_key_alone() {
             .output()
             .unwrap()
     };
-    let made = run(&["keys", "create", "--name", "ci"]);
+    let made = run(&["keys", "create", "--name", "ci", "--rate", "7"]);
     assert!(made.status.success(), "{made:?}");
     let stdout = String::from_utf8(made.stdout).unwrap();
     let key = stdout.trim_end();
@@ -389,6 +516,17 @@ fn the_keys_command_prints_the_key_alone() {
     assert!(
         listed.contains(&format!("{id}\tci\tci\tfalse\t")),
         "{listed}"
+    );
+    assert!(listed.starts_with("id\tname\ttenant\tadmin\tcreated\trevoked\trate\n"));
+    assert!(listed.trim_end().ends_with("\t-\t7"), "{listed}");
+    let other = run(&["keys", "create", "--name", "other"]);
+    assert!(other.status.success(), "{other:?}");
+    let listed = String::from_utf8(run(&["keys", "list"]).stdout).unwrap();
+    assert!(listed.trim_end().ends_with("\t-\tdefault"), "{listed}");
+    assert!(
+        !run(&["keys", "create", "--name", "x", "--rate", "0"])
+            .status
+            .success()
     );
     assert!(run(&["keys", "revoke", &id]).status.success());
     assert!(!run(&["keys", "revoke", &id]).status.success());

@@ -1,6 +1,7 @@
 //! Limits on the connections themselves: a request head sent byte by byte, or never, and
 //! an idle kept-alive connection, are closed at the header-read timeout; past the
-//! connection cap a new connection is answered 503 and closed.
+//! connection cap a new connection is answered 503 and closed; past the cap per peer
+//! address, so is a new connection from that address, and others are still served.
 
 mod common;
 
@@ -17,6 +18,7 @@ async fn server(max_connections: usize) -> TestServer {
     let connections = ConnectionSettings {
         max_connections,
         header_read_timeout: HEADER_TIMEOUT,
+        ..ConnectionSettings::default()
     };
     TestServer::start_configured(open_settings(Default::default()), connections).await
 }
@@ -116,5 +118,74 @@ async fn past_the_connection_cap_a_connection_is_answered_503() {
     tokio::time::sleep(HEADER_TIMEOUT + Duration::from_millis(500)).await;
     let (status, _) = server.get("/healthz").await;
     assert_eq!(status, 200);
+    server.stop().await;
+}
+
+/// A connection from `source` (a loopback address: all of 127.0.0.0/8 is on Linux).
+async fn connect_from(server: &TestServer, source: &str) -> TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(format!("{source}:0").parse().unwrap()).unwrap();
+    let address = server.base.trim_start_matches("http://").parse().unwrap();
+    socket.connect(address).await.unwrap()
+}
+
+/// Sends `GET /healthz` on `stream`; the answer's status line.
+async fn health(stream: &mut TcpStream) -> String {
+    stream
+        .write_all(b"GET /healthz HTTP/1.1\r\nhost: tvbo\r\nconnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let (answer, _) = read_to_close(stream, Duration::from_secs(5)).await;
+    answer.lines().next().unwrap_or_default().to_string()
+}
+
+/// One address holding half-sent request heads used to take every connection (1,024 of
+/// them locked everyone out for the header timeout); now it holds at most its cap per
+/// peer, and another address is served.
+#[tokio::test]
+async fn one_address_cannot_take_every_connection() {
+    let connections = ConnectionSettings {
+        max_connections: 16,
+        max_connections_per_peer: Some(8),
+        header_read_timeout: Duration::from_secs(30),
+    };
+    let server = TestServer::start_configured(open_settings(Default::default()), connections).await;
+    let mut held = Vec::new();
+    for _ in 0..20 {
+        let mut stream = connect_from(&server, "127.0.0.1").await;
+        // A head that never ends.
+        let _ = stream
+            .write_all(b"GET /v1/sessions HTTP/1.1\r\nhost: tvbo\r\nx-slow: ")
+            .await;
+        held.push(stream);
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The first 8 are held open; the others were answered 503 and closed.
+    let mut refused = 0;
+    for stream in &mut held[8..] {
+        let (answer, closed) = read_to_close(stream, Duration::from_secs(2)).await;
+        assert!(closed.is_some(), "closed");
+        assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+        assert!(answer.contains("TVBO_MAX_CONNECTIONS_PER_PEER"), "{answer}");
+        refused += 1;
+    }
+    assert_eq!(refused, 12);
+    for stream in &mut held[..8] {
+        let (answer, closed) = read_to_close(stream, Duration::from_millis(50)).await;
+        assert!(closed.is_none() && answer.is_empty(), "{answer}");
+    }
+    // Another address is served, on several connections at once.
+    let mut others = Vec::new();
+    for _ in 0..4 {
+        others.push(connect_from(&server, "127.0.0.2").await);
+    }
+    for stream in &mut others {
+        assert_eq!(health(stream).await, "HTTP/1.1 200 OK");
+    }
+    // When the first address's connections close, it has room again.
+    drop(held);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut again = connect_from(&server, "127.0.0.1").await;
+    assert_eq!(health(&mut again).await, "HTTP/1.1 200 OK");
     server.stop().await;
 }

@@ -6,9 +6,10 @@
 //! the metrics hold no session data and need none. A session of another tenant is
 //! answered 404, exactly as one that does not exist.
 
+use std::collections::HashMap;
 use std::num::NonZeroU32;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -19,7 +20,7 @@ use governor::{DefaultKeyedRateLimiter, Quota};
 use uuid::Uuid;
 
 use crate::api::error::ApiError;
-use crate::keys::{Caller, KeyError, KeyVerifier};
+use crate::keys::{Caller, KeyError, KeyVerifier, retry_seconds};
 use crate::store::Store;
 
 /// How tvbo authenticates and throttles callers.
@@ -27,20 +28,26 @@ use crate::store::Store;
 pub struct AccessSettings {
     /// Whether `/v1` needs an API key. Off, every caller is an admin of the default tenant.
     pub auth: bool,
-    /// Requests per second each key may make on `/v1`, on average; None: no limit. With
+    /// Requests per second each key may make on `/v1`, on average, unless it has a rate
+    /// of its own (`tvbo keys create --rate`); None: no limit but the keys' own. With
     /// authentication off there are no keys and no limit.
     pub rate_per_second: Option<NonZeroU32>,
-    /// How many requests beyond the average a key may make at once.
+    /// How many requests beyond the average a key may make at once (a key with a rate of
+    /// its own: twice its rate).
     pub rate_burst: NonZeroU32,
     /// Most sessions one tenant may own.
     pub max_sessions_per_tenant: i64,
 }
 
 impl AccessSettings {
-    /// Default average request rate per key.
-    pub const DEFAULT_RATE_PER_SECOND: u32 = 50;
-    /// Default burst per key.
-    pub const DEFAULT_RATE_BURST: u32 = 100;
+    /// Default average request rate per key: abuse protection, not a speed cap. One
+    /// replica serves some 2,400–3,200 observations per second in all (docs/performance.md),
+    /// so a client the server can keep up with never meets it, however busy; a runaway
+    /// loop of cheap requests (listings, reads, refusals: tens of thousands per second)
+    /// is held to it.
+    pub const DEFAULT_RATE_PER_SECOND: u32 = 5_000;
+    /// Default burst per key: two seconds' worth of the default rate.
+    pub const DEFAULT_RATE_BURST: u32 = 10_000;
 
     /// No key needed (and so no rate limit, which counts by key): for tests and
     /// embedding behind another gate.
@@ -53,7 +60,7 @@ impl AccessSettings {
 }
 
 impl Default for AccessSettings {
-    /// Keys required, 50 requests per second per key with bursts of 100, and
+    /// Keys required, 5,000 requests per second per key with bursts of 10,000, and
     /// [`DEFAULT_MAX_SESSIONS_PER_TENANT`](crate::session::service::DEFAULT_MAX_SESSIONS_PER_TENANT).
     fn default() -> Self {
         AccessSettings {
@@ -75,25 +82,53 @@ pub struct Access {
     auth: bool,
     keys: KeyVerifier,
     store: Arc<dyn Store>,
+    /// The rate of keys without one of their own.
     rate: Option<DefaultKeyedRateLimiter<Uuid>>,
+    /// One limiter per distinct rate of keys with their own (governor's keyed limiters
+    /// share one quota); as many as operators chose distinct rates.
+    own_rates: Mutex<HashMap<NonZeroU32, Arc<DefaultKeyedRateLimiter<Uuid>>>>,
     checks: AtomicU64,
     tenants: quick_cache::sync::Cache<Uuid, String>,
 }
 
 impl Access {
+    /// Access control over the keys of `store`; starts the key verifier's hashing threads
+    /// ([`KeyVerifier::new`]) when keys are required.
     pub fn new(store: Arc<dyn Store>, settings: &AccessSettings) -> Self {
         Access {
             auth: settings.auth,
-            keys: KeyVerifier::new(store.clone()),
+            keys: KeyVerifier::with_threads(
+                store.clone(),
+                if settings.auth {
+                    crate::keys::hash_threads()
+                } else {
+                    1
+                },
+            ),
             store,
             rate: settings.rate_per_second.map(|rate| {
                 DefaultKeyedRateLimiter::keyed(
                     Quota::per_second(rate).allow_burst(settings.rate_burst),
                 )
             }),
+            own_rates: Mutex::new(HashMap::new()),
             checks: AtomicU64::new(0),
             tenants: quick_cache::sync::Cache::new(TENANT_CACHE_CAPACITY),
         }
+    }
+
+    /// The limiter of keys whose own rate is `rate`: `rate` per second, in bursts of
+    /// twice that.
+    fn own_rate(&self, rate: NonZeroU32) -> Arc<DefaultKeyedRateLimiter<Uuid>> {
+        let mut own = self.own_rates.lock().unwrap_or_else(|e| e.into_inner());
+        own.entry(rate)
+            .or_insert_with(|| {
+                let burst = rate.saturating_mul(NonZeroU32::new(2).expect("non-zero"));
+                Arc::new(DefaultKeyedRateLimiter::keyed(
+                    Quota::per_second(rate).allow_burst(burst),
+                ))
+            })
+            .clone()
     }
 
     /// The caller of a request with these headers.
@@ -111,21 +146,51 @@ impl Access {
             .ok_or_else(|| unauthorized(KeyError::Missing))?;
         self.keys.caller(key).await.map_err(|e| match e {
             KeyError::Store(e) => ApiError::from(e),
+            KeyError::Throttled { retry_after } => {
+                let detail = e.to_string();
+                ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate-limited", detail)
+                    .retry_after(retry_seconds(retry_after))
+            }
+            KeyError::Busy => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "busy", e.to_string()).retry_after(1)
+            }
             other => unauthorized(other),
         })
     }
 
-    /// Takes one request from the rate of `key`; the wait before the next one may come
-    /// when there is none left.
-    fn take(&self, key: Uuid) -> Result<(), std::time::Duration> {
-        let Some(rate) = &self.rate else {
-            return Ok(());
-        };
+    /// Takes one request from the rate of `caller`'s key (its own, else the server's);
+    /// the wait before the next one may come when there is none left.
+    fn take(&self, key: Uuid, own_rate: Option<NonZeroU32>) -> Result<(), std::time::Duration> {
         if self.checks.fetch_add(1, Ordering::Relaxed) % RATE_SWEEP_EVERY == RATE_SWEEP_EVERY - 1 {
-            rate.retain_recent();
+            if let Some(rate) = &self.rate {
+                rate.retain_recent();
+            }
+            let own: Vec<_> = {
+                let own = self.own_rates.lock().unwrap_or_else(|e| e.into_inner());
+                own.values().cloned().collect()
+            };
+            for rate in own {
+                rate.retain_recent();
+            }
         }
+        let own;
+        let rate = match own_rate {
+            Some(rate) => {
+                own = self.own_rate(rate);
+                &*own
+            }
+            None => match &self.rate {
+                Some(rate) => rate,
+                None => return Ok(()),
+            },
+        };
         rate.check_key(&key)
             .map_err(|not_until| not_until.wait_time_from(DefaultClock::default().now()))
+    }
+
+    /// The key verifier (its counters, for tests and metrics).
+    pub fn keys(&self) -> &KeyVerifier {
+        &self.keys
     }
 
     /// Whether `caller` may see session `id`: a session of another tenant, like one that
@@ -190,21 +255,20 @@ pub async fn authenticate(
     };
     // With authentication off there is no key to count by (and behind a load balancer
     // every client has its address): no rate limit; the proxy's job then.
-    if let Some(Err(wait)) = caller.key_id.map(|id| access.take(id)) {
-        let seconds = (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1);
-        let mut response = ApiError::new(
+    if let Some(Err(wait)) = caller.key_id.map(|id| access.take(id, caller.rate_limit)) {
+        let seconds = retry_seconds(wait);
+        let rate = if caller.rate_limit.is_some() {
+            "its own rate (`tvbo keys create --rate`)"
+        } else {
+            "the server's rate (TVBO_RATE_LIMIT)"
+        };
+        return ApiError::new(
             StatusCode::TOO_MANY_REQUESTS,
             "rate-limited",
-            format!(
-                "this key made more requests than its rate allows (TVBO_RATE_LIMIT); \
-                 retry after {seconds} s"
-            ),
+            format!("this key made more requests than {rate} allows; retry after {seconds} s"),
         )
+        .retry_after(seconds)
         .into_response();
-        response
-            .headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
-        return response;
     }
     request.extensions_mut().insert(caller);
     next.run(request).await

@@ -31,6 +31,8 @@ pub struct ApiError {
     pub kind: &'static str,
     pub detail: String,
     pub field: Option<String>,
+    /// Seconds to send as `Retry-After`, when the client should retry after a while.
+    pub retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -40,7 +42,14 @@ impl ApiError {
             kind,
             detail: detail.into(),
             field: None,
+            retry_after: None,
         }
+    }
+
+    /// The error with `Retry-After: seconds`.
+    pub fn retry_after(mut self, seconds: u64) -> Self {
+        self.retry_after = Some(seconds);
+        self
     }
 
     /// 422 for a field whose value is wrong.
@@ -55,6 +64,7 @@ impl ApiError {
             kind,
             detail: format!("{}: {}", input.field, input.message),
             field: Some(input.field),
+            retry_after: None,
         }
     }
 
@@ -64,6 +74,7 @@ impl ApiError {
             kind: "not-found",
             detail: format!("{what} not found"),
             field: None,
+            retry_after: None,
         }
     }
 }
@@ -136,6 +147,11 @@ impl IntoResponse for ApiError {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/problem+json"),
         );
+        if let Some(seconds) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
         response
     }
 }

@@ -120,8 +120,8 @@ impl CommonAnswers {
         (
             "429",
             "TooManyRequests",
-            "The key's request rate is spent (`rate-limited`); `Retry-After` says after how \
-             many seconds to retry",
+            "The key's request rate is spent, or its id's checks of secrets not yet known to \
+             this replica (`rate-limited`); `Retry-After` says after how many seconds to retry",
         ),
     ];
 
@@ -168,8 +168,8 @@ impl CommonAnswers {
             "503",
             "ServiceUnavailable",
             "The database is unavailable (`database-unavailable`, `not-ready`), no answer came \
-             within the time limit (`timeout`), or the server is at capacity (`busy`); nothing \
-             was changed unless the detail says it may have been",
+             within the time limit (`timeout`), or the server is at capacity (`busy`: \
+             connections, or checks of keys' secrets); nothing was changed unless the detail says it may have been",
             false,
             false,
         ),

@@ -102,6 +102,9 @@ pub struct ApiKeyRow {
     pub secret_hash: String,
     pub created_at: DateTime<Utc>,
     pub revoked_at: Option<DateTime<Utc>>,
+    /// The key's own request rate on `/v1` (per second, on average, in bursts of twice
+    /// that); None: the server's (`TVBO_RATE_LIMIT`).
+    pub rate_limit: Option<std::num::NonZeroU32>,
 }
 
 /// Connection-pool settings of a store (per process: each replica has its own pool).

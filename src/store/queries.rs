@@ -196,7 +196,8 @@ macro_rules! store_on {
             ) -> Result<(), StoreError> {
                 sqlx::query(
                     "INSERT INTO api_keys (id, name, tenant, admin, secret_hash, \
-                     created_micros, revoked_micros) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                     created_micros, revoked_micros, rate_limit) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
                 )
                 .bind(key.id.to_string())
                 .bind(&key.name)
@@ -205,13 +206,14 @@ macro_rules! store_on {
                 .bind(&key.secret_hash)
                 .bind(to_micros(key.created_at))
                 .bind(key.revoked_at.map(to_micros))
+                .bind(key.rate_limit.map(|rate| i64::from(rate.get())))
                 .execute(&mut *c)
                 .await?;
                 Ok(())
             }
 
             const API_KEY_COLUMNS: &str =
-                "id, name, tenant, admin, secret_hash, created_micros, revoked_micros";
+                "id, name, tenant, admin, secret_hash, created_micros, revoked_micros, rate_limit";
 
             pub(super) async fn get_api_key(
                 c: &mut Connection,

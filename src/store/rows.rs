@@ -117,6 +117,15 @@ pub(crate) fn api_key_from_row(row: &impl Columns) -> Result<ApiKeyRow, StoreErr
             .opt_int("revoked_micros")?
             .map(from_micros)
             .transpose()?,
+        rate_limit: row
+            .opt_int("rate_limit")?
+            .map(|rate| {
+                u32::try_from(rate)
+                    .ok()
+                    .and_then(std::num::NonZeroU32::new)
+                    .ok_or_else(|| corrupt("api_keys.rate_limit", rate))
+            })
+            .transpose()?,
     })
 }
 
