@@ -256,17 +256,19 @@ async fn predict_takes_its_documented_points(server: TestServer) {
 
 async fn model_work_per_suggest_is_bounded(server: TestServer) {
     let id = server.create(common::client_session("gp-ucb", 1)).await;
-    let n = 1000;
+    let n = 1500;
     let observations: Vec<Value> = (0..n)
         .map(|i| {
             let x = (i as f64 + 0.5) / n as f64;
             json!({"params": {"x": x, "y": 1.0 - x}, "value": (6.0 * x).sin(), "t": i as f64})
         })
         .collect();
-    let (status, answer) = server
-        .post(&observe_path(&id), &json!({"observations": observations}))
-        .await;
-    assert_eq!(status, 201, "{answer}");
+    for batch in observations.chunks(1000) {
+        let (status, answer) = server
+            .post(&observe_path(&id), &json!({"observations": batch}))
+            .await;
+        assert_eq!(status, 201, "{answer}");
+    }
     let most = tvbo::engine::max_suggestions_for(n);
     assert!(most < 64, "{most}");
     let before = server.dump().await;
@@ -362,4 +364,53 @@ mod capped {
         let (_, page) = server.get("/v1/sessions").await;
         assert_eq!(page["sessions"].as_array().unwrap().len(), 5);
     }
+}
+
+/// `tvbo check` on a SQLite file with a session damaged by hand: it names the session,
+/// leaves the other alone, and exits 1; on the repaired file (the session deleted), 0.
+#[tokio::test]
+async fn the_check_command_names_the_damaged_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("checked.db");
+    let server = TestServer::start_on(path.clone()).await;
+    let kept = server.create(common::client_session("random", 1)).await;
+    let damaged = server.create(common::client_session("gp-ucb", 2)).await;
+    server
+        .execute(
+            "UPDATE sessions SET state = 'not json' WHERE id = $1",
+            &damaged,
+        )
+        .await;
+    let (status, page) = server.get("/v1/sessions").await;
+    assert_eq!(status, 200, "{page}");
+    server.stop().await;
+    let check = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_tvbo"))
+            .arg("check")
+            .env("DATABASE_URL", format!("sqlite://{}", path.display()))
+            .output()
+            .unwrap()
+    };
+    let found = check();
+    let stdout = String::from_utf8(found.stdout).unwrap();
+    assert_eq!(found.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains(&format!("session {damaged}: ")), "{stdout}");
+    assert!(!stdout.contains(&kept), "{stdout}");
+    let stderr = String::from_utf8(found.stderr).unwrap();
+    assert!(
+        stderr.contains("2 sessions read, 1 with rows that do not read back"),
+        "{stderr}"
+    );
+
+    let server = TestServer::start_on(path.clone()).await;
+    let response = server
+        .client
+        .delete(server.url(&format!("/v1/sessions/{damaged}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 204);
+    server.stop().await;
+    let repaired = check();
+    assert_eq!(repaired.status.code(), Some(0), "{repaired:?}");
 }

@@ -402,10 +402,16 @@ pub fn router(store: Arc<dyn Store>, settings: RouterSettings) -> Router {
         .route("/openapi.json", get(openapi_handler))
         .merge(metrics_route(serve_metrics))
         .merge(crate::docs_ui::router(base_path.clone()))
-        .merge(crate::dashboard::router(PageSettings {
-            base: base_path,
-            auth: access.auth,
-        }))
+        .merge(crate::dashboard::router(
+            PageSettings {
+                base: base_path,
+                auth: access.auth,
+            },
+            || {
+                use axum::response::IntoResponse;
+                error::ApiError::not_found("session").into_response()
+            },
+        ))
         .fallback(handlers::not_found)
         .method_not_allowed_fallback(handlers::method_not_allowed)
         .layer(from_fn_with_state(state.access.clone(), auth::authenticate))

@@ -62,8 +62,12 @@ pub struct PageSettings {
     pub auth: bool,
 }
 
-/// The dashboard's routes, to merge into the API's router.
-pub fn router<S: Clone + Send + Sync + 'static>(settings: PageSettings) -> Router<S> {
+/// The dashboard's routes, to merge into the API's router; a page path naming no session
+/// is answered `not_found()` (the API's 404 problem).
+pub fn router<S: Clone + Send + Sync + 'static>(
+    settings: PageSettings,
+    not_found: fn() -> Response,
+) -> Router<S> {
     let settings = std::sync::Arc::new(settings);
     let list_settings = settings.clone();
     Router::new()
@@ -77,7 +81,7 @@ pub fn router<S: Clone + Send + Sync + 'static>(settings: PageSettings) -> Route
                 move |params: Result<RawPathParams, RawPathParamsRejection>| async move {
                     let params = params.ok();
                     let id = params.iter().flatten().find(|(name, _)| *name == "id");
-                    session_page(&settings, id.map_or("", |(_, id)| id))
+                    session_page(&settings, id.map_or("", |(_, id)| id)).unwrap_or_else(not_found)
                 },
             ),
         )
@@ -91,13 +95,10 @@ pub fn router<S: Clone + Send + Sync + 'static>(settings: PageSettings) -> Route
         )
 }
 
-/// The page of session `id` (any spelling of a UUID); a path naming no session is the
-/// API's 404 problem.
-fn session_page(settings: &PageSettings, id: &str) -> Response {
-    match uuid::Uuid::parse_str(id) {
-        Ok(id) => page(settings, "session", &id.to_string()),
-        Err(_) => crate::api::error::ApiError::not_found("session").into_response(),
-    }
+/// The page of session `id` (any spelling of a UUID); None if `id` is not a UUID.
+fn session_page(settings: &PageSettings, id: &str) -> Option<Response> {
+    let id = uuid::Uuid::parse_str(id).ok()?;
+    Some(page(settings, "session", &id.to_string()))
 }
 
 /// The page shell: which view to draw and for which session; the script does the rest.
@@ -153,7 +154,7 @@ mod tests {
             base: BasePath::parse("/tvbo").unwrap(),
             auth: true,
         };
-        let response = session_page(&base, "0b6c1c57-4c3e-4bb3-9d36-3f7cbb1b2a10");
+        let response = session_page(&base, "0b6c1c57-4c3e-4bb3-9d36-3f7cbb1b2a10").unwrap();
         assert_eq!(response.status(), StatusCode::OK);
         let csp = response.headers()[header::CONTENT_SECURITY_POLICY].clone();
         assert_eq!(csp, CONTENT_SECURITY_POLICY);
@@ -172,11 +173,6 @@ mod tests {
             assert!(html.contains(expected), "{expected} in {html}");
         }
         assert!(!html.contains("{{"), "every placeholder filled: {html}");
-        let missing = session_page(&base, "not-a-uuid");
-        assert_eq!(missing.status(), StatusCode::NOT_FOUND);
-        assert_eq!(
-            missing.headers()[header::CONTENT_TYPE],
-            "application/problem+json"
-        );
+        assert!(session_page(&base, "not-a-uuid").is_none());
     }
 }

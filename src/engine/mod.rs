@@ -51,10 +51,11 @@ impl Limits {
 /// Model work one suggest call may ask for, in units of (suggestions × N²), N the
 /// observations and pending suggestions each suggestion's model conditions on: every
 /// suggestion after the first adds a conditioned point and searches an acquisition
-/// whose variance costs O(N²) per evaluation. At N = 2,000 (the cap on a session's
-/// active observations) it allows 6 suggestions per call, about 4 s of one core;
-/// below N = 625 all 64. One suggestion is always allowed.
-pub const MAX_SUGGEST_WORK: f64 = 2.5e7;
+/// whose variance costs O(N²) per evaluation. Up to N = 1,250 all 64 suggestions; at
+/// N = 2,000 (the cap on a session's active observations) 25, which cost about 2 s of
+/// one core beyond the call's fit (docs/api.md, "Limits", has the measurement). One
+/// suggestion is always allowed.
+pub const MAX_SUGGEST_WORK: f64 = 1e8;
 
 /// The most suggestions one call may ask of a model conditioned on `conditioned` points
 /// ([`MAX_SUGGEST_WORK`]), at least 1.
