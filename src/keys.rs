@@ -355,17 +355,12 @@ impl Drop for InFlight {
 }
 
 impl KeyVerifier {
-    /// A verifier with [`hash_threads`] hashing threads (started here; they end when
-    /// the last clone is dropped).
+    /// A verifier with `threads` hashing threads, at least 1 ([`hash_threads`] for a
+    /// server; started here, they end when the last clone is dropped).
     ///
     /// # Panics
     ///
     /// If a thread cannot be started (as [`std::thread::spawn`]).
-    pub fn new(store: Arc<dyn Store>) -> Self {
-        Self::with_threads(store, hash_threads())
-    }
-
-    /// A verifier with `threads` hashing threads (at least 1); panics as [`Self::new`].
     pub fn with_threads(store: Arc<dyn Store>, threads: usize) -> Self {
         let quota = Quota::per_second(NonZeroU32::new(ATTEMPT_REFILL).expect("non-zero"))
             .allow_burst(NonZeroU32::new(ATTEMPT_BURST).expect("non-zero"));

@@ -93,7 +93,7 @@ pub struct Access {
 
 impl Access {
     /// Access control over the keys of `store`; starts the key verifier's hashing threads
-    /// ([`KeyVerifier::new`]) when keys are required.
+    /// ([`KeyVerifier::with_threads`]) when keys are required.
     pub fn new(store: Arc<dyn Store>, settings: &AccessSettings) -> Self {
         Access {
             auth: settings.auth,
@@ -186,11 +186,6 @@ impl Access {
         };
         rate.check_key(&key)
             .map_err(|not_until| not_until.wait_time_from(DefaultClock::default().now()))
-    }
-
-    /// The key verifier (its counters, for tests and metrics).
-    pub fn keys(&self) -> &KeyVerifier {
-        &self.keys
     }
 
     /// Whether `caller` may see session `id`: a session of another tenant, like one that

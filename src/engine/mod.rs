@@ -152,13 +152,23 @@ pub(crate) struct SavedState {
     pub not_saved: Option<String>,
 }
 
+/// The JSON of `value` if it reads back as `value` itself (JSON has no NaN nor
+/// infinity: serde_json writes them as null).
+fn json_that_reads_back<T>(value: &T) -> Option<serde_json::Value>
+where
+    T: serde::Serialize + serde::de::DeserializeOwned + PartialEq,
+{
+    let json = serde_json::to_value(value).ok()?;
+    let read = serde_json::from_value::<T>(json.clone()).ok()?;
+    (read == *value).then_some(json)
+}
+
 /// The [`SavedState`] of `state`, computed by a step of `session`.
 pub(crate) fn saved_state(
     session: &SessionRow,
     state: PolicyState,
 ) -> Result<SavedState, EngineError> {
-    let json = serde_json::to_value(&state).expect("state serialises");
-    if serde_json::from_value::<PolicyState>(json.clone()).is_ok_and(|read| read == state) {
+    if let Some(json) = json_that_reads_back(&state) {
         return Ok(SavedState {
             json,
             state,
@@ -179,17 +189,11 @@ pub(crate) fn saved_state(
 /// (`last_optimum_mean` reads it back), and a snapshot that still does not read back is
 /// reduced to its dataset size and notes.
 pub(crate) fn storable_snapshot(mut snapshot: StepSnapshot) -> StepSnapshot {
-    let reads_back = |s: &StepSnapshot| {
-        serde_json::to_value(s)
-            .ok()
-            .and_then(|json| serde_json::from_value::<StepSnapshot>(json).ok())
-            .is_some_and(|read| read == *s)
-    };
-    if reads_back(&snapshot) {
+    if json_that_reads_back(&snapshot).is_some() {
         return snapshot;
     }
     snapshot.optimum = None;
-    if reads_back(&snapshot) {
+    if json_that_reads_back(&snapshot).is_some() {
         return snapshot;
     }
     StepSnapshot {
