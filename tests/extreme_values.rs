@@ -110,6 +110,7 @@ fn prior_based_sessions_survive_values_and_noise_across_f64() {
 }
 
 backend_tests!(
+    settings = tvbo::api::RouterSettings::default();
     #[tokio::test]
     a_tiny_noise_leaves_every_endpoint_answering,
 );
@@ -117,6 +118,7 @@ backend_tests!(
 /// `hp-gp-ts` with `model.noise` 1e-30 and values in [−1, 1]: before the fix its state
 /// became NaN after 11 to 26 rounds in seeds 0, 2 and 3, and every call after was a 500.
 async fn a_tiny_noise_leaves_every_endpoint_answering(server: TestServer) {
+    let server = server.with_key("extreme").await;
     for seed in [0, 2, 3] {
         let mut body = prior_session("hp-gp-ts", 6, 1e-30);
         body["seed"] = json!(seed);

@@ -1,5 +1,6 @@
 //! What a hostile or careless client used to get away with (docs/api.md, "Limits"), on
-//! both backends:
+//! both backends, against servers with the settings a user gets (keys required, default
+//! rate and caps):
 //!
 //! - a reported `regret` of 1e308 overflowed the running total (503 on PostgreSQL, a null
 //!   total on SQLite): regrets are bounded as values are;
@@ -22,7 +23,10 @@ use common::TestServer;
 use serde_json::{Value, json};
 use tvbo::engine::Limits;
 
+// With the settings a user gets: keys required (each test's client presents one of its
+// tenant's), the default rate and caps.
 backend_tests!(
+    settings = tvbo::api::RouterSettings::default();
     #[tokio::test]
     reported_regret_is_bounded_and_totals_stay_finite,
     an_unreadable_session_is_listed_and_checked,
@@ -38,6 +42,7 @@ fn observe_path(id: &str) -> String {
 }
 
 async fn reported_regret_is_bounded_and_totals_stay_finite(server: TestServer) {
+    let server = server.with_key("hostile").await;
     let id = server.create(common::client_session("random", 1)).await;
     let observation = |regret: f64, t: f64| json!({"params": {"x": 0.5, "y": 0.5}, "value": 1.0, "t": t, "regret": regret});
     let before = server.dump().await;
@@ -65,6 +70,7 @@ async fn reported_regret_is_bounded_and_totals_stay_finite(server: TestServer) {
 }
 
 async fn an_unreadable_session_is_listed_and_checked(server: TestServer) {
+    let server = server.with_key("hostile").await;
     let kept = server.create(common::client_session("random", 1)).await;
     let damaged = server.create(common::client_session("gp-ucb", 2)).await;
     server
@@ -121,6 +127,7 @@ async fn post_with_key(
 }
 
 async fn idempotency_keys_see_one_session_and_one_body(server: TestServer) {
+    let server = server.with_key("hostile").await;
     let id = server.create(common::client_session("random", 1)).await;
     let simple = id.replace('-', "");
     let spellings = [
@@ -167,6 +174,7 @@ async fn idempotency_keys_see_one_session_and_one_body(server: TestServer) {
 }
 
 async fn suggestions_that_could_never_be_observed_are_refused(server: TestServer) {
+    let server = server.with_key("hostile").await;
     let cap = Limits::DEFAULT_MAX_ACTIVE_OBSERVATIONS;
     for algorithm in ["random", "gp-ucb"] {
         let id = server.create(common::client_session(algorithm, 1)).await;
@@ -197,6 +205,7 @@ async fn suggestions_that_could_never_be_observed_are_refused(server: TestServer
 }
 
 async fn predict_takes_its_documented_points(server: TestServer) {
+    let server = server.with_key("hostile").await;
     let parameters: Vec<Value> = (0..4)
         .map(|i| json!({"name": format!("parameter_{i}"), "low": 0, "high": 1}))
         .collect();
@@ -255,6 +264,7 @@ async fn predict_takes_its_documented_points(server: TestServer) {
 }
 
 async fn model_work_per_suggest_is_bounded(server: TestServer) {
+    let server = server.with_key("hostile").await;
     let id = server.create(common::client_session("gp-ucb", 1)).await;
     let n = 1500;
     let observations: Vec<Value> = (0..n)
@@ -291,6 +301,7 @@ async fn model_work_per_suggest_is_bounded(server: TestServer) {
 }
 
 async fn paths_naming_no_session_answer_problems(server: TestServer) {
+    let server = server.with_key("hostile").await;
     for (method, path) in [
         ("GET", "/v1/sessions/not-a-uuid"),
         ("GET", "/v1/sessions/not-a-uuid/best"),
@@ -323,10 +334,9 @@ async fn paths_naming_no_session_answer_problems(server: TestServer) {
     }
 }
 
-/// The tenant cap, with servers whose tenants may own 5 sessions.
+/// The tenant cap, with default settings but that a tenant may own 5 sessions.
 mod capped {
     use super::common::{self, TestServer};
-    use tvbo::engine::Limits;
 
     backend_tests!(
         settings = super::capped_tenants();
@@ -335,12 +345,13 @@ mod capped {
     );
 
     fn capped_tenants() -> tvbo::api::RouterSettings {
-        let mut settings = common::open_settings(Limits::default());
+        let mut settings = tvbo::api::RouterSettings::default();
         settings.access.max_sessions_per_tenant = 5;
         settings
     }
 
     async fn concurrent_creates_hold_the_tenant_cap(server: TestServer) {
+        let server = server.with_key("hostile").await;
         let mut creates = tokio::task::JoinSet::new();
         for i in 0..20 {
             let (client, url) = (server.client.clone(), server.url("/v1/sessions"));

@@ -179,6 +179,28 @@ impl TestServer {
         }
     }
 
+    /// This server with a key of `tenant` made in its database (as `tvbo keys create`
+    /// does) and a client that presents it on every request: how a user meets a server
+    /// with the default settings (keys required).
+    pub async fn with_key(mut self, tenant: &str) -> TestServer {
+        let made = tvbo::keys::new_key(tenant, None, false).expect("a valid key name");
+        self.store()
+            .insert_api_key(&made.row)
+            .await
+            .expect("store the key");
+        let mut headers = reqwest::header::HeaderMap::new();
+        let bearer = format!("Bearer {}", made.key);
+        headers.insert(
+            reqwest::header::AUTHORIZATION,
+            bearer.parse().expect("a key is a header value"),
+        );
+        self.client = reqwest::Client::builder()
+            .default_headers(headers)
+            .build()
+            .expect("a client");
+        self
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{}", self.base, path)
     }
