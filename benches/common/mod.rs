@@ -4,7 +4,9 @@
 
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use tvbo::domain::config::{AlgorithmConfig, CreateSession, FitStart, ModelConfig, SessionConfig};
+use tvbo::domain::config::{
+    AlgorithmConfig, CreateSession, FitStart, Hyperpriors, ModelConfig, SessionConfig,
+};
 use tvbo::domain::space::{ParameterSpec, ParameterType, Scale, SearchSpace};
 use tvbo::gp::{Gp, Hyperparameters, KernelKind, KernelSpec};
 use tvbo::policy::Observation;
@@ -99,6 +101,7 @@ pub fn model(temporal: KernelKind) -> ModelConfig {
         noise: None,
         warmup: 0,
         fit_start: FitStart::Fixed,
+        hyperpriors: Hyperpriors::default(),
     }
 }
 

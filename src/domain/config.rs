@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use crate::domain::hyperpriors::Hyperpriors;
 use crate::domain::kernel::KernelKind;
 use crate::domain::priors::{MAX_PRIORS, PriorSpec, validate_priors};
 use crate::domain::space::{Arm, ArmSpec, MAX_MAGNITUDE, ParameterSpec, SearchSpace};
@@ -403,7 +404,11 @@ pub struct ModelRequest {
     pub warmup: Option<u32>,
     /// Where each hyperparameter fit starts: `fixed` (default) or `previous`.
     pub fit_start: Option<FitStart>,
+    /// What each hyperparameter fit maximises: `robust` (default), the posterior under
+    /// weak priors on the hyperparameters, or `none`, the exact marginal likelihood.
+    pub hyperpriors: Option<Hyperpriors>,
 }
+
 
 /// Where a session's hyperparameter fits start.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -434,7 +439,12 @@ pub struct ModelConfig {
     /// setting existed).
     #[serde(default)]
     pub fit_start: FitStart,
+    /// The priors of each hyperparameter fit (`none` in sessions created before the
+    /// setting existed: a stored session keeps the model it was created with).
+    #[serde(default = "Hyperpriors::of_stored_session")]
+    pub hyperpriors: Hyperpriors,
 }
+
 
 /// Where a session's time axis comes from.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -604,6 +614,7 @@ impl SessionConfig {
             noise: model_request.noise,
             warmup,
             fit_start: model_request.fit_start.unwrap_or_default(),
+            hyperpriors: model_request.hyperpriors.unwrap_or_default(),
         };
         let time_request = request.time.unwrap_or_default();
         if let Some(lead) = time_request.lead

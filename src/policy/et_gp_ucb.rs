@@ -92,7 +92,7 @@ impl Policy for EtGpUcb {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::config::{FitStart, ModelConfig};
+    use crate::domain::config::{FitStart, Hyperpriors, ModelConfig};
     use crate::gp::KernelKind;
 
     fn model() -> ModelConfig {
@@ -102,6 +102,7 @@ mod tests {
             noise: None,
             warmup: 0,
             fit_start: FitStart::Fixed,
+            hyperpriors: Hyperpriors::None,
         }
     }
 

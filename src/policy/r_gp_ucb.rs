@@ -41,7 +41,7 @@ impl Policy for RGpUcb {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::config::{FitStart, ModelConfig};
+    use crate::domain::config::{FitStart, Hyperpriors, ModelConfig};
     use crate::gp::KernelKind;
     use crate::policy::Observation;
 
@@ -57,6 +57,7 @@ mod tests {
             noise: None,
             warmup: 0,
             fit_start: FitStart::Fixed,
+            hyperpriors: Hyperpriors::None,
         };
         let obs = |seq| Observation {
             seq,

@@ -76,7 +76,7 @@ impl Policy for WDbo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::config::{FitStart, ModelConfig};
+    use crate::domain::config::{FitStart, Hyperpriors, ModelConfig};
     use crate::gp::KernelKind;
     use crate::policy::Observation;
 
@@ -94,6 +94,7 @@ mod tests {
             noise: None,
             warmup,
             fit_start: FitStart::Fixed,
+            hyperpriors: Hyperpriors::None,
         };
         (policy, model)
     }

@@ -1,0 +1,168 @@
+//! Priors on a surrogate model's hyperparameters, and what a hyperparameter fit reports
+//! about where it ended (docs/decisions/0009-hyperpriors-and-the-fit-guard.md).
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// Which priors a session's hyperparameter fits put on the hyperparameters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Hyperpriors {
+    /// No priors: each fit maximises the exact marginal likelihood, as 002 §5.1 does.
+    /// On few or clustered data its optimum can sit at a bound (a model flat in space,
+    /// time explaining every value) and lock a session into corner suggestions.
+    None,
+    /// The maximum a posteriori fit under the log-normal priors of
+    /// [`HyperpriorSet::robust`], guarded against fits that end at a bound.
+    #[default]
+    Robust,
+}
+
+impl Hyperpriors {
+    /// The value of a stored session that predates the setting: the exact likelihood it
+    /// was created with (a session's model does not change under it).
+    pub fn of_stored_session() -> Hyperpriors {
+        Hyperpriors::None
+    }
+}
+
+/// A log-normal prior on a positive hyperparameter h: ln h ~ N(loc, scale²), as
+/// GPyTorch's `LogNormalPrior`, whose density is that of h (with its 1/h), so that where
+/// the likelihood is flat the fit ends at the prior's mode e^(loc − scale²).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct LogNormal {
+    pub loc: f64,
+    pub scale: f64,
+}
+
+impl LogNormal {
+    /// ln p(h) at u = ln h: −u − (u − loc)²/(2 scale²) − ln(scale √(2π)).
+    pub fn log_density(&self, u: f64) -> f64 {
+        let z = (u - self.loc) / self.scale;
+        -u - 0.5 * z * z - (self.scale * (2.0 * std::f64::consts::PI).sqrt()).ln()
+    }
+
+    /// d ln p(h) / du at u = ln h.
+    pub fn log_density_slope(&self, u: f64) -> f64 {
+        -1.0 - (u - self.loc) / (self.scale * self.scale)
+    }
+
+    /// The value of h where the density peaks.
+    pub fn mode(&self) -> f64 {
+        (self.loc - self.scale * self.scale).exp()
+    }
+}
+
+/// √2 and √3 of Hvarfner et al. (2024), "Vanilla Bayesian Optimization Performs Great in
+/// High Dimensions", §4: a lengthscale prior LogNormal(√2 + ln(d)/2, √3) for inputs on
+/// the unit cube, as BoTorch's `get_covar_module_with_dim_scaled_prior` sets it.
+const LENGTHSCALE_LOC: f64 = std::f64::consts::SQRT_2;
+const LENGTHSCALE_SCALE: f64 = 1.732_050_807_568_877_2;
+
+/// The priors of one fit, on the standardised values' scale; l_T in seconds.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct HyperpriorSet {
+    /// On λ: LogNormal(1, 1), mode 1, the standardised values' variance.
+    pub signal_variance: LogNormal,
+    /// On l_S: LogNormal(√2 + ln(d)/2, √3) (Hvarfner et al. 2024; BoTorch's default).
+    pub spatial_lengthscale: LogNormal,
+    /// On l_T: the same prior for one input measured in spans of the data's times,
+    /// LogNormal(√2 + ln(span), √3), span = max(last − first time, 1 s).
+    pub temporal_lengthscale: LogNormal,
+    /// On σ²: LogNormal(−4, 1), BoTorch's `get_gaussian_likelihood_with_lognormal_prior`.
+    pub noise_variance: LogNormal,
+}
+
+impl HyperpriorSet {
+    /// The priors of [`Hyperpriors::Robust`] for `dim` spatial dimensions and data whose
+    /// times span `time_span` seconds.
+    pub fn robust(dim: usize, time_span: f64) -> HyperpriorSet {
+        let span = if time_span.is_finite() {
+            time_span.max(1.0)
+        } else {
+            1.0
+        };
+        HyperpriorSet {
+            signal_variance: LogNormal {
+                loc: 1.0,
+                scale: 1.0,
+            },
+            spatial_lengthscale: LogNormal {
+                loc: LENGTHSCALE_LOC + 0.5 * (dim.max(1) as f64).ln(),
+                scale: LENGTHSCALE_SCALE,
+            },
+            temporal_lengthscale: LogNormal {
+                loc: LENGTHSCALE_LOC + span.ln(),
+                scale: LENGTHSCALE_SCALE,
+            },
+            noise_variance: LogNormal {
+                loc: -4.0,
+                scale: 1.0,
+            },
+        }
+    }
+}
+
+/// A hyperparameter and the end of its fitting box where a fit left it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum BoundHit {
+    SignalVarianceLower,
+    SignalVarianceUpper,
+    SpatialLengthscaleLower,
+    SpatialLengthscaleUpper,
+    TemporalLengthscaleLower,
+    TemporalLengthscaleUpper,
+    NoiseVarianceLower,
+    NoiseVarianceUpper,
+}
+
+/// What a hyperparameter fit did beyond its search: recorded with the step it served.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct FitReport {
+    /// The priors the fit maximised the posterior under; null for `hyperpriors: none`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priors: Option<HyperpriorSet>,
+    /// Fitted hyperparameters at an end of their box (after the guard's second start).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub at_bound: Vec<BoundHit>,
+    /// The first search ended at a bound and the guard searched again from the opposite
+    /// explanation of the data (smooth in time, rough in space), keeping the better.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub second_start: bool,
+    /// The fitted model is flat in space (l_S at its upper bound even after the second
+    /// start): the step's suggestions were drawn uniformly instead of from the
+    /// acquisition, whose maximiser would be an artefact of that flatness.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub explored: bool,
+}
+
+impl FitReport {
+    /// Whether the model this fit built cannot tell points in space apart.
+    pub fn flat_in_space(&self) -> bool {
+        self.at_bound.contains(&BoundHit::SpatialLengthscaleUpper)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The slope is the log density's derivative (central differences), and the density
+    /// peaks at the mode.
+    #[test]
+    fn the_log_density_its_slope_and_mode_agree() {
+        let prior = HyperpriorSet::robust(5, 80.0).spatial_lengthscale;
+        for u in [-3.0, -0.5, 0.0, 1.0, 2.5] {
+            let numeric = (prior.log_density(u + 1e-6) - prior.log_density(u - 1e-6)) / 2e-6;
+            assert!((numeric - prior.log_density_slope(u)).abs() < 1e-6, "at {u}");
+        }
+        let peak = prior.mode().ln();
+        assert!(prior.log_density_slope(peak).abs() < 1e-12);
+        assert!(prior.log_density(peak) > prior.log_density(peak + 0.01));
+        assert!(prior.log_density(peak) > prior.log_density(peak - 0.01));
+        // BoTorch's numbers at d = 5: median e^(√2 + ln(5)/2), mode e^(that − 3).
+        assert!((prior.loc - (2f64.sqrt() + 0.5 * 5f64.ln())).abs() < 1e-15);
+        assert!((prior.mode() - 0.4579).abs() < 1e-4, "{}", prior.mode());
+    }
+}
