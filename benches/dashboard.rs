@@ -58,6 +58,7 @@ fn snapshot(t: f64, with_optimum: bool) -> StepSnapshot {
         priors_active: None,
         response_time_fit: (!with_optimum).then_some([0.02, 1e-4, 1e-7, 1e-10]),
         state_not_saved: None,
+        fit: None,
     }
 }
 

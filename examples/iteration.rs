@@ -30,7 +30,9 @@ use tvbo::acquisition::{AcquisitionOptions, beta_wdbo, maximize_ucb_on};
 use tvbo::domain::config::{CreateSession, FitStart, SessionConfig};
 use tvbo::gp::{KernelKind, KernelSpec, SearchStart};
 use tvbo::policy::surrogate::FULL_FIT_EVERY;
-use tvbo::policy::{self, Observation, PolicyRng, PolicyState, SuggestContext, Surrogate};
+use tvbo::policy::{
+    self, FitSettings, Observation, PolicyRng, PolicyState, SuggestContext, Surrogate,
+};
 
 /// The server's allocator (see `src/main.rs`), so that this measures what it runs.
 #[global_allocator]
@@ -145,7 +147,11 @@ fn main() -> anyhow::Result<()> {
             policy::suggest(policy.as_ref(), &ctx, &mut state, &mut rng).expect("suggest")
         })?;
         let fit_alone = |start: SearchStart<'_>| {
-            Surrogate::fit(spec, input.dim, &data, None, None, start).expect("fit")
+            let settings = FitSettings {
+                start,
+                ..FitSettings::from_default_start(None, config.model.hyperpriors)
+            };
+            Surrogate::fit(spec, input.dim, &data, &settings).expect("fit")
         };
         let fit = timed(args.repeats, || fit_alone(SearchStart::Default))?;
         let surrogate = fit_alone(SearchStart::Default);
@@ -155,9 +161,7 @@ fn main() -> anyhow::Result<()> {
                 spec,
                 input.dim,
                 &data[..n - 1],
-                None,
-                None,
-                SearchStart::Default,
+                &FitSettings::from_default_start(None, config.model.hyperpriors),
             )?
             .hyperparameters();
             // An ordinal whose fit starts from the previous one.

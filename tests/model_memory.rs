@@ -10,9 +10,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicIsize, Ordering};
 
 use nalgebra::{DMatrix, DVector};
+use tvbo::domain::hyperpriors::Hyperpriors;
 use tvbo::gp::arms::{ArmGp, ArmPrior, TimeVaryingArmGp};
-use tvbo::gp::{KernelKind, KernelSpec, SearchStart};
-use tvbo::policy::{Observation, Surrogate};
+use tvbo::gp::{KernelKind, KernelSpec};
+use tvbo::policy::{FitSettings, Observation, Surrogate};
 
 /// Live heap bytes of the process.
 static LIVE: AtomicIsize = AtomicIsize::new(0);
@@ -84,18 +85,15 @@ fn reported_model_memory_matches_the_allocator() {
         spatial: KernelKind::Matern52,
         temporal: Some(KernelKind::Matern32),
     };
+    let exact = FitSettings::from_default_start(None, Hyperpriors::None);
     // The matrix-product kernels keep a workspace per thread (a few MB, made on first use
     // and kept for the thread's life), shared by every model the thread builds and owned
     // by none: made here first, it is not counted against the first model measured.
-    drop(
-        Surrogate::fit(spec, 6, &data(200, 6), None, None, SearchStart::Default)
-            .expect("the fit succeeds"),
-    );
+    drop(Surrogate::fit(spec, 6, &data(200, 6), &exact).expect("the fit succeeds"));
     for (n, dim) in [(1, 1), (3, 2), (20, 3), (200, 6)] {
         let observations = data(n, dim);
         let (surrogate, measured) = retained(|| {
-            Surrogate::fit(spec, dim, &observations, None, None, SearchStart::Default)
-                .expect("the fit succeeds")
+            Surrogate::fit(spec, dim, &observations, &exact).expect("the fit succeeds")
         });
         assert_close(
             &format!("GP of {n} points in {dim} dimensions"),

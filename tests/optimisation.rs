@@ -115,3 +115,110 @@ async fn a_restart_gives_the_same_next_suggestion() {
         restarted_server.stop().await;
     }
 }
+
+/// The lengthscale-at-bound loop's deterministic case, as a client meets it (keys on,
+/// default settings): 80 observations of the client's own settings within 0.01 of a
+/// corner of the 5-d cube, values sin(t/8) plus small noise (time alone matters), client
+/// time, no warm-up, then one suggest. Returns, per seed, the fitted l_S and whether the
+/// suggestion has every coordinate at a bound.
+async fn corner_sessions(server: &TestServer, hyperpriors: Option<&str>) -> Vec<(f64, bool)> {
+    use rand::{RngExt, SeedableRng};
+    let mut outcomes = Vec::new();
+    for seed in 0..10u64 {
+        let names = ["a", "b", "c", "d", "e"];
+        let mut model = json!({"warmup": 0});
+        if let Some(mode) = hyperpriors {
+            model["hyperpriors"] = json!(mode);
+        }
+        let id = server
+            .create(json!({
+                "parameters": names.iter().map(|n| json!({"name": n, "low": 0, "high": 1})).collect::<Vec<_>>(),
+                "algorithm": {"name": "bolt"},
+                "model": model,
+                "time": {"source": "client"},
+                "seed": seed,
+            }))
+            .await;
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let observations: Vec<Value> = (0..80)
+            .map(|i| {
+                let t = f64::from(i);
+                let params: serde_json::Map<String, Value> = names
+                    .iter()
+                    .map(|n| (n.to_string(), json!(0.01 * rng.random::<f64>())))
+                    .collect();
+                let noise = 0.05 * (rng.random::<f64>() - 0.5);
+                json!({"params": params, "value": (t / 8.0).sin() + noise, "t": t})
+            })
+            .collect();
+        let (status, body) = server
+            .post(
+                &format!("/v1/sessions/{id}/observations"),
+                &json!({"observations": observations}),
+            )
+            .await;
+        assert_eq!(status, 201, "{body}");
+        let (status, body) = server
+            .post(
+                &format!("/v1/sessions/{id}/suggestions"),
+                &json!({"t": 80.0}),
+            )
+            .await;
+        assert_eq!(status, 201, "{body}");
+        let params = &body["suggestions"][0]["params"];
+        let corner = names.iter().all(|n| {
+            let v = params[n].as_f64().unwrap();
+            v <= 1e-9 || v >= 1.0 - 1e-9
+        });
+        let (status, model) = server.get(&format!("/v1/sessions/{id}/model")).await;
+        assert_eq!(status, 200, "{model}");
+        let expected_loc = 2f64.sqrt() + 0.5 * 5f64.ln();
+        match hyperpriors {
+            Some("none") => assert!(model["hyperpriors"].is_null(), "{model}"),
+            _ => assert!(
+                (model["hyperpriors"]["spatial_lengthscale"]["loc"]
+                    .as_f64()
+                    .unwrap()
+                    - expected_loc)
+                    .abs()
+                    < 1e-12,
+                "{model}"
+            ),
+        }
+        let ls = model["hyperparameters"]["spatial_lengthscale"]
+            .as_f64()
+            .unwrap();
+        outcomes.push((ls, corner));
+    }
+    outcomes
+}
+
+/// With the service's default (`robust`), none of the ten sessions fits l_S at a bound
+/// and GET …/model shows the priors; with `hyperpriors: none` the exact-likelihood
+/// behaviour is the papers' as before: l_S at its top of 10 on several seeds, each
+/// followed by a corner suggestion.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clustered_data_do_not_lock_the_default_model_flat_in_space() {
+    let server = TestServer::start().await.with_key("corner").await;
+    let robust = corner_sessions(&server, None).await;
+    let exact = corner_sessions(&server, Some("none")).await;
+    println!("l_S, corner suggestion: robust {robust:?}, none {exact:?}");
+    let top = tvbo::domain::config::SPATIAL_LENGTHSCALE_BOUNDS.1;
+    let bottom = tvbo::domain::config::SPATIAL_LENGTHSCALE_BOUNDS.0;
+    let at_bound = |v: &[(f64, bool)]| {
+        v.iter()
+            .filter(|(ls, _)| *ls >= top * (1.0 - 1e-6) || *ls <= bottom * (1.0 + 1e-6))
+            .count()
+    };
+    assert_eq!(at_bound(&robust), 0, "robust: {robust:?}");
+    let exact_top: Vec<_> = exact
+        .iter()
+        .filter(|(ls, _)| *ls >= top * (1.0 - 1e-6))
+        .collect();
+    assert!(exact_top.len() >= 3, "none: {exact:?}");
+    assert!(
+        exact_top.iter().all(|(_, corner)| *corner),
+        "none: {exact:?}"
+    );
+    server.stop().await;
+}

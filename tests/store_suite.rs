@@ -10,6 +10,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Duration, Utc};
 use serde_json::json;
 use tvbo::domain::config::{CreateSession, SessionConfig};
+use tvbo::domain::hyperpriors::{BoundHit, FitReport};
 use tvbo::domain::records::{FittedHyperparameters, RecordedOptimum, StepSnapshot};
 use tvbo::server::open_store;
 use tvbo::store::{
@@ -838,6 +839,11 @@ async fn check_steps_with_snapshots(store: &dyn Store) {
         priors_active: None,
         response_time_fit: Some([0.5, 0.25, 0.0, 1e-6]),
         state_not_saved: Some("a reason".into()),
+        fit: Some(FitReport {
+            at_bound: vec![BoundHit::SpatialLengthscaleUpper],
+            second_start: true,
+            explored: true,
+        }),
     };
     let mut with_snapshot = call("suggest", 0.5);
     with_snapshot.snapshot = Some(snapshot.clone());

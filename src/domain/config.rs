@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::domain::hyperpriors::Hyperpriors;
+pub use crate::domain::hyperpriors::Hyperpriors;
 use crate::domain::kernel::KernelKind;
 use crate::domain::priors::{MAX_PRIORS, PriorSpec, validate_priors};
 use crate::domain::space::{Arm, ArmSpec, MAX_MAGNITUDE, ParameterSpec, SearchSpace};
@@ -409,7 +409,6 @@ pub struct ModelRequest {
     pub hyperpriors: Option<Hyperpriors>,
 }
 
-
 /// Where a session's hyperparameter fits start.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
@@ -444,7 +443,6 @@ pub struct ModelConfig {
     #[serde(default = "Hyperpriors::of_stored_session")]
     pub hyperpriors: Hyperpriors,
 }
-
 
 /// Where a session's time axis comes from.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]

@@ -117,12 +117,10 @@ pub enum BoundHit {
     NoiseVarianceUpper,
 }
 
-/// What a hyperparameter fit did beyond its search: recorded with the step it served.
+/// What a hyperparameter fit did beyond its search: recorded with the step it served
+/// when [`FitReport::is_notable`].
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct FitReport {
-    /// The priors the fit maximised the posterior under; null for `hyperpriors: none`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub priors: Option<HyperpriorSet>,
     /// Fitted hyperparameters at an end of their box (after the guard's second start).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub at_bound: Vec<BoundHit>,
@@ -138,6 +136,11 @@ pub struct FitReport {
 }
 
 impl FitReport {
+    /// Whether the fit did anything but end inside its box: what a step records.
+    pub fn is_notable(&self) -> bool {
+        !self.at_bound.is_empty() || self.second_start || self.explored
+    }
+
     /// Whether the model this fit built cannot tell points in space apart.
     pub fn flat_in_space(&self) -> bool {
         self.at_bound.contains(&BoundHit::SpatialLengthscaleUpper)
@@ -155,7 +158,10 @@ mod tests {
         let prior = HyperpriorSet::robust(5, 80.0).spatial_lengthscale;
         for u in [-3.0, -0.5, 0.0, 1.0, 2.5] {
             let numeric = (prior.log_density(u + 1e-6) - prior.log_density(u - 1e-6)) / 2e-6;
-            assert!((numeric - prior.log_density_slope(u)).abs() < 1e-6, "at {u}");
+            assert!(
+                (numeric - prior.log_density_slope(u)).abs() < 1e-6,
+                "at {u}"
+            );
         }
         let peak = prior.mode().ln();
         assert!(prior.log_density_slope(peak).abs() < 1e-12);

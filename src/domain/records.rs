@@ -8,6 +8,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::domain::config::SessionConfig;
+use crate::domain::hyperpriors::FitReport;
 use crate::domain::space::Params;
 
 /// The tenant of sessions made with authentication off, or before API keys existed.
@@ -199,6 +200,10 @@ pub struct StepSnapshot {
     /// not finite, which could not be read back): the session kept its previous state.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state_not_saved: Option<String>,
+    /// What this step's hyperparameter fit did beyond its search, when it did anything
+    /// but end inside its box.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fit: Option<FitReport>,
 }
 
 /// Hyperparameters of the last fit; variances on standardised observations.

@@ -8,10 +8,9 @@ use crate::domain::config::{AlgorithmConfig, SessionConfig, epsilon_of_temporal_
 use crate::domain::records::{
     FittedHyperparameters, ObservationRow, RecordedOptimum, StepSnapshot,
 };
-use crate::gp::SearchStart;
 use crate::gp::arms::{ArmGp, TimeVaryingArmGp};
 use crate::policy::tv_gp_ucb::TvGpUcbWithPrior;
-use crate::policy::{self, PolicyError, PolicyState, Surrogate};
+use crate::policy::{self, FitSettings, PolicyError, PolicyState, Surrogate};
 
 /// The model predictions, recommendations and regret estimates read from.
 pub enum CurrentModel {
@@ -60,9 +59,10 @@ impl CurrentModel {
                 spec,
                 dim,
                 &data,
-                config.model.noise,
-                policy.fixed_temporal_lengthscale(),
-                SearchStart::Default,
+                &FitSettings {
+                    fixed_temporal_lengthscale: policy.fixed_temporal_lengthscale(),
+                    ..FitSettings::from_default_start(config.model.noise, config.model.hyperpriors)
+                },
             )?,
         };
         Ok(Some(CurrentModel::Surrogate(surrogate)))
@@ -234,5 +234,6 @@ pub fn step_snapshot(
         priors_active: selection.filter(|_| eliminates).map(|s| s.active.clone()),
         response_time_fit: None,
         state_not_saved: None,
+        fit: None,
     })
 }

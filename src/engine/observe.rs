@@ -12,6 +12,7 @@ use super::{
 };
 use crate::domain::InvalidInput;
 use crate::domain::config::{AlgorithmConfig, TimeSource};
+use crate::domain::hyperpriors::FitReport;
 use crate::domain::input::ObservationInput;
 use crate::domain::records::{
     CallRecord, ChangeSet, Deactivation, History, ObservationRow, ResponseTimeSummary,
@@ -237,10 +238,12 @@ pub fn plan_observe(
     let t_last = rows.last().map_or(0.0, |r| r.t);
     let dataset_size = history.active.len() as i64;
     let response_time_fit = fit_response_time(&snapshot.response_times);
+    let fit = state.last_fit.take().filter(FitReport::is_notable);
     let saved = saved_state(session, state)?;
     let mut snapshot = step_snapshot(config, &saved.state, active_after, None)?;
     snapshot.response_time_fit = response_time_fit;
     snapshot.state_not_saved = saved.not_saved;
+    snapshot.fit = fit;
     let snapshot = storable_snapshot(snapshot);
     Ok(ChangeSet {
         suggestion_status: observed_suggestions

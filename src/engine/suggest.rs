@@ -11,6 +11,7 @@ use super::{
 use crate::acquisition::Cores;
 use crate::domain::InvalidInput;
 use crate::domain::config::AlgorithmConfig;
+use crate::domain::hyperpriors::FitReport;
 use crate::domain::records::{
     CallRecord, ChangeSet, History, ResponseTimeSample, SuggestionRow, SuggestionStatus,
 };
@@ -127,6 +128,7 @@ pub fn plan_suggest(
         })
         .collect();
     let dataset_size = history.active.len() as i64;
+    let fit = state.last_fit.take().filter(FitReport::is_notable);
     let saved = saved_state(session, state)?;
     let mut snapshot = step_snapshot(
         config,
@@ -135,6 +137,7 @@ pub fn plan_suggest(
         Some((&history.active, target, cores)),
     )?;
     snapshot.state_not_saved = saved.not_saved;
+    snapshot.fit = fit;
     let snapshot = storable_snapshot(snapshot);
     let response_time = session
         .last_suggest

@@ -1,6 +1,7 @@
-//! Maximum-likelihood hyperparameters: the exact log marginal likelihood with analytic
-//! gradients in log space, maximised by bounded L-BFGS from a fixed start (optionally
-//! plus quasi-random restarts).
+//! Hyperparameters by maximum likelihood or maximum a posteriori: the exact log marginal
+//! likelihood (plus, under hyperpriors, the log-normal priors' log densities) with
+//! analytic gradients in log space, maximised by bounded L-BFGS from a fixed start
+//! (optionally plus quasi-random restarts, and a guard's second start).
 
 use nalgebra::DMatrix;
 
@@ -14,6 +15,7 @@ use super::model::{
 use crate::domain::config::{
     SIGNAL_VARIANCE_BOUNDS, SPATIAL_LENGTHSCALE_BOUNDS, TEMPORAL_LENGTHSCALE_BOUNDS,
 };
+use crate::domain::hyperpriors::{BoundHit, FitReport, HyperpriorSet, LogNormal};
 use crate::optim::{BoundedOptions, Objective, minimize_objective_bounded};
 
 /// Bounds of σ² for standardised y; the lower end is the design's noise floor.
@@ -67,6 +69,12 @@ pub struct FitOptions {
     pub bounds: HyperBounds,
     /// Hyperparameters not fitted (default none).
     pub fixed: Fixed,
+    /// Priors on the hyperparameters: the fit maximises the log posterior, LML plus
+    /// the free hyperparameters' log prior densities (default none: the exact LML).
+    pub priors: Option<HyperpriorSet>,
+    /// The guard against a fit that ends at a bound (default off): search once more from
+    /// [`second_start`] and keep the better of the two ends.
+    pub guard: bool,
 }
 
 impl Default for FitOptions {
@@ -77,6 +85,8 @@ impl Default for FitOptions {
             max_iterations: 50,
             bounds: HyperBounds::default(),
             fixed: Fixed::default(),
+            priors: None,
+            guard: false,
         }
     }
 }
@@ -125,6 +135,40 @@ impl Layout {
             h.noise_variance = theta[k].exp();
         }
         h
+    }
+
+    /// The priors of the free coordinates, in the log vector's order.
+    fn priors(self, set: &HyperpriorSet) -> Vec<LogNormal> {
+        let mut v = vec![set.signal_variance, set.spatial_lengthscale];
+        if self.temporal {
+            v.push(set.temporal_lengthscale);
+        }
+        if self.noise {
+            v.push(set.noise_variance);
+        }
+        v
+    }
+
+    /// The bound (lower, upper) hit by each free coordinate of the log vector, in its
+    /// order.
+    fn bound_hits(self) -> Vec<(BoundHit, BoundHit)> {
+        let mut v = vec![
+            (BoundHit::SignalVarianceLower, BoundHit::SignalVarianceUpper),
+            (
+                BoundHit::SpatialLengthscaleLower,
+                BoundHit::SpatialLengthscaleUpper,
+            ),
+        ];
+        if self.temporal {
+            v.push((
+                BoundHit::TemporalLengthscaleLower,
+                BoundHit::TemporalLengthscaleUpper,
+            ));
+        }
+        if self.noise {
+            v.push((BoundHit::NoiseVarianceLower, BoundHit::NoiseVarianceUpper));
+        }
+        v
     }
 
     fn log_bounds(self, b: &HyperBounds) -> (Vec<f64>, Vec<f64>) {
@@ -406,21 +450,35 @@ fn lml_gradient(
     grad
 }
 
-/// −LML over the layout's log hyperparameters (the free ones; the rest from `base`), the
-/// function a fit minimises: its value is the factor of K, its gradient the inverse and
-/// the trace terms, asked for only where the line search accepts a step.
-struct NegativeLml<'a> {
+/// −LML − Σ ln p(θ_i) over the layout's log hyperparameters (the free ones; the rest
+/// from `base`; no prior terms without priors), the function a fit minimises: its value
+/// is the factor of K, its gradient the inverse and the trace terms, asked for only where
+/// the line search accepts a step.
+struct NegativeLogPosterior<'a> {
     spec: KernelSpec,
     layout: Layout,
     pairs: &'a Pairs,
     ys: &'a [f64],
     base: Hyperparameters,
+    /// The free coordinates' priors, in the log vector's order (empty: none).
+    priors: Vec<LogNormal>,
     workspace: Workspace,
-    /// The hyperparameters of the last finite value, whose factor `workspace` holds.
-    valued: Option<Hyperparameters>,
+    /// The log vector and hyperparameters of the last finite value, whose factor
+    /// `workspace` holds.
+    valued: Option<(Vec<f64>, Hyperparameters)>,
 }
 
-impl Objective for NegativeLml<'_> {
+impl NegativeLogPosterior<'_> {
+    fn log_prior(&self, theta: &[f64]) -> f64 {
+        self.priors
+            .iter()
+            .zip(theta)
+            .map(|(p, &u)| p.log_density(u))
+            .sum()
+    }
+}
+
+impl Objective for NegativeLogPosterior<'_> {
     fn value(&mut self, theta: &[f64]) -> f64 {
         let h = self.layout.hyper_from_log(theta, &self.base);
         let lml = lml_value(
@@ -431,16 +489,24 @@ impl Objective for NegativeLml<'_> {
             self.ys,
             &mut self.workspace,
         );
-        self.valued = lml.is_ok().then_some(h);
-        lml.map_or(f64::INFINITY, |v| -v)
+        self.valued = lml.is_ok().then(|| (theta.to_vec(), h));
+        lml.map_or(f64::INFINITY, |v| -v - self.log_prior(theta))
     }
 
     fn gradient(&mut self) -> Vec<f64> {
-        let Some(h) = self.valued else {
+        let Some((theta, h)) = self.valued.take() else {
             return Vec::new();
         };
         let gradient = lml_gradient(&h, self.layout, self.pairs, &mut self.workspace);
-        gradient.into_iter().map(|d| -d).collect()
+        let slopes = self
+            .priors
+            .iter()
+            .zip(&theta)
+            .map(|(p, &u)| p.log_density_slope(u))
+            .chain(std::iter::repeat(0.0));
+        let gradient = gradient.iter().zip(slopes).map(|(d, s)| -d - s).collect();
+        self.valued = Some((theta, h));
+        gradient
     }
 }
 
@@ -524,11 +590,27 @@ pub enum SearchStart<'a> {
     Previous(&'a Hyperparameters),
 }
 
-/// Maximises the exact log marginal likelihood in log space within `options.bounds`
-/// using analytic gradients and [`minimize_objective_bounded`] (which asks for the
-/// gradient only at accepted steps), starting from `start` ([`SearchStart`]) plus
-/// `options.restarts` scrambled-Sobol starts (scramble seed `options.restart_seed`).
-/// The quasi-random starts cover, in log space,
+/// Where the guard's second search starts: the opposite explanation of the data to the
+/// one a fit at a bound usually found (l_S at its top, a model flat in space in which
+/// short-lived changes in time explain every value): rough in space (l_S = 0.1), smooth
+/// in time (l_T = 10 × the data's time span), λ = 1, σ² = 0.01, clamped into the bounds.
+fn second_start(default: &Hyperparameters, bounds: &HyperBounds) -> Hyperparameters {
+    clamp_into(
+        &Hyperparameters {
+            signal_variance: 1.0,
+            spatial_lengthscale: 0.1,
+            temporal_lengthscale: 10.0 * default.temporal_lengthscale,
+            noise_variance: 0.01,
+        },
+        bounds,
+    )
+}
+
+/// Maximises the exact log marginal likelihood, or under `options.priors` the log
+/// posterior, in log space within `options.bounds` using analytic gradients and
+/// [`minimize_objective_bounded`] (which asks for the gradient only at accepted steps),
+/// starting from `start` ([`SearchStart`]) plus `options.restarts` scrambled-Sobol starts
+/// (scramble seed `options.restart_seed`). The quasi-random starts cover, in log space,
 /// λ ∈ [0.2, 5], l_S ∈ [0.05, 2], l_T ∈ [span/10, 10·span], σ² ∈ [1e-3, 0.3] (each
 /// intersected with the bounds). Returns the best hyperparameters found; ties keep the
 /// earlier start. A pure function of its inputs.
@@ -551,10 +633,27 @@ pub fn fit_hyperparameters(
     start: SearchStart<'_>,
     options: &FitOptions,
 ) -> Result<Hyperparameters, GpError> {
+    fit_with_report(spec, xs, ts, ys, start, options).map(|(h, _)| h)
+}
+
+/// [`fit_hyperparameters`], and what the fit did beyond its search ([`FitReport`]): the
+/// hyperparameters it left at a bound of their box and, with
+/// `options.guard`, whether a first search that ended at a bound was followed by a second
+/// one from [`second_start`] (the better of the two ends is kept, judged by the same
+/// objective). `explored` is left false (a policy's decision).
+pub fn fit_with_report(
+    spec: KernelSpec,
+    xs: &[Vec<f64>],
+    ts: &[f64],
+    ys: &[f64],
+    start: SearchStart<'_>,
+    options: &FitOptions,
+) -> Result<(Hyperparameters, FitReport), GpError> {
     let dim = xs.first().map_or(0, Vec::len);
     validate_data(dim, xs, ts, ys)?;
     let bounds = &options.bounds;
     let fixed = &options.fixed;
+    let mut report = FitReport::default();
     let default = apply_fixed(spec, &default_start(ts, bounds), fixed);
     let (base, guarded) = match start {
         SearchStart::Default => (default, false),
@@ -562,7 +661,7 @@ pub fn fit_hyperparameters(
         SearchStart::Previous(h) => (apply_fixed(spec, &clamp_into(h, bounds), fixed), true),
     };
     if xs.len() < 2 {
-        return Ok(base);
+        return Ok((base, report));
     }
     let layout = Layout::new(spec, fixed);
     validate_hyperparameters(spec, &base)?;
@@ -602,22 +701,28 @@ pub fn fit_hyperparameters(
         ..BoundedOptions::default()
     };
     let mut best: Option<(f64, Vec<f64>)> = None;
-    let mut objective = NegativeLml {
+    let mut objective = NegativeLogPosterior {
         spec,
         layout,
         pairs: &pairs,
         ys,
         base,
+        priors: options
+            .priors
+            .as_ref()
+            .map(|set| layout.priors(set))
+            .unwrap_or_default(),
         workspace: Workspace::new(&pairs, layout),
         valued: None,
     };
-    let search =
-        |objective: &mut NegativeLml<'_>, start: &[f64], best: &mut Option<(f64, Vec<f64>)>| {
-            let m = minimize_objective_bounded(objective, start, &lower, &upper, &optimizer);
-            if m.value.is_finite() && best.as_ref().is_none_or(|(v, _)| m.value < *v) {
-                *best = Some((m.value, m.x));
-            }
-        };
+    let search = |objective: &mut NegativeLogPosterior<'_>,
+                  start: &[f64],
+                  best: &mut Option<(f64, Vec<f64>)>| {
+        let m = minimize_objective_bounded(objective, start, &lower, &upper, &optimizer);
+        if m.value.is_finite() && best.as_ref().is_none_or(|(v, _)| m.value < *v) {
+            *best = Some((m.value, m.x));
+        }
+    };
     for start in &starts {
         search(&mut objective, start, &mut best);
     }
@@ -631,8 +736,36 @@ pub fn fit_hyperparameters(
             search(&mut objective, &default_theta, &mut best);
         }
     }
+    let at_bound = |theta: &[f64]| -> Vec<BoundHit> {
+        // A projected search that stops at a bound stops on it; 1e-6 in log units is a
+        // relative 1e-6 of the value.
+        layout
+            .bound_hits()
+            .into_iter()
+            .enumerate()
+            .filter_map(|(j, (low, high))| {
+                if theta[j] <= lower[j] + 1e-6 {
+                    Some(low)
+                } else if theta[j] >= upper[j] - 1e-6 {
+                    Some(high)
+                } else {
+                    None
+                }
+            })
+            .collect()
+    };
+    if options.guard
+        && best
+            .as_ref()
+            .is_some_and(|(_, theta)| !at_bound(theta).is_empty())
+    {
+        report.second_start = true;
+        let theta = layout.to_log(&apply_fixed(spec, &second_start(&default, bounds), fixed));
+        search(&mut objective, &theta, &mut best);
+    }
     let (_, theta) = best.ok_or(GpError::NotPositiveDefinite)?;
-    Ok(layout.hyper_from_log(&theta, &base))
+    report.at_bound = at_bound(&theta);
+    Ok((layout.hyper_from_log(&theta, &base), report))
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! differences, the fit against the truth and the guard of a warm start.
 
 use super::*;
+use crate::domain::hyperpriors::HyperpriorSet;
 use crate::gp::kernel::KernelKind;
 use crate::gp::model::Gp;
 use rand::{RngExt, SeedableRng};
@@ -358,5 +359,197 @@ fn tiny_datasets_return_the_start() {
             &FitOptions::default()
         )
         .is_err()
+    );
+}
+
+/// The log posterior's gradient (the LML's plus the priors' slopes) against central
+/// differences of its value, for every layout of free hyperparameters.
+#[test]
+fn log_posterior_gradient_matches_finite_differences() {
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    let hyper = Hyperparameters {
+        signal_variance: 0.7,
+        spatial_lengthscale: 0.6,
+        temporal_lengthscale: 30.0,
+        noise_variance: 0.02,
+    };
+    let priors = HyperpriorSet::robust(3, 50.0);
+    let fixeds = [
+        Fixed::default(),
+        Fixed {
+            temporal_lengthscale: Some(30.0),
+            noise_variance: None,
+        },
+        Fixed {
+            temporal_lengthscale: None,
+            noise_variance: Some(0.02),
+        },
+    ];
+    for temporal in [None, Some(KernelKind::Matern32)] {
+        for fixed in fixeds {
+            let spec = KernelSpec {
+                spatial: KernelKind::Matern52,
+                temporal,
+            };
+            let (xs, ts) = random_inputs(25, 3, &mut rng);
+            let ys: Vec<f64> = (0..25).map(|_| standard_normal(&mut rng)).collect();
+            let layout = Layout::new(spec, &fixed);
+            let pairs = Pairs::new(&xs, &ts);
+            let base = apply_fixed(spec, &hyper, &fixed);
+            let mut objective = NegativeLogPosterior {
+                spec,
+                layout,
+                pairs: &pairs,
+                ys: &ys,
+                base,
+                priors: layout.priors(&priors),
+                workspace: Workspace::new(&pairs, layout),
+                valued: None,
+            };
+            let theta = layout.to_log(&base);
+            let value = objective.value(&theta);
+            let grad = objective.gradient();
+            assert_eq!(grad.len(), layout.len());
+            // The value is −LML minus the priors' log densities.
+            let (lml, _) = log_marginal_likelihood(spec, &base, &fixed, &xs, &ts, &ys).unwrap();
+            let log_prior: f64 = layout
+                .priors(&priors)
+                .iter()
+                .zip(&theta)
+                .map(|(p, &u)| p.log_density(u))
+                .sum();
+            assert!((value - (-lml - log_prior)).abs() < 1e-9);
+            for j in 0..theta.len() {
+                let mut at = |delta: f64| {
+                    let mut t = theta.clone();
+                    t[j] += delta;
+                    objective.value(&t)
+                };
+                let fd = (at(1e-6) - at(-1e-6)) / 2e-6;
+                assert!(
+                    (fd - grad[j]).abs() <= 1e-5 * fd.abs().max(1.0),
+                    "{temporal:?} {fixed:?} coordinate {j}: {fd} vs {}",
+                    grad[j]
+                );
+            }
+        }
+    }
+}
+
+/// 80 points within 0.01 of a corner of the 5-d cube whose standardised values vary
+/// with time alone (sin(t/8) plus noise), t = 0, 1, …, 79: the data say nothing about
+/// the spatial lengthscale.
+fn corner_data(seed: u64) -> (Vec<Vec<f64>>, Vec<f64>, Vec<f64>) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let xs: Vec<Vec<f64>> = (0..80)
+        .map(|_| (0..5).map(|_| 0.01 * rng.random::<f64>()).collect())
+        .collect();
+    let ts: Vec<f64> = (0..80).map(f64::from).collect();
+    let raw: Vec<f64> = ts
+        .iter()
+        .map(|t| (t / 8.0).sin() + 0.05 * standard_normal(&mut rng))
+        .collect();
+    let mean = raw.iter().sum::<f64>() / 80.0;
+    let sd = (raw.iter().map(|y| (y - mean).powi(2)).sum::<f64>() / 80.0).sqrt();
+    let ys = raw.iter().map(|y| (y - mean) / sd).collect();
+    (xs, ts, ys)
+}
+
+/// The corner case of the lengthscale-at-bound loop, at the fit: the exact likelihood
+/// puts l_S at its upper bound on some seeds (the model goes flat in space), the
+/// posterior under the robust priors on none, and its l_S is then near the prior's mode,
+/// not at the top.
+#[test]
+fn the_robust_fit_keeps_the_spatial_lengthscale_off_its_bounds_on_clustered_data() {
+    let spec = KernelSpec {
+        spatial: KernelKind::Matern52,
+        temporal: Some(KernelKind::Matern32),
+    };
+    let top = SPATIAL_LENGTHSCALE_BOUNDS.1;
+    let mut exact_at_top = 0;
+    for seed in 0..10 {
+        let (xs, ts, ys) = corner_data(seed);
+        let exact = fit_with_report(
+            spec,
+            &xs,
+            &ts,
+            &ys,
+            SearchStart::Default,
+            &FitOptions::default(),
+        )
+        .unwrap();
+        if exact.0.spatial_lengthscale >= top * (1.0 - 1e-6) {
+            exact_at_top += 1;
+            assert!(exact.1.flat_in_space(), "seed {seed}: {:?}", exact.1);
+        }
+        let options = FitOptions {
+            priors: Some(HyperpriorSet::robust(5, 79.0)),
+            guard: true,
+            ..FitOptions::default()
+        };
+        let (robust, report) =
+            fit_with_report(spec, &xs, &ts, &ys, SearchStart::Default, &options).unwrap();
+        assert!(
+            report.at_bound.is_empty(),
+            "seed {seed}: {robust:?} {report:?}"
+        );
+        assert!(
+            robust.spatial_lengthscale < 2.0,
+            "seed {seed}: l_S {}",
+            robust.spatial_lengthscale
+        );
+    }
+    assert!(
+        exact_at_top >= 3,
+        "exact fits at the top: {exact_at_top} of 10"
+    );
+}
+
+/// The guard: a fit that ends at a bound searches again from the second start and keeps
+/// the better end; without priors and guard nothing of this runs (the report says only
+/// where the search ended).
+#[test]
+fn the_guard_searches_again_only_from_a_fit_at_a_bound() {
+    let spec = KernelSpec {
+        spatial: KernelKind::Matern52,
+        temporal: Some(KernelKind::Matern32),
+    };
+    let (xs, ts, ys) = corner_data(1);
+    let unguarded = fit_with_report(
+        spec,
+        &xs,
+        &ts,
+        &ys,
+        SearchStart::Default,
+        &FitOptions::default(),
+    )
+    .unwrap();
+    assert!(!unguarded.1.second_start);
+    let guarded_options = FitOptions {
+        guard: true,
+        ..FitOptions::default()
+    };
+    let guarded =
+        fit_with_report(spec, &xs, &ts, &ys, SearchStart::Default, &guarded_options).unwrap();
+    assert_eq!(guarded.1.second_start, !unguarded.1.at_bound.is_empty());
+    let lml = |h: &Hyperparameters| {
+        log_marginal_likelihood(spec, h, &Fixed::default(), &xs, &ts, &ys)
+            .unwrap()
+            .0
+    };
+    assert!(lml(&guarded.0) >= lml(&unguarded.0) - 1e-9);
+    // Spread-out data: no bound, no second search.
+    let mut rng = ChaCha8Rng::seed_from_u64(9);
+    let (xs, ts) = random_inputs(30, 2, &mut rng);
+    let ys: Vec<f64> = xs
+        .iter()
+        .zip(&ts)
+        .map(|(x, t)| (6.0 * x[0]).sin() + x[1] + 0.02 * t + 0.1 * standard_normal(&mut rng))
+        .collect();
+    let (_, report) =
+        fit_with_report(spec, &xs, &ts, &ys, SearchStart::Default, &guarded_options).unwrap();
+    assert!(
+        !report.second_start && report.at_bound.is_empty(),
+        "{report:?}"
     );
 }

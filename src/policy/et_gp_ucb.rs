@@ -7,10 +7,10 @@
 //! On a trigger the dataset is emptied and the surprising observation starts the new one.
 
 use super::{
-    Observation, ObserveContext, Policy, PolicyError, PolicyState, RemovalReason, Surrogate,
+    FitSettings, Observation, ObserveContext, Policy, PolicyError, PolicyState, RemovalReason,
+    Surrogate,
 };
 use crate::domain::config::Beta;
-use crate::gp::SearchStart;
 
 /// Event-triggered GP-UCB.
 pub struct EtGpUcb {
@@ -48,9 +48,7 @@ impl Policy for EtGpUcb {
                 spec,
                 ctx.new[0].x.len(),
                 &dataset,
-                ctx.fixed_noise,
-                None,
-                SearchStart::Default,
+                &FitSettings::from_default_start(ctx.fixed_noise, ctx.model.hyperpriors),
             )?)
         } else {
             None
@@ -77,9 +75,7 @@ impl Policy for EtGpUcb {
                         spec,
                         observation.x.len(),
                         &dataset,
-                        ctx.fixed_noise,
-                        None,
-                        SearchStart::Default,
+                        &FitSettings::from_default_start(ctx.fixed_noise, ctx.model.hyperpriors),
                     )?);
                 }
                 None => {}

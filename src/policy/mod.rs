@@ -25,14 +25,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::acquisition::{self, AcquisitionOptions};
 use crate::domain::config::{AlgorithmConfig, Beta, BetaSchedule, ModelConfig, SessionConfig};
+use crate::domain::hyperpriors::{FitReport, Hyperpriors};
 use crate::domain::records::ResponseTimeSummary;
 use crate::domain::space::SearchSpace;
-use crate::gp::{GpError, Hyperparameters, KernelSpec, SearchStart};
+use crate::gp::{GpError, Hyperparameters, KernelSpec};
 
 pub use prior_selection::{PriorSelection, PriorSelectionState, SelectionRule};
 pub use stage::{MODEL_WORK_TARGET, Stage};
-pub use surrogate::Surrogate;
 use surrogate::search_start;
+pub use surrogate::{FitSettings, Surrogate};
 
 /// The random-number generator every policy draws from. Seeded per call from the
 /// session seed and the call's ordinal, so a rebuilt model makes the same choice.
@@ -124,6 +125,11 @@ pub struct PolicyState {
     /// Active priors, elimination statistics and hyperposterior (algorithms with priors).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prior_selection: Option<PriorSelectionState>,
+    /// What this step's fit did beyond its search (priors, bounds hit, the guard): set
+    /// by the policy, moved into the step's record by the engine, never stored here.
+    #[serde(skip)]
+    #[schema(ignore)]
+    pub last_fit: Option<FitReport>,
 }
 
 /// What a suggest call works from.
@@ -469,11 +475,13 @@ pub(crate) fn model_after(
                 spec,
                 dim,
                 &data,
-                ctx.fixed_noise,
-                policy.fixed_temporal_lengthscale(),
-                SearchStart::Default,
+                &FitSettings {
+                    fixed_temporal_lengthscale: policy.fixed_temporal_lengthscale(),
+                    ..FitSettings::from_default_start(ctx.fixed_noise, ctx.model.hyperpriors)
+                },
             )?;
             state.hyperparameters = Some(*surrogate.hyperparameters());
+            state.last_fit = Some(surrogate.fit_report().clone());
             surrogate
         }
     };
@@ -484,6 +492,12 @@ pub(crate) fn model_after(
 /// points as hallucinated observations (GP-BUCB, Desautels et al. 2014: y = μ(x), which
 /// leaves the mean unchanged and shrinks the variance), and pick `count` maximisers of
 /// μ + √β σ at the target time, each hallucinated before the next.
+///
+/// Under `model.hyperpriors: robust`, a fit whose model stays flat in space after the
+/// guard's second start (l_S at its upper bound: the data cannot tell points apart, and
+/// UCB's maximiser would be an artefact, typically a corner) is answered by uniform
+/// random proposals instead, which give the next fit spread-out data
+/// ([`FitReport::explored`]; docs/decisions/0009-hyperpriors-and-the-fit-guard.md).
 pub fn ucb_proposals(
     spec: KernelSpec,
     fixed_temporal_lengthscale: Option<f64>,
@@ -496,15 +510,25 @@ pub fn ucb_proposals(
         spec,
         ctx.space.dim(),
         ctx.data,
-        ctx.fixed_noise,
-        fixed_temporal_lengthscale,
-        search_start(
-            ctx.model.fit_start,
-            state.hyperparameters.as_ref(),
-            ctx.issued_before,
-        ),
+        &FitSettings {
+            fixed_noise: ctx.fixed_noise,
+            fixed_temporal_lengthscale,
+            start: search_start(
+                ctx.model.fit_start,
+                state.hyperparameters.as_ref(),
+                ctx.issued_before,
+            ),
+            hyperpriors: ctx.model.hyperpriors,
+        },
     )?;
     state.hyperparameters = Some(*surrogate.hyperparameters());
+    let mut report = surrogate.fit_report().clone();
+    report.explored = ctx.model.hyperpriors == Hyperpriors::Robust && report.flat_in_space();
+    let explored = report.explored;
+    state.last_fit = Some(report);
+    if explored {
+        return Ok((0..ctx.count).map(|_| random_proposal(ctx, rng)).collect());
+    }
     let beta = beta_value(
         beta,
         ctx.space.dim(),
@@ -556,6 +580,7 @@ mod tests {
 
     use super::*;
     use crate::domain::config::{CreateSession, FitStart};
+    use crate::gp::SearchStart;
     use crate::gp::fit::{FitOptions, fit_hyperparameters};
     use crate::policy::surrogate::standardised;
 

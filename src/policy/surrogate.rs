@@ -1,7 +1,8 @@
 //! The surrogate model of a session: a GP on standardised values.
 
 use crate::domain::config::FitStart;
-use crate::gp::fit::{FitOptions, Fixed, NOISE_VARIANCE_BOUNDS, SearchStart, fit_hyperparameters};
+use crate::domain::hyperpriors::{FitReport, HyperpriorSet, Hyperpriors};
+use crate::gp::fit::{FitOptions, Fixed, NOISE_VARIANCE_BOUNDS, SearchStart, fit_with_report};
 use crate::gp::{Gp, GpError, Hyperparameters, KernelSpec};
 use crate::policy::{Observation, Stage};
 
@@ -11,6 +12,34 @@ pub struct Surrogate {
     gp: Gp,
     y_mean: f64,
     y_scale: f64,
+    /// What the fit did (the default report for a model built without one).
+    fit: FitReport,
+}
+
+/// How a session's model is fitted: the values held fixed, where the search starts and
+/// which priors it maximises under.
+#[derive(Clone, Copy, Debug)]
+pub struct FitSettings<'a> {
+    /// Fixed observation-noise variance in objective units squared.
+    pub fixed_noise: Option<f64>,
+    /// Fixed l_T in seconds.
+    pub fixed_temporal_lengthscale: Option<f64>,
+    pub start: SearchStart<'a>,
+    /// `robust`: MAP under [`HyperpriorSet::robust`] with the fit's guard; `none`: the
+    /// exact likelihood, unguarded (002's protocol).
+    pub hyperpriors: Hyperpriors,
+}
+
+impl FitSettings<'_> {
+    /// From the default start, nothing fixed but `fixed_noise`.
+    pub fn from_default_start(fixed_noise: Option<f64>, hyperpriors: Hyperpriors) -> Self {
+        FitSettings {
+            fixed_noise,
+            fixed_temporal_lengthscale: None,
+            start: SearchStart::Default,
+            hyperpriors,
+        }
+    }
 }
 
 /// The data's mean and standard deviation (scale 1 when the values do not vary), inputs,
@@ -58,39 +87,44 @@ pub fn search_start(
 }
 
 impl Surrogate {
-    /// Fits the hyperparameters by maximum marginal likelihood and builds the GP (a
-    /// [`Stage::Fit`]). `fixed_noise` is in objective units squared.
+    /// Fits the hyperparameters by maximum marginal likelihood, or by maximum a
+    /// posteriori under `settings.hyperpriors`, and builds the GP (a [`Stage::Fit`]).
     ///
     /// From [`SearchStart::Default`] (a session's `fit_start: fixed`, see [`search_start`])
     /// the fit is one local search from the default start, whatever the earlier fits
-    /// found ([`fit_hyperparameters`] says why): the result depends on the data alone, so
-    /// one unlucky fit cannot steer the next ones.
+    /// found ([`crate::gp::fit::fit_hyperparameters`] says why): the result depends on
+    /// the data alone, so one unlucky fit cannot steer the next ones.
     pub fn fit(
         spec: KernelSpec,
         dim: usize,
         data: &[Observation],
-        fixed_noise: Option<f64>,
-        fixed_temporal_lengthscale: Option<f64>,
-        start: SearchStart<'_>,
+        settings: &FitSettings<'_>,
     ) -> Result<Self, GpError> {
         let (y_mean, y_scale, xs, ts, ys) = standardised(data);
+        let robust = settings.hyperpriors == Hyperpriors::Robust;
+        let time_span = ts.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+            - ts.iter().copied().fold(f64::INFINITY, f64::min);
         let options = FitOptions {
             fixed: Fixed {
-                temporal_lengthscale: fixed_temporal_lengthscale,
+                temporal_lengthscale: settings.fixed_temporal_lengthscale,
                 // The noise floor holds for a configured noise too.
-                noise_variance: fixed_noise
+                noise_variance: settings
+                    .fixed_noise
                     .map(|v| (v / (y_scale * y_scale)).clamp(NOISE_VARIANCE_BOUNDS.0, 1e6)),
             },
+            priors: robust.then(|| HyperpriorSet::robust(dim, time_span)),
+            guard: robust,
             ..FitOptions::default()
         };
-        let gp = Stage::Fit.run(|| {
-            let hyper = fit_hyperparameters(spec, &xs, &ts, &ys, start, &options)?;
-            Gp::new(spec, hyper, dim, xs, ts, ys)
+        let (gp, fit) = Stage::Fit.run(|| {
+            let (hyper, report) = fit_with_report(spec, &xs, &ts, &ys, settings.start, &options)?;
+            Ok::<_, GpError>((Gp::new(spec, hyper, dim, xs, ts, ys)?, report))
         })?;
         Ok(Surrogate {
             gp,
             y_mean,
             y_scale,
+            fit,
         })
     }
 
@@ -107,6 +141,7 @@ impl Surrogate {
             gp,
             y_mean,
             y_scale,
+            fit: FitReport::default(),
         })
     }
 
@@ -117,6 +152,11 @@ impl Surrogate {
 
     pub fn hyperparameters(&self) -> &Hyperparameters {
         self.gp.hyperparameters()
+    }
+
+    /// What the fit that built this model did.
+    pub fn fit_report(&self) -> &FitReport {
+        &self.fit
     }
 
     /// Standard deviation of the data, the unit of standardised values.

@@ -11,6 +11,7 @@ use super::read_model::cached_model;
 use super::service::{MAX_PREDICT_POINTS, SessionService};
 use crate::domain::InvalidInput;
 use crate::domain::config::TimeSource;
+use crate::domain::hyperpriors::{HyperpriorSet, Hyperpriors};
 use crate::domain::records::History;
 use crate::domain::time::{MAX_CLIENT_TIME, wall_time};
 use crate::engine::{CurrentModel, arm_points, fitted_hyperparameters, lead, policy_state};
@@ -179,10 +180,22 @@ impl SessionService {
             PriorSelectionView::new(names, saved)
         });
         let hyperparameters = fitted_hyperparameters(config, &state);
+        let hyperpriors = (hyperparameters.is_some()
+            && config.model.hyperpriors == Hyperpriors::Robust)
+            .then(|| {
+                let (first, last) = history
+                    .active
+                    .iter()
+                    .fold((f64::INFINITY, f64::NEG_INFINITY), |(first, last), o| {
+                        (first.min(o.t), last.max(o.t))
+                    });
+                HyperpriorSet::robust(config.parameters.len(), last - first)
+            });
         Ok(ModelView {
             dataset_size: history.active.len() as i64,
             max_dataset_size: state.max_dataset_size.map(|n| n as i64),
             hyperparameters,
+            hyperpriors,
             lead: lead(&history),
             response_time: ResponseTimeView {
                 coefficients: fit_response_time(&summaries),

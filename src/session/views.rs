@@ -7,6 +7,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::domain::config::{AlgorithmConfig, Goal, ModelConfig, SessionConfig, TimeConfig};
+use crate::domain::hyperpriors::HyperpriorSet;
 use crate::domain::input::ObservationInput;
 use crate::domain::records::{FittedHyperparameters, StepSnapshot};
 use crate::domain::space::{Arm, ParameterSpec, Params};
@@ -289,6 +290,10 @@ pub struct ModelView {
     pub max_dataset_size: Option<i64>,
     /// Null until the model has been fitted.
     pub hyperparameters: Option<FittedHyperparameters>,
+    /// The priors the next fit maximises under (`model.hyperpriors: robust`), for the
+    /// active data now (l_T's depends on their time span); null under `none` and until
+    /// the model has been fitted.
+    pub hyperpriors: Option<HyperpriorSet>,
     /// Seconds added to a suggestion's time (configured or the median past delay).
     pub lead: f64,
     pub response_time: ResponseTimeView,

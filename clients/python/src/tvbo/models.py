@@ -26,6 +26,7 @@ Scale = Literal["linear", "log"]
 KernelKind = Literal["matern12", "matern32", "matern52", "rbf"]
 TimeSource = Literal["wall", "client"]
 FitStart = Literal["fixed", "previous"]
+Hyperpriors = Literal["none", "robust"]
 AlgorithmName = Literal[
     "bolt",
     "w-dbo",
@@ -88,6 +89,7 @@ class ModelOptions(TypedDict, total=False):
     noise: Optional[float]
     warmup: Optional[int]
     fit_start: Optional[FitStart]
+    hyperpriors: Optional[Hyperpriors]
 
 
 class TimeOptions(TypedDict, total=False):
@@ -132,6 +134,7 @@ class ModelConfig:
     temporal_kernel: Optional[KernelKind] = None
     noise: Optional[float] = None
     fit_start: Optional[FitStart] = None
+    hyperpriors: Optional[Hyperpriors] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -330,6 +333,7 @@ class ModelView:
     hyperparameters: Optional[FittedHyperparameters] = None
     max_dataset_size: Optional[int] = None
     prior_selection: Optional[Dict[str, Any]] = None
+    hyperpriors: Optional[Dict[str, Any]] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -380,6 +384,7 @@ ENUMS: Dict[str, Any] = {
     "KernelKind": KernelKind,
     "TimeSource": TimeSource,
     "FitStart": FitStart,
+    "Hyperpriors": Hyperpriors,
 }
 """OpenAPI enum schema name → the Literal type listing its values."""
 
