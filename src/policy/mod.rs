@@ -588,7 +588,7 @@ mod tests {
         let request: CreateSession = serde_json::from_value(json!({
             "parameters": [{"name": "a", "low": 0, "high": 1}, {"name": "b", "low": 0, "high": 1}],
             "algorithm": {"name": "bolt"},
-            "model": {"warmup": 0, "fit_start": fit_start},
+            "model": {"warmup": 0, "fit_start": fit_start, "hyperpriors": "none"},
             "time": {"source": "client"}
         }))
         .unwrap();
