@@ -67,5 +67,5 @@ pub use options::{BenchOptions, ServerTime, parse_algorithm_options};
 pub use plan::{Plan, RunSpec};
 pub use run_log::{RUN_LOG, RunResult};
 pub use seeds::derive_seed;
-pub use session::{session_config, session_request};
+pub use session::{ModelSettings, session_config, session_request};
 pub use suites::{Suite, all_objectives, suite};

@@ -9,10 +9,11 @@ use super::algorithms::{AlgorithmEntry, AlgorithmOptions, algorithm};
 use super::error::BenchError;
 use super::options::BenchOptions;
 use super::seeds::derive_seed;
-use super::session::{algorithm_request, session_config};
+use super::session::{ModelSettings, algorithm_request, session_config};
 use super::suites::{Suite, objectives_named, suite};
 use crate::domain::config::AlgorithmConfig;
 use crate::domain::config::FitStart;
+use crate::domain::hyperpriors::Hyperpriors;
 
 /// One (objective, algorithm, replication).
 #[derive(Clone, Debug)]
@@ -32,10 +33,20 @@ pub struct Plan {
     pub algorithm_options: BTreeMap<&'static str, AlgorithmOptions>,
     /// Every session's `model.fit_start` (`--fit-start`).
     pub fit_start: FitStart,
+    /// Every session's `model.hyperpriors` (`--hyperpriors`).
+    pub hyperpriors: Hyperpriors,
     pub runs: Vec<RunSpec>,
 }
 
 impl Plan {
+    /// The `model` settings of every session of this plan.
+    pub fn model_settings(&self) -> ModelSettings {
+        ModelSettings {
+            fit_start: self.fit_start,
+            hyperpriors: self.hyperpriors,
+        }
+    }
+
     /// The options of `algorithm` in this plan, if any were given.
     pub fn options_of(&self, algorithm: &str) -> Option<&AlgorithmOptions> {
         self.algorithm_options.get(algorithm)
@@ -157,6 +168,7 @@ impl Plan {
             suite,
             algorithm_options,
             fit_start: options.fit_start,
+            hyperpriors: options.hyperpriors,
             runs,
         })
     }
@@ -288,7 +300,7 @@ mod tests {
             Some(options),
             9,
             ServerTime::Client,
-            FitStart::Fixed,
+            ModelSettings::PAPERS,
         )
         .unwrap();
         let config = session_config(&request, 9).unwrap();
