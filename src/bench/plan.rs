@@ -227,7 +227,17 @@ mod tests {
         let wdbo = suite("wdbo").unwrap();
         assert_eq!(wdbo.objectives.len(), 3);
         assert_eq!((wdbo.horizon, wdbo.replications), (150.0, 3));
-        assert_eq!(suite("all").unwrap().objectives.len(), 20);
+        let multimodal = suite("multimodal").unwrap();
+        let names: Vec<&str> = multimodal
+            .objectives
+            .iter()
+            .map(|o| o.name.as_str())
+            .collect();
+        assert_eq!(names, ["basins4", "shekel-basins5", "drifting-basins6"]);
+        let algorithms: Vec<&str> = multimodal.algorithms.iter().map(|a| a.name).collect();
+        assert_eq!(algorithms, ["bolt", "w-dbo", "gp-ucb", "random"]);
+        assert_eq!((multimodal.horizon, multimodal.replications), (150.0, 5));
+        assert_eq!(suite("all").unwrap().objectives.len(), 23);
         assert!(suite("nope").is_err());
     }
 
