@@ -116,7 +116,7 @@ pub enum BenchTime {
 pub struct BenchArgs {
     /// Suite: `quick` (every policy in minutes), `paper` (002's Table 3), `gp` (000's
     /// time-varying GP samples), `priors` (003's prior-selection setups), `wdbo` (W-DBO on
-    /// the wells objectives) or `all`.
+    /// the wells objectives), `multimodal` (basins whose depths change) or `all`.
     #[arg(long, default_value = "quick")]
     pub suite: String,
     /// Only these objectives (comma-separated names, e.g. `hartmann3,powell,tvgp-se-0.01`).
@@ -134,6 +134,12 @@ pub struct BenchArgs {
     /// The runs record it, and `--resume` reuses only runs with the same one.
     #[arg(long, default_value = "fixed", value_parser = parse_fit_start)]
     pub fit_start: crate::domain::config::FitStart,
+    /// Every session's `model.hyperpriors`: `none` (exact maximum likelihood, the papers'
+    /// protocol), `robust` (MAP under weak priors) or `default` (the service's default,
+    /// recorded as the mode it stands for). The runs record it, and `--resume` reuses only
+    /// runs with the same one.
+    #[arg(long, default_value = "none", value_parser = parse_hyperpriors)]
+    pub hyperpriors: crate::domain::hyperpriors::Hyperpriors,
     /// Replications per (objective, algorithm) (suite default: 10; quick: 2).
     #[arg(long)]
     pub replications: Option<usize>,
@@ -186,6 +192,7 @@ impl BenchArgs {
             algorithms: self.algorithms.clone(),
             algorithm_options: self.algorithm_options.clone(),
             fit_start: self.fit_start,
+            hyperpriors: self.hyperpriors,
             replications: self.replications,
             horizon: self.horizon,
             jobs: self.jobs,
@@ -424,4 +431,47 @@ impl ServeArgs {
 fn parse_fit_start(text: &str) -> Result<crate::domain::config::FitStart, String> {
     serde_json::from_value(serde_json::Value::String(text.to_string()))
         .map_err(|_| format!("`{text}` is not a fit start: `fixed` or `previous`"))
+}
+
+/// `--hyperpriors`: a value of the API's `model.hyperpriors`, or `default` for the
+/// service's default (resolved here, so that the runs record the mode itself).
+fn parse_hyperpriors(text: &str) -> Result<crate::domain::hyperpriors::Hyperpriors, String> {
+    if text == "default" {
+        return Ok(crate::domain::hyperpriors::Hyperpriors::default());
+    }
+    serde_json::from_value(serde_json::Value::String(text.to_string()))
+        .map_err(|_| format!("`{text}` is not a hyperprior mode: `none`, `robust` or `default`"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::hyperpriors::Hyperpriors;
+
+    fn bench_hyperpriors(args: &[&str]) -> Result<Hyperpriors, clap::Error> {
+        let cli = Cli::try_parse_from(["tvbo", "bench"].iter().chain(args))?;
+        match cli.command {
+            Some(Command::Bench(bench)) => Ok(bench.options().hyperpriors),
+            other => panic!("not bench: {other:?}"),
+        }
+    }
+
+    /// `tvbo bench --hyperpriors`: `none` unless given; `default` is the service's
+    /// default, resolved at parse time.
+    #[test]
+    fn bench_hyperpriors_default_to_none_and_resolve_default() {
+        assert_eq!(bench_hyperpriors(&[]).unwrap(), Hyperpriors::None);
+        for (given, mode) in [
+            ("none", Hyperpriors::None),
+            ("robust", Hyperpriors::Robust),
+            ("default", Hyperpriors::default()),
+        ] {
+            assert_eq!(bench_hyperpriors(&["--hyperpriors", given]).unwrap(), mode);
+        }
+        let e = bench_hyperpriors(&["--hyperpriors", "map"]).unwrap_err();
+        assert!(
+            e.to_string().contains("`none`, `robust` or `default`"),
+            "{e}"
+        );
+    }
 }

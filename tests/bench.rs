@@ -7,6 +7,7 @@ mod common;
 use common::TestServer;
 use tvbo::bench::{self, BenchOptions, Plan, RunResult, ServerTime};
 use tvbo::domain::config::FitStart;
+use tvbo::domain::hyperpriors::Hyperpriors;
 
 fn options(output: &std::path::Path) -> BenchOptions {
     BenchOptions {
@@ -19,6 +20,7 @@ fn options(output: &std::path::Path) -> BenchOptions {
         algorithms: None,
         algorithm_options: Vec::new(),
         fit_start: FitStart::Fixed,
+        hyperpriors: Hyperpriors::None,
         replications: Some(1),
         horizon: Some(20.5),
         jobs: 2,

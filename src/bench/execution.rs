@@ -123,7 +123,7 @@ fn run_one(
         algorithm_options,
         session_seed,
         time,
-        plan.fit_start,
+        plan.model_settings(),
     )?;
     let config = session_config(&request, session_seed)?;
     let warmup = config.model.warmup as usize;
@@ -158,6 +158,7 @@ fn run_one(
         fixed_compute: options.fixed_compute,
         algorithm_options: algorithm_options.cloned(),
         fit_start: plan.fit_start,
+        hyperpriors: plan.hyperpriors,
         warmup,
         iterations,
         wall_seconds: started.elapsed().as_secs_f64(),

@@ -23,7 +23,8 @@
 //!   `cargo bench --bench prior_selection`).
 //! - The objectives: [`synthetic`] (002's eight functions), [`objective`] (the
 //!   [`Objective`](objective::Objective) trait, and a synthetic function as one), [`tvgp`]
-//!   (000's time-varying GP samples), [`prior_setup`] (003's setups).
+//!   (000's time-varying GP samples), [`prior_setup`] (003's setups), [`wells`] (the
+//!   drifting wells), [`multimodal`] (basins whose depths change).
 //! - [`stats`] — mean ± standard error of a sample ([`MeanSe`](stats::MeanSe)).
 //! - [`reference`](mod@reference) — 002's published Table 3.
 //! - [`suites`] — the suites ([`suite`]) and the objectives they name
@@ -44,6 +45,7 @@ pub mod error;
 pub mod execution;
 pub mod experiments;
 pub mod http;
+pub mod multimodal;
 pub mod objective;
 pub mod options;
 pub mod plan;
@@ -67,5 +69,5 @@ pub use options::{BenchOptions, ServerTime, parse_algorithm_options};
 pub use plan::{Plan, RunSpec};
 pub use run_log::{RUN_LOG, RunResult};
 pub use seeds::derive_seed;
-pub use session::{session_config, session_request};
+pub use session::{ModelSettings, session_config, session_request};
 pub use suites::{Suite, all_objectives, suite};

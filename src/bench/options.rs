@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::algorithms::{AlgorithmOptions, algorithm};
 use crate::domain::config::FitStart;
+use crate::domain::hyperpriors::Hyperpriors;
 
 /// Whether a session's time comes from the bench's clock or the server's.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -31,6 +32,9 @@ pub struct BenchOptions {
     pub algorithm_options: Vec<(String, AlgorithmOptions)>,
     /// Every session's `model.fit_start` (default `fixed`, the papers' protocol).
     pub fit_start: FitStart,
+    /// Every session's `model.hyperpriors` (default `none`, the papers' protocol: exact
+    /// maximum likelihood).
+    pub hyperpriors: Hyperpriors,
     pub replications: Option<usize>,
     pub horizon: Option<f64>,
     /// Runs in parallel (threads).
@@ -63,6 +67,7 @@ impl Default for BenchOptions {
             algorithms: None,
             algorithm_options: Vec::new(),
             fit_start: FitStart::Fixed,
+            hyperpriors: Hyperpriors::None,
             replications: None,
             horizon: None,
             jobs: 1,

@@ -9,10 +9,11 @@ use super::algorithms::{AlgorithmEntry, AlgorithmOptions, algorithm};
 use super::error::BenchError;
 use super::options::BenchOptions;
 use super::seeds::derive_seed;
-use super::session::{algorithm_request, session_config};
+use super::session::{ModelSettings, algorithm_request, session_config};
 use super::suites::{Suite, objectives_named, suite};
 use crate::domain::config::AlgorithmConfig;
 use crate::domain::config::FitStart;
+use crate::domain::hyperpriors::Hyperpriors;
 
 /// One (objective, algorithm, replication).
 #[derive(Clone, Debug)]
@@ -32,10 +33,20 @@ pub struct Plan {
     pub algorithm_options: BTreeMap<&'static str, AlgorithmOptions>,
     /// Every session's `model.fit_start` (`--fit-start`).
     pub fit_start: FitStart,
+    /// Every session's `model.hyperpriors` (`--hyperpriors`).
+    pub hyperpriors: Hyperpriors,
     pub runs: Vec<RunSpec>,
 }
 
 impl Plan {
+    /// The `model` settings of every session of this plan.
+    pub fn model_settings(&self) -> ModelSettings {
+        ModelSettings {
+            fit_start: self.fit_start,
+            hyperpriors: self.hyperpriors,
+        }
+    }
+
     /// The options of `algorithm` in this plan, if any were given.
     pub fn options_of(&self, algorithm: &str) -> Option<&AlgorithmOptions> {
         self.algorithm_options.get(algorithm)
@@ -157,6 +168,7 @@ impl Plan {
             suite,
             algorithm_options,
             fit_start: options.fit_start,
+            hyperpriors: options.hyperpriors,
             runs,
         })
     }
@@ -215,7 +227,17 @@ mod tests {
         let wdbo = suite("wdbo").unwrap();
         assert_eq!(wdbo.objectives.len(), 3);
         assert_eq!((wdbo.horizon, wdbo.replications), (150.0, 3));
-        assert_eq!(suite("all").unwrap().objectives.len(), 20);
+        let multimodal = suite("multimodal").unwrap();
+        let names: Vec<&str> = multimodal
+            .objectives
+            .iter()
+            .map(|o| o.name.as_str())
+            .collect();
+        assert_eq!(names, ["basins4", "shekel-basins5", "drifting-basins6"]);
+        let algorithms: Vec<&str> = multimodal.algorithms.iter().map(|a| a.name).collect();
+        assert_eq!(algorithms, ["bolt", "w-dbo", "gp-ucb", "random"]);
+        assert_eq!((multimodal.horizon, multimodal.replications), (150.0, 5));
+        assert_eq!(suite("all").unwrap().objectives.len(), 23);
         assert!(suite("nope").is_err());
     }
 
@@ -288,7 +310,7 @@ mod tests {
             Some(options),
             9,
             ServerTime::Client,
-            FitStart::Fixed,
+            ModelSettings::PAPERS,
         )
         .unwrap();
         let config = session_config(&request, 9).unwrap();

@@ -8,6 +8,7 @@ use super::error::BenchError;
 use super::plan::Plan;
 use super::runner::Iteration;
 use crate::domain::config::FitStart;
+use crate::domain::hyperpriors::Hyperpriors;
 
 /// The outcome of one run (one line of `runs.jsonl`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -28,6 +29,11 @@ pub struct RunResult {
     /// only with the same one.
     #[serde(default, skip_serializing_if = "is_fixed")]
     pub fit_start: FitStart,
+    /// The sessions' `model.hyperpriors` (`--hyperpriors`), written in every line; a line
+    /// without it (an earlier version's) reads as `none`, the exact likelihood those runs
+    /// fitted. Runs are reused only with the same one.
+    #[serde(default = "exact_likelihood")]
+    pub hyperpriors: Hyperpriors,
     /// Random warm-up queries of the session (its `model.warmup`): the first iterations.
     pub warmup: usize,
     pub iterations: Vec<Iteration>,
@@ -37,6 +43,11 @@ pub struct RunResult {
 
 fn is_fixed(fit_start: &FitStart) -> bool {
     *fit_start == FitStart::Fixed
+}
+
+/// The hyperpriors of a run recorded before `--hyperpriors` existed.
+fn exact_likelihood() -> Hyperpriors {
+    Hyperpriors::None
 }
 
 /// The file of finished runs, one JSON [`RunResult`] per line, appended as runs finish.
@@ -79,8 +90,8 @@ fn recorded_runs(path: &std::path::Path) -> Result<Vec<RunResult>, BenchError> {
 }
 
 /// The runs of `plan` recorded in the log at `path` (same objective, algorithm, algorithm
-/// options, fit start, replication, seed, horizon and `fixed_compute`), in plan order;
-/// `None` where a run is missing.
+/// options, fit start, hyperpriors, replication, seed, horizon and `fixed_compute`), in
+/// plan order; `None` where a run is missing.
 pub(super) fn recorded_for_plan(
     plan: &Plan,
     fixed_compute: Option<f64>,
@@ -99,6 +110,7 @@ pub(super) fn recorded_for_plan(
                         && r.algorithm == run.algorithm.name
                         && r.algorithm_options.as_ref() == plan.options_of(run.algorithm.name)
                         && r.fit_start == plan.fit_start
+                        && r.hyperpriors == plan.hyperpriors
                         && r.replication == run.replication
                         && r.seed == run.seed
                         && r.horizon == plan.suite.horizon
@@ -126,6 +138,7 @@ mod tests {
             fixed_compute: None,
             algorithm_options: None,
             fit_start: FitStart::Fixed,
+            hyperpriors: Hyperpriors::None,
             warmup: 15,
             iterations: vec![runner::Iteration {
                 t: 1.0,
@@ -172,6 +185,7 @@ mod tests {
             fixed_compute: None,
             algorithm_options,
             fit_start: FitStart::Fixed,
+            hyperpriors: Hyperpriors::None,
             warmup: 15,
             iterations: Vec::new(),
             wall_seconds: 1.0,
@@ -232,6 +246,7 @@ mod tests {
             fixed_compute: None,
             algorithm_options: None,
             fit_start: FitStart::Previous,
+            hyperpriors: Hyperpriors::None,
             warmup: 15,
             iterations: Vec::new(),
             wall_seconds: 1.0,
@@ -244,5 +259,61 @@ mod tests {
             vec![Some(run)]
         );
         assert_eq!(recorded_for_plan(&fixed, None, &log).unwrap(), vec![None]);
+    }
+
+    #[test]
+    fn resumed_runs_are_those_of_the_same_hyperpriors() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join(RUN_LOG);
+        let plan = |hyperpriors| {
+            Plan::new(&BenchOptions {
+                suite: "paper".into(),
+                objectives: Some(vec!["hartmann3".into()]),
+                algorithms: Some(vec!["bolt".into()]),
+                replications: Some(1),
+                hyperpriors,
+                ..BenchOptions::default()
+            })
+            .unwrap()
+        };
+        let (none, robust) = (plan(Hyperpriors::None), plan(Hyperpriors::Robust));
+        assert_eq!(BenchOptions::default().hyperpriors, Hyperpriors::None);
+        let run = |hyperpriors| RunResult {
+            objective: "hartmann3".into(),
+            algorithm: "bolt".into(),
+            replication: 0,
+            seed: robust.runs[0].seed,
+            horizon: 600.0,
+            fixed_compute: None,
+            algorithm_options: None,
+            fit_start: FitStart::Fixed,
+            hyperpriors,
+            warmup: 15,
+            iterations: Vec::new(),
+            wall_seconds: 1.0,
+        };
+        // Recorded in every line, `none` included.
+        let robust_line = serde_json::to_string(&run(Hyperpriors::Robust)).unwrap();
+        assert!(
+            robust_line.contains(r#""hyperpriors":"robust""#),
+            "{robust_line}"
+        );
+        let none_line = serde_json::to_string(&run(Hyperpriors::None)).unwrap();
+        assert!(none_line.contains(r#""hyperpriors":"none""#), "{none_line}");
+        std::fs::write(&log, format!("{robust_line}\n")).unwrap();
+        assert_eq!(
+            recorded_for_plan(&robust, None, &log).unwrap(),
+            vec![Some(run(Hyperpriors::Robust))]
+        );
+        assert_eq!(recorded_for_plan(&none, None, &log).unwrap(), vec![None]);
+        // A line of an earlier version, without the field, is a run of `none`.
+        let old_line = none_line.replace(r#""hyperpriors":"none","#, "");
+        assert!(!old_line.contains("hyperpriors"), "{old_line}");
+        std::fs::write(&log, format!("{old_line}\n")).unwrap();
+        assert_eq!(
+            recorded_for_plan(&none, None, &log).unwrap(),
+            vec![Some(run(Hyperpriors::None))]
+        );
+        assert_eq!(recorded_for_plan(&robust, None, &log).unwrap(), vec![None]);
     }
 }

@@ -8,7 +8,25 @@ use super::error::BenchError;
 use super::objective::Objective;
 use super::options::ServerTime;
 use crate::domain::config::{CreateSession, FitStart, SessionConfig};
+use crate::domain::hyperpriors::Hyperpriors;
 use crate::engine::new_session_config;
+
+/// The settings of every session's `model` that the bench's options choose.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ModelSettings {
+    /// `model.fit_start` (`--fit-start`).
+    pub fit_start: FitStart,
+    /// `model.hyperpriors` (`--hyperpriors`).
+    pub hyperpriors: Hyperpriors,
+}
+
+impl ModelSettings {
+    /// The papers' protocol: fits from the fixed start, exact maximum likelihood.
+    pub const PAPERS: ModelSettings = ModelSettings {
+        fit_start: FitStart::Fixed,
+        hyperpriors: Hyperpriors::None,
+    };
+}
 
 /// The `algorithm` object of a create request: the entry's defaults with each of
 /// `options` set.
@@ -27,7 +45,8 @@ pub(super) fn algorithm_request(
 /// The create-session request of a run: the objective's parameters (x1…xd over its
 /// [`Objective::parameter_range`]) or arms, the algorithm with its defaults and `options`
 /// (and, for the algorithms that select among priors, the objective's priors and noise
-/// variance), `fit_start`, client time, the run's seed, minimisation.
+/// variance), the `model` settings (`fit_start`, `hyperpriors`), client time, the run's
+/// seed, minimisation.
 pub fn session_request(
     objective: &dyn Objective,
     name: &str,
@@ -35,7 +54,7 @@ pub fn session_request(
     options: Option<&AlgorithmOptions>,
     seed: u64,
     time: ServerTime,
-    fit_start: FitStart,
+    settings: ModelSettings,
 ) -> Result<Value, BenchError> {
     let parameter = |i: usize| format!("x{}", i + 1);
     let (low, high) = objective.parameter_range();
@@ -48,7 +67,8 @@ pub fn session_request(
         ServerTime::Wall => "wall",
     };
     let mut model = serde_json::Map::new();
-    model.insert("fit_start".into(), json!(fit_start));
+    model.insert("fit_start".into(), json!(settings.fit_start));
+    model.insert("hyperpriors".into(), json!(settings.hyperpriors));
     if algorithm.needs_priors {
         let priors = objective.priors().ok_or_else(|| {
             BenchError::Config(format!(
@@ -126,7 +146,7 @@ mod tests {
                     None,
                     9,
                     ServerTime::Client,
-                    FitStart::Fixed,
+                    ModelSettings::PAPERS,
                 );
                 if entry.needs_priors && objective.priors().is_none() {
                     assert!(request.is_err(), "{} without priors", entry.name);
@@ -134,6 +154,7 @@ mod tests {
                 }
                 let config = session_config(&request.unwrap(), 9).unwrap();
                 assert_eq!(config.algorithm.name(), entry.name);
+                assert_eq!(config.model.hyperpriors, Hyperpriors::None);
                 assert_eq!(config.seed, 9);
                 assert_eq!(config.arms.is_some(), objective.arms().is_some());
                 if entry.needs_priors {
@@ -154,10 +175,16 @@ mod tests {
             None,
             9,
             ServerTime::Client,
-            FitStart::Previous,
+            ModelSettings {
+                fit_start: FitStart::Previous,
+                hyperpriors: Hyperpriors::Robust,
+            },
         )
         .unwrap();
         assert_eq!(request["model"]["fit_start"], "previous");
+        assert_eq!(request["model"]["hyperpriors"], "robust");
+        let config = session_config(&request, 9).unwrap();
+        assert_eq!(config.model.hyperpriors, Hyperpriors::Robust);
         assert_eq!(request["parameters"][0]["high"], 20.0);
         assert_eq!(request["arms"][29]["params"]["x1"], 20.0);
     }

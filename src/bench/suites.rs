@@ -7,6 +7,7 @@ use std::sync::Arc;
 use super::algorithms::{ALGORITHMS, AlgorithmEntry, algorithm};
 use super::error::BenchError;
 use super::experiments::SetupKind;
+use super::multimodal::{Multimodal, MultimodalKind};
 use super::objective::{Objective, SyntheticObjective};
 use super::prior_setup::PriorSetupObjective;
 use super::reference;
@@ -25,6 +26,8 @@ pub enum ObjectiveKind {
     PriorSetup(SetupKind),
     /// The drifting polynomial with 2^d wells of [`super::wells`] (d = 3, 4 or 5).
     Wells(usize),
+    /// Basins whose depths change over time, of [`super::multimodal`] (d = 4, 5 or 6).
+    Multimodal(MultimodalKind),
 }
 
 /// A named objective of a suite; [`ObjectiveSpec::instantiate`] makes the function a run
@@ -62,6 +65,14 @@ impl ObjectiveSpec {
         }
     }
 
+    pub fn multimodal(kind: MultimodalKind) -> Self {
+        ObjectiveSpec {
+            name: kind.name().to_string(),
+            label: kind.label().to_string(),
+            kind: ObjectiveKind::Multimodal(kind),
+        }
+    }
+
     pub fn prior_setup(kind: SetupKind) -> Self {
         ObjectiveSpec {
             name: format!("prior-{}", kind.name()),
@@ -75,7 +86,7 @@ impl ObjectiveSpec {
     pub fn depends_on_seed(&self) -> bool {
         !matches!(
             self.kind,
-            ObjectiveKind::Synthetic(_) | ObjectiveKind::Wells(_)
+            ObjectiveKind::Synthetic(_) | ObjectiveKind::Wells(_) | ObjectiveKind::Multimodal(_)
         )
     }
 
@@ -95,6 +106,7 @@ impl ObjectiveSpec {
             }
             ObjectiveKind::PriorSetup(kind) => Arc::new(PriorSetupObjective::new(kind, seed)?),
             ObjectiveKind::Wells(dim) => Arc::new(Wells::new(dim, horizon)),
+            ObjectiveKind::Multimodal(kind) => Arc::new(Multimodal::new(kind, horizon)),
         })
     }
 }
@@ -122,6 +134,11 @@ pub fn all_objectives() -> Vec<ObjectiveSpec> {
     }
     all.extend(SetupKind::ALL.into_iter().map(ObjectiveSpec::prior_setup));
     all.extend(WELLS_DIMS.into_iter().map(ObjectiveSpec::wells));
+    all.extend(
+        MultimodalKind::ALL
+            .into_iter()
+            .map(ObjectiveSpec::multimodal),
+    );
     all
 }
 
@@ -157,6 +174,8 @@ pub(super) fn objectives_named(names: &[&str]) -> Result<Vec<ObjectiveSpec>, Ben
 ///   in minutes;
 /// - `wdbo`: the wells objectives (d = 3, 4, 5) × W-DBO, BOLT and random search, 150 s,
 ///   3 replications: W-DBO's fidelity check outside the paper suite;
+/// - `multimodal`: the basins objectives (d = 4, 5, 6; the deepest basin changes during
+///   the run) × BOLT, W-DBO, GP-UCB and random search, 150 s, 5 replications;
 /// - `all`: every objective × every algorithm, 600 s, 10 replications.
 pub fn suite(name: &str) -> Result<Suite, BenchError> {
     let every: Vec<&'static AlgorithmEntry> = ALGORITHMS.iter().collect();
@@ -200,10 +219,22 @@ pub fn suite(name: &str) -> Result<Suite, BenchError> {
             150.0,
             3,
         ),
+        "multimodal" => (
+            MultimodalKind::ALL
+                .into_iter()
+                .map(ObjectiveSpec::multimodal)
+                .collect(),
+            ["bolt", "w-dbo", "gp-ucb", "random"]
+                .into_iter()
+                .map(algorithm)
+                .collect::<Result<_, _>>()?,
+            150.0,
+            5,
+        ),
         "all" => (all_objectives(), every, 600.0, 10),
         other => {
             return Err(BenchError::Options(format!(
-                "unknown suite {other:?} (known: paper, gp, priors, quick, wdbo, all)"
+                "unknown suite {other:?} (known: paper, gp, priors, quick, wdbo, multimodal, all)"
             )));
         }
     };

@@ -13,6 +13,7 @@ use crate::bench::reference;
 use crate::bench::run_log::RunResult;
 use crate::bench::stats::MeanSe;
 use crate::domain::config::FitStart;
+use crate::domain::hyperpriors::Hyperpriors;
 
 /// Points of the time series (bins over the horizon).
 const SERIES_POINTS: usize = 60;
@@ -127,6 +128,8 @@ pub struct Report {
     pub algorithm_options: BTreeMap<String, AlgorithmOptions>,
     /// Every session's `model.fit_start` (`--fit-start`).
     pub fit_start: FitStart,
+    /// Every session's `model.hyperpriors` (`--hyperpriors`).
+    pub hyperpriors: Hyperpriors,
     pub summaries: Vec<Summary>,
     pub normalised: Vec<Normalised>,
     pub runs: Vec<RunSummary>,
@@ -259,6 +262,7 @@ impl Report {
                 .map(|(name, options)| (name.to_string(), options.clone()))
                 .collect(),
             fit_start: plan.fit_start,
+            hyperpriors: plan.hyperpriors,
             summaries,
             normalised,
             runs,

@@ -10,6 +10,7 @@ use super::format::{duration, significant};
 use crate::bench::reference;
 use crate::bench::stats::MeanSe;
 use crate::domain::config::FitStart;
+use crate::domain::hyperpriors::Hyperpriors;
 
 impl Report {
     /// The Markdown report: settings, the Table-3-style pivot (mean ± standard error of
@@ -59,6 +60,16 @@ impl Report {
             let _ = writeln!(
                 md,
                 "Hyperparameter fits start from each session's previous fit (`--fit-start previous`), not from the papers' fixed start.\n"
+            );
+        }
+        if self.hyperpriors != Hyperpriors::None {
+            let _ = writeln!(
+                md,
+                "Hyperparameter fits are maximum a posteriori under the service's weak priors (`--hyperpriors {}`), not the papers' exact maximum likelihood.\n",
+                serde_json::to_value(self.hyperpriors)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default()
             );
         }
         let _ = writeln!(
@@ -316,6 +327,7 @@ mod tests {
             algorithms: vec!["gp-ucb".into(), "w-dbo".into(), "bolt".into()],
             algorithm_options: BTreeMap::new(),
             fit_start: FitStart::Fixed,
+            hyperpriors: Hyperpriors::None,
             summaries,
             normalised: Vec::new(),
             runs: Vec::new(),
@@ -357,6 +369,15 @@ mod tests {
             "{md}"
         );
         assert!(!md.contains("Algorithm options"), "{md}");
+        assert!(!md.contains("--hyperpriors"), "{md}");
+        let mut robust = report(600.0, summaries.clone());
+        robust.hyperpriors = Hyperpriors::Robust;
+        assert!(
+            robust
+                .markdown()
+                .contains("under the service's weak priors (`--hyperpriors robust`)"),
+            "{md}"
+        );
         // Runs with options say so in the settings and beside 002's numbers.
         let mut with_options = report(600.0, summaries.clone());
         let options = serde_json::json!({"alpha": 0.5});
