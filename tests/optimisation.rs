@@ -188,6 +188,24 @@ async fn corner_sessions(server: &TestServer, hyperpriors: Option<&str>) -> Vec<
         let ls = model["hyperparameters"]["spatial_lengthscale"]
             .as_f64()
             .unwrap();
+        // The suggest's step records a fit that ended at a bound, and only such a fit.
+        let (status, steps) = server.get(&format!("/v1/sessions/{id}/steps")).await;
+        assert_eq!(status, 200, "{steps}");
+        let suggest = steps["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["kind"] == "suggest")
+            .expect("a suggest step");
+        let at_top = ls >= 10.0 * (1.0 - 1e-6);
+        let recorded = &suggest["snapshot"]["fit"]["at_bound"];
+        assert_eq!(
+            recorded
+                .as_array()
+                .is_some_and(|b| b.contains(&json!("spatial_lengthscale_upper"))),
+            at_top,
+            "{suggest}"
+        );
         outcomes.push((ls, corner));
     }
     outcomes

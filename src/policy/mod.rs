@@ -125,8 +125,8 @@ pub struct PolicyState {
     /// Active priors, elimination statistics and hyperposterior (algorithms with priors).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prior_selection: Option<PriorSelectionState>,
-    /// What this step's fit did beyond its search (priors, bounds hit, the guard): set
-    /// by the policy, moved into the step's record by the engine, never stored here.
+    /// What this step's fit did beyond its search (bounds hit, the guard): set by the
+    /// policy, moved into the step's record by the engine, never stored here.
     #[serde(skip)]
     #[schema(ignore)]
     pub last_fit: Option<FitReport>,
@@ -584,15 +584,73 @@ mod tests {
     use crate::gp::fit::{FitOptions, fit_hyperparameters};
     use crate::policy::surrogate::standardised;
 
-    fn bolt(fit_start: FitStart) -> SessionConfig {
+    fn bolt_with(fit_start: FitStart, hyperpriors: Hyperpriors) -> SessionConfig {
         let request: CreateSession = serde_json::from_value(json!({
             "parameters": [{"name": "a", "low": 0, "high": 1}, {"name": "b", "low": 0, "high": 1}],
             "algorithm": {"name": "bolt"},
-            "model": {"warmup": 0, "fit_start": fit_start, "hyperpriors": "none"},
+            "model": {"warmup": 0, "fit_start": fit_start, "hyperpriors": hyperpriors},
             "time": {"source": "client"}
         }))
         .unwrap();
         SessionConfig::from_request(request, 0).unwrap()
+    }
+
+    fn bolt(fit_start: FitStart) -> SessionConfig {
+        bolt_with(fit_start, Hyperpriors::None)
+    }
+
+    /// A suggest of `config` on `data` at t = 30 from an empty state: its proposals and
+    /// the state it leaves.
+    fn suggest_on(config: &SessionConfig, data: &[Observation]) -> (Vec<Proposal>, PolicyState) {
+        let space = config.space();
+        let ctx = SuggestContext {
+            space: &space,
+            arms: None,
+            model: &config.model,
+            data,
+            pending: &[],
+            t: 30.0,
+            count: 2,
+            issued_before: data.len() as u64 + 1,
+            fixed_noise: None,
+            cores: &1,
+        };
+        let mut state = PolicyState::default();
+        let policy = policy_for(config);
+        let proposals = suggest(
+            policy.as_ref(),
+            &ctx,
+            &mut state,
+            &mut PolicyRng::seed_from_u64(3),
+        )
+        .unwrap();
+        (proposals, state)
+    }
+
+    /// Values that depend on time alone, over points spread across the square: the
+    /// likelihood wants a model flat in space (l_S at its top) however the fit starts.
+    /// Under `robust` the guard searches again, the model stays flat, and the suggest
+    /// answers with uniform proposals, recorded as explored; under `none` the report only
+    /// names the bound and UCB proposes as the papers' protocol does.
+    #[test]
+    fn a_model_flat_in_space_is_answered_by_uniform_proposals() {
+        let data: Vec<Observation> = (0..60)
+            .map(|i| Observation {
+                seq: i + 1,
+                x: vec![(i * 7 % 60) as f64 / 60.0, (i * 13 % 60) as f64 / 60.0],
+                t: i as f64 * 0.5,
+                y: (i as f64 / 16.0).sin(),
+            })
+            .collect();
+        let (robust, state) = suggest_on(&bolt_with(FitStart::Fixed, Hyperpriors::Robust), &data);
+        let report = state.last_fit.expect("a fit report");
+        assert!(report.flat_in_space(), "{report:?}");
+        assert!(report.second_start && report.explored, "{report:?}");
+        let (exact, state) = suggest_on(&bolt_with(FitStart::Fixed, Hyperpriors::None), &data);
+        let report = state.last_fit.expect("a fit report");
+        assert!(report.flat_in_space(), "{report:?}");
+        assert!(!report.second_start && !report.explored, "{report:?}");
+        assert_ne!(robust, exact);
     }
 
     /// The fit a suggest of `config` leaves in a state that held `previous`.
