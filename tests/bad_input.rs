@@ -517,6 +517,11 @@ async fn session_create_rejects_bad_configurations(server: TestServer) {
         )
         .expect(422, &["model.fit_start"]),
         create(
+            "unknown hyperpriors",
+            with(wall_session(), "model", json!({"hyperpriors": "botorch"})),
+        )
+        .expect(422, &["model.hyperpriors"]),
+        create(
             "negative noise",
             with(wall_session(), "model", json!({"noise": -0.1})),
         )

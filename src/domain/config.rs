@@ -676,6 +676,26 @@ mod tests {
         SessionConfig::from_request(request, 7)
     }
 
+    /// A new session gets the robust hyperpriors unless it asks; a stored configuration
+    /// written before the setting existed reads back as the exact likelihood it ran with.
+    #[test]
+    fn hyperpriors_default_to_robust_and_stored_sessions_keep_none() {
+        let config = parse(r#"{"parameters":[{"name":"x","low":0,"high":1}]}"#).unwrap();
+        assert_eq!(config.model.hyperpriors, Hyperpriors::Robust);
+        let exact = parse(
+            r#"{"parameters":[{"name":"x","low":0,"high":1}],"model":{"hyperpriors":"none"}}"#,
+        )
+        .unwrap();
+        assert_eq!(exact.model.hyperpriors, Hyperpriors::None);
+        let mut stored = serde_json::to_value(&config).unwrap();
+        stored["model"]
+            .as_object_mut()
+            .unwrap()
+            .remove("hyperpriors");
+        let read: SessionConfig = serde_json::from_value(stored).unwrap();
+        assert_eq!(read.model.hyperpriors, Hyperpriors::None);
+    }
+
     #[test]
     fn defaults_are_filled_in() {
         let config = parse(r#"{"parameters":[{"name":"x","low":0,"high":1}]}"#).unwrap();
