@@ -117,6 +117,21 @@ pub enum BoundHit {
     NoiseVarianceUpper,
 }
 
+impl BoundHit {
+    /// Whether the hyperparameter is a lengthscale (l_S or l_T): a fit that leaves one at
+    /// a bound has found a model of degenerate shape (flat, or every point its own bump)
+    /// rather than a small noise or a large signal, which the data may well support.
+    pub fn is_lengthscale(self) -> bool {
+        matches!(
+            self,
+            BoundHit::SpatialLengthscaleLower
+                | BoundHit::SpatialLengthscaleUpper
+                | BoundHit::TemporalLengthscaleLower
+                | BoundHit::TemporalLengthscaleUpper
+        )
+    }
+}
+
 /// What a hyperparameter fit did beyond its search: recorded with the step it served
 /// when [`FitReport::is_notable`].
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -124,8 +139,9 @@ pub struct FitReport {
     /// Fitted hyperparameters at an end of their box (after the guard's second start).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub at_bound: Vec<BoundHit>,
-    /// The first search ended at a bound and the guard searched again from the opposite
-    /// explanation of the data (smooth in time, rough in space), keeping the better.
+    /// The first search ended with a lengthscale at a bound and the guard searched again
+    /// from the opposite explanation of the data (smooth in time, rough in space),
+    /// keeping the better.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub second_start: bool,
     /// The fitted model is flat in space (l_S at its upper bound even after the second

@@ -72,8 +72,8 @@ pub struct FitOptions {
     /// Priors on the hyperparameters: the fit maximises the log posterior, LML plus
     /// the free hyperparameters' log prior densities (default none: the exact LML).
     pub priors: Option<HyperpriorSet>,
-    /// The guard against a fit that ends at a bound (default off): search once more from
-    /// [`second_start`] and keep the better of the two ends.
+    /// The guard against a fit that leaves a lengthscale at a bound (default off): search
+    /// once more from [`second_start`] and keep the better of the two ends.
     pub guard: bool,
 }
 
@@ -638,8 +638,9 @@ pub fn fit_hyperparameters(
 
 /// [`fit_hyperparameters`], and what the fit did beyond its search ([`FitReport`]): the
 /// hyperparameters it left at a bound of their box and, with
-/// `options.guard`, whether a first search that ended at a bound was followed by a second
-/// one from [`second_start`] (the better of the two ends is kept, judged by the same
+/// `options.guard`, whether a first search that left a lengthscale at a bound (the
+/// noise at its floor or the signal at its top are ordinary answers and left alone) was
+/// followed by a second one from [`second_start`] (the better of the two ends is kept, judged by the same
 /// objective). `explored` is left false (a policy's decision).
 pub fn fit_with_report(
     spec: KernelSpec,
@@ -754,10 +755,12 @@ pub fn fit_with_report(
             })
             .collect()
     };
+    let lengthscale_at_bound =
+        |theta: &[f64]| at_bound(theta).into_iter().any(BoundHit::is_lengthscale);
     if options.guard
         && best
             .as_ref()
-            .is_some_and(|(_, theta)| !at_bound(theta).is_empty())
+            .is_some_and(|(_, theta)| lengthscale_at_bound(theta))
     {
         report.second_start = true;
         let theta = layout.to_log(&apply_fixed(spec, &second_start(&default, bounds), fixed));
