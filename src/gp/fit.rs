@@ -171,6 +171,24 @@ impl Layout {
         v
     }
 
+    /// The bounds `theta` lies on, within `(lower, upper)`. A projected search that stops
+    /// at a bound stops on it; 1e-6 in log units is a relative 1e-6 of the value.
+    fn bounds_hit(self, theta: &[f64], (lower, upper): (&[f64], &[f64])) -> Vec<BoundHit> {
+        self.bound_hits()
+            .into_iter()
+            .enumerate()
+            .filter_map(|(j, (low, high))| {
+                if theta[j] <= lower[j] + 1e-6 {
+                    Some(low)
+                } else if theta[j] >= upper[j] - 1e-6 {
+                    Some(high)
+                } else {
+                    None
+                }
+            })
+            .collect()
+    }
+
     fn log_bounds(self, b: &HyperBounds) -> (Vec<f64>, Vec<f64>) {
         let mut pairs = vec![b.signal_variance, b.spatial_lengthscale];
         if self.temporal {
@@ -590,6 +608,42 @@ pub enum SearchStart<'a> {
     Previous(&'a Hyperparameters),
 }
 
+/// The `options.restarts` scrambled-Sobol starts of [`fit_with_report`] in log space,
+/// within `(lower, upper)`: λ ∈ [0.2, 5], l_S ∈ [0.05, 2], l_T ∈ [span/10, 10·span],
+/// σ² ∈ [1e-3, 0.3] (the free coordinates of `layout`).
+fn quasi_random_starts(
+    layout: Layout,
+    span: f64,
+    (lower, upper): (&[f64], &[f64]),
+    options: &FitOptions,
+) -> Vec<Vec<f64>> {
+    let mut region = vec![(0.2f64, 5.0f64), (0.05, 2.0)];
+    if layout.temporal {
+        region.push((span / 10.0, span * 10.0));
+    }
+    if layout.noise {
+        region.push((1e-3, 0.3));
+    }
+    (0..options.restarts)
+        .map(|s| {
+            region
+                .iter()
+                .enumerate()
+                .map(|(j, &(lo, hi))| {
+                    let lo = lo.ln().clamp(lower[j], upper[j]);
+                    let hi = hi.ln().clamp(lower[j], upper[j]);
+                    let u = f64::from(sobol_burley::sample(
+                        s as u32,
+                        j as u32,
+                        options.restart_seed,
+                    ));
+                    lo + (hi - lo) * u
+                })
+                .collect()
+        })
+        .collect()
+}
+
 /// Where the guard's second search starts: the opposite explanation of the data to the
 /// one a fit at a bound usually found (l_S at its top, a model flat in space in which
 /// short-lived changes in time explain every value): rough in space (l_S = 0.1), smooth
@@ -670,30 +724,12 @@ pub fn fit_with_report(
     let pairs = Pairs::new(xs, ts);
 
     let mut starts = vec![layout.to_log(&base)];
-    if options.restarts > 0 {
-        let seed = options.restart_seed;
-        let span = default.temporal_lengthscale;
-        let mut region = vec![(0.2f64, 5.0f64), (0.05, 2.0)];
-        if layout.temporal {
-            region.push((span / 10.0, span * 10.0));
-        }
-        if layout.noise {
-            region.push((1e-3, 0.3));
-        }
-        for s in 0..options.restarts {
-            let theta = region
-                .iter()
-                .enumerate()
-                .map(|(j, &(lo, hi))| {
-                    let lo = lo.ln().clamp(lower[j], upper[j]);
-                    let hi = hi.ln().clamp(lower[j], upper[j]);
-                    let u = f64::from(sobol_burley::sample(s as u32, j as u32, seed));
-                    lo + (hi - lo) * u
-                })
-                .collect();
-            starts.push(theta);
-        }
-    }
+    starts.extend(quasi_random_starts(
+        layout,
+        default.temporal_lengthscale,
+        (&lower, &upper),
+        options,
+    ));
 
     let optimizer = BoundedOptions {
         max_iterations: options.max_iterations,
@@ -737,24 +773,7 @@ pub fn fit_with_report(
             search(&mut objective, &default_theta, &mut best);
         }
     }
-    let at_bound = |theta: &[f64]| -> Vec<BoundHit> {
-        // A projected search that stops at a bound stops on it; 1e-6 in log units is a
-        // relative 1e-6 of the value.
-        layout
-            .bound_hits()
-            .into_iter()
-            .enumerate()
-            .filter_map(|(j, (low, high))| {
-                if theta[j] <= lower[j] + 1e-6 {
-                    Some(low)
-                } else if theta[j] >= upper[j] - 1e-6 {
-                    Some(high)
-                } else {
-                    None
-                }
-            })
-            .collect()
-    };
+    let at_bound = |theta: &[f64]| layout.bounds_hit(theta, (&lower, &upper));
     let lengthscale_at_bound =
         |theta: &[f64]| at_bound(theta).into_iter().any(BoundHit::is_lengthscale);
     if options.guard
