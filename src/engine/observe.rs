@@ -50,141 +50,11 @@ pub fn plan_observe(
     let history = &snapshot.history;
     let session = &history.session;
     let config = &session.config;
-    let space = config.space();
-    let mut seen_suggestions = BTreeSet::new();
-    let mut rows = Vec::with_capacity(inputs.len());
-    let mut ordinals = Vec::with_capacity(inputs.len());
-    let mut observed_suggestions = Vec::new();
-    for (i, (prefix, input)) in inputs.iter().enumerate() {
-        let field = |name: &str| format!("{prefix}{name}");
-        if !(input.value.is_finite() && input.value.abs() <= MAX_MAGNITUDE) {
-            return Err(InvalidInput::new(
-                field("value"),
-                format!("must be a finite number within ±{MAX_MAGNITUDE:e}"),
-            )
-            .into());
-        }
-        // Bounded as values are, so that every sum of regrets (the running total, the
-        // dashboard's buckets) stays finite on both backends.
-        if let Some(regret) = input.regret
-            && !(regret.is_finite() && (0.0..=MAX_MAGNITUDE).contains(&regret))
-        {
-            return Err(InvalidInput::new(
-                field("regret"),
-                format!("must be a finite number from 0 to {MAX_MAGNITUDE:e}"),
-            )
-            .into());
-        }
-        let (suggestion_id, params, unit) = match (&input.suggestion_id, &input.params) {
-            (Some(_), Some(_)) => {
-                return Err(InvalidInput::new(
-                    field("params"),
-                    "give suggestion_id or params, not both",
-                )
-                .into());
-            }
-            (None, None) => {
-                return Err(InvalidInput::new(
-                    field("suggestion_id"),
-                    "give suggestion_id (of a suggestion) or params (a setting of your own)",
-                )
-                .into());
-            }
-            (Some(sid), None) => {
-                let suggestion = snapshot.suggestions.get(sid).ok_or_else(|| {
-                    InvalidInput::new(field("suggestion_id"), "no such suggestion in this session")
-                })?;
-                if suggestion.status == SuggestionStatus::Observed || !seen_suggestions.insert(*sid)
-                {
-                    return Err(EngineError::Conflict(InvalidInput::new(
-                        field("suggestion_id"),
-                        "this suggestion has already been observed",
-                    )));
-                }
-                observed_suggestions.push(*sid);
-                ordinals.push(u64::try_from(suggestion.ordinal).ok());
-                (
-                    Some(*sid),
-                    suggestion.params.clone(),
-                    suggestion.unit.clone(),
-                )
-            }
-            (None, Some(params)) => {
-                let unit = space.to_unit(params, &field("params"))?;
-                if let Some(arms) = &config.arms
-                    && !arms.iter().any(|a| &a.params == params)
-                {
-                    return Err(InvalidInput::new(
-                        field("params"),
-                        "is not one of this session's arms",
-                    )
-                    .into());
-                }
-                ordinals.push(None);
-                (None, params.clone(), unit)
-            }
-        };
-        let t = match (config.time.source, input.measured_at) {
-            (TimeSource::Wall, Some(at)) => {
-                if input.t.is_some() {
-                    return Err(InvalidInput::new(
-                        field("t"),
-                        "this session uses wall-clock time; send measured_at, not t",
-                    )
-                    .into());
-                }
-                let t = wall_time(session.created_at, at);
-                if t < 0.0 {
-                    return Err(InvalidInput::new(
-                        field("measured_at"),
-                        "is before the session was created",
-                    )
-                    .into());
-                }
-                if (at - now).num_milliseconds() as f64 / 1000.0 > MEASURED_AT_SKEW {
-                    return Err(InvalidInput::new(field("measured_at"), "is in the future").into());
-                }
-                t
-            }
-            (TimeSource::Client, Some(_)) => {
-                return Err(InvalidInput::new(
-                    field("measured_at"),
-                    "this session uses client time; send t (seconds), not measured_at",
-                )
-                .into());
-            }
-            (_, None) => resolve_time(
-                config.time.source,
-                input.t,
-                session.created_at,
-                now,
-                &field("t"),
-            )?,
-        };
-        rows.push(ObservationRow {
-            seq: history.next_seq + i as i64,
-            suggestion_id,
-            params,
-            unit,
-            value: input.value,
-            t,
-            measured_at: input.measured_at,
-            regret: input.regret,
-            // The model's estimate against the optimum the last suggest recorded.
-            regret_estimate: match (input.regret, session.last_optimum_mean) {
-                (None, Some(optimum)) => {
-                    Some((config.goal.sign() * (optimum - input.value)).max(0.0))
-                        .filter(|estimate| *estimate <= MAX_MAGNITUDE)
-                }
-                _ => None,
-            },
-            active: true,
-            removed_at: None,
-            removed_t: None,
-            removed_reason: None,
-            created_at: now,
-        });
-    }
+    let CheckedObservations {
+        mut rows,
+        ordinals,
+        observed_suggestions,
+    } = checked_observations(snapshot, inputs, now)?;
     let data = policy_data(config, &history.active);
     let new = policy_data(config, &rows);
     let mut state = policy_state(session)?;
@@ -261,5 +131,182 @@ pub fn plan_observe(
             snapshot: Some(snapshot),
         }],
         ..ChangeSet::default()
+    })
+}
+
+/// The rows `inputs` would store, in order, with each one's suggestion ordinal (None for
+/// a setting of the client's own) and the suggestions they observe.
+struct CheckedObservations {
+    rows: Vec<ObservationRow>,
+    ordinals: Vec<Option<u64>>,
+    observed_suggestions: Vec<Uuid>,
+}
+
+/// Checks each input against its session (value, regret, setting, time) and builds its
+/// row; the first bad field fails the whole request.
+fn checked_observations(
+    snapshot: &ObserveSnapshot,
+    inputs: &[(String, ObservationInput)],
+    now: DateTime<Utc>,
+) -> Result<CheckedObservations, EngineError> {
+    let history = &snapshot.history;
+    let session = &history.session;
+    let config = &session.config;
+    let space = config.space();
+    let mut seen_suggestions = BTreeSet::new();
+    let mut checked = CheckedObservations {
+        rows: Vec::with_capacity(inputs.len()),
+        ordinals: Vec::with_capacity(inputs.len()),
+        observed_suggestions: Vec::new(),
+    };
+    for (i, (prefix, input)) in inputs.iter().enumerate() {
+        let field = |name: &str| format!("{prefix}{name}");
+        check_numbers(input, &field)?;
+        let (suggestion_id, params, unit) = match (&input.suggestion_id, &input.params) {
+            (Some(_), Some(_)) => {
+                return Err(InvalidInput::new(
+                    field("params"),
+                    "give suggestion_id or params, not both",
+                )
+                .into());
+            }
+            (None, None) => {
+                return Err(InvalidInput::new(
+                    field("suggestion_id"),
+                    "give suggestion_id (of a suggestion) or params (a setting of your own)",
+                )
+                .into());
+            }
+            (Some(sid), None) => {
+                let suggestion = snapshot.suggestions.get(sid).ok_or_else(|| {
+                    InvalidInput::new(field("suggestion_id"), "no such suggestion in this session")
+                })?;
+                if suggestion.status == SuggestionStatus::Observed || !seen_suggestions.insert(*sid)
+                {
+                    return Err(EngineError::Conflict(InvalidInput::new(
+                        field("suggestion_id"),
+                        "this suggestion has already been observed",
+                    )));
+                }
+                checked.observed_suggestions.push(*sid);
+                checked
+                    .ordinals
+                    .push(u64::try_from(suggestion.ordinal).ok());
+                (
+                    Some(*sid),
+                    suggestion.params.clone(),
+                    suggestion.unit.clone(),
+                )
+            }
+            (None, Some(params)) => {
+                let unit = space.to_unit(params, &field("params"))?;
+                if let Some(arms) = &config.arms
+                    && !arms.iter().any(|a| &a.params == params)
+                {
+                    return Err(InvalidInput::new(
+                        field("params"),
+                        "is not one of this session's arms",
+                    )
+                    .into());
+                }
+                checked.ordinals.push(None);
+                (None, params.clone(), unit)
+            }
+        };
+        let t = observation_time(history, input, now, &field)?;
+        checked.rows.push(ObservationRow {
+            seq: history.next_seq + i as i64,
+            suggestion_id,
+            params,
+            unit,
+            value: input.value,
+            t,
+            measured_at: input.measured_at,
+            regret: input.regret,
+            // The model's estimate against the optimum the last suggest recorded.
+            regret_estimate: match (input.regret, session.last_optimum_mean) {
+                (None, Some(optimum)) => {
+                    Some((config.goal.sign() * (optimum - input.value)).max(0.0))
+                        .filter(|estimate| *estimate <= MAX_MAGNITUDE)
+                }
+                _ => None,
+            },
+            active: true,
+            removed_at: None,
+            removed_t: None,
+            removed_reason: None,
+            created_at: now,
+        });
+    }
+    Ok(checked)
+}
+
+/// The value is finite and within ±MAX_MAGNITUDE; a reported regret within [0,
+/// MAX_MAGNITUDE], so that every sum of regrets (the running total, the dashboard's
+/// buckets) stays finite on both backends.
+fn check_numbers(
+    input: &ObservationInput,
+    field: &dyn Fn(&str) -> String,
+) -> Result<(), EngineError> {
+    if !(input.value.is_finite() && input.value.abs() <= MAX_MAGNITUDE) {
+        return Err(InvalidInput::new(
+            field("value"),
+            format!("must be a finite number within ±{MAX_MAGNITUDE:e}"),
+        )
+        .into());
+    }
+    if let Some(regret) = input.regret
+        && !(regret.is_finite() && (0.0..=MAX_MAGNITUDE).contains(&regret))
+    {
+        return Err(InvalidInput::new(
+            field("regret"),
+            format!("must be a finite number from 0 to {MAX_MAGNITUDE:e}"),
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// The session time of a measurement: from `measured_at` (wall-clock sessions: not before
+/// the session's creation, not in the future beyond the clock skew), from `t` (client
+/// time), or now.
+fn observation_time(
+    history: &History,
+    input: &ObservationInput,
+    now: DateTime<Utc>,
+    field: &dyn Fn(&str) -> String,
+) -> Result<f64, EngineError> {
+    let session = &history.session;
+    let source = session.config.time.source;
+    Ok(match (source, input.measured_at) {
+        (TimeSource::Wall, Some(at)) => {
+            if input.t.is_some() {
+                return Err(InvalidInput::new(
+                    field("t"),
+                    "this session uses wall-clock time; send measured_at, not t",
+                )
+                .into());
+            }
+            let t = wall_time(session.created_at, at);
+            if t < 0.0 {
+                return Err(InvalidInput::new(
+                    field("measured_at"),
+                    "is before the session was created",
+                )
+                .into());
+            }
+            if (at - now).num_milliseconds() as f64 / 1000.0 > MEASURED_AT_SKEW {
+                return Err(InvalidInput::new(field("measured_at"), "is in the future").into());
+            }
+            t
+        }
+        (TimeSource::Client, Some(_)) => {
+            return Err(InvalidInput::new(
+                field("measured_at"),
+                "this session uses client time; send t (seconds), not measured_at",
+            )
+            .into());
+        }
+        (_, None) => resolve_time(source, input.t, session.created_at, now, &field("t"))?,
     })
 }
