@@ -16,8 +16,10 @@ use chrono::{DateTime, Utc};
 use rand::SeedableRng;
 use uuid::Uuid;
 
+use crate::acquisition::Cores;
 use crate::domain::InvalidInput;
 use crate::domain::config::{CreateSession, SessionConfig};
+use crate::domain::hyperpriors::FitReport;
 use crate::domain::records::{History, ObservationRow, SessionRow, StepSnapshot};
 use crate::domain::space::SearchSpace;
 use crate::domain::time::median_lead;
@@ -185,6 +187,25 @@ pub(crate) fn saved_state(
     })
 }
 
+/// What a step leaves, as stored: the policy's state ([`saved_state`]) and the record of
+/// the model ([`step_snapshot`] with `response_time_fit`, the state's note and the fit's
+/// report when it is notable), reduced to what reads back ([`storable_snapshot`]).
+pub(crate) fn step_outcome(
+    session: &SessionRow,
+    mut state: PolicyState,
+    dataset_size: usize,
+    optimum_at: Option<(&[ObservationRow], f64, &dyn Cores)>,
+    response_time_fit: Option<[f64; 4]>,
+) -> Result<(serde_json::Value, StepSnapshot), EngineError> {
+    let fit = state.last_fit.take().filter(FitReport::is_notable);
+    let saved = saved_state(session, state)?;
+    let mut snapshot = step_snapshot(&session.config, &saved.state, dataset_size, optimum_at)?;
+    snapshot.response_time_fit = response_time_fit;
+    snapshot.state_not_saved = saved.not_saved;
+    snapshot.fit = fit;
+    Ok((saved.json, storable_snapshot(snapshot)))
+}
+
 /// `snapshot` as it can be stored: a recorded optimum that is not finite is left out
 /// (`last_optimum_mean` reads it back), and a snapshot that still does not read back is
 /// reduced to its dataset size and notes.
@@ -199,6 +220,7 @@ pub(crate) fn storable_snapshot(mut snapshot: StepSnapshot) -> StepSnapshot {
     StepSnapshot {
         dataset_size: snapshot.dataset_size,
         state_not_saved: snapshot.state_not_saved,
+        fit: snapshot.fit,
         ..StepSnapshot::default()
     }
 }

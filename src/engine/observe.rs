@@ -7,12 +7,9 @@ use std::collections::{BTreeSet, HashMap};
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::{
-    EngineError, Limits, policy_data, policy_state, saved_state, step_snapshot, storable_snapshot,
-};
+use super::{EngineError, Limits, policy_data, policy_state, step_outcome};
 use crate::domain::InvalidInput;
 use crate::domain::config::{AlgorithmConfig, TimeSource};
-use crate::domain::hyperpriors::FitReport;
 use crate::domain::input::ObservationInput;
 use crate::domain::records::{
     CallRecord, ChangeSet, Deactivation, History, ObservationRow, ResponseTimeSummary,
@@ -108,13 +105,7 @@ pub fn plan_observe(
     let t_last = rows.last().map_or(0.0, |r| r.t);
     let dataset_size = history.active.len() as i64;
     let response_time_fit = fit_response_time(&snapshot.response_times);
-    let fit = state.last_fit.take().filter(FitReport::is_notable);
-    let saved = saved_state(session, state)?;
-    let mut snapshot = step_snapshot(config, &saved.state, active_after, None)?;
-    snapshot.response_time_fit = response_time_fit;
-    snapshot.state_not_saved = saved.not_saved;
-    snapshot.fit = fit;
-    let snapshot = storable_snapshot(snapshot);
+    let (state, snapshot) = step_outcome(session, state, active_after, None, response_time_fit)?;
     Ok(ChangeSet {
         suggestion_status: observed_suggestions
             .into_iter()
@@ -122,7 +113,7 @@ pub fn plan_observe(
             .collect(),
         new_observations: rows,
         deactivate,
-        state: Some(saved.json),
+        state: Some(state),
         calls: vec![CallRecord {
             kind: "observe",
             t: t_last,

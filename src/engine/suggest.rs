@@ -6,12 +6,11 @@ use uuid::Uuid;
 
 use super::{
     EngineError, Limits, arm_points, call_rng, lead, max_suggestions_for, policy_data,
-    policy_state, saved_state, step_snapshot, storable_snapshot,
+    policy_state, step_outcome,
 };
 use crate::acquisition::Cores;
 use crate::domain::InvalidInput;
 use crate::domain::config::AlgorithmConfig;
-use crate::domain::hyperpriors::FitReport;
 use crate::domain::records::{
     CallRecord, ChangeSet, History, ResponseTimeSample, SuggestionRow, SuggestionStatus,
 };
@@ -41,52 +40,7 @@ pub fn plan_suggest(
         .pending
         .iter()
         .partition(|s| t_now - s.issued_t > config.time.pending_timeout);
-    if pending.len() + count > limits.max_pending {
-        return Err(EngineError::Limit(
-            "too-many-pending",
-            InvalidInput::new(
-                "count",
-                format!(
-                    "{count} more would exceed the cap of {} pending suggestions (this \
-                     session has {}): observe them, or wait until they expire after \
-                     time.pending_timeout",
-                    limits.max_pending,
-                    pending.len()
-                ),
-            ),
-        ));
-    }
-    let conditioned = history.active.len() + pending.len();
-    let most = max_suggestions_for(conditioned);
-    if count > most && !matches!(config.algorithm, AlgorithmConfig::Random {}) {
-        return Err(InvalidInput::new(
-            "count",
-            format!(
-                "at most {most} suggestions per call for a model of {conditioned} \
-                 observations and pending suggestions (model work per call is bounded): \
-                 ask for the rest in further calls"
-            ),
-        )
-        .into());
-    }
-    let cap = limits.max_active_observations;
-    if !config.algorithm.forgets() && history.active.len() >= cap {
-        // Its observation would be refused (plan_observe): hand out nothing that cannot
-        // be observed.
-        return Err(EngineError::Limit(
-            "dataset-full",
-            InvalidInput::new(
-                "session",
-                format!(
-                    "holds {} active observations, the cap of this server, and {} keeps \
-                     every one: no suggestion could be observed; use bolt, which bounds \
-                     its own dataset",
-                    history.active.len(),
-                    config.algorithm.name()
-                ),
-            ),
-        ));
-    }
+    check_limits(history, pending.len(), count, limits)?;
     let target = t_now + lead(history);
     let data = policy_data(config, &history.active);
     let pending_points: Vec<(Vec<f64>, f64)> =
@@ -128,17 +82,13 @@ pub fn plan_suggest(
         })
         .collect();
     let dataset_size = history.active.len() as i64;
-    let fit = state.last_fit.take().filter(FitReport::is_notable);
-    let saved = saved_state(session, state)?;
-    let mut snapshot = step_snapshot(
-        config,
-        &saved.state,
+    let (state, snapshot) = step_outcome(
+        session,
+        state,
         history.active.len(),
         Some((&history.active, target, cores)),
+        None,
     )?;
-    snapshot.state_not_saved = saved.not_saved;
-    snapshot.fit = fit;
-    let snapshot = storable_snapshot(snapshot);
     let response_time = session
         .last_suggest
         .filter(|(last_t, _)| t_now >= *last_t)
@@ -152,7 +102,7 @@ pub fn plan_suggest(
             .map(|s| (s.id, SuggestionStatus::Expired))
             .collect(),
         new_suggestions: rows,
-        state: Some(saved.json),
+        state: Some(state),
         last_suggest: Some((t_now, dataset_size)),
         last_optimum_mean: snapshot.optimum.as_ref().map(|o| o.mean),
         response_time,
@@ -165,4 +115,63 @@ pub fn plan_suggest(
         }],
         ..ChangeSet::default()
     })
+}
+
+/// The refusals of a suggest before any model work: more pending suggestions than the
+/// cap allows (`pending` are the unexpired ones), more suggestions in one call than the
+/// model-work bound allows, or a session at the dataset cap whose algorithm keeps every
+/// observation.
+fn check_limits(
+    history: &History,
+    pending: usize,
+    count: usize,
+    limits: &Limits,
+) -> Result<(), EngineError> {
+    let config = &history.session.config;
+    if pending + count > limits.max_pending {
+        return Err(EngineError::Limit(
+            "too-many-pending",
+            InvalidInput::new(
+                "count",
+                format!(
+                    "{count} more would exceed the cap of {} pending suggestions (this \
+                     session has {}): observe them, or wait until they expire after \
+                     time.pending_timeout",
+                    limits.max_pending, pending
+                ),
+            ),
+        ));
+    }
+    let conditioned = history.active.len() + pending;
+    let most = max_suggestions_for(conditioned);
+    if count > most && !matches!(config.algorithm, AlgorithmConfig::Random {}) {
+        return Err(InvalidInput::new(
+            "count",
+            format!(
+                "at most {most} suggestions per call for a model of {conditioned} \
+                 observations and pending suggestions (model work per call is bounded): \
+                 ask for the rest in further calls"
+            ),
+        )
+        .into());
+    }
+    let cap = limits.max_active_observations;
+    if !config.algorithm.forgets() && history.active.len() >= cap {
+        // Its observation would be refused (plan_observe): hand out nothing that cannot
+        // be observed.
+        return Err(EngineError::Limit(
+            "dataset-full",
+            InvalidInput::new(
+                "session",
+                format!(
+                    "holds {} active observations, the cap of this server, and {} keeps \
+                     every one: no suggestion could be observed; use bolt, which bounds \
+                     its own dataset",
+                    history.active.len(),
+                    config.algorithm.name()
+                ),
+            ),
+        ));
+    }
+    Ok(())
 }
