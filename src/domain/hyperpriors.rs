@@ -1,8 +1,26 @@
-//! Priors on a surrogate model's hyperparameters, and what a hyperparameter fit reports
-//! about where it ended (docs/decisions/0009-hyperpriors-and-the-fit-guard.md).
+//! A surrogate model's hyperparameters: the box a fit searches (and TV-GP-UCB's ε ↔ l_T),
+//! the priors it may put on them, and what a fit reports about where it ended
+//! (docs/decisions/0009-hyperpriors-and-the-fit-guard.md).
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
+
+/// Bounds of the hyperparameter fit. λ, for standardised y:
+pub const SIGNAL_VARIANCE_BOUNDS: (f64, f64) = (0.05, 20.0);
+/// Bounds of l_S for inputs in `[0,1]^d`.
+pub const SPATIAL_LENGTHSCALE_BOUNDS: (f64, f64) = (0.01, 10.0);
+/// Bounds of l_T in seconds.
+pub const TEMPORAL_LENGTHSCALE_BOUNDS: (f64, f64) = (0.1, 1e7);
+
+/// l_T of the forgetting rate ε (per second).
+pub fn temporal_lengthscale_of_epsilon(epsilon: f64) -> f64 {
+    -2.0 / (-epsilon).ln_1p()
+}
+
+/// ε (per second) of the temporal lengthscale l_T.
+pub fn epsilon_of_temporal_lengthscale(temporal_lengthscale: f64) -> f64 {
+    -(-2.0 / temporal_lengthscale).exp_m1()
+}
 
 /// Which priors a session's hyperparameter fits put on the hyperparameters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]

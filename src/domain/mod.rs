@@ -2,12 +2,14 @@
 //! bottom of the crate: it imports nothing from it.
 //!
 //! [`space`]: parameters, their scales and the map to the unit cube, arms; [`config`]:
-//! a session's algorithm, model, time and goal settings; [`hyperpriors`]: the priors a
+//! a session's model, time and goal settings, and the create request; [`algorithm`]: the
+//! algorithm's settings and β; [`hyperpriors`]: the priors a
 //! model's hyperparameter fit may use, and what a fit reports; [`priors`]: prior specifications
 //! of arm sets; [`kernel`]: the covariance families a model or a prior may use;
 //! [`time`]: session time; [`input`]: a measurement as a client sends it; [`records`]: a
 //! session's stored state and the changes to it.
 
+pub mod algorithm;
 pub mod config;
 pub mod hyperpriors;
 pub mod input;
