@@ -139,6 +139,17 @@ fn a_tiny_suite_runs_end_to_end_and_writes_its_report() {
         .filter(|(a, b)| a.wall_seconds == b.wall_seconds)
         .count();
     assert_eq!(same_wall, runs - 1);
+    // A narrower plan resumed in the same directory reuses its runs and keeps the other
+    // plans' runs in the log (it used to rewrite the log with its own runs only).
+    let narrower = bench::run(&BenchOptions {
+        algorithms: Some(vec!["random".into()]),
+        resume: true,
+        ..options.clone()
+    })
+    .unwrap();
+    assert!(narrower.runs.len() < runs);
+    let kept = std::fs::read_to_string(dir.path().join(bench::RUN_LOG)).unwrap();
+    assert_eq!(kept.lines().count(), runs);
 
     // An interim report of an unfinished suite: only the recorded runs, nothing run.
     std::fs::write(dir.path().join(bench::RUN_LOG), truncated.join("\n") + "\n").unwrap();

@@ -16,7 +16,7 @@ use super::objective::Objective;
 use super::options::{BenchOptions, ServerTime};
 use super::plan::{Plan, RunSpec};
 use super::report;
-use super::run_log::{RUN_LOG, RunResult, recorded_for_plan};
+use super::run_log::{RUN_LOG, RunResult, recorded_for_plan, recorded_runs};
 use super::runner::{self, ClockMode, Driver, InProcess};
 use super::seeds::{derive_seed, name_hash};
 use super::session::{session_config, session_request};
@@ -171,14 +171,20 @@ fn run_one(
 pub fn execute(plan: &Plan, options: &BenchOptions) -> Result<Vec<RunResult>, BenchError> {
     std::fs::create_dir_all(&options.output)?;
     let log_path = options.output.join(RUN_LOG);
-    let done = if options.resume {
-        recorded_for_plan(plan, options.fixed_compute, &log_path)?
+    let (done, kept) = if options.resume {
+        (
+            recorded_for_plan(plan, options.fixed_compute, &log_path)?,
+            recorded_runs(&log_path)?,
+        )
     } else {
-        vec![None; plan.runs.len()]
+        (vec![None; plan.runs.len()], Vec::new())
     };
-    // The log is rewritten with the reused runs, so that it holds this plan's runs only.
+    // With `--resume` the log is rewritten with every run it holds, this plan's and any
+    // other's (another algorithm set or mode in the same directory), less a partial last
+    // line of an interrupted bench, so that the runs appended next start a line of their
+    // own. Without it the log starts empty.
     let mut log = std::fs::File::create(&log_path)?;
-    for run in done.iter().flatten() {
+    for run in &kept {
         use std::io::Write as _;
         writeln!(
             log,

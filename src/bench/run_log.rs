@@ -72,7 +72,7 @@ fn parse_run_log(text: &str) -> (Vec<RunResult>, usize) {
 /// The runs recorded in `path`. A partial last line (from an interrupted bench) is
 /// ignored silently; any other line that is not a run of this version's format is
 /// ignored with a warning that counts them, since `--resume` runs those runs again.
-fn recorded_runs(path: &std::path::Path) -> Result<Vec<RunResult>, BenchError> {
+pub(super) fn recorded_runs(path: &std::path::Path) -> Result<Vec<RunResult>, BenchError> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
