@@ -84,8 +84,10 @@ pub struct HyperpriorSet {
     pub signal_variance: LogNormal,
     /// On l_S: LogNormal(√2 + ln(d)/2, √3) (Hvarfner et al. 2024; BoTorch's default).
     pub spatial_lengthscale: LogNormal,
-    /// On l_T: the same prior for one input measured in spans of the data's times,
-    /// LogNormal(√2 + ln(span), √3), span = max(last − first time, 1 s).
+    /// On l_T: LogNormal(ln(span) + 3, √3), span = max(last − first time, 1 s): as wide
+    /// as the spatial prior, with its mode at the span, so that it never pulls l_T below
+    /// the window of data a forgetting algorithm keeps (a mode below it fed a loop of
+    /// shorter l_T, more forgetting, a shorter span: decision 0009).
     pub temporal_lengthscale: LogNormal,
     /// On σ²: LogNormal(−4, 1), BoTorch's `get_gaussian_likelihood_with_lognormal_prior`.
     pub noise_variance: LogNormal,
@@ -109,8 +111,9 @@ impl HyperpriorSet {
                 loc: LENGTHSCALE_LOC + 0.5 * (dim.max(1) as f64).ln(),
                 scale: LENGTHSCALE_SCALE,
             },
+            // Mode e^(loc − scale²) at the span itself.
             temporal_lengthscale: LogNormal {
-                loc: LENGTHSCALE_LOC + span.ln(),
+                loc: span.ln() + LENGTHSCALE_SCALE * LENGTHSCALE_SCALE,
                 scale: LENGTHSCALE_SCALE,
             },
             noise_variance: LogNormal {
