@@ -207,5 +207,10 @@ mod tests {
         // BoTorch's numbers at d = 5: median e^(√2 + ln(5)/2), mode e^(that − 3).
         assert!((prior.loc - (2f64.sqrt() + 0.5 * 5f64.ln())).abs() < 1e-15);
         assert!((prior.mode() - 0.4579).abs() < 1e-4, "{}", prior.mode());
+        // l_T's mode is the data's time span (at least 1 s).
+        let temporal = |span: f64| HyperpriorSet::robust(5, span).temporal_lengthscale.mode();
+        assert!((temporal(80.0) - 80.0).abs() < 1e-9);
+        assert!((temporal(0.0) - 1.0).abs() < 1e-12);
+        assert!((temporal(f64::NEG_INFINITY) - 1.0).abs() < 1e-12);
     }
 }

@@ -73,7 +73,8 @@ pub struct FitOptions {
     /// the free hyperparameters' log prior densities (default none: the exact LML).
     pub priors: Option<HyperpriorSet>,
     /// The guard against a fit that leaves a lengthscale at a bound (default off): search
-    /// once more from [`second_start`] and keep the better of the two ends.
+    /// once more from the opposite explanation of the data (rough in space, smooth in
+    /// time) and keep the better of the two ends.
     pub guard: bool,
 }
 
@@ -691,11 +692,12 @@ pub fn fit_hyperparameters(
 }
 
 /// [`fit_hyperparameters`], and what the fit did beyond its search ([`FitReport`]): the
-/// hyperparameters it left at a bound of their box and, with
-/// `options.guard`, whether a first search that left a lengthscale at a bound (the
-/// noise at its floor or the signal at its top are ordinary answers and left alone) was
-/// followed by a second one from [`second_start`] (the better of the two ends is kept, judged by the same
-/// objective). `explored` is left false (a policy's decision).
+/// hyperparameters it left at a bound of their box and, with `options.guard`, whether a
+/// first search that left a lengthscale at a bound (the noise at its floor or the signal
+/// at its top are ordinary answers and left alone) was followed by a second one from the
+/// opposite explanation of the data, rough in space and smooth in time (the better of
+/// the two ends is kept, judged by the same objective). `explored` is left false (a
+/// policy's decision).
 pub fn fit_with_report(
     spec: KernelSpec,
     xs: &[Vec<f64>],

@@ -73,7 +73,8 @@ pub(crate) fn model_after(
 /// guard's second start (l_S at its upper bound: the data cannot tell points apart, and
 /// UCB's maximiser would be an artefact, typically a corner) is answered by uniform
 /// random proposals instead, which give the next fit spread-out data
-/// ([`FitReport::explored`]; docs/decisions/0009-hyperpriors-and-the-fit-guard.md).
+/// ([`crate::domain::hyperpriors::FitReport::explored`];
+/// docs/decisions/0009-hyperpriors-and-the-fit-guard.md).
 pub fn ucb_proposals(
     spec: KernelSpec,
     fixed_temporal_lengthscale: Option<f64>,
