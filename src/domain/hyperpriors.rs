@@ -94,11 +94,16 @@ pub struct HyperpriorSet {
 }
 
 impl HyperpriorSet {
-    /// The priors of [`Hyperpriors::Robust`] for `dim` spatial dimensions and data whose
-    /// times span `time_span` seconds.
-    pub fn robust(dim: usize, time_span: f64) -> HyperpriorSet {
-        let span = if time_span.is_finite() {
-            time_span.max(1.0)
+    /// The priors of [`Hyperpriors::Robust`] for `dim` spatial dimensions and data at
+    /// session times `times` (their span, at least 1 s, sets l_T's prior).
+    pub fn robust(dim: usize, times: impl IntoIterator<Item = f64>) -> HyperpriorSet {
+        let (first, last) = times
+            .into_iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), t| {
+                (a.min(t), b.max(t))
+            });
+        let span = if last > first {
+            (last - first).max(1.0)
         } else {
             1.0
         };
@@ -192,7 +197,7 @@ mod tests {
     /// peaks at the mode.
     #[test]
     fn the_log_density_its_slope_and_mode_agree() {
-        let prior = HyperpriorSet::robust(5, 80.0).spatial_lengthscale;
+        let prior = HyperpriorSet::robust(5, [0.0, 80.0]).spatial_lengthscale;
         for u in [-3.0, -0.5, 0.0, 1.0, 2.5] {
             let numeric = (prior.log_density(u + 1e-6) - prior.log_density(u - 1e-6)) / 2e-6;
             assert!(
@@ -208,9 +213,13 @@ mod tests {
         assert!((prior.loc - (2f64.sqrt() + 0.5 * 5f64.ln())).abs() < 1e-15);
         assert!((prior.mode() - 0.4579).abs() < 1e-4, "{}", prior.mode());
         // l_T's mode is the data's time span (at least 1 s).
-        let temporal = |span: f64| HyperpriorSet::robust(5, span).temporal_lengthscale.mode();
-        assert!((temporal(80.0) - 80.0).abs() < 1e-9);
-        assert!((temporal(0.0) - 1.0).abs() < 1e-12);
-        assert!((temporal(f64::NEG_INFINITY) - 1.0).abs() < 1e-12);
+        let temporal = |times: &[f64]| {
+            HyperpriorSet::robust(5, times.iter().copied())
+                .temporal_lengthscale
+                .mode()
+        };
+        assert!((temporal(&[3.0, 83.0, 10.0]) - 80.0).abs() < 1e-9);
+        assert!((temporal(&[5.0]) - 1.0).abs() < 1e-12);
+        assert!((temporal(&[]) - 1.0).abs() < 1e-12);
     }
 }

@@ -373,7 +373,7 @@ fn log_posterior_gradient_matches_finite_differences() {
         temporal_lengthscale: 30.0,
         noise_variance: 0.02,
     };
-    let priors = HyperpriorSet::robust(3, 50.0);
+    let priors = HyperpriorSet::robust(3, [0.0, 50.0]);
     let fixeds = [
         Fixed::default(),
         Fixed {
@@ -483,7 +483,7 @@ fn the_robust_fit_keeps_the_spatial_lengthscale_off_its_bounds_on_clustered_data
             assert!(exact.1.flat_in_space(), "seed {seed}: {:?}", exact.1);
         }
         let options = FitOptions {
-            priors: Some(HyperpriorSet::robust(5, 79.0)),
+            priors: Some(HyperpriorSet::robust(5, [0.0, 79.0])),
             guard: true,
             ..FitOptions::default()
         };

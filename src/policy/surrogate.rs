@@ -102,8 +102,6 @@ impl Surrogate {
     ) -> Result<Self, GpError> {
         let (y_mean, y_scale, xs, ts, ys) = standardised(data);
         let robust = settings.hyperpriors == Hyperpriors::Robust;
-        let time_span = ts.iter().copied().fold(f64::NEG_INFINITY, f64::max)
-            - ts.iter().copied().fold(f64::INFINITY, f64::min);
         let options = FitOptions {
             fixed: Fixed {
                 temporal_lengthscale: settings.fixed_temporal_lengthscale,
@@ -112,7 +110,7 @@ impl Surrogate {
                     .fixed_noise
                     .map(|v| (v / (y_scale * y_scale)).clamp(NOISE_VARIANCE_BOUNDS.0, 1e6)),
             },
-            priors: robust.then(|| HyperpriorSet::robust(dim, time_span)),
+            priors: robust.then(|| HyperpriorSet::robust(dim, ts.iter().copied())),
             guard: robust,
             ..FitOptions::default()
         };

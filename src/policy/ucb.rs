@@ -177,9 +177,14 @@ mod tests {
         bolt_with(fit_start, Hyperpriors::None)
     }
 
-    /// A suggest of `config` on `data` at t = 30 from an empty state: its proposals and
-    /// the state it leaves.
-    fn suggest_on(config: &SessionConfig, data: &[Observation]) -> (Vec<Proposal>, PolicyState) {
+    /// A suggest of `count` points by `config` on `data` at t = 30 from `state`: its
+    /// proposals and the state it leaves.
+    fn suggest_on(
+        config: &SessionConfig,
+        data: &[Observation],
+        mut state: PolicyState,
+        count: usize,
+    ) -> (Vec<Proposal>, PolicyState) {
         let space = config.space();
         let ctx = SuggestContext {
             space: &space,
@@ -188,12 +193,11 @@ mod tests {
             data,
             pending: &[],
             t: 30.0,
-            count: 2,
+            count,
             issued_before: data.len() as u64 + 1,
             fixed_noise: None,
             cores: &1,
         };
-        let mut state = PolicyState::default();
         let policy = policy_for(config);
         let proposals = suggest(
             policy.as_ref(),
@@ -220,11 +224,21 @@ mod tests {
                 y: (i as f64 / 16.0).sin(),
             })
             .collect();
-        let (robust, state) = suggest_on(&bolt_with(FitStart::Fixed, Hyperpriors::Robust), &data);
+        let (robust, state) = suggest_on(
+            &bolt_with(FitStart::Fixed, Hyperpriors::Robust),
+            &data,
+            PolicyState::default(),
+            2,
+        );
         let report = state.last_fit.expect("a fit report");
         assert!(report.flat_in_space(), "{report:?}");
         assert!(report.second_start && report.explored, "{report:?}");
-        let (exact, state) = suggest_on(&bolt_with(FitStart::Fixed, Hyperpriors::None), &data);
+        let (exact, state) = suggest_on(
+            &bolt_with(FitStart::Fixed, Hyperpriors::None),
+            &data,
+            PolicyState::default(),
+            2,
+        );
         let report = state.last_fit.expect("a fit report");
         assert!(report.flat_in_space(), "{report:?}");
         assert!(!report.second_start && !report.explored, "{report:?}");
@@ -237,31 +251,11 @@ mod tests {
         data: &[Observation],
         previous: Hyperparameters,
     ) -> Hyperparameters {
-        let space = config.space();
-        let ctx = SuggestContext {
-            space: &space,
-            arms: None,
-            model: &config.model,
-            data,
-            pending: &[],
-            t: 30.0,
-            count: 1,
-            issued_before: data.len() as u64 + 1,
-            fixed_noise: None,
-            cores: &1,
-        };
-        let mut state = PolicyState {
+        let state = PolicyState {
             hyperparameters: Some(previous),
             ..PolicyState::default()
         };
-        let policy = policy_for(config);
-        suggest(
-            policy.as_ref(),
-            &ctx,
-            &mut state,
-            &mut PolicyRng::seed_from_u64(3),
-        )
-        .unwrap();
+        let (_, state) = suggest_on(config, data, state, 1);
         state.hyperparameters.unwrap()
     }
 

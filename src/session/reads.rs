@@ -183,13 +183,7 @@ impl SessionService {
         let hyperpriors = (hyperparameters.is_some()
             && config.model.hyperpriors == Hyperpriors::Robust)
             .then(|| {
-                let (first, last) = history
-                    .active
-                    .iter()
-                    .fold((f64::INFINITY, f64::NEG_INFINITY), |(first, last), o| {
-                        (first.min(o.t), last.max(o.t))
-                    });
-                HyperpriorSet::robust(config.parameters.len(), last - first)
+                HyperpriorSet::robust(config.parameters.len(), history.active.iter().map(|o| o.t))
             });
         Ok(ModelView {
             dataset_size: history.active.len() as i64,
