@@ -1,5 +1,5 @@
-//! The `tvbo` binary: `tvbo serve` (the default), `tvbo bench`, `tvbo openapi`, `tvbo keys`,
-//! `tvbo check` and `tvbo backup`.
+//! The `tvbo` binary: `tvbo serve` (the default), `tvbo openapi`, `tvbo keys`, `tvbo check`,
+//! `tvbo backup`, and `tvbo bench`, which runs the `tvbo-bench` binary.
 
 use anyhow::Context;
 use std::io::IsTerminal;
@@ -68,23 +68,7 @@ async fn main() -> anyhow::Result<()> {
             }
             Ok(())
         }
-        Command::Bench(args) => {
-            // Quiet unless RUST_LOG says otherwise: the progress bars and the table speak.
-            let filter =
-                EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
-            tracing_subscriber::fmt()
-                .with_env_filter(filter)
-                .with_writer(std::io::stderr)
-                .init();
-            let options = args.options();
-            // CPU-bound work: off the async runtime, on plain threads.
-            let report = tokio::task::spawn_blocking(move || tvbo::bench::run(&options))
-                .await
-                .context("bench thread")??;
-            print!("{}", report.markdown());
-            eprintln!("report written to {}", args.output.display());
-            Ok(())
-        }
+        Command::Bench { args } => bench(&args),
         Command::Backup { path } => {
             let args = cli.serve;
             init_logging(args.log_format, true);
@@ -283,4 +267,26 @@ async fn backup(
     copied?;
     tracing::info!(backup = %path.display(), "backup written");
     Ok(())
+}
+
+/// `tvbo bench ARGS`: runs `tvbo-bench ARGS` (the papers' experiments live in their own
+/// crate, not in the server) and exits with its status. The binary is looked for beside
+/// this one, where `cargo build` and the release archive put it, then on PATH.
+fn bench(args: &[std::ffi::OsString]) -> anyhow::Result<()> {
+    let name = format!("tvbo-bench{}", std::env::consts::EXE_SUFFIX);
+    let beside = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|dir| dir.join(&name)))
+        .filter(|path| path.is_file());
+    let program = beside.map_or_else(|| std::ffi::OsString::from(&name), |p| p.into_os_string());
+    let status = std::process::Command::new(&program)
+        .args(args)
+        .status()
+        .with_context(|| {
+            format!(
+                "running {}: build it with `cargo build --release -p tvbo-bench`",
+                program.to_string_lossy()
+            )
+        })?;
+    std::process::exit(status.code().unwrap_or(1));
 }

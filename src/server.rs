@@ -146,7 +146,24 @@ pub async fn serve(
     connections: ConnectionSettings,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let app = api::router(store, settings);
+    serve_router(
+        listener,
+        api::router(store, settings),
+        connections,
+        shutdown,
+    )
+    .await
+}
+
+/// Serves `app` (an [`api::router`]) on `listener` until `shutdown` completes, then
+/// drains requests in flight: [`serve`] for a caller that keeps the router, to call it
+/// in-process as well (tests).
+pub async fn serve_router(
+    listener: TcpListener,
+    app: axum::Router,
+    connections: ConnectionSettings,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
     // HTTP/1.1 only (a load balancer in front speaks it to its backends): hyper's
     // protocol detection would read the first bytes with no timeout.
     let mut builder = http1::Builder::new();

@@ -84,6 +84,14 @@ impl From<ServiceError> for ApiError {
         match e {
             ServiceError::Invalid(input) => ApiError::invalid(input),
             ServiceError::NotFound(what) => ApiError::not_found(what),
+            ServiceError::IdempotencyKeyReused => ApiError::field_error(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "idempotency-key-reused",
+                InvalidInput::new(
+                    "Idempotency-Key",
+                    "was already used for a different request body",
+                ),
+            ),
             ServiceError::Conflict(input) => {
                 ApiError::field_error(StatusCode::CONFLICT, "conflict", input)
             }

@@ -14,10 +14,8 @@ use crate::api::extract::{
     Authenticated, IdempotencyHeader, JsonBody, MAX_PREDICT_BODY_BYTES, QueryParams, RawJson,
     SessionId, has_member, parse_json,
 };
-use crate::domain::InvalidInput;
 use crate::domain::config::CreateSession;
-use crate::session::error::ServiceError;
-use crate::session::idempotency::IdempotencyKey;
+use crate::session::idempotency::Once;
 use crate::session::timeline::DEFAULT_TIMELINE_POINTS;
 use crate::session::views::{
     Best, ModelView, ObservationList, ObservationRequest, PredictRequest, PredictResponse,
@@ -31,29 +29,16 @@ fn created<T: serde::Serialize>(body: &T) -> Response {
     (StatusCode::CREATED, Json(body)).into_response()
 }
 
-/// Replays the stored answer of an earlier request with the same idempotency key, or
-/// refuses a key reused for a different request.
-async fn replay(state: &AppState, key: &IdempotencyKey) -> ApiResult<Option<Response>> {
-    let Some(record) = state
-        .service
-        .store()
-        .get_idempotency(&key.scope, &key.key)
-        .await?
-    else {
-        return Ok(None);
+/// The answer of a keyed POST ([`SessionService::once`](crate::session::service::SessionService::once)):
+/// 201 with the body of an action that ran now, or the stored answer of the request
+/// that acted first, marked `Idempotent-Replayed: true`.
+fn once_answer<T: serde::Serialize>(outcome: Once<T>) -> Response {
+    let answer = match outcome {
+        Once::Acted(body) => return created(&body),
+        Once::Replayed(answer) => answer,
     };
-    if record.request_hash != key.request_hash {
-        return Err(ApiError::field_error(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "idempotency-key-reused",
-            InvalidInput::new(
-                "Idempotency-Key",
-                "was already used for a different request body",
-            ),
-        ));
-    }
-    let status = StatusCode::from_u16(record.status).unwrap_or(StatusCode::OK);
-    let mut response = (status, record.body).into_response();
+    let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::OK);
+    let mut response = (status, answer.body).into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
@@ -61,46 +46,7 @@ async fn replay(state: &AppState, key: &IdempotencyKey) -> ApiResult<Option<Resp
     response
         .headers_mut()
         .insert("idempotent-replayed", HeaderValue::from_static("true"));
-    Ok(Some(response))
-}
-
-/// Runs a POST once per idempotency key: replays a stored answer, or runs `action` (which
-/// stores its answer in the same transaction as its effect) and answers 201.
-///
-/// When `action` fails and the key now has a stored answer, a concurrent request with the
-/// same key (on this replica or another) acted first, and its answer is replayed: a retry
-/// that raced its original gets the original's answer, not the error of acting twice (such
-/// as a 409 for observing a suggestion already observed).
-async fn once<T, F>(
-    state: &AppState,
-    key: Option<IdempotencyKey>,
-    action: impl FnOnce(Option<IdempotencyKey>) -> F,
-) -> ApiResult<Response>
-where
-    T: serde::Serialize,
-    F: Future<Output = Result<T, ServiceError>>,
-{
-    if let Some(key) = &key
-        && let Some(response) = replay(state, key).await?
-    {
-        return Ok(response);
-    }
-    let error = match action(key.clone()).await {
-        Ok(body) => return Ok(created(&body)),
-        Err(error) => error,
-    };
-    if let Some(key) = &key
-        && let Some(response) = replay(state, key).await?
-    {
-        return Ok(response);
-    }
-    Err(match error {
-        ServiceError::IdempotencyRace if key.is_some() => {
-            ServiceError::Internal("idempotency record vanished".into())
-        }
-        other => other,
-    }
-    .into())
+    response
 }
 
 /// Create a session.
@@ -118,13 +64,15 @@ pub async fn create_session(
     body: JsonBody<CreateSession>,
 ) -> ApiResult<Response> {
     let key = idempotency.scoped(&caller, "/v1/sessions", &body.bytes);
-    let service = state.service.clone();
-    once(&state, key, |key| async move {
-        service
-            .create_session(&caller.tenant, body.value, key.as_ref())
-            .await
-    })
-    .await
+    let service = &state.service;
+    let outcome = service
+        .once(key, |key| async move {
+            service
+                .create_session(&caller.tenant, body.value, key.as_ref())
+                .await
+        })
+        .await?;
+    Ok(once_answer(outcome))
 }
 
 /// Query of the session listing.
@@ -211,11 +159,13 @@ pub async fn suggest(
 ) -> ApiResult<Response> {
     let target = format!("/v1/sessions/{id}/suggestions");
     let key = idempotency.scoped(&caller, &target, &body.bytes);
-    let service = state.service.clone();
-    once(&state, key, |key| async move {
-        service.suggest(id, body.value, key.as_ref()).await
-    })
-    .await
+    let service = &state.service;
+    let outcome = service
+        .once(key, |key| async move {
+            service.suggest(id, body.value, key.as_ref()).await
+        })
+        .await?;
+    Ok(once_answer(outcome))
 }
 
 /// Record one observation, or several (`{"observations": [...]}`, all or nothing).
@@ -243,11 +193,13 @@ pub async fn observe(
     let inputs = request.into_inputs();
     let target = format!("/v1/sessions/{id}/observations");
     let key = idempotency.scoped(&caller, &target, &bytes);
-    let service = state.service.clone();
-    once(&state, key, |key| async move {
-        service.observe(id, inputs, key.as_ref()).await
-    })
-    .await
+    let service = &state.service;
+    let outcome = service
+        .once(key, |key| async move {
+            service.observe(id, inputs, key.as_ref()).await
+        })
+        .await?;
+    Ok(once_answer(outcome))
 }
 
 /// Query of the observation listing.
@@ -441,7 +393,7 @@ pub async fn healthz() -> &'static str {
 #[utoipa::path(get, path = "/readyz", tag = "operations",
     responses((status = 200, description = "`ready`", body = String)))]
 pub async fn readyz(State(state): State<AppState>) -> ApiResult<&'static str> {
-    state.service.store().ping().await.map_err(|e| {
+    state.service.ping().await.map_err(|e| {
         tracing::warn!(error = %e, "readiness check failed");
         ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,

@@ -20,6 +20,10 @@ pub enum ServiceError {
     /// The idempotency key was taken concurrently; look it up again.
     #[error("idempotency key taken concurrently")]
     IdempotencyRace,
+    /// The idempotency key was used before with another request body: 422 naming the
+    /// `Idempotency-Key` header.
+    #[error("Idempotency-Key: was already used for a different request body")]
+    IdempotencyKeyReused,
     /// A cap of the server is reached (pending suggestions, active dataset): 409 of the
     /// given kind naming the field.
     #[error("{}: {}", .1.field, .1.message)]

@@ -1,5 +1,6 @@
 //! Idempotency keys: a retried request with the same key and body gets the answer the
-//! first one got, stored with the change it made.
+//! first one got, stored with the change it made. The service runs a keyed request once
+//! (`SessionService::once`); the API only turns its [`Once`] into a response.
 
 use uuid::Uuid;
 
@@ -30,4 +31,20 @@ impl IdempotencyKey {
             body: serde_json::to_string(body).expect("response bodies serialise"),
         }
     }
+}
+
+/// What a POST under an idempotency key comes to.
+#[derive(Debug)]
+pub enum Once<T> {
+    /// The action ran now and committed: its answer (201).
+    Acted(T),
+    /// An earlier request with the same key and body acted: its stored answer.
+    Replayed(StoredAnswer),
+}
+
+/// The answer stored with an idempotency key: status and JSON body, as first sent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredAnswer {
+    pub status: u16,
+    pub body: String,
 }

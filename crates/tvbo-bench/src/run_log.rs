@@ -1,0 +1,319 @@
+//! The run log `<output>/runs.jsonl`: one [`RunResult`] per finished run, and the runs of
+//! a plan recorded there (for `--resume` and `--report-only`).
+
+use serde::{Deserialize, Serialize};
+
+use super::algorithms::AlgorithmOptions;
+use super::error::BenchError;
+use super::plan::Plan;
+use super::runner::Iteration;
+use tvbo_core::domain::config::FitStart;
+use tvbo_core::domain::hyperpriors::Hyperpriors;
+
+/// The outcome of one run (one line of `runs.jsonl`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    pub objective: String,
+    pub algorithm: String,
+    pub replication: usize,
+    pub seed: u64,
+    /// The protocol the run followed: its horizon and its `--fixed-compute` (`None`:
+    /// measured). `--resume` and `--report-only` take only runs of the current protocol.
+    pub horizon: f64,
+    pub fixed_compute: Option<f64>,
+    /// `--algorithm-options` of the run's algorithm (absent: its defaults). Runs are
+    /// reused only with the same options.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub algorithm_options: Option<AlgorithmOptions>,
+    /// The sessions' `model.fit_start` (`--fit-start`; absent: `fixed`). Runs are reused
+    /// only with the same one.
+    #[serde(default, skip_serializing_if = "is_fixed")]
+    pub fit_start: FitStart,
+    /// The sessions' `model.hyperpriors` (`--hyperpriors`), written in every line; a line
+    /// without it (an earlier version's) reads as `none`, the exact likelihood those runs
+    /// fitted. Runs are reused only with the same one.
+    #[serde(default = "exact_likelihood")]
+    pub hyperpriors: Hyperpriors,
+    /// Random warm-up queries of the session (its `model.warmup`): the first iterations.
+    pub warmup: usize,
+    pub iterations: Vec<Iteration>,
+    /// Real seconds the run took.
+    pub wall_seconds: f64,
+}
+
+fn is_fixed(fit_start: &FitStart) -> bool {
+    *fit_start == FitStart::Fixed
+}
+
+/// The hyperpriors of a run recorded before `--hyperpriors` existed.
+fn exact_likelihood() -> Hyperpriors {
+    Hyperpriors::None
+}
+
+/// The file of finished runs, one JSON [`RunResult`] per line, appended as runs finish.
+pub const RUN_LOG: &str = "runs.jsonl";
+
+/// The runs of a run log's text, and how many of its lines are not runs of this
+/// version's format. A partial last line (an interrupted bench's) is not counted.
+fn parse_run_log(text: &str) -> (Vec<RunResult>, usize) {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut runs = Vec::with_capacity(lines.len());
+    let mut unreadable = 0usize;
+    for (i, line) in lines.iter().enumerate() {
+        match serde_json::from_str(line) {
+            Ok(run) => runs.push(run),
+            Err(_) if i + 1 == lines.len() && !text.ends_with('\n') => {}
+            Err(_) => unreadable += 1,
+        }
+    }
+    (runs, unreadable)
+}
+
+/// The runs recorded in `path`. A partial last line (from an interrupted bench) is
+/// ignored silently; any other line that is not a run of this version's format is
+/// ignored with a warning that counts them, since `--resume` runs those runs again.
+pub(super) fn recorded_runs(path: &std::path::Path) -> Result<Vec<RunResult>, BenchError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e.into()),
+    };
+    let (runs, unreadable) = parse_run_log(&text);
+    if unreadable > 0 {
+        tracing::warn!(
+            path = %path.display(),
+            unreadable,
+            "lines of the run log are not runs of this version's format; they are ignored"
+        );
+    }
+    Ok(runs)
+}
+
+/// The runs of `plan` recorded in the log at `path` (same objective, algorithm, algorithm
+/// options, fit start, hyperpriors, replication, seed, horizon and `fixed_compute`), in
+/// plan order; `None` where a run is missing.
+pub(super) fn recorded_for_plan(
+    plan: &Plan,
+    fixed_compute: Option<f64>,
+    path: &std::path::Path,
+) -> Result<Vec<Option<RunResult>>, BenchError> {
+    let recorded = recorded_runs(path)?;
+    Ok(plan
+        .runs
+        .iter()
+        .map(|run| {
+            let name = &plan.suite.objectives[run.objective].name;
+            recorded
+                .iter()
+                .find(|r| {
+                    &r.objective == name
+                        && r.algorithm == run.algorithm.name
+                        && r.algorithm_options.as_ref() == plan.options_of(run.algorithm.name)
+                        && r.fit_start == plan.fit_start
+                        && r.hyperpriors == plan.hyperpriors
+                        && r.replication == run.replication
+                        && r.seed == run.seed
+                        && r.horizon == plan.suite.horizon
+                        && r.fixed_compute == fixed_compute
+                })
+                .cloned()
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::options::{BenchOptions, parse_algorithm_options};
+    use crate::runner;
+
+    #[test]
+    fn the_run_log_counts_lines_of_another_format_but_not_a_partial_last_line() {
+        let run = RunResult {
+            objective: "hartmann3".into(),
+            algorithm: "bolt".into(),
+            replication: 0,
+            seed: 7,
+            horizon: 600.0,
+            fixed_compute: None,
+            algorithm_options: None,
+            fit_start: FitStart::Fixed,
+            hyperpriors: Hyperpriors::None,
+            warmup: 15,
+            iterations: vec![runner::Iteration {
+                t: 1.0,
+                regret: 0.5,
+                dataset_size: 1,
+                compute: 0.01,
+            }],
+            wall_seconds: 1.0,
+        };
+        let line = serde_json::to_string(&run).unwrap();
+        let old_format = r#"{"objective":"hartmann3","algorithm":"bolt","replication":1}"#;
+        let (runs, unreadable) = parse_run_log(&format!("{line}\n{old_format}\n{line}\n"));
+        assert_eq!((runs, unreadable), (vec![run.clone(), run.clone()], 1));
+        let partial = &line[..line.len() / 2];
+        let (runs, unreadable) = parse_run_log(&format!("{line}\n{partial}"));
+        assert_eq!((runs, unreadable), (vec![run.clone()], 0));
+        // A broken line that is followed by others was not cut off by an interruption.
+        let (runs, unreadable) = parse_run_log(&format!("{partial}\n{line}\n"));
+        assert_eq!((runs, unreadable), (vec![run], 1));
+    }
+
+    #[test]
+    fn resumed_runs_are_those_of_the_same_algorithm_options() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join(RUN_LOG);
+        let options = |given: &[&str]| BenchOptions {
+            suite: "paper".into(),
+            objectives: Some(vec!["hartmann3".into()]),
+            algorithms: Some(vec!["r-gp-ucb".into()]),
+            replications: Some(1),
+            algorithm_options: given
+                .iter()
+                .map(|t| parse_algorithm_options(t).unwrap())
+                .collect(),
+            ..BenchOptions::default()
+        };
+        let plan = Plan::new(&options(&[r#"r-gp-ucb={"reset_every":60}"#])).unwrap();
+        let run = |algorithm_options: Option<AlgorithmOptions>| RunResult {
+            objective: "hartmann3".into(),
+            algorithm: "r-gp-ucb".into(),
+            replication: 0,
+            seed: plan.runs[0].seed,
+            horizon: 600.0,
+            fixed_compute: None,
+            algorithm_options,
+            fit_start: FitStart::Fixed,
+            hyperpriors: Hyperpriors::None,
+            warmup: 15,
+            iterations: Vec::new(),
+            wall_seconds: 1.0,
+        };
+        let with_options = run(plan.options_of("r-gp-ucb").cloned());
+        let with_defaults = run(None);
+        let default_line = serde_json::to_string(&with_defaults).unwrap();
+        assert!(
+            !default_line.contains("algorithm_options"),
+            "{default_line}"
+        );
+        std::fs::write(
+            &log,
+            format!(
+                "{default_line}\n{}\n",
+                serde_json::to_string(&with_options).unwrap()
+            ),
+        )
+        .unwrap();
+        assert_eq!(
+            recorded_for_plan(&plan, None, &log).unwrap(),
+            vec![Some(with_options)]
+        );
+        let default_plan = Plan::new(&options(&[])).unwrap();
+        assert_eq!(
+            recorded_for_plan(&default_plan, None, &log).unwrap(),
+            vec![Some(with_defaults)]
+        );
+        let other_plan = Plan::new(&options(&[r#"r-gp-ucb={"reset_every":30}"#])).unwrap();
+        assert_eq!(
+            recorded_for_plan(&other_plan, None, &log).unwrap(),
+            vec![None]
+        );
+    }
+
+    #[test]
+    fn resumed_runs_are_those_of_the_same_fit_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join(RUN_LOG);
+        let plan = |fit_start| {
+            Plan::new(&BenchOptions {
+                suite: "paper".into(),
+                objectives: Some(vec!["hartmann3".into()]),
+                algorithms: Some(vec!["bolt".into()]),
+                replications: Some(1),
+                fit_start,
+                ..BenchOptions::default()
+            })
+            .unwrap()
+        };
+        let (fixed, previous) = (plan(FitStart::Fixed), plan(FitStart::Previous));
+        let run = RunResult {
+            objective: "hartmann3".into(),
+            algorithm: "bolt".into(),
+            replication: 0,
+            seed: previous.runs[0].seed,
+            horizon: 600.0,
+            fixed_compute: None,
+            algorithm_options: None,
+            fit_start: FitStart::Previous,
+            hyperpriors: Hyperpriors::None,
+            warmup: 15,
+            iterations: Vec::new(),
+            wall_seconds: 1.0,
+        };
+        let line = serde_json::to_string(&run).unwrap();
+        assert!(line.contains(r#""fit_start":"previous""#), "{line}");
+        std::fs::write(&log, format!("{line}\n")).unwrap();
+        assert_eq!(
+            recorded_for_plan(&previous, None, &log).unwrap(),
+            vec![Some(run)]
+        );
+        assert_eq!(recorded_for_plan(&fixed, None, &log).unwrap(), vec![None]);
+    }
+
+    #[test]
+    fn resumed_runs_are_those_of_the_same_hyperpriors() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join(RUN_LOG);
+        let plan = |hyperpriors| {
+            Plan::new(&BenchOptions {
+                suite: "paper".into(),
+                objectives: Some(vec!["hartmann3".into()]),
+                algorithms: Some(vec!["bolt".into()]),
+                replications: Some(1),
+                hyperpriors,
+                ..BenchOptions::default()
+            })
+            .unwrap()
+        };
+        let (none, robust) = (plan(Hyperpriors::None), plan(Hyperpriors::Robust));
+        assert_eq!(BenchOptions::default().hyperpriors, Hyperpriors::None);
+        let run = |hyperpriors| RunResult {
+            objective: "hartmann3".into(),
+            algorithm: "bolt".into(),
+            replication: 0,
+            seed: robust.runs[0].seed,
+            horizon: 600.0,
+            fixed_compute: None,
+            algorithm_options: None,
+            fit_start: FitStart::Fixed,
+            hyperpriors,
+            warmup: 15,
+            iterations: Vec::new(),
+            wall_seconds: 1.0,
+        };
+        // Recorded in every line, `none` included.
+        let robust_line = serde_json::to_string(&run(Hyperpriors::Robust)).unwrap();
+        assert!(
+            robust_line.contains(r#""hyperpriors":"robust""#),
+            "{robust_line}"
+        );
+        let none_line = serde_json::to_string(&run(Hyperpriors::None)).unwrap();
+        assert!(none_line.contains(r#""hyperpriors":"none""#), "{none_line}");
+        std::fs::write(&log, format!("{robust_line}\n")).unwrap();
+        assert_eq!(
+            recorded_for_plan(&robust, None, &log).unwrap(),
+            vec![Some(run(Hyperpriors::Robust))]
+        );
+        assert_eq!(recorded_for_plan(&none, None, &log).unwrap(), vec![None]);
+        // A line of an earlier version, without the field, is a run of `none`.
+        let old_line = none_line.replace(r#""hyperpriors":"none","#, "");
+        assert!(!old_line.contains("hyperpriors"), "{old_line}");
+        std::fs::write(&log, format!("{old_line}\n")).unwrap();
+        assert_eq!(
+            recorded_for_plan(&none, None, &log).unwrap(),
+            vec![Some(run(Hyperpriors::None))]
+        );
+        assert_eq!(recorded_for_plan(&robust, None, &log).unwrap(), vec![None]);
+    }
+}

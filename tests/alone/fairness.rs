@@ -1,0 +1,156 @@
+//! Fair scheduling (docs/architecture.md, "Fair scheduling of model work"): one client's
+//! backlog of big model jobs on its session (concurrent large predicts, suggests piling up
+//! pending suggestions) must not push another session's suggest latency past twice its
+//! solo latency. Measured as a ratio of medians within one run, not as an absolute time.
+//!
+//! Alone in its test binary, so that no other test competes for the cores.
+
+use crate::common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use common::TestServer;
+use serde_json::{Value, json};
+
+/// Observations of the heavy session.
+const HEAVY_OBSERVATIONS: usize = 600;
+/// Points of each of the heavy client's predicts.
+const HEAVY_PREDICT_POINTS: usize = 2000;
+/// Concurrent predict loops of the heavy client.
+const HEAVY_PREDICT_LOOPS: usize = 3;
+/// Light suggests timed under load, and alone before and after it.
+const SAMPLES: usize = 9;
+/// Observations of each light session.
+const LIGHT_OBSERVATIONS: usize = 30;
+
+/// A gp-ucb client-time session over (x, y) with `n` observations of a smooth function.
+async fn session_with(server: &TestServer, n: usize, seed: u64) -> String {
+    let id = server.create(common::client_session("gp-ucb", seed)).await;
+    let observations: Vec<Value> = (0..n)
+        .map(|i| {
+            let x = (i as f64 * 0.618_033_988_75).fract();
+            let y = (i as f64 * 0.754_877_666_25).fract();
+            json!({
+                "params": {"x": x, "y": y},
+                "value": (6.0 * x).sin() + (4.0 * y).cos(),
+                "t": i as f64,
+            })
+        })
+        .collect();
+    let (status, answer) = server
+        .post(
+            &format!("/v1/sessions/{id}/observations"),
+            &json!({"observations": observations}),
+        )
+        .await;
+    assert_eq!(status, 201, "{answer}");
+    id
+}
+
+/// Seconds of one suggest of a fresh light session ([`LIGHT_OBSERVATIONS`], same data and
+/// seed every time, so every sample does the same work).
+async fn light_suggest(server: &TestServer) -> f64 {
+    let id = session_with(server, LIGHT_OBSERVATIONS, 7).await;
+    let started = Instant::now();
+    let (status, answer) = server
+        .post(
+            &format!("/v1/sessions/{id}/suggestions"),
+            &json!({"t": LIGHT_OBSERVATIONS as f64 + 1.0}),
+        )
+        .await;
+    let seconds = started.elapsed().as_secs_f64();
+    assert_eq!(status, 201, "{answer}");
+    seconds
+}
+
+fn median(mut samples: Vec<f64>) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    samples[samples.len() / 2]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_sessions_backlog_does_not_starve_another() {
+    let _alone = crate::ALONE.lock().await;
+    let server = Arc::new(TestServer::start().await);
+    // Warm up (first connections, first fits), then time the light suggest alone.
+    light_suggest(&server).await;
+    let mut solo = Vec::new();
+    for _ in 0..SAMPLES {
+        solo.push(light_suggest(&server).await);
+    }
+
+    let heavy = session_with(&server, HEAVY_OBSERVATIONS, 3).await;
+    let points: Vec<Value> = (0..HEAVY_PREDICT_POINTS)
+        .map(|i| {
+            let u = i as f64 / HEAVY_PREDICT_POINTS as f64;
+            json!({"x": u, "y": (u * 7.0).fract()})
+        })
+        .collect();
+    let predict = json!({"points": points, "t": HEAVY_OBSERVATIONS as f64});
+    // The first predict builds the heavy model (a full fit): wait for it before timing.
+    let (status, answer) = server
+        .post(&format!("/v1/sessions/{heavy}/predict"), &predict)
+        .await;
+    assert_eq!(status, 200, "{answer}");
+
+    let running = Arc::new(AtomicBool::new(true));
+    let heavy_jobs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut backlog = Vec::new();
+    for _ in 0..HEAVY_PREDICT_LOOPS {
+        let (server, running, jobs) = (server.clone(), running.clone(), heavy_jobs.clone());
+        let (path, body) = (format!("/v1/sessions/{heavy}/predict"), predict.clone());
+        backlog.push(tokio::spawn(async move {
+            while running.load(Ordering::SeqCst) {
+                let (status, answer) = server.post(&path, &body).await;
+                assert_eq!(status, 200, "{answer}");
+                jobs.fetch_add(1, Ordering::SeqCst);
+            }
+        }));
+    }
+    {
+        // Suggests that never observe: a growing pending backlog, up to the cap.
+        let (server, running, jobs) = (server.clone(), running.clone(), heavy_jobs.clone());
+        let path = format!("/v1/sessions/{heavy}/suggestions");
+        backlog.push(tokio::spawn(async move {
+            let mut t = HEAVY_OBSERVATIONS as f64;
+            while running.load(Ordering::SeqCst) {
+                t += 1.0;
+                let (status, answer) = server.post(&path, &json!({"count": 8, "t": t})).await;
+                assert!(status == 201 || status == 409, "{status} {answer}");
+                jobs.fetch_add(1, Ordering::SeqCst);
+            }
+        }));
+    }
+    // Let the backlog build up.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let mut loaded = Vec::new();
+    for _ in 0..SAMPLES {
+        loaded.push(light_suggest(&server).await);
+    }
+    running.store(false, Ordering::SeqCst);
+    for task in backlog {
+        task.await.expect("a heavy client failed");
+    }
+    // Solo samples before and after the backlog: a transient load on the machine in
+    // either phase does not decide the ratio.
+    for _ in 0..SAMPLES {
+        solo.push(light_suggest(&server).await);
+    }
+
+    let jobs = heavy_jobs.load(Ordering::SeqCst);
+    let (solo, loaded) = (median(solo), median(loaded));
+    let ratio = loaded / solo;
+    eprintln!(
+        "light suggest: median {:.1} ms alone, {:.1} ms beside the backlog \
+         ({jobs} heavy requests done meanwhile): ratio {ratio:.2}",
+        solo * 1e3,
+        loaded * 1e3
+    );
+    assert!(jobs > 0, "the heavy client made no progress");
+    assert!(
+        ratio <= 2.0,
+        "another session's backlog slowed a suggest {ratio:.2}× (limit 2×)"
+    );
+}

@@ -1,0 +1,15 @@
+//! The tests that need the process, and the machine's cores, to themselves: the metrics
+//! (one process-global recorder and tracing subscriber; they compare scrapes before and
+//! after their own traffic) and the fairness of the scheduler (a ratio of latencies).
+//! Each holds [`ALONE`] while it runs, so they take turns; cargo runs this binary after
+//! the others, never beside them.
+
+#[macro_use]
+#[path = "../it/common/mod.rs"]
+mod common;
+
+mod fairness;
+mod metrics;
+
+/// One test of this binary at a time.
+pub static ALONE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());

@@ -1,0 +1,145 @@
+//! The headers every answer carries (src/api/headers.rs): `nosniff` on all of them,
+//! `no-store` on the API's answers (errors included), a content security policy that
+//! forbids framing on the pages and the API, and CORS only for the origins allowed.
+
+use crate::common;
+
+use common::TestServer;
+use reqwest::header::{
+    ACCESS_CONTROL_ALLOW_HEADERS, ACCESS_CONTROL_ALLOW_ORIGIN, CACHE_CONTROL,
+    CONTENT_SECURITY_POLICY, HeaderMap, X_CONTENT_TYPE_OPTIONS,
+};
+use reqwest::{Method, StatusCode};
+use tvbo::api::RouterSettings;
+use tvbo::api::headers::CorsOrigins;
+
+async fn headers_of(server: &TestServer, method: Method, path: &str) -> (StatusCode, HeaderMap) {
+    let request = axum::http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("origin", "https://elsewhere.example")
+        .body(axum::body::Body::empty())
+        .unwrap();
+    let response = server.send(request).await;
+    (response.status(), response.headers().clone())
+}
+
+#[tokio::test]
+async fn every_answer_is_nosniff_the_api_is_not_stored_and_nothing_is_framed() {
+    let server = TestServer::start().await;
+    let id = server.create(common::client_session("gp-ucb", 1)).await;
+    let unknown = "/v1/sessions/0b6c1c57-4c3e-4bb3-9d36-3f7cbb1b2a10";
+    let asset = format!(
+        "/docs/assets/swagger-ui-{}/swagger-ui.css",
+        tvbo::docs_ui::SWAGGER_UI_VERSION
+    );
+    // (method, path, status, whether the API's `no-store` applies)
+    let answers = [
+        (Method::GET, "/v1/sessions".to_string(), 200, true),
+        (Method::GET, format!("/v1/sessions/{id}"), 200, true),
+        (Method::GET, unknown.to_string(), 404, true),
+        (Method::GET, "/nowhere".to_string(), 404, true),
+        (Method::PUT, "/v1/sessions".to_string(), 405, true),
+        (Method::GET, "/openapi.json".to_string(), 200, true),
+        (Method::GET, "/healthz".to_string(), 200, true),
+        (Method::GET, "/readyz".to_string(), 200, true),
+        (Method::GET, "/".to_string(), 200, false),
+        (Method::GET, format!("/sessions/{id}"), 200, false),
+        (Method::GET, "/assets/dashboard.js".to_string(), 200, false),
+        (Method::GET, "/docs".to_string(), 200, false),
+        (Method::GET, "/docs/assets/docs.js".to_string(), 200, false),
+        (Method::GET, asset, 200, false),
+    ];
+    for (method, path, status, api) in answers {
+        let (got, headers) = headers_of(&server, method, &path).await;
+        assert_eq!(got.as_u16(), status, "{path}");
+        assert_eq!(headers[X_CONTENT_TYPE_OPTIONS], "nosniff", "{path}");
+        let csp = headers[CONTENT_SECURITY_POLICY].to_str().unwrap();
+        assert!(csp.contains("frame-ancestors 'none'"), "{path}: {csp}");
+        if api {
+            assert_eq!(headers[CACHE_CONTROL], "no-store", "{path}");
+            assert_eq!(
+                csp,
+                tvbo::api::headers::API_CONTENT_SECURITY_POLICY,
+                "{path}"
+            );
+        }
+        assert!(
+            !headers
+                .keys()
+                .any(|k| k.as_str().starts_with("access-control-")),
+            "{path}: CORS is off by default: {headers:?}"
+        );
+    }
+    let policy = tvbo::dashboard::CONTENT_SECURITY_POLICY;
+    assert!(policy.starts_with("default-src 'none'; script-src 'self';"));
+    for path in ["/", "/docs"] {
+        let (_, headers) = headers_of(&server, Method::GET, path).await;
+        assert_eq!(headers[CONTENT_SECURITY_POLICY], policy, "{path}");
+    }
+    // Not a CORS preflight without CORS: the API has no OPTIONS.
+    let (status, _) = headers_of(&server, Method::OPTIONS, "/v1/sessions").await;
+    assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn cors_answers_the_allowed_origins_only() {
+    let allowed = "https://app.example.com";
+    let settings = RouterSettings {
+        cors_origins: CorsOrigins::parse(&format!("{allowed}, http://localhost:3000")).unwrap(),
+        ..common::open_settings(Default::default())
+    };
+    let server = TestServer::start_configured(settings, Default::default()).await;
+    let preflight = |origin: &str| {
+        server
+            .client
+            .request(Method::OPTIONS, server.url("/v1/sessions"))
+            .header("origin", origin)
+            .header("access-control-request-method", "POST")
+            .header(
+                "access-control-request-headers",
+                "authorization, content-type, idempotency-key",
+            )
+            .send()
+    };
+    let answer = preflight(allowed).await.unwrap();
+    assert!(answer.status().is_success(), "{}", answer.status());
+    assert_eq!(answer.headers()[ACCESS_CONTROL_ALLOW_ORIGIN], allowed);
+    let allowed_headers = answer.headers()[ACCESS_CONTROL_ALLOW_HEADERS]
+        .to_str()
+        .unwrap()
+        .to_string();
+    for header in ["authorization", "content-type", "idempotency-key"] {
+        assert!(allowed_headers.contains(header), "{allowed_headers}");
+    }
+    assert_eq!(answer.headers()[X_CONTENT_TYPE_OPTIONS], "nosniff");
+
+    let refused = preflight("https://evil.example").await.unwrap();
+    assert!(
+        refused.headers().get(ACCESS_CONTROL_ALLOW_ORIGIN).is_none(),
+        "{:?}",
+        refused.headers()
+    );
+
+    let simple = server
+        .client
+        .get(server.url("/v1/sessions"))
+        .header("origin", allowed)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(simple.status(), StatusCode::OK);
+    assert_eq!(simple.headers()[ACCESS_CONTROL_ALLOW_ORIGIN], allowed);
+    assert_eq!(simple.headers()[CACHE_CONTROL], "no-store");
+    server.stop().await;
+}
+
+#[test]
+fn a_bad_origin_fails_at_start_naming_the_setting() {
+    use clap::Parser;
+    let cli = tvbo::config::Cli::try_parse_from(["tvbo", "--cors-origins", "https://a.example/"])
+        .unwrap();
+    let error = cli.serve.router_settings().unwrap_err().to_string();
+    assert!(error.starts_with("TVBO_CORS_ORIGINS "), "{error}");
+}

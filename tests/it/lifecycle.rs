@@ -1,0 +1,301 @@
+//! The life of a session over HTTP: listing, batches, pending points, time, insight, deletion.
+
+use crate::common;
+
+use common::{TestServer, client_session};
+use serde_json::json;
+
+backend_tests!(
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    sessions_are_listed_newest_first_with_cursor_paging,
+    batches_pending_points_and_insight,
+    resets_mark_observations_inactive_with_a_reason,
+    wall_clock_sessions_place_observations_at_their_measurement,
+    deleting_a_session_forgets_its_idempotency_records,
+    the_model_reports_server_compute_time,
+);
+
+async fn sessions_are_listed_newest_first_with_cursor_paging(server: TestServer) {
+    let mut ids = Vec::new();
+    for seed in 0..5 {
+        ids.push(server.create(client_session("gp-ucb", seed)).await);
+    }
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let path = match &cursor {
+            Some(c) => format!("/v1/sessions?limit=2&cursor={c}"),
+            None => "/v1/sessions?limit=2".to_string(),
+        };
+        let (status, page) = server.get(&path).await;
+        assert_eq!(status, 200, "{page}");
+        for s in page["sessions"].as_array().unwrap() {
+            seen.push(s["id"].as_str().unwrap().to_string());
+        }
+        match page["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_string()),
+            None => break,
+        }
+    }
+    ids.reverse();
+    assert_eq!(seen, ids);
+    let (status, _) = server
+        .client
+        .delete(server.url(&format!("/v1/sessions/{}", ids[0])))
+        .send()
+        .await
+        .map(|r| (r.status().as_u16(), ()))
+        .unwrap();
+    assert_eq!(status, 204);
+    let (status, _) = server.get(&format!("/v1/sessions/{}", ids[0])).await;
+    assert_eq!(status, 404);
+    server.stop().await;
+}
+
+async fn batches_pending_points_and_insight(server: TestServer) {
+    let id = server.create(client_session("tv-gp-ucb", 3)).await;
+    let objective = |x: f64, y: f64| -(x - 0.3).powi(2) - (y - 0.6).powi(2);
+    let mut t = 0.0;
+    for round in 0..6 {
+        let (status, body) = server
+            .post(
+                &format!("/v1/sessions/{id}/suggestions"),
+                &json!({"count": 4, "t": t}),
+            )
+            .await;
+        assert_eq!(status, 201, "{body}");
+        let suggestions = body["suggestions"].as_array().unwrap().clone();
+        assert_eq!(suggestions.len(), 4);
+        let points: Vec<(f64, f64)> = suggestions
+            .iter()
+            .map(|s| {
+                (
+                    s["params"]["x"].as_f64().unwrap(),
+                    s["params"]["y"].as_f64().unwrap(),
+                )
+            })
+            .collect();
+        for (i, a) in points.iter().enumerate() {
+            for b in &points[i + 1..] {
+                assert!(a != b, "round {round}: duplicate suggestion {a:?}");
+            }
+        }
+        let (_, session) = server.get(&format!("/v1/sessions/{id}")).await;
+        assert_eq!(session["pending_count"], 4);
+        // Measured two seconds after they were handed out: the lead becomes 2.
+        let batch: Vec<_> = suggestions
+            .iter()
+            .zip(&points)
+            .map(|(s, (x, y))| json!({"suggestion_id": s["id"], "value": objective(*x, *y), "t": t + 2.0}))
+            .collect();
+        let (status, body) = server
+            .post(
+                &format!("/v1/sessions/{id}/observations"),
+                &json!({"observations": batch}),
+            )
+            .await;
+        assert_eq!(status, 201, "{body}");
+        assert_eq!(body["observations"].as_array().unwrap().len(), 4);
+        t += 5.0;
+    }
+    let (_, session) = server.get(&format!("/v1/sessions/{id}")).await;
+    assert_eq!(session["pending_count"], 0);
+    assert_eq!(session["observation_count"], 24);
+    assert_eq!(session["dataset_size"], 24);
+
+    let (status, model) = server.get(&format!("/v1/sessions/{id}/model")).await;
+    assert_eq!(status, 200, "{model}");
+    assert_eq!(model["lead"], 2.0);
+    let samples = model["response_time"]["samples"].as_array().unwrap();
+    assert_eq!(
+        samples.len(),
+        5,
+        "one sample per pair of consecutive suggest calls, each at its own n"
+    );
+    assert_eq!(samples[1], json!({"n": 4, "seconds": 5.0, "count": 1}));
+    let hyper = &model["hyperparameters"];
+    assert!(hyper["temporal_lengthscale"].as_f64().unwrap() > 0.0);
+    assert!(hyper["epsilon"].as_f64().unwrap() > 0.0);
+
+    // The next suggestion targets t + lead.
+    let (_, body) = server
+        .post(
+            &format!("/v1/sessions/{id}/suggestions"),
+            &json!({"t": 40.0}),
+        )
+        .await;
+    assert_eq!(body["suggestions"][0]["t"], 42.0);
+
+    let (status, best) = server.get(&format!("/v1/sessions/{id}/best?t=40")).await;
+    assert_eq!(status, 200, "{best}");
+    let (bx, by) = (
+        best["params"]["x"].as_f64().unwrap(),
+        best["params"]["y"].as_f64().unwrap(),
+    );
+    assert!(
+        (bx - 0.3).abs() < 0.25 && (by - 0.6).abs() < 0.25,
+        "best {best}"
+    );
+    let (status, prediction) = server
+        .post(
+            &format!("/v1/sessions/{id}/predict"),
+            &json!({"points": [{"x": 0.3, "y": 0.6}, {"x": 1.0, "y": 0.0}], "t": 40.0}),
+        )
+        .await;
+    assert_eq!(status, 200, "{prediction}");
+    let near = prediction["predictions"][0]["mean"].as_f64().unwrap();
+    let far = prediction["predictions"][1]["mean"].as_f64().unwrap();
+    assert!(near > far, "{prediction}");
+
+    let (status, regret) = server.get(&format!("/v1/sessions/{id}/regret")).await;
+    assert_eq!(status, 200);
+    let points = regret["points"].as_array().unwrap();
+    assert_eq!(points.len(), 24);
+    assert!(
+        points
+            .iter()
+            .all(|p| p["estimated"] == true && p["regret"].as_f64().unwrap() >= 0.0)
+    );
+
+    // Paging through observations.
+    let (_, page) = server
+        .get(&format!("/v1/sessions/{id}/observations?limit=10"))
+        .await;
+    assert_eq!(page["observations"].as_array().unwrap().len(), 10);
+    assert_eq!(page["next_after"], 10);
+    let (_, page) = server
+        .get(&format!("/v1/sessions/{id}/observations?after=20&limit=10"))
+        .await;
+    assert_eq!(page["observations"].as_array().unwrap().len(), 4);
+    assert!(page.get("next_after").is_none());
+    server.stop().await;
+}
+
+async fn resets_mark_observations_inactive_with_a_reason(server: TestServer) {
+    let mut body = client_session("r-gp-ucb", 1);
+    body["algorithm"] = json!({"name": "r-gp-ucb", "reset_every": 4});
+    let id = server.create(body).await;
+    for step in 0..10 {
+        let t = f64::from(step);
+        let (status, _) = server
+            .post(
+                &format!("/v1/sessions/{id}/observations"),
+                &json!({"params": {"x": 0.1 * t, "y": 0.5}, "value": t, "t": t}),
+            )
+            .await;
+        assert_eq!(status, 201);
+    }
+    let (_, active) = server.get(&format!("/v1/sessions/{id}/observations")).await;
+    let seqs: Vec<i64> = active["observations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["seq"].as_i64().unwrap())
+        .collect();
+    assert_eq!(seqs, vec![9, 10]);
+    let (_, all) = server
+        .get(&format!(
+            "/v1/sessions/{id}/observations?include_pruned=true"
+        ))
+        .await;
+    let all = all["observations"].as_array().unwrap();
+    assert_eq!(all.len(), 10);
+    assert!(all[..8].iter().all(|o| o["active"] == false
+        && o["removed_reason"] == "reset"
+        && !o["removed_at"].is_null()));
+    server.stop().await;
+}
+
+async fn wall_clock_sessions_place_observations_at_their_measurement(server: TestServer) {
+    let id = server
+        .create(json!({"parameters": [{"name": "x", "low": 0, "high": 1}], "model": {"warmup": 2}}))
+        .await;
+    let (status, body) = server
+        .post(&format!("/v1/sessions/{id}/suggestions"), &json!({}))
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let measured_at = chrono::Utc::now();
+    let (status, body) = server
+        .post(
+            &format!("/v1/sessions/{id}/observations"),
+            &json!({
+                "suggestion_id": body["suggestions"][0]["id"],
+                "value": 1.5,
+                "measured_at": measured_at.to_rfc3339(),
+            }),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let (_, session) = server.get(&format!("/v1/sessions/{id}")).await;
+    let created: chrono::DateTime<chrono::Utc> =
+        session["created_at"].as_str().unwrap().parse().unwrap();
+    let expected = (measured_at - created).num_microseconds().unwrap() as f64 * 1e-6;
+    let t = body["observations"][0]["t"].as_f64().unwrap();
+    assert!((t - expected).abs() < 1e-5, "t = {t}, expected {expected}");
+    server.stop().await;
+}
+
+async fn deleting_a_session_forgets_its_idempotency_records(server: TestServer) {
+    let id = server.create(client_session("gp-ucb", 9)).await;
+    let path = format!("/v1/sessions/{id}/suggestions");
+    let send = || {
+        server
+            .client
+            .post(server.url(&path))
+            .header("idempotency-key", "retry-me")
+            .json(&json!({"t": 1.0}))
+            .send()
+    };
+    assert_eq!(send().await.unwrap().status().as_u16(), 201);
+    let response = server
+        .client
+        .delete(server.url(&format!("/v1/sessions/{id}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 204);
+    assert!(
+        server
+            .dump()
+            .await
+            .iter()
+            .all(|row| !row.starts_with("idempotency|"))
+    );
+    let (status, body) = TestServer::read(send().await.unwrap()).await;
+    assert_eq!(
+        status, 404,
+        "a retry after deletion must not replay: {body}"
+    );
+    server.stop().await;
+}
+
+async fn the_model_reports_server_compute_time(server: TestServer) {
+    let id = server.create(client_session("gp-ucb", 4)).await;
+    for step in 0..3 {
+        let (status, body) = server
+            .post(
+                &format!("/v1/sessions/{id}/suggestions"),
+                &json!({"t": f64::from(step)}),
+            )
+            .await;
+        assert_eq!(status, 201);
+        let (status, _) = server
+            .post(
+                &format!("/v1/sessions/{id}/observations"),
+                &json!({"suggestion_id": body["suggestions"][0]["id"], "value": 1.0, "t": f64::from(step)}),
+            )
+            .await;
+        assert_eq!(status, 201);
+    }
+    let (_, model) = server.get(&format!("/v1/sessions/{id}/model")).await;
+    let calls = model["compute_time"].as_array().unwrap();
+    assert_eq!(calls.len(), 2, "{model}");
+    assert_eq!(calls[0]["kind"], "observe");
+    assert_eq!(calls[1]["kind"], "suggest");
+    assert!(
+        calls
+            .iter()
+            .all(|c| c["count"] == 3 && c["mean_seconds"].as_f64().unwrap() >= 0.0)
+    );
+    server.stop().await;
+}

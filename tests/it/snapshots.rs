@@ -1,0 +1,128 @@
+//! The snapshot a replica keeps of a session after changing it is what the store reads
+//! back: the next change planned from it is the one planned from the database
+//! (docs/decisions/0008-sqlite-writer-thread-and-kept-snapshots.md). Its own process: the
+//! sessions it runs open model-work spans that a unit test's scoped subscriber would see.
+use std::sync::Arc;
+
+use serde_json::json;
+
+use tvbo::domain::input::ObservationInput;
+use tvbo::engine::Limits;
+use tvbo::session::service::SessionService;
+use tvbo::session::views::SuggestRequest;
+use tvbo::store::{PoolSettings, PostgresStore, SqliteStore, Store};
+
+use crate::common;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_kept_snapshots_are_what_the_store_reads_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("tvbo.db").display());
+    let store = SqliteStore::connect(&url, &PoolSettings::default())
+        .await
+        .unwrap();
+    kept_snapshots_are_what_the_store_reads_back(Arc::new(store)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_kept_snapshots_are_what_the_store_reads_back() {
+    let Some(database) = common::PgDatabase::create("kept_snapshots").await else {
+        return;
+    };
+    let store = PostgresStore::connect(&database.url, &PoolSettings::default())
+        .await
+        .unwrap();
+    kept_snapshots_are_what_the_store_reads_back(Arc::new(store)).await;
+}
+
+/// After every suggest and observe, of algorithms that forget by age, by relevance and
+/// by budget, the snapshot the service kept is the history and the response-time
+/// summaries the store reads back, to the bit, also after another replica changed the
+/// session.
+async fn kept_snapshots_are_what_the_store_reads_back(store: Arc<dyn Store>) {
+    let service = SessionService::new(store.clone(), Limits::default());
+    // Another replica over the same database, whose changes leave `service`'s snapshot
+    // stale: the next change of `service` must notice (PostgreSQL: by the version it
+    // reads first; SQLite, one server per file: by the commit's version check) and plan
+    // again from the database.
+    let other = SessionService::new(store.clone(), Limits::default());
+    let algorithms = [
+        json!({"name": "bolt", "min_dataset_size": 3, "max_dataset_size": 6}),
+        json!({"name": "w-dbo"}),
+        json!({"name": "r-gp-ucb"}),
+        json!({"name": "tv-gp-ucb"}),
+        json!({"name": "random"}),
+    ];
+    for algorithm in algorithms {
+        let request = serde_json::from_value(json!({
+            "parameters": [
+                {"name": "x", "low": 0.0, "high": 1.0},
+                {"name": "y", "low": -2.0, "high": 2.0}
+            ],
+            "algorithm": algorithm,
+            "model": {"warmup": 3},
+            "time": {"source": "client"},
+            "seed": 11
+        }))
+        .unwrap();
+        let id = service
+            .create_session("default", request, None)
+            .await
+            .unwrap()
+            .id;
+        let check = async |step: usize, call: &str| {
+            let kept = service.kept_snapshot(id).expect("a snapshot is kept");
+            let loaded = store.load_history(id).await.unwrap().unwrap();
+            assert_eq!(
+                format!("{:?}", kept.history),
+                format!("{loaded:?}"),
+                "{algorithm} after the {call} of step {step}"
+            );
+            if let Some(kept) = kept.response_times {
+                let loaded = store.response_time_summaries(id).await.unwrap();
+                assert_eq!(kept, loaded, "{algorithm} after the {call} of step {step}");
+            }
+        };
+        for step in 0..24 {
+            let t = 1.7 * step as f64;
+            let request = SuggestRequest {
+                count: Some(1 + (step % 2) as i64),
+                t: Some(t),
+            };
+            let suggested = if step % 7 == 3 {
+                other.suggest(id, request, None).await.unwrap()
+            } else {
+                let suggested = service.suggest(id, request, None).await.unwrap();
+                check(step, "suggest").await;
+                suggested
+            };
+            let first = &suggested.suggestions[0];
+            let (x, y) = (first.params["x"], first.params["y"]);
+            let mut inputs = vec![observation(Some(first.id), None, x - y * y, t + 0.5)];
+            if step % 5 == 4 {
+                let params = [("x".to_string(), 0.25), ("y".to_string(), 1.0)];
+                let value = 0.25 - 1.0;
+                inputs.push(observation(None, Some(params.into()), value, t + 0.6));
+            }
+            service.observe(id, inputs, None).await.unwrap();
+            check(step, "observe").await;
+        }
+    }
+}
+
+fn observation(
+    suggestion_id: Option<uuid::Uuid>,
+    params: Option<tvbo::domain::space::Params>,
+    value: f64,
+    t: f64,
+) -> (String, ObservationInput) {
+    let input = ObservationInput {
+        suggestion_id,
+        params,
+        value,
+        measured_at: None,
+        t: Some(t),
+        regret: None,
+    };
+    (String::new(), input)
+}
