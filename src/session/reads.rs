@@ -1,8 +1,6 @@
 //! The read endpoints of a session: its observations, regret, model, predictions and
 //! recommendation. Reads take no lock: they see the latest committed version.
 
-use std::collections::HashMap;
-
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
@@ -14,7 +12,8 @@ use crate::domain::config::TimeSource;
 use crate::domain::hyperpriors::{HyperpriorSet, Hyperpriors};
 use crate::domain::records::History;
 use crate::domain::time::{MAX_CLIENT_TIME, wall_time};
-use crate::engine::{CurrentModel, arm_points, fitted_hyperparameters, lead, policy_state};
+use crate::engine::regret::regrets;
+use crate::engine::{CurrentModel, fitted_hyperparameters, lead, policy_state};
 use crate::gp::relevance::relevances;
 use crate::policy;
 use crate::policy::response_time::fit_response_time;
@@ -23,9 +22,6 @@ use crate::session::views::{
     PriorSelectionView, RegretPoint, RegretReport, RelevanceView, ResponseTimeSampleView,
     ResponseTimeView,
 };
-
-/// Quasi-random candidates over which regret estimates search the posterior mean's maximum.
-const REGRET_CANDIDATES: usize = 256;
 
 impl SessionService {
     /// A page of observations with seq > `after`.
@@ -66,48 +62,20 @@ impl SessionService {
         let rows = self.store.list_observations(id, 0, i64::MAX, true).await?;
         let cache = self.models.clone();
         self.blocking(id, move || -> Result<RegretReport, ServiceError> {
-            let config = &history.session.config;
             let model = cached_model(&cache, &history)?;
-            let space = config.space();
-            let candidates: Vec<Vec<f64>> = match arm_points(&space, config) {
-                Some(arms) => arms,
-                None => {
-                    let dim = space.dim() as u32;
-                    let mut points: Vec<Vec<f64>> = (0..REGRET_CANDIDATES as u32)
-                        .map(|i| {
-                            (0..dim)
-                                .map(|d| f64::from(sobol_burley::sample(i, d, 0x7476_626f)))
-                                .collect()
-                        })
-                        .collect();
-                    points.extend(history.active.iter().map(|o| o.unit.clone()));
-                    points
-                }
-            };
+            let regrets = regrets(
+                &history.session.config,
+                model.as_deref(),
+                &history.active,
+                &rows,
+            );
             let mut cumulative = 0.0;
             let mut counted = 0usize;
-            let mut best_by_time: HashMap<u64, f64> = HashMap::new();
-            let uses_time = model.as_deref().is_some_and(CurrentModel::uses_time);
             let points = rows
                 .iter()
-                .map(|row| {
-                    let (regret, estimated) = match (row.regret, &model) {
-                        (Some(r), _) => (Some(r), false),
-                        (None, None) => (None, true),
-                        (None, Some(model)) => {
-                            let t = row.t;
-                            let key = if uses_time { t.to_bits() } else { 0 };
-                            let best = *best_by_time.entry(key).or_insert_with(|| {
-                                candidates
-                                    .iter()
-                                    .map(|x| model.mean(x, t))
-                                    .fold(f64::NEG_INFINITY, f64::max)
-                            });
-                            let here = model.mean(&row.unit, t);
-                            (Some((best.max(here) - here).max(0.0)), true)
-                        }
-                    };
-                    if let Some(r) = regret {
+                .zip(regrets)
+                .map(|(row, regret)| {
+                    if let Some(r) = regret.value {
                         cumulative += r;
                         counted += 1;
                     }
@@ -115,8 +83,8 @@ impl SessionService {
                         seq: row.seq,
                         t: row.t,
                         value: row.value,
-                        regret,
-                        estimated,
+                        regret: regret.value,
+                        estimated: regret.estimated,
                         active: row.active,
                         cumulative_regret: cumulative,
                     }
@@ -164,7 +132,11 @@ impl SessionService {
         let session = &history.session;
         let config = &session.config;
         let mut state = policy_state(session)?;
-        let prior_selection = policy::prior_selection_for(config).map(|selection| {
+        let prior_selection = match policy::SessionPolicy::of(config) {
+            policy::SessionPolicy::Arms(selection) => Some(selection),
+            _ => None,
+        }
+        .map(|selection| {
             let names = config
                 .algorithm
                 .priors()

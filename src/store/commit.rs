@@ -16,6 +16,7 @@ use super::rows::to_json;
 use super::timeline::{BUCKET_ROWS, BucketPoint};
 use super::to_micros;
 use super::{ChangeSet, IDEMPOTENCY_TTL_MICROS, IdempotencyRecord, ObservationRow, StoreError};
+use crate::domain::records::{CallRecord, ResponseTimeSample};
 
 /// A value bound to a `$N` placeholder: the N-th of a statement's arguments.
 #[derive(Clone, Debug, PartialEq)]
@@ -164,28 +165,51 @@ pub(crate) async fn apply_change(
 ) -> Result<(), StoreError> {
     let key = id.to_string();
     let now = to_micros(Utc::now());
-    let new_calls = change.calls.len() as i64;
-    let new_samples = i64::from(change.response_time.is_some());
-    // The version bump comes first: it takes the session's row lock (PostgreSQL) or the
-    // database's write lock (SQLite) until the transaction ends, and it is the
-    // optimistic-concurrency check. It returns the counts of calls and samples after this
-    // change: their ordinals.
+    let (call_count, sample_count) = bump_version(s, &key, expected_version, change).await?;
+    // Forgetting done by this change is placed at its last call's ordinal.
+    let step = call_count - 1;
+    write_suggestions(s, &key, change).await?;
+    write_observations(s, &key, change, step, now).await?;
+    if let Some(sample) = change.response_time {
+        write_response_time(s, &key, sample, sample_count, now, row_id).await?;
+    }
+    let first_call = call_count - change.calls.len() as i64;
+    for (i, call) in change.calls.iter().enumerate() {
+        write_call(s, &key, call, first_call + i as i64, now, row_id).await?;
+    }
+    if let Some(record) = idempotency {
+        insert_idempotency(s, record).await?;
+    }
+    Ok(())
+}
+
+/// The version bump, first in the transaction: it takes the session's row lock
+/// (PostgreSQL) or the database's write lock (SQLite) until the transaction ends, and it
+/// is the optimistic-concurrency check. Returns the counts of calls and samples after
+/// this change (their ordinals); `Conflict` if the version moved on, `NotFound` if the
+/// session is gone.
+async fn bump_version(
+    s: &mut impl Statements,
+    key: &str,
+    expected_version: i64,
+    change: &ChangeSet,
+) -> Result<(i64, i64), StoreError> {
     let bump = vec![
-        Arg::from(key.as_str()),
+        Arg::from(key),
         expected_version.into(),
         change.state.as_ref().map(to_json).into(),
         (change.new_suggestions.len() as i64).into(),
         change.last_suggest.map(|(t, _)| t).into(),
         change.last_suggest.map(|(_, n)| n).into(),
         change.last_optimum_mean.into(),
-        new_calls.into(),
-        new_samples.into(),
+        (change.calls.len() as i64).into(),
+        i64::from(change.response_time.is_some()).into(),
     ];
     let Some(counts) = s.fetch_integers(BUMP_VERSION, bump).await? else {
         let exists = s
             .fetch_integers(
                 "SELECT COUNT(*) FROM sessions WHERE id = $1",
-                vec![key.as_str().into()],
+                vec![key.into()],
             )
             .await?;
         return Err(if exists.is_some_and(|row| row[0] > 0) {
@@ -194,17 +218,24 @@ pub(crate) async fn apply_change(
             StoreError::NotFound
         });
     };
-    let [call_count, sample_count] = counts[..] else {
-        return Err(StoreError::Corrupt(
+    match counts[..] {
+        [call_count, sample_count] => Ok((call_count, sample_count)),
+        _ => Err(StoreError::Corrupt(
             "version bump returned no counts".into(),
-        ));
-    };
-    // Forgetting done by this change is placed at its last call's ordinal.
-    let step = call_count - 1;
+        )),
+    }
+}
+
+/// The change's new suggestions, and the new status of those it settled.
+async fn write_suggestions(
+    s: &mut impl Statements,
+    key: &str,
+    change: &ChangeSet,
+) -> Result<(), StoreError> {
     for g in &change.new_suggestions {
         let args = vec![
             g.id.to_string().into(),
-            key.as_str().into(),
+            key.into(),
             g.ordinal.into(),
             to_json(&g.params).into(),
             to_json(&g.unit).into(),
@@ -219,7 +250,7 @@ pub(crate) async fn apply_change(
     for (suggestion, status) in &change.suggestion_status {
         let args = vec![
             suggestion.to_string().into(),
-            key.as_str().into(),
+            key.into(),
             status.as_str().into(),
         ];
         s.execute(
@@ -228,8 +259,20 @@ pub(crate) async fn apply_change(
         )
         .await?;
     }
+    Ok(())
+}
+
+/// The change's new observations (in the timeline's buckets), and the observations it
+/// forgets, each forgetting recorded at the change's `step`.
+async fn write_observations(
+    s: &mut impl Statements,
+    key: &str,
+    change: &ChangeSet,
+    step: i64,
+    now: i64,
+) -> Result<(), StoreError> {
     for o in &change.new_observations {
-        insert_observation(s, &key, o).await?;
+        insert_observation(s, key, o).await?;
         let regret = o.regret.or(o.regret_estimate);
         let point = BucketPoint {
             key: o.seq,
@@ -237,14 +280,14 @@ pub(crate) async fn apply_change(
             regret,
             reported: o.regret.is_some(),
         };
-        record_in_bucket(s, &key, "o", (o.seq - 1) / BUCKET_ROWS, &point).await?;
+        record_in_bucket(s, key, "o", (o.seq - 1) / BUCKET_ROWS, &point).await?;
         if let (Some(t), Some(reason)) = (o.removed_t, &o.removed_reason) {
-            record_forgetting(s, &key, reason, step, t).await?;
+            record_forgetting(s, key, reason, step, t).await?;
         }
     }
     for d in &change.deactivate {
         let args = vec![
-            key.as_str().into(),
+            key.into(),
             d.seq.into(),
             now.into(),
             d.reason.as_str().into(),
@@ -259,57 +302,72 @@ pub(crate) async fn apply_change(
             )
             .await?;
         if forgotten > 0 {
-            record_forgetting(s, &key, &d.reason, step, d.t).await?;
+            record_forgetting(s, key, &d.reason, step, d.t).await?;
         }
     }
-    if let Some(sample) = change.response_time {
-        let sql = format!(
-            "INSERT INTO response_times (session_id, n, seconds, recorded_micros) \
-             VALUES ($1, $2, $3, $4) RETURNING {row_id}"
-        );
-        let args = vec![
-            key.as_str().into(),
-            sample.n.into(),
-            sample.seconds.into(),
-            now.into(),
-        ];
-        let inserted = returned_id(s.fetch_integers(&sql, args).await?)?;
-        s.execute(
-            "INSERT INTO response_time_summaries (session_id, n, count, total_seconds) \
-             VALUES ($1, $2, 1, $3) ON CONFLICT (session_id, n) DO UPDATE SET \
-             count = response_time_summaries.count + 1, \
-             total_seconds = response_time_summaries.total_seconds + excluded.total_seconds",
-            vec![key.as_str().into(), sample.n.into(), sample.seconds.into()],
-        )
-        .await?;
-        let point = BucketPoint::plain(inserted, sample.seconds);
-        let bucket = (sample_count - 1) / BUCKET_ROWS;
-        record_in_bucket(s, &key, "s", bucket, &point).await?;
-    }
-    for (i, call) in change.calls.iter().enumerate() {
-        let sql = format!(
-            "INSERT INTO calls (session_id, kind, t, dataset_size, compute_seconds, \
-             recorded_micros, snapshot) VALUES ($1, $2, $3, $4, $5, $6, $7) \
-             RETURNING {row_id}"
-        );
-        let args = vec![
-            key.as_str().into(),
-            call.kind.into(),
-            call.t.into(),
-            call.dataset_size.into(),
-            call.compute_seconds.into(),
-            now.into(),
-            call.snapshot.as_ref().map(to_json).into(),
-        ];
-        let inserted = returned_id(s.fetch_integers(&sql, args).await?)?;
-        let ordinal = call_count - new_calls + i as i64;
-        let point = BucketPoint::plain(inserted, call.dataset_size as f64);
-        record_in_bucket(s, &key, "c", ordinal / BUCKET_ROWS, &point).await?;
-    }
-    if let Some(record) = idempotency {
-        insert_idempotency(s, record).await?;
-    }
     Ok(())
+}
+
+/// A response-time sample: its row, its size's summary, and its timeline bucket
+/// (`sample_count` samples, this one included).
+async fn write_response_time(
+    s: &mut impl Statements,
+    key: &str,
+    sample: ResponseTimeSample,
+    sample_count: i64,
+    now: i64,
+    row_id: &str,
+) -> Result<(), StoreError> {
+    let sql = format!(
+        "INSERT INTO response_times (session_id, n, seconds, recorded_micros) \
+         VALUES ($1, $2, $3, $4) RETURNING {row_id}"
+    );
+    let args = vec![
+        key.into(),
+        sample.n.into(),
+        sample.seconds.into(),
+        now.into(),
+    ];
+    let inserted = returned_id(s.fetch_integers(&sql, args).await?)?;
+    s.execute(
+        "INSERT INTO response_time_summaries (session_id, n, count, total_seconds) \
+         VALUES ($1, $2, 1, $3) ON CONFLICT (session_id, n) DO UPDATE SET \
+         count = response_time_summaries.count + 1, \
+         total_seconds = response_time_summaries.total_seconds + excluded.total_seconds",
+        vec![key.into(), sample.n.into(), sample.seconds.into()],
+    )
+    .await?;
+    let point = BucketPoint::plain(inserted, sample.seconds);
+    let bucket = (sample_count - 1) / BUCKET_ROWS;
+    record_in_bucket(s, key, "s", bucket, &point).await
+}
+
+/// A call record, the session's `ordinal`-th (from 0), and its timeline bucket.
+async fn write_call(
+    s: &mut impl Statements,
+    key: &str,
+    call: &CallRecord,
+    ordinal: i64,
+    now: i64,
+    row_id: &str,
+) -> Result<(), StoreError> {
+    let sql = format!(
+        "INSERT INTO calls (session_id, kind, t, dataset_size, compute_seconds, \
+         recorded_micros, snapshot) VALUES ($1, $2, $3, $4, $5, $6, $7) \
+         RETURNING {row_id}"
+    );
+    let args = vec![
+        key.into(),
+        call.kind.into(),
+        call.t.into(),
+        call.dataset_size.into(),
+        call.compute_seconds.into(),
+        now.into(),
+        call.snapshot.as_ref().map(to_json).into(),
+    ];
+    let inserted = returned_id(s.fetch_integers(&sql, args).await?)?;
+    let point = BucketPoint::plain(inserted, call.dataset_size as f64);
+    record_in_bucket(s, key, "c", ordinal / BUCKET_ROWS, &point).await
 }
 
 /// The id an `INSERT … RETURNING` gave back.

@@ -7,6 +7,7 @@
 //! database never interleave two changes of one session.
 
 mod commit;
+mod migrations;
 pub mod postgres;
 mod queries;
 mod rows;

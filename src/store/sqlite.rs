@@ -139,7 +139,7 @@ impl SqliteStore {
             .max_lifetime(None)
             .connect_with(options)
             .await?;
-        sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
+        super::migrations::sqlite().run(&pool).await?;
         if scratch.is_none() {
             match existing_bytes {
                 None => tracing::warn!(

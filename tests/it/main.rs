@@ -13,6 +13,7 @@ mod bad_input;
 mod bench;
 mod connections;
 mod dashboard_browser;
+mod database_outages;
 mod deploy_docs;
 mod docs_ui;
 mod engine_parity;

@@ -165,10 +165,17 @@ fn run_one(
     })
 }
 
-/// Runs every run of the plan on `options.jobs` threads; results in plan order. Each
-/// finished run is appended to `<output>/runs.jsonl`; with `options.resume` the runs
-/// already there are reused instead of run again.
-pub fn execute(plan: &Plan, options: &BenchOptions) -> Result<Vec<RunResult>, BenchError> {
+/// The run log of `options.output`, opened for this plan's runs, and the runs of the
+/// plan it already holds (with `options.resume`; else none). With `--resume` the log is
+/// rewritten with every run it holds, this plan's and any other's (another algorithm set
+/// or mode in the same directory), less a partial last line of an interrupted bench, so
+/// that the runs appended next start a line of their own. Without it the log starts
+/// empty.
+fn open_run_log(
+    plan: &Plan,
+    options: &BenchOptions,
+) -> Result<(Vec<Option<RunResult>>, std::fs::File), BenchError> {
+    use std::io::Write as _;
     std::fs::create_dir_all(&options.output)?;
     let log_path = options.output.join(RUN_LOG);
     let (done, kept) = if options.resume {
@@ -179,31 +186,43 @@ pub fn execute(plan: &Plan, options: &BenchOptions) -> Result<Vec<RunResult>, Be
     } else {
         (vec![None; plan.runs.len()], Vec::new())
     };
-    // With `--resume` the log is rewritten with every run it holds, this plan's and any
-    // other's (another algorithm set or mode in the same directory), less a partial last
-    // line of an interrupted bench, so that the runs appended next start a line of their
-    // own. Without it the log starts empty.
     let mut log = std::fs::File::create(&log_path)?;
     for run in &kept {
-        use std::io::Write as _;
         writeln!(
             log,
             "{}",
             serde_json::to_string(run).expect("runs serialise")
         )?;
     }
-    let log = Mutex::new(log);
-    let pending: VecDeque<usize> = (0..plan.runs.len())
-        .filter(|&i| done[i].is_none())
-        .collect();
+    Ok((done, log))
+}
+
+/// Appends a finished run to the run log, flushed: an interrupted bench keeps it.
+fn append_run(log: &Mutex<std::fs::File>, result: &RunResult) -> Result<(), BenchError> {
+    use std::io::Write as _;
+    let line = serde_json::to_string(result).expect("runs serialise");
+    let mut log = log.lock().expect("log lock");
+    writeln!(log, "{line}")?;
+    log.flush()?;
+    Ok(())
+}
+
+/// The progress display: one bar for the suite (`runs`, of which `pending` still to
+/// run), and the style of each run's bar. Drawn on standard error when it is a terminal
+/// and `options.progress`; hidden otherwise.
+fn progress_bars(
+    options: &BenchOptions,
+    runs: usize,
+    pending: usize,
+) -> (MultiProgress, ProgressBar, ProgressStyle) {
     let show = options.progress && std::io::stderr().is_terminal();
     let bars = MultiProgress::with_draw_target(if show {
         ProgressDrawTarget::stderr()
     } else {
         ProgressDrawTarget::hidden()
     });
-    let total = bars.add(ProgressBar::new(plan.runs.len() as u64));
-    total.set_position((plan.runs.len() - pending.len()) as u64);
+    let total = bars.add(ProgressBar::new(runs as u64));
+    total.set_position((runs - pending) as u64);
     total.set_style(
         ProgressStyle::with_template("{prefix:>12} [{bar:30}] {pos}/{len} runs, {elapsed_precise}")
             .expect("template")
@@ -213,6 +232,19 @@ pub fn execute(plan: &Plan, options: &BenchOptions) -> Result<Vec<RunResult>, Be
     let run_style = ProgressStyle::with_template("{prefix:>12} [{bar:30}] {msg}")
         .expect("template")
         .progress_chars("=> ");
+    (bars, total, run_style)
+}
+
+/// Runs every run of the plan on `options.jobs` threads; results in plan order. Each
+/// finished run is appended to `<output>/runs.jsonl`; with `options.resume` the runs
+/// already there are reused instead of run again.
+pub fn execute(plan: &Plan, options: &BenchOptions) -> Result<Vec<RunResult>, BenchError> {
+    let (done, log) = open_run_log(plan, options)?;
+    let log = Mutex::new(log);
+    let pending: VecDeque<usize> = (0..plan.runs.len())
+        .filter(|&i| done[i].is_none())
+        .collect();
+    let (bars, total, run_style) = progress_bars(options, plan.runs.len(), pending.len());
     let workers = options.jobs.min(pending.len()).max(1);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     if workers > cores && options.fixed_compute.is_none() {
@@ -278,17 +310,8 @@ pub fn execute(plan: &Plan, options: &BenchOptions) -> Result<Vec<RunResult>, Be
                                 seconds = result.wall_seconds,
                                 "run done"
                             );
-                            let line = serde_json::to_string(&result).expect("runs serialise");
-                            let written = {
-                                use std::io::Write as _;
-                                let mut log = log.lock().expect("log lock");
-                                writeln!(log, "{line}").and_then(|()| log.flush())
-                            };
-                            if let Err(e) = written {
-                                failure
-                                    .lock()
-                                    .expect("failure lock")
-                                    .get_or_insert(e.into());
+                            if let Err(e) = append_run(&log, &result) {
+                                failure.lock().expect("failure lock").get_or_insert(e);
                                 return;
                             }
                             results.lock().expect("results lock")[index] = Some(result);

@@ -17,6 +17,15 @@ impl Report {
     /// the average regret, best in bold), the normalised regret, and the details.
     pub fn markdown(&self) -> String {
         let mut md = String::new();
+        self.settings(&mut md);
+        self.regret_table(&mut md);
+        md.push_str(&self.published_comparison());
+        self.details_table(&mut md);
+        md
+    }
+
+    /// The title and the settings the runs were made with.
+    fn settings(&self, md: &mut String) {
         let _ = writeln!(md, "# tvbo bench: suite `{}`\n", self.suite);
         let _ = writeln!(
             md,
@@ -72,11 +81,16 @@ impl Report {
                     .unwrap_or_default()
             );
         }
+    }
+
+    /// The Table-3-style pivot: mean ± standard error of the average regret, best of each
+    /// row in bold, and the normalised regret (002 Fig. 3).
+    fn regret_table(&self, md: &mut String) {
         let _ = writeln!(
             md,
             "Average regret (mean ± standard error over replications; lower is better, best in bold):\n"
         );
-        self.algorithm_columns(&mut md);
+        self.algorithm_columns(md);
         for (name, label) in &self.objectives {
             let best = self
                 .algorithms
@@ -122,7 +136,10 @@ impl Report {
             }
         }
         let _ = writeln!(md, "\n");
-        md.push_str(&self.published_comparison());
+    }
+
+    /// The details per (objective, algorithm), means over replications.
+    fn details_table(&self, md: &mut String) {
         let _ = writeln!(
             md,
             "Details per (objective, algorithm), means over replications:\n"
@@ -149,7 +166,6 @@ impl Report {
                 duration(s.compute_per_iteration)
             );
         }
-        md
     }
 
     /// The header of a table with one column per algorithm.
@@ -249,45 +265,11 @@ impl Report {
                         });
                     }
                 }
-                let rank = |value: &dyn Fn(usize) -> Option<f64>| -> Vec<&str> {
-                    let mut ranked: Vec<(f64, &str)> = (0..self.algorithms.len())
-                        .filter_map(|k| value(k).map(|v| (v, self.algorithms[k].as_str())))
-                        .collect();
-                    ranked.sort_by(|a, b| a.0.total_cmp(&b.0));
-                    ranked.into_iter().map(|(_, a)| a).collect()
-                };
-                let our_order = rank(&|k| ours[k].map(|s| s.average_regret.mean));
-                let published_order = rank(&|k| published[k].map(|p| p.mean));
-                let (alike, pairs) = reference::concordant_pairs(&our_order, &published_order);
-                let _ = writeln!(
-                    orders,
-                    "- {label}: ours {}; 002 {} ({alike} of {pairs} pairs in the same order)",
-                    our_order.join(" < "),
-                    published_order.join(" < ")
-                );
+                let _ = writeln!(orders, "{}", self.order_line(label, &ours, &published));
             }
         }
         if !complete_ours.is_empty() {
-            // 002's normalised regret over the same rows and algorithms on both sides
-            // (Table 3's "Overall" row also holds ABO and the real-data rows).
-            let ours = normalise(&complete_ours, &self.algorithms);
-            let published = normalise(&complete_published, &self.algorithms);
-            let _ = write!(md, "| normalised, rows where all have run |");
-            for a in &self.algorithms {
-                let cell = |values: &[Normalised]| {
-                    values.iter().find(|n| &n.algorithm == a).map_or_else(
-                        || "–".to_string(),
-                        |n| {
-                            format!(
-                                "{:.2} ± {:.2}",
-                                n.normalised_regret.mean, n.normalised_regret.se
-                            )
-                        },
-                    )
-                };
-                let _ = write!(md, " {} / {} |", cell(&ours), cell(&published));
-            }
-            let _ = writeln!(md);
+            self.normalised_beside_published(&mut md, &complete_ours, &complete_published);
         }
         if !orders.is_empty() {
             let _ = writeln!(
@@ -298,6 +280,59 @@ impl Report {
             let _ = writeln!(md);
         }
         md
+    }
+
+    /// A row's algorithms in the order of their mean average regrets, best first, ours
+    /// and 002's, and how many pairs the two orders order alike.
+    fn order_line(
+        &self,
+        label: &str,
+        ours: &[Option<&Summary>],
+        published: &[Option<MeanSe>],
+    ) -> String {
+        let rank = |value: &dyn Fn(usize) -> Option<f64>| -> Vec<&str> {
+            let mut ranked: Vec<(f64, &str)> = (0..self.algorithms.len())
+                .filter_map(|k| value(k).map(|v| (v, self.algorithms[k].as_str())))
+                .collect();
+            ranked.sort_by(|a, b| a.0.total_cmp(&b.0));
+            ranked.into_iter().map(|(_, a)| a).collect()
+        };
+        let our_order = rank(&|k| ours[k].map(|s| s.average_regret.mean));
+        let published_order = rank(&|k| published[k].map(|p| p.mean));
+        let (alike, pairs) = reference::concordant_pairs(&our_order, &published_order);
+        format!(
+            "- {label}: ours {}; 002 {} ({alike} of {pairs} pairs in the same order)",
+            our_order.join(" < "),
+            published_order.join(" < ")
+        )
+    }
+
+    /// 002's normalised regret over the rows where every algorithm has run, ours / 002's
+    /// (Table 3's "Overall" row also holds ABO and the real-data rows).
+    fn normalised_beside_published(
+        &self,
+        md: &mut String,
+        ours: &[Summary],
+        published: &[Summary],
+    ) {
+        let ours = normalise(ours, &self.algorithms);
+        let published = normalise(published, &self.algorithms);
+        let _ = write!(md, "| normalised, rows where all have run |");
+        for a in &self.algorithms {
+            let cell = |values: &[Normalised]| {
+                values.iter().find(|n| &n.algorithm == a).map_or_else(
+                    || "–".to_string(),
+                    |n| {
+                        format!(
+                            "{:.2} ± {:.2}",
+                            n.normalised_regret.mean, n.normalised_regret.se
+                        )
+                    },
+                )
+            };
+            let _ = write!(md, " {} / {} |", cell(&ours), cell(&published));
+        }
+        let _ = writeln!(md);
     }
 }
 

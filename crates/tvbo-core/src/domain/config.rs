@@ -174,6 +174,106 @@ pub fn random_seed() -> u64 {
     rand::random::<u64>() >> 11
 }
 
+impl ModelConfig {
+    /// Validates the `model` object of a create request for `algorithm` (validated) and
+    /// fills in its defaults.
+    fn from_request(
+        request: ModelRequest,
+        algorithm: &AlgorithmConfig,
+    ) -> Result<Self, InvalidInput> {
+        let temporal_kernel = match (
+            algorithm.uses_time(),
+            algorithm.required_temporal_kernel(),
+            request.temporal_kernel,
+        ) {
+            (false, _, None) => None,
+            (false, _, Some(_)) => {
+                return Err(InvalidInput::new(
+                    "model.temporal_kernel",
+                    format!(
+                        "algorithm {} ignores time; leave temporal_kernel out",
+                        algorithm.name()
+                    ),
+                ));
+            }
+            (true, Some(required), Some(given)) if given != required => {
+                return Err(InvalidInput::new(
+                    "model.temporal_kernel",
+                    format!(
+                        "algorithm {} uses the {} temporal kernel",
+                        algorithm.name(),
+                        kernel_name(required)
+                    ),
+                ));
+            }
+            (true, Some(required), _) => Some(required),
+            (true, None, given) => Some(given.unwrap_or(KernelKind::Matern32)),
+        };
+        if let Some(noise) = request.noise
+            && !(noise.is_finite() && noise > 0.0 && noise <= MAX_MAGNITUDE)
+        {
+            return Err(InvalidInput::new(
+                "model.noise",
+                format!("must be a number in (0, {MAX_MAGNITUDE:e}]"),
+            ));
+        }
+        let has_priors = algorithm.priors().is_some();
+        if has_priors && request.noise.is_none() {
+            return Err(InvalidInput::new(
+                "model.noise",
+                format!(
+                    "is required by {} with priors: the observation-noise variance the priors assume",
+                    algorithm.name()
+                ),
+            ));
+        }
+        // Given priors replace the warm-up's purpose (003 §5 starts from the prior).
+        let warmup = request
+            .warmup
+            .unwrap_or(if has_priors { 0 } else { DEFAULT_WARMUP });
+        if warmup > 10_000 {
+            return Err(InvalidInput::new("model.warmup", "must be at most 10000"));
+        }
+        Ok(ModelConfig {
+            spatial_kernel: request.spatial_kernel.unwrap_or(KernelKind::Matern52),
+            temporal_kernel,
+            noise: request.noise,
+            warmup,
+            fit_start: request.fit_start.unwrap_or_default(),
+            hyperpriors: request.hyperpriors.unwrap_or_default(),
+        })
+    }
+}
+
+impl TimeConfig {
+    /// Validates the `time` object of a create request and fills in its defaults.
+    fn from_request(request: TimeRequest) -> Result<Self, InvalidInput> {
+        if let Some(lead) = request.lead
+            && !(lead.is_finite() && (0.0..=MAX_TIME_SETTING).contains(&lead))
+        {
+            return Err(InvalidInput::new(
+                "time.lead",
+                format!("must be a number of seconds in [0, {MAX_TIME_SETTING}] (30 days)"),
+            ));
+        }
+        let pending_timeout = request.pending_timeout.unwrap_or(DEFAULT_PENDING_TIMEOUT);
+        if !(pending_timeout.is_finite()
+            && pending_timeout > 0.0
+            && pending_timeout <= MAX_TIME_SETTING)
+        {
+            return Err(InvalidInput::new(
+                "time.pending_timeout",
+                format!("must be a number of seconds in (0, {MAX_TIME_SETTING}] (30 days)"),
+            ));
+        }
+        Ok(TimeConfig {
+            source: request.source.unwrap_or_default(),
+            lead: request.lead,
+            pending_timeout,
+        })
+    }
+}
+
 impl SessionConfig {
     /// Validates a create request and fills in every default. `random_seed` is used when
     /// the request has no seed.
@@ -199,94 +299,8 @@ impl SessionConfig {
         let mut algorithm = request.algorithm.unwrap_or_default();
         algorithm.validate()?;
         algorithm.validate_priors(arms.as_deref())?;
-        let model_request = request.model.unwrap_or_default();
-        let temporal_kernel = match (
-            algorithm.uses_time(),
-            algorithm.required_temporal_kernel(),
-            model_request.temporal_kernel,
-        ) {
-            (false, _, None) => None,
-            (false, _, Some(_)) => {
-                return Err(InvalidInput::new(
-                    "model.temporal_kernel",
-                    format!(
-                        "algorithm {} ignores time; leave temporal_kernel out",
-                        algorithm.name()
-                    ),
-                ));
-            }
-            (true, Some(required), Some(given)) if given != required => {
-                return Err(InvalidInput::new(
-                    "model.temporal_kernel",
-                    format!(
-                        "algorithm {} uses the {} temporal kernel",
-                        algorithm.name(),
-                        kernel_name(required)
-                    ),
-                ));
-            }
-            (true, Some(required), _) => Some(required),
-            (true, None, given) => Some(given.unwrap_or(KernelKind::Matern32)),
-        };
-        if let Some(noise) = model_request.noise
-            && !(noise.is_finite() && noise > 0.0 && noise <= MAX_MAGNITUDE)
-        {
-            return Err(InvalidInput::new(
-                "model.noise",
-                format!("must be a number in (0, {MAX_MAGNITUDE:e}]"),
-            ));
-        }
-        let has_priors = algorithm.priors().is_some();
-        if has_priors && model_request.noise.is_none() {
-            return Err(InvalidInput::new(
-                "model.noise",
-                format!(
-                    "is required by {} with priors: the observation-noise variance the priors assume",
-                    algorithm.name()
-                ),
-            ));
-        }
-        // Given priors replace the warm-up's purpose (003 §5 starts from the prior).
-        let warmup = model_request
-            .warmup
-            .unwrap_or(if has_priors { 0 } else { DEFAULT_WARMUP });
-        if warmup > 10_000 {
-            return Err(InvalidInput::new("model.warmup", "must be at most 10000"));
-        }
-        let model = ModelConfig {
-            spatial_kernel: model_request.spatial_kernel.unwrap_or(KernelKind::Matern52),
-            temporal_kernel,
-            noise: model_request.noise,
-            warmup,
-            fit_start: model_request.fit_start.unwrap_or_default(),
-            hyperpriors: model_request.hyperpriors.unwrap_or_default(),
-        };
-        let time_request = request.time.unwrap_or_default();
-        if let Some(lead) = time_request.lead
-            && !(lead.is_finite() && (0.0..=MAX_TIME_SETTING).contains(&lead))
-        {
-            return Err(InvalidInput::new(
-                "time.lead",
-                format!("must be a number of seconds in [0, {MAX_TIME_SETTING}] (30 days)"),
-            ));
-        }
-        let pending_timeout = time_request
-            .pending_timeout
-            .unwrap_or(DEFAULT_PENDING_TIMEOUT);
-        if !(pending_timeout.is_finite()
-            && pending_timeout > 0.0
-            && pending_timeout <= MAX_TIME_SETTING)
-        {
-            return Err(InvalidInput::new(
-                "time.pending_timeout",
-                format!("must be a number of seconds in (0, {MAX_TIME_SETTING}] (30 days)"),
-            ));
-        }
-        let time = TimeConfig {
-            source: time_request.source.unwrap_or_default(),
-            lead: time_request.lead,
-            pending_timeout,
-        };
+        let model = ModelConfig::from_request(request.model.unwrap_or_default(), &algorithm)?;
+        let time = TimeConfig::from_request(request.time.unwrap_or_default())?;
         Ok(SessionConfig {
             name,
             goal: request.goal.unwrap_or_default(),
@@ -302,6 +316,20 @@ impl SessionConfig {
     /// The search space of the parameters.
     pub fn space(&self) -> SearchSpace {
         SearchSpace::new(self.parameters.clone()).expect("stored parameters were validated")
+    }
+
+    /// The session's arms in the unit cube, in their order, if it has arms.
+    pub fn arm_points(&self) -> Option<Vec<Vec<f64>>> {
+        let space = self.space();
+        self.arms.as_ref().map(|arms| {
+            arms.iter()
+                .map(|a| {
+                    space
+                        .to_unit(&a.params, "arms")
+                        .expect("arms were validated")
+                })
+                .collect()
+        })
     }
 }
 

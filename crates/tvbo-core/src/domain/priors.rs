@@ -86,141 +86,157 @@ impl PriorSpec {
     /// Validates the prior against the session's arms and fills in its defaults. `field`
     /// is the prior's path, e.g. `algorithm.priors[1]`.
     fn validate(&mut self, index: usize, arms: &[Arm], field: &str) -> Result<(), InvalidInput> {
-        let m = arms.len();
-        let at = |name: &str| format!("{field}.{name}");
         if let Some(name) = &self.name {
-            validate_text(&at("name"), name, 1, MAX_PRIOR_NAME_CHARS)?;
+            validate_text(&format!("{field}.name"), name, 1, MAX_PRIOR_NAME_CHARS)?;
         }
         self.name.get_or_insert_with(|| format!("prior-{index}"));
-        let forbid = |present: bool, name: &str, why: &str| {
-            if present {
-                Err(InvalidInput::new(at(name), why.to_string()))
-            } else {
-                Ok(())
-            }
-        };
         match self.kernel {
-            Some(kernel) => {
-                forbid(
-                    self.covariance.is_some(),
-                    "covariance",
-                    "give a kernel or an empirical covariance, not both",
-                )?;
-                match (kernel, self.lengthscale) {
-                    (PriorKernel::Linear, Some(_)) => {
-                        return Err(InvalidInput::new(
-                            at("lengthscale"),
-                            "the linear kernel has no lengthscale",
-                        ));
-                    }
-                    (PriorKernel::Linear, None) => {}
-                    (_, None) => {
-                        return Err(InvalidInput::new(
-                            at("lengthscale"),
-                            "is required (a number > 0, in the parameters' units)",
-                        ));
-                    }
-                    (_, Some(l)) if !positive(l) => {
-                        return Err(InvalidInput::new(at("lengthscale"), "must be a number > 0"));
-                    }
-                    _ => {}
-                }
-                let variance = *self.variance.get_or_insert(1.0);
-                if !positive(variance) {
-                    return Err(InvalidInput::new(at("variance"), "must be a number > 0"));
-                }
-                match (kernel, self.period) {
-                    (PriorKernel::Periodic, None) => {
-                        return Err(InvalidInput::new(
-                            at("period"),
-                            "is required by the periodic kernel",
-                        ));
-                    }
-                    (PriorKernel::Periodic, Some(p)) if !positive(p) => {
-                        return Err(InvalidInput::new(at("period"), "must be a number > 0"));
-                    }
-                    (PriorKernel::Periodic, Some(_)) => {}
-                    (_, period) => forbid(
-                        period.is_some(),
-                        "period",
-                        "only the periodic kernel has a period",
-                    )?,
-                }
-                if kernel == PriorKernel::Rq {
-                    let alpha = *self.alpha.get_or_insert(1.0);
-                    if !positive(alpha) {
-                        return Err(InvalidInput::new(at("alpha"), "must be a number > 0"));
-                    }
-                } else {
-                    forbid(
-                        self.alpha.is_some(),
-                        "alpha",
-                        "only the rq kernel has alpha",
-                    )?;
-                }
-                match self.mean.get_or_insert(PriorMean::Constant(0.0)) {
-                    PriorMean::Constant(value) if !finite(*value) => {
-                        return Err(InvalidInput::new(at("mean"), "must be a finite number"));
-                    }
-                    PriorMean::Constant(_) => {}
-                    PriorMean::PerArm(values) => validate_per_arm_mean(values, m, &at("mean"))?,
-                }
+            Some(kernel) => self.validate_kernel_prior(kernel, arms.len(), field),
+            None => self.validate_empirical_prior(arms.len(), field),
+        }
+    }
+
+    /// A kernel prior: the kernel's own parameters, none of the others, and a constant or
+    /// per-arm mean (default 0); variance defaults to 1, rq's alpha to 1.
+    fn validate_kernel_prior(
+        &mut self,
+        kernel: PriorKernel,
+        m: usize,
+        field: &str,
+    ) -> Result<(), InvalidInput> {
+        let at = |name: &str| format!("{field}.{name}");
+        forbid(
+            self.covariance.is_some(),
+            at("covariance"),
+            "give a kernel or an empirical covariance, not both",
+        )?;
+        match (kernel, self.lengthscale) {
+            (PriorKernel::Linear, Some(_)) => {
+                return Err(InvalidInput::new(
+                    at("lengthscale"),
+                    "the linear kernel has no lengthscale",
+                ));
             }
-            None => {
-                for (present, name) in [
-                    (self.lengthscale.is_some(), "lengthscale"),
-                    (self.variance.is_some(), "variance"),
-                    (self.period.is_some(), "period"),
-                    (self.alpha.is_some(), "alpha"),
-                ] {
-                    forbid(
-                        present,
-                        name,
-                        "belongs to kernel priors; this prior has no kernel",
-                    )?;
-                }
-                let Some(covariance) = &self.covariance else {
-                    return Err(InvalidInput::new(
-                        at("kernel"),
-                        "give a kernel (with its lengthscale), or an empirical prior's mean and covariance",
-                    ));
-                };
-                match &self.mean {
-                    Some(PriorMean::PerArm(values)) => {
-                        validate_per_arm_mean(values, m, &at("mean"))?;
-                    }
-                    _ => {
-                        return Err(InvalidInput::new(
-                            at("mean"),
-                            format!("an empirical prior needs one mean per arm ({m} numbers)"),
-                        ));
-                    }
-                }
-                if covariance.len() != m {
-                    return Err(InvalidInput::new(
-                        at("covariance"),
-                        format!(
-                            "must have {m} rows (one per arm), found {}",
-                            covariance.len()
-                        ),
-                    ));
-                }
-                for (i, row) in covariance.iter().enumerate() {
-                    if row.len() != m {
-                        return Err(InvalidInput::new(
-                            format!("{}[{i}]", at("covariance")),
-                            format!("must have {m} entries (one per arm), found {}", row.len()),
-                        ));
-                    }
-                    if let Some(j) = row.iter().position(|v| !finite(*v)) {
-                        return Err(InvalidInput::new(
-                            format!("{}[{i}][{j}]", at("covariance")),
-                            "must be a finite number",
-                        ));
-                    }
-                }
+            (PriorKernel::Linear, None) => {}
+            (_, None) => {
+                return Err(InvalidInput::new(
+                    at("lengthscale"),
+                    "is required (a number > 0, in the parameters' units)",
+                ));
+            }
+            (_, Some(l)) if !positive(l) => {
+                return Err(InvalidInput::new(at("lengthscale"), "must be a number > 0"));
+            }
+            _ => {}
+        }
+        let variance = *self.variance.get_or_insert(1.0);
+        if !positive(variance) {
+            return Err(InvalidInput::new(at("variance"), "must be a number > 0"));
+        }
+        match (kernel, self.period) {
+            (PriorKernel::Periodic, None) => {
+                return Err(InvalidInput::new(
+                    at("period"),
+                    "is required by the periodic kernel",
+                ));
+            }
+            (PriorKernel::Periodic, Some(p)) if !positive(p) => {
+                return Err(InvalidInput::new(at("period"), "must be a number > 0"));
+            }
+            (PriorKernel::Periodic, Some(_)) => {}
+            (_, period) => forbid(
+                period.is_some(),
+                at("period"),
+                "only the periodic kernel has a period",
+            )?,
+        }
+        if kernel == PriorKernel::Rq {
+            let alpha = *self.alpha.get_or_insert(1.0);
+            if !positive(alpha) {
+                return Err(InvalidInput::new(at("alpha"), "must be a number > 0"));
+            }
+        } else {
+            forbid(
+                self.alpha.is_some(),
+                at("alpha"),
+                "only the rq kernel has alpha",
+            )?;
+        }
+        match self.mean.get_or_insert(PriorMean::Constant(0.0)) {
+            PriorMean::Constant(value) if !finite(*value) => {
+                Err(InvalidInput::new(at("mean"), "must be a finite number"))
+            }
+            PriorMean::Constant(_) => Ok(()),
+            PriorMean::PerArm(values) => validate_per_arm_mean(values, m, &at("mean")),
+        }
+    }
+
+    /// An empirical prior: one mean per arm and an m × m covariance of finite numbers
+    /// (its positive semi-definiteness is checked where it is factorised), no kernel
+    /// parameters.
+    fn validate_empirical_prior(&self, m: usize, field: &str) -> Result<(), InvalidInput> {
+        let at = |name: &str| format!("{field}.{name}");
+        for (present, name) in [
+            (self.lengthscale.is_some(), "lengthscale"),
+            (self.variance.is_some(), "variance"),
+            (self.period.is_some(), "period"),
+            (self.alpha.is_some(), "alpha"),
+        ] {
+            forbid(
+                present,
+                at(name),
+                "belongs to kernel priors; this prior has no kernel",
+            )?;
+        }
+        let Some(covariance) = &self.covariance else {
+            return Err(InvalidInput::new(
+                at("kernel"),
+                "give a kernel (with its lengthscale), or an empirical prior's mean and covariance",
+            ));
+        };
+        match &self.mean {
+            Some(PriorMean::PerArm(values)) => {
+                validate_per_arm_mean(values, m, &at("mean"))?;
+            }
+            _ => {
+                return Err(InvalidInput::new(
+                    at("mean"),
+                    format!("an empirical prior needs one mean per arm ({m} numbers)"),
+                ));
             }
         }
+        if covariance.len() != m {
+            return Err(InvalidInput::new(
+                at("covariance"),
+                format!(
+                    "must have {m} rows (one per arm), found {}",
+                    covariance.len()
+                ),
+            ));
+        }
+        for (i, row) in covariance.iter().enumerate() {
+            if row.len() != m {
+                return Err(InvalidInput::new(
+                    format!("{}[{i}]", at("covariance")),
+                    format!("must have {m} entries (one per arm), found {}", row.len()),
+                ));
+            }
+            if let Some(j) = row.iter().position(|v| !finite(*v)) {
+                return Err(InvalidInput::new(
+                    format!("{}[{i}][{j}]", at("covariance")),
+                    "must be a finite number",
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Refuses a field that is `present` where it does not belong, saying `why`.
+fn forbid(present: bool, field: String, why: &str) -> Result<(), InvalidInput> {
+    if present {
+        Err(InvalidInput::new(field, why.to_string()))
+    } else {
         Ok(())
     }
 }

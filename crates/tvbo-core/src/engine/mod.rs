@@ -12,6 +12,7 @@
 mod local;
 mod model;
 mod observe;
+pub mod regret;
 mod suggest;
 
 use chrono::{DateTime, Utc};
@@ -23,7 +24,6 @@ use crate::domain::InvalidInput;
 use crate::domain::config::{CreateSession, SessionConfig};
 use crate::domain::hyperpriors::FitReport;
 use crate::domain::records::{History, ObservationRow, SessionRow, StepSnapshot};
-use crate::domain::space::SearchSpace;
 use crate::domain::time::median_lead;
 use crate::policy::priors::check_priors;
 use crate::policy::{Observation, PolicyError, PolicyRng, PolicyState};
@@ -249,19 +249,6 @@ pub fn lead(history: &History) -> f64 {
         .time
         .lead
         .unwrap_or_else(|| median_lead(&history.recent_delays))
-}
-
-/// The session's arms in the unit cube, if it has arms.
-pub fn arm_points(space: &SearchSpace, config: &SessionConfig) -> Option<Vec<Vec<f64>>> {
-    config.arms.as_ref().map(|arms| {
-        arms.iter()
-            .map(|a| {
-                space
-                    .to_unit(&a.params, "arms")
-                    .expect("arms were validated")
-            })
-            .collect()
-    })
 }
 
 #[cfg(test)]

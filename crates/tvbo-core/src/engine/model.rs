@@ -10,7 +10,7 @@ use crate::domain::records::{
 };
 use crate::gp::arms::{ArmGp, TimeVaryingArmGp};
 use crate::policy::tv_gp_ucb::TvGpUcbWithPrior;
-use crate::policy::{self, FitSettings, PolicyError, PolicyState, Surrogate};
+use crate::policy::{self, FitSettings, PolicyError, PolicyState, SessionPolicy, Surrogate};
 
 /// The model predictions, recommendations and regret estimates read from.
 pub enum CurrentModel {
@@ -38,18 +38,20 @@ impl CurrentModel {
         state: &PolicyState,
     ) -> Result<Option<CurrentModel>, PolicyError> {
         let data = policy_data(config, active);
-        if let Some(selection) = policy::prior_selection_for(config) {
-            let gp = selection.current_model(&data, state)?;
-            return Ok(Some(CurrentModel::Arms { selection, gp }));
-        }
-        if let Some(policy) = policy::tv_gp_ucb_with_prior_for(config) {
-            let gp = policy.current_model(&data, state)?;
-            return Ok(Some(CurrentModel::TimeVaryingArms { policy, gp }));
-        }
+        let policy = match SessionPolicy::of(config) {
+            SessionPolicy::Arms(selection) => {
+                let gp = selection.current_model(&data, state)?;
+                return Ok(Some(CurrentModel::Arms { selection, gp }));
+            }
+            SessionPolicy::TimeVaryingArms(policy) => {
+                let gp = policy.current_model(&data, state)?;
+                return Ok(Some(CurrentModel::TimeVaryingArms { policy, gp }));
+            }
+            SessionPolicy::Surrogate(policy) => policy,
+        };
         if active.is_empty() {
             return Ok(None);
         }
-        let policy = policy::policy_for(config);
         let spec = policy.kernel(&config.model);
         let dim = config.parameters.len();
         let surrogate = match state.hyperparameters {
@@ -128,7 +130,7 @@ impl CurrentModel {
         cores: &dyn Cores,
     ) -> (Vec<f64>, Option<String>) {
         let space = config.space();
-        match (super::arm_points(&space, config), self) {
+        match (config.arm_points(), self) {
             (Some(arms), _) => {
                 let index = (0..arms.len())
                     .max_by(|&a, &b| {

@@ -5,8 +5,8 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::{
-    EngineError, Limits, arm_points, call_rng, lead, max_suggestions_for, policy_data,
-    policy_state, step_outcome,
+    EngineError, Limits, call_rng, lead, max_suggestions_for, policy_data, policy_state,
+    step_outcome,
 };
 use crate::acquisition::Cores;
 use crate::domain::InvalidInput;
@@ -48,7 +48,7 @@ pub fn plan_suggest(
     let mut state = policy_state(session)?;
     let ordinal = session.suggest_count as u64;
     let space = config.space();
-    let arms = arm_points(&space, config);
+    let arms = config.arm_points();
     let ctx = SuggestContext {
         space: &space,
         arms: arms.as_deref(),

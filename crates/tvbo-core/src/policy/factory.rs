@@ -1,83 +1,127 @@
 //! From a session's stored configuration to its policy: the one place that matches on the
-//! algorithm to build one.
+//! algorithm to build one ([`SessionPolicy::of`]).
 
+use super::tv_gp_ucb::TvGpUcbWithPrior;
 use super::{
     ArmSet, Policy, PriorSelection, SelectionRule, bolt, et_gp_ucb, gp_ucb, r_gp_ucb, random,
     tv_gp_ucb, w_dbo,
 };
 use crate::domain::config::{AlgorithmConfig, SessionConfig};
+use crate::domain::priors::PriorSpec;
 
-/// The policy of a session's configuration.
-pub fn policy_for(config: &SessionConfig) -> Box<dyn Policy> {
-    if let Some(policy) = prior_selection_for(config) {
-        return Box::new(policy);
+/// A session's policy, by the model it works from.
+pub enum SessionPolicy {
+    /// A GP over the unit cube (× time), fitted by the policy.
+    Surrogate(Box<dyn Policy>),
+    /// Prior selection over the session's arms (paper 003), or GP-UCB with given priors.
+    Arms(PriorSelection),
+    /// TV-GP-UCB with one given prior over the session's arms.
+    TimeVaryingArms(TvGpUcbWithPrior),
+}
+
+impl SessionPolicy {
+    /// The policy of a session's configuration (validated at creation: an algorithm with
+    /// priors has arms, priors and `model.noise`).
+    pub fn of(config: &SessionConfig) -> SessionPolicy {
+        use SessionPolicy::Surrogate;
+        match &config.algorithm {
+            AlgorithmConfig::Bolt {
+                min_dataset_size,
+                max_dataset_size,
+                beta,
+            } => Surrogate(Box::new(bolt::Bolt {
+                min_dataset_size: *min_dataset_size,
+                max_dataset_size: *max_dataset_size,
+                beta: *beta,
+            })),
+            AlgorithmConfig::WDbo {
+                alpha,
+                min_dataset_size,
+                beta,
+            } => Surrogate(Box::new(w_dbo::WDbo {
+                alpha: *alpha,
+                min_dataset_size: *min_dataset_size,
+                beta: *beta,
+            })),
+            AlgorithmConfig::Random {} => Surrogate(Box::new(random::RandomSearch)),
+            AlgorithmConfig::GpUcb { beta, priors: None } => {
+                Surrogate(Box::new(gp_ucb::GpUcb { beta: *beta }))
+            }
+            AlgorithmConfig::GpUcb {
+                beta,
+                priors: Some(_),
+            } => prior_selection(config, SelectionRule::Ucb(*beta), 0.05, None),
+            AlgorithmConfig::RGpUcb { reset_every, beta } => {
+                Surrogate(Box::new(r_gp_ucb::RGpUcb {
+                    reset_every: *reset_every,
+                    beta: *beta,
+                }))
+            }
+            AlgorithmConfig::TvGpUcb {
+                epsilon,
+                beta,
+                priors: None,
+            } => Surrogate(Box::new(tv_gp_ucb::TvGpUcb {
+                epsilon: *epsilon,
+                beta: *beta,
+            })),
+            AlgorithmConfig::TvGpUcb {
+                epsilon,
+                beta,
+                priors: Some(priors),
+            } => time_varying_arms(config, priors, *epsilon, *beta),
+            AlgorithmConfig::EtGpUcb { delta, beta } => Surrogate(Box::new(et_gp_ucb::EtGpUcb {
+                delta: *delta,
+                beta: *beta,
+            })),
+            AlgorithmConfig::PeGpUcb { delta, .. } => {
+                prior_selection(config, SelectionRule::PeGpUcb, *delta, None)
+            }
+            AlgorithmConfig::PeGpTs { delta, .. } => {
+                prior_selection(config, SelectionRule::PeGpTs, *delta, None)
+            }
+            AlgorithmConfig::HpGpTs { hyperprior, .. } => {
+                prior_selection(config, SelectionRule::HpGpTs, 0.05, hyperprior.clone())
+            }
+            AlgorithmConfig::MapGpTs { hyperprior, .. } => {
+                prior_selection(config, SelectionRule::MapGpTs, 0.05, hyperprior.clone())
+            }
+        }
     }
-    if let Some(policy) = tv_gp_ucb_with_prior_for(config) {
-        return Box::new(policy);
-    }
-    match &config.algorithm {
-        AlgorithmConfig::Bolt {
-            min_dataset_size,
-            max_dataset_size,
-            beta,
-        } => Box::new(bolt::Bolt {
-            min_dataset_size: *min_dataset_size,
-            max_dataset_size: *max_dataset_size,
-            beta: *beta,
-        }),
-        AlgorithmConfig::WDbo {
-            alpha,
-            min_dataset_size,
-            beta,
-        } => Box::new(w_dbo::WDbo {
-            alpha: *alpha,
-            min_dataset_size: *min_dataset_size,
-            beta: *beta,
-        }),
-        AlgorithmConfig::Random {} => Box::new(random::RandomSearch),
-        AlgorithmConfig::GpUcb { beta, .. } => Box::new(gp_ucb::GpUcb { beta: *beta }),
-        AlgorithmConfig::RGpUcb { reset_every, beta } => Box::new(r_gp_ucb::RGpUcb {
-            reset_every: *reset_every,
-            beta: *beta,
-        }),
-        AlgorithmConfig::TvGpUcb { epsilon, beta, .. } => Box::new(tv_gp_ucb::TvGpUcb {
-            epsilon: *epsilon,
-            beta: *beta,
-        }),
-        AlgorithmConfig::EtGpUcb { delta, beta } => Box::new(et_gp_ucb::EtGpUcb {
-            delta: *delta,
-            beta: *beta,
-        }),
-        AlgorithmConfig::PeGpUcb { .. }
-        | AlgorithmConfig::PeGpTs { .. }
-        | AlgorithmConfig::HpGpTs { .. }
-        | AlgorithmConfig::MapGpTs { .. } => {
-            unreachable!("algorithms with priors are built by prior_selection_for")
+
+    /// The policy, whatever its model.
+    pub fn policy(&self) -> &dyn Policy {
+        match self {
+            SessionPolicy::Surrogate(policy) => policy.as_ref(),
+            SessionPolicy::Arms(selection) => selection,
+            SessionPolicy::TimeVaryingArms(policy) => policy,
         }
     }
 }
 
-/// The prior-selection policy of a session whose algorithm works from given priors over
-/// its arms (validated at creation: arms, priors and noise are present).
-pub fn prior_selection_for(config: &SessionConfig) -> Option<PriorSelection> {
-    let (rule, delta, hyperprior) = match &config.algorithm {
-        AlgorithmConfig::GpUcb {
-            beta,
-            priors: Some(_),
-        } => (SelectionRule::Ucb(*beta), 0.05, None),
-        AlgorithmConfig::PeGpUcb { delta, .. } => (SelectionRule::PeGpUcb, *delta, None),
-        AlgorithmConfig::PeGpTs { delta, .. } => (SelectionRule::PeGpTs, *delta, None),
-        AlgorithmConfig::HpGpTs { hyperprior, .. } => {
-            (SelectionRule::HpGpTs, 0.05, hyperprior.clone())
-        }
-        AlgorithmConfig::MapGpTs { hyperprior, .. } => {
-            (SelectionRule::MapGpTs, 0.05, hyperprior.clone())
-        }
-        _ => return None,
-    };
-    let (arms, points) = arms_of(config)?;
-    let priors = config.algorithm.priors()?.to_vec();
-    Some(PriorSelection::new(
+/// The policy of a session's configuration ([`SessionPolicy::of`]), whatever its model.
+pub fn policy_for(config: &SessionConfig) -> Box<dyn Policy> {
+    match SessionPolicy::of(config) {
+        SessionPolicy::Surrogate(policy) => policy,
+        SessionPolicy::Arms(selection) => Box::new(selection),
+        SessionPolicy::TimeVaryingArms(policy) => Box::new(policy),
+    }
+}
+
+/// Prior selection by `rule` over the session's arms and priors.
+fn prior_selection(
+    config: &SessionConfig,
+    rule: SelectionRule,
+    delta: f64,
+    hyperprior: Option<Vec<f64>>,
+) -> SessionPolicy {
+    let (arms, points) = arms_and_points(config);
+    let priors = config
+        .algorithm
+        .priors()
+        .expect("validated: algorithms with priors have priors")
+        .to_vec();
+    SessionPolicy::Arms(PriorSelection::new(
         rule,
         priors,
         arms,
@@ -85,49 +129,48 @@ pub fn prior_selection_for(config: &SessionConfig) -> Option<PriorSelection> {
         config.goal.sign(),
         delta,
         hyperprior,
-        config
-            .model
-            .noise
-            .expect("validated: algorithms with priors need model.noise"),
+        noise_of(config),
     ))
 }
 
-/// TV-GP-UCB with one given prior over the session's arms.
-pub fn tv_gp_ucb_with_prior_for(config: &SessionConfig) -> Option<tv_gp_ucb::TvGpUcbWithPrior> {
-    let AlgorithmConfig::TvGpUcb {
+/// TV-GP-UCB with the first of `priors` over the session's arms.
+fn time_varying_arms(
+    config: &SessionConfig,
+    priors: &[PriorSpec],
+    epsilon: Option<f64>,
+    beta: crate::domain::config::Beta,
+) -> SessionPolicy {
+    let (arms, points) = arms_and_points(config);
+    SessionPolicy::TimeVaryingArms(TvGpUcbWithPrior {
+        prior: priors
+            .first()
+            .expect("validated: a prior list is not empty")
+            .clone(),
+        arms,
+        arm_points: ArmSet::new(points),
+        sign: config.goal.sign(),
+        noise_variance: noise_of(config),
         epsilon,
         beta,
-        priors: Some(priors),
-    } = &config.algorithm
-    else {
-        return None;
-    };
-    let (arms, arm_points) = arms_of(config)?;
-    Some(tv_gp_ucb::TvGpUcbWithPrior {
-        prior: priors.first()?.clone(),
-        arms,
-        arm_points: ArmSet::new(arm_points),
-        sign: config.goal.sign(),
-        noise_variance: config
-            .model
-            .noise
-            .expect("validated: algorithms with priors need model.noise"),
-        epsilon: *epsilon,
-        beta: *beta,
     })
 }
 
 /// A session's arms and their unit-cube points.
-fn arms_of(config: &SessionConfig) -> Option<(Vec<crate::domain::space::Arm>, Vec<Vec<f64>>)> {
-    let arms = config.arms.clone()?;
-    let space = config.space();
-    let points = arms
-        .iter()
-        .map(|a| {
-            space
-                .to_unit(&a.params, "arms")
-                .expect("arms were validated")
-        })
-        .collect();
-    Some((arms, points))
+fn arms_and_points(config: &SessionConfig) -> (Vec<crate::domain::space::Arm>, Vec<Vec<f64>>) {
+    let arms = config
+        .arms
+        .clone()
+        .expect("validated: algorithms with priors have arms");
+    let points = config
+        .arm_points()
+        .expect("validated: algorithms with priors have arms");
+    (arms, points)
+}
+
+/// The observation-noise variance the priors assume.
+fn noise_of(config: &SessionConfig) -> f64 {
+    config
+        .model
+        .noise
+        .expect("validated: algorithms with priors need model.noise")
 }

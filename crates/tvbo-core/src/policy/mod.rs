@@ -32,7 +32,7 @@ use crate::domain::records::ResponseTimeSummary;
 use crate::domain::space::SearchSpace;
 use crate::gp::{GpError, Hyperparameters, KernelSpec};
 
-pub use factory::{policy_for, prior_selection_for, tv_gp_ucb_with_prior_for};
+pub use factory::{SessionPolicy, policy_for};
 pub use prior_selection::{PriorSelection, PriorSelectionState, SelectionRule};
 pub use stage::{MODEL_WORK_TARGET, Stage};
 pub use surrogate::{FitSettings, Surrogate};
