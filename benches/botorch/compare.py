@@ -12,7 +12,7 @@ times, each `--repeats` times (the median is reported):
 
 - `botorch`: SingleTaskGP + fit_gpytorch_mll, then UpperConfidenceBound + optimize_acqf
   (time mapped to [0, 1] over the horizon, as the authors' code does), in this process;
-- `tvbo`: the same iteration in-process, through `examples/iteration.rs` (one whole
+- `tvbo`: the same iteration in-process, through `benches/iteration.rs` (one whole
   suggest of a `bolt` session, plus its fit and its UCB maximisation alone), its UCB
   refinements on as many threads as torch uses; and the same session under
   `model.fit_start: previous`, whose fit starts from the previous suggest's (that of the
@@ -26,7 +26,7 @@ docs/performance.md holds. Optional, not run by CI; BoTorch comes from
 requirements.txt:
 
     python3 -m venv .venv-botorch && .venv-botorch/bin/pip install -r benches/botorch/requirements.txt
-    cargo build --release --bin tvbo --example iteration
+    cargo build --release --bin tvbo
     .venv-botorch/bin/python benches/botorch/compare.py --output benchmarks/botorch/runs.jsonl
 """
 
@@ -37,6 +37,7 @@ import http.client
 import json
 import math
 import os
+import shlex
 import socket
 import statistics
 import subprocess
@@ -100,11 +101,11 @@ def botorch_iteration(data: dict, dim: int) -> tuple[float, float]:
     return fitted - start, time.perf_counter() - fitted
 
 
-def tvbo_in_process(binary: str, dim: int, sets: list[dict], repeats: int, threads: int) -> list[dict]:
+def tvbo_in_process(command_line: str, dim: int, sets: list[dict], repeats: int, threads: int) -> list[dict]:
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump({"dim": dim, "sets": sets}, f)
     try:
-        command = [binary, "--data", f.name, "--repeats", str(repeats), "--threads", str(threads)]
+        command = shlex.split(command_line) + ["--data", f.name, "--repeats", str(repeats), "--threads", str(threads)]
         out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
     finally:
         os.unlink(f.name)
@@ -210,7 +211,11 @@ def main() -> None:
     parser.add_argument("--dims", default="3,6")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--tvbo", default="target/release/tvbo", help="the tvbo binary (for --http)")
-    parser.add_argument("--iteration", default="target/release/examples/iteration")
+    parser.add_argument(
+        "--iteration",
+        default="cargo bench -q --bench iteration --",
+        help="the command that runs benches/iteration.rs (its arguments follow)",
+    )
     parser.add_argument("--no-http", action="store_true", help="skip the HTTP column")
     parser.add_argument("--torch-threads", type=int, default=0, help="torch threads (0: torch's default)")
     parser.add_argument("--output", help="append one JSON line per (d, n) here")

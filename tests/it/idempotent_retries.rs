@@ -1,6 +1,6 @@
 //! Retries that race their original — the same request with the same `Idempotency-Key`,
 //! sent concurrently — all get the original's answer, and the request acts once (on every
-//! backend; `tests/it/scale_out.rs` does the same across two server processes).
+//! backend; `tests/it/slow/scale_out.rs` does the same across two server processes).
 
 use crate::common;
 

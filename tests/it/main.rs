@@ -3,6 +3,10 @@
 //! `TVBO_TEST_POSTGRES_URL` names one. `alone` (the metrics' process-global recorder,
 //! the scheduler's fairness: tests that need the process to themselves) and
 //! `model_memory` (its own global allocator) are binaries of their own.
+//!
+//! [`slow`] holds the tests whose subject is a process, a browser, real time or a whole
+//! optimisation run; the rest run in about a minute on two cores:
+//! `cargo test -- --skip slow::` (a plain `cargo test` runs everything).
 
 #[macro_use]
 mod common;
@@ -10,12 +14,7 @@ mod common;
 mod access;
 mod api_contract;
 mod bad_input;
-mod bench;
-mod connections;
-mod dashboard_browser;
-mod database_outages;
 mod deploy_docs;
-mod docs_ui;
 mod engine_parity;
 mod extreme_values;
 mod forgetting;
@@ -27,10 +26,7 @@ mod key_checks;
 mod layering;
 mod lifecycle;
 mod openapi;
-mod optimisation;
 mod prior_selection;
-mod restart_process;
-mod scale_out;
+mod slow;
 mod snapshots;
-mod sqlite_durability;
 mod store_suite;

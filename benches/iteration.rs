@@ -16,7 +16,7 @@
 //! per set with the median seconds of each part over `--repeats` runs.
 //!
 //! ```sh
-//! cargo run --release --example iteration -- --data sets.json --repeats 3
+//! cargo bench --bench iteration -- --data sets.json --repeats 3
 //! ```
 
 use std::time::Instant;
@@ -41,6 +41,9 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 /// Time one suggest, one fit and one UCB maximisation per data set.
 #[derive(Debug, Parser)]
 struct Args {
+    /// Passed by `cargo bench` to every bench; ignored.
+    #[arg(long, hide = true)]
+    bench: bool,
     /// The data sets (JSON, format above).
     #[arg(long)]
     data: std::path::PathBuf,

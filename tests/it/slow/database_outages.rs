@@ -20,7 +20,7 @@ use tokio::sync::watch;
 use tvbo::store::postgres::IDLE_IN_TRANSACTION_TIMEOUT;
 use tvbo::store::{PoolSettings, PostgresStore};
 
-use crate::scale_out::{Replica, load_session};
+use super::scale_out::{Replica, load_session};
 
 /// A replica that vanishes in the middle of a transaction (no FIN reaches PostgreSQL) must
 /// not hold its session's row lock for hours: PostgreSQL ends such transactions after

@@ -8,7 +8,7 @@
 //!
 //! ```sh
 //! cargo build --release --bin tvbo
-//! cargo run --release --example key_flood -- --bin target/release/tvbo
+//! cargo bench --bench key_flood -- --bin target/release/tvbo
 //! ```
 //!
 //! It drives any build of the binary (`--bin`), so the same command measures an older one.
@@ -25,6 +25,9 @@ use tokio::sync::Mutex;
 /// Flood a tvbo process with wrong secrets of a real key id; measure it.
 #[derive(Debug, Parser)]
 struct Args {
+    /// Passed by `cargo bench` to every bench; ignored.
+    #[arg(long, hide = true)]
+    bench: bool,
     /// The tvbo binary to run.
     #[arg(long, default_value = "target/release/tvbo")]
     bin: std::path::PathBuf,

@@ -7,10 +7,10 @@
 //! workers, as separate processes would have:
 //!
 //! ```sh
-//! cargo run --release --example load                     # 1 replica, temporary SQLite file
+//! cargo bench --bench load                     # 1 replica, temporary SQLite file
 //! createdb -h 127.0.0.1 -U postgres tvbo_load
-//! cargo run --release --example load -- --database-url postgres://postgres@127.0.0.1:5432/tvbo_load --replicas 2
-//! cargo run --release --example load -- --target http://10.0.0.1:8080 --target http://10.0.0.2:8080
+//! cargo bench --bench load -- --database-url postgres://postgres@127.0.0.1:5432/tvbo_load --replicas 2
+//! cargo bench --bench load -- --target http://10.0.0.1:8080 --target http://10.0.0.2:8080
 //! ```
 
 use std::collections::BTreeMap;
@@ -31,6 +31,9 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 /// Drive tvbo with concurrent suggest → observe loops and report throughput and latency.
 #[derive(Debug, Parser)]
 struct Args {
+    /// Passed by `cargo bench` to every bench; ignored.
+    #[arg(long, hide = true)]
+    bench: bool,
     /// A running server to drive (repeat for several replicas); none: start servers here.
     #[arg(long)]
     target: Vec<String>,

@@ -7,9 +7,9 @@
 //! the same machine, and prints the median time of each call and the ratio old / fresh.
 //!
 //! ```sh
-//! cargo run --release --example session_age                     # SQLite (in /dev/shm)
+//! cargo bench --bench session_age                     # SQLite (in /dev/shm)
 //! createdb -h 127.0.0.1 -U postgres tvbo_age
-//! cargo run --release --example session_age -- --database-url postgres://postgres@127.0.0.1:5432/tvbo_age
+//! cargo bench --bench session_age -- --database-url postgres://postgres@127.0.0.1:5432/tvbo_age
 //! ```
 //!
 //! Building the old session takes minutes (one commit per observation);
@@ -43,6 +43,9 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 /// Time suggest and observe on an old session and on a fresh one with the same active set.
 #[derive(Debug, Parser)]
 struct Args {
+    /// Passed by `cargo bench` to every bench; ignored.
+    #[arg(long, hide = true)]
+    bench: bool,
     /// Database (default: a temporary SQLite file, in /dev/shm where there is one).
     #[arg(long)]
     database_url: Option<String>,

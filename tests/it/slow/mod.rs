@@ -1,0 +1,14 @@
+//! The slow tier: tests whose subject is a server process (restarts, replicas, a
+//! database that goes away, SIGKILL), a browser (Chromium), real time (timeouts and
+//! connection caps) or a whole optimisation or benchmark run. Skip them with
+//! `cargo test -- --skip slow::`.
+
+mod bench;
+mod connections;
+mod dashboard_browser;
+mod database_outages;
+mod docs_ui;
+mod optimisation;
+mod restart_process;
+mod scale_out;
+mod sqlite_durability;
