@@ -88,15 +88,6 @@ impl SessionPolicy {
             }
         }
     }
-
-    /// The policy, whatever its model.
-    pub fn policy(&self) -> &dyn Policy {
-        match self {
-            SessionPolicy::Surrogate(policy) => policy.as_ref(),
-            SessionPolicy::Arms(selection) => selection,
-            SessionPolicy::TimeVaryingArms(policy) => policy,
-        }
-    }
 }
 
 /// The policy of a session's configuration ([`SessionPolicy::of`]), whatever its model.
