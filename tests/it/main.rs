@@ -5,7 +5,7 @@
 //! `model_memory` (its own global allocator) are binaries of their own.
 //!
 //! [`slow`] holds the tests whose subject is a process, a browser, real time or a whole
-//! optimisation run; the rest run in about a minute on two cores:
+//! optimisation run; the rest run in about 45 s on two cores, once built:
 //! `cargo test -- --skip slow::` (a plain `cargo test` runs everything).
 
 #[macro_use]
