@@ -25,28 +25,11 @@ const SAMPLES: usize = 9;
 /// Observations of each light session.
 const LIGHT_OBSERVATIONS: usize = 30;
 
-/// POSTs over the server's socket, as a client does: fairness is the latency a client
-/// sees, HTTP included (in-process calls would time the scheduler's turn alone, a
-/// fraction of a millisecond that any context switch doubles).
-async fn post(server: &TestServer, path: &str, body: &Value) -> (u16, Value) {
-    let response = server
-        .client
-        .post(server.url(path))
-        .json(body)
-        .send()
-        .await
-        .unwrap();
-    TestServer::read(response).await
-}
-
 /// A gp-ucb client-time session over (x, y) with `n` observations of a smooth function.
 async fn session_with(server: &TestServer, n: usize, seed: u64) -> String {
-    let (status, session) = post(
-        server,
-        "/v1/sessions",
-        &common::client_session("gp-ucb", seed),
-    )
-    .await;
+    let (status, session) = server
+        .post_over_socket("/v1/sessions", &common::client_session("gp-ucb", seed))
+        .await;
     assert_eq!(status, 201, "{session}");
     let id = session["id"].as_str().unwrap().to_string();
     let observations: Vec<Value> = (0..n)
@@ -60,12 +43,12 @@ async fn session_with(server: &TestServer, n: usize, seed: u64) -> String {
             })
         })
         .collect();
-    let (status, answer) = post(
-        server,
-        &format!("/v1/sessions/{id}/observations"),
-        &json!({"observations": observations}),
-    )
-    .await;
+    let (status, answer) = server
+        .post_over_socket(
+            &format!("/v1/sessions/{id}/observations"),
+            &json!({"observations": observations}),
+        )
+        .await;
     assert_eq!(status, 201, "{answer}");
     id
 }
@@ -75,12 +58,12 @@ async fn session_with(server: &TestServer, n: usize, seed: u64) -> String {
 async fn light_suggest(server: &TestServer) -> f64 {
     let id = session_with(server, LIGHT_OBSERVATIONS, 7).await;
     let started = Instant::now();
-    let (status, answer) = post(
-        server,
-        &format!("/v1/sessions/{id}/suggestions"),
-        &json!({"t": LIGHT_OBSERVATIONS as f64 + 1.0}),
-    )
-    .await;
+    let (status, answer) = server
+        .post_over_socket(
+            &format!("/v1/sessions/{id}/suggestions"),
+            &json!({"t": LIGHT_OBSERVATIONS as f64 + 1.0}),
+        )
+        .await;
     let seconds = started.elapsed().as_secs_f64();
     assert_eq!(status, 201, "{answer}");
     seconds
@@ -111,7 +94,9 @@ async fn one_sessions_backlog_does_not_starve_another() {
         .collect();
     let predict = json!({"points": points, "t": HEAVY_OBSERVATIONS as f64});
     // The first predict builds the heavy model (a full fit): wait for it before timing.
-    let (status, answer) = post(&server, &format!("/v1/sessions/{heavy}/predict"), &predict).await;
+    let (status, answer) = server
+        .post_over_socket(&format!("/v1/sessions/{heavy}/predict"), &predict)
+        .await;
     assert_eq!(status, 200, "{answer}");
 
     let running = Arc::new(AtomicBool::new(true));
@@ -122,7 +107,7 @@ async fn one_sessions_backlog_does_not_starve_another() {
         let (path, body) = (format!("/v1/sessions/{heavy}/predict"), predict.clone());
         backlog.push(tokio::spawn(async move {
             while running.load(Ordering::SeqCst) {
-                let (status, answer) = post(&server, &path, &body).await;
+                let (status, answer) = server.post_over_socket(&path, &body).await;
                 assert_eq!(status, 200, "{answer}");
                 jobs.fetch_add(1, Ordering::SeqCst);
             }
@@ -136,7 +121,9 @@ async fn one_sessions_backlog_does_not_starve_another() {
             let mut t = HEAVY_OBSERVATIONS as f64;
             while running.load(Ordering::SeqCst) {
                 t += 1.0;
-                let (status, answer) = post(&server, &path, &json!({"count": 8, "t": t})).await;
+                let (status, answer) = server
+                    .post_over_socket(&path, &json!({"count": 8, "t": t}))
+                    .await;
                 assert!(status == 201 || status == 409, "{status} {answer}");
                 jobs.fetch_add(1, Ordering::SeqCst);
             }

@@ -254,6 +254,20 @@ impl TestServer {
             .expect("the router answers")
     }
 
+    /// POSTs JSON over the server's socket, as a client does: what a client sees, HTTP
+    /// included (the fairness test times it; in-process calls would time the scheduler's
+    /// turn alone, a fraction of a millisecond that any context switch doubles).
+    pub async fn post_over_socket(&self, path: &str, body: &Value) -> (u16, Value) {
+        let response = self
+            .client
+            .post(self.url(path))
+            .json(body)
+            .send()
+            .await
+            .unwrap();
+        Self::read(response).await
+    }
+
     /// A response's status and parsed body (Null when empty or not JSON).
     pub async fn parsed(response: Response<Body>) -> (u16, Value) {
         let (status, text) = Self::text(response).await;
