@@ -27,7 +27,8 @@ use rand::SeedableRng;
 use serde::Deserialize;
 use serde_json::json;
 use tvbo::acquisition::{AcquisitionOptions, beta_wdbo, maximize_ucb_on};
-use tvbo::domain::config::{CreateSession, FitStart, SessionConfig};
+use tvbo::domain::checked::CheckedConfig;
+use tvbo::domain::config::{CreateSession, FitStart};
 use tvbo::gp::{KernelKind, KernelSpec, SearchStart};
 use tvbo::policy::surrogate::FULL_FIT_EVERY;
 use tvbo::policy::{
@@ -87,7 +88,7 @@ fn timed<T>(repeats: usize, mut work: impl FnMut() -> T) -> anyhow::Result<f64> 
     Ok(median(seconds))
 }
 
-fn session(dim: usize, fit_start: FitStart) -> anyhow::Result<SessionConfig> {
+fn session(dim: usize, fit_start: FitStart) -> anyhow::Result<CheckedConfig> {
     let parameters: Vec<_> = (0..dim)
         .map(|i| json!({"name": format!("x{i}"), "low": 0, "high": 1}))
         .collect();
@@ -102,7 +103,7 @@ fn session(dim: usize, fit_start: FitStart) -> anyhow::Result<SessionConfig> {
         },
         "time": {"source": "client"}
     }))?;
-    Ok(SessionConfig::from_request(request, 0)?)
+    Ok(CheckedConfig::from_request(request, 0)?)
 }
 
 fn main() -> anyhow::Result<()> {
@@ -133,7 +134,7 @@ fn main() -> anyhow::Result<()> {
             })
             .collect();
         let ctx = SuggestContext {
-            space: &space,
+            space,
             arms: None,
             model: &config.model,
             data: &data,

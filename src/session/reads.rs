@@ -9,18 +9,14 @@ use super::read_model::cached_model;
 use super::service::{MAX_PREDICT_POINTS, SessionService};
 use crate::domain::InvalidInput;
 use crate::domain::config::TimeSource;
-use crate::domain::hyperpriors::{HyperpriorSet, Hyperpriors};
 use crate::domain::records::History;
 use crate::domain::time::{MAX_CLIENT_TIME, wall_time};
-use crate::engine::regret::regrets;
-use crate::engine::{CurrentModel, fitted_hyperparameters, lead, policy_state};
-use crate::gp::relevance::relevances;
-use crate::policy;
+use crate::engine::lead;
+use crate::engine::reads::{model_reading, relevance};
 use crate::policy::response_time::fit_response_time;
 use crate::session::views::{
     Best, ComputeTimeView, ModelView, ObservationList, PredictRequest, PredictResponse, Prediction,
-    PriorSelectionView, RegretPoint, RegretReport, RelevanceView, ResponseTimeSampleView,
-    ResponseTimeView,
+    RegretReport, ResponseTimeSampleView, ResponseTimeView,
 };
 
 impl SessionService {
@@ -56,113 +52,45 @@ impl SessionService {
     }
 
     /// Regret per observation: reported by the client, or estimated as
-    /// max_x μ(x, t_i) − μ(x_i, t_i) under the current model.
+    /// max_x μ(x, t_i) − μ(x_i, t_i) under the current model ([`RegretReport::of`]).
     pub async fn regret(&self, id: Uuid) -> Result<RegretReport, ServiceError> {
         let history = self.history(id).await?;
         let rows = self.store.list_observations(id, 0, i64::MAX, true).await?;
         let cache = self.models.clone();
         self.blocking(id, move || -> Result<RegretReport, ServiceError> {
             let model = cached_model(&cache, &history)?;
-            let regrets = regrets(
+            Ok(RegretReport::of(
                 &history.session.config,
                 model.as_deref(),
                 &history.active,
                 &rows,
-            );
-            let mut cumulative = 0.0;
-            let mut counted = 0usize;
-            let points = rows
-                .iter()
-                .zip(regrets)
-                .map(|(row, regret)| {
-                    if let Some(r) = regret.value {
-                        cumulative += r;
-                        counted += 1;
-                    }
-                    RegretPoint {
-                        seq: row.seq,
-                        t: row.t,
-                        value: row.value,
-                        regret: regret.value,
-                        estimated: regret.estimated,
-                        active: row.active,
-                        cumulative_regret: cumulative,
-                    }
-                })
-                .collect();
-            Ok(RegretReport {
-                points,
-                cumulative_regret: cumulative,
-                average_regret: (counted > 0).then(|| cumulative / counted as f64),
-            })
+            ))
         })
         .await?
     }
 
-    /// The model's hyperparameters, dataset, response-time samples and policy state.
+    /// The model's hyperparameters, dataset, response-time samples and policy state
+    /// ([`model_reading`], [`relevance`]).
     pub async fn model(&self, id: Uuid) -> Result<ModelView, ServiceError> {
         let history = self.history(id).await?;
         let summaries = self.store.response_time_summaries(id).await?;
-        let relevance = {
-            let history = history.clone();
-            let t = Self::default_time(&history, Utc::now());
-            let cache = self.models.clone();
-            self.blocking(id, move || -> Result<Vec<RelevanceView>, ServiceError> {
-                let model = cached_model(&cache, &history)?;
-                let Some(CurrentModel::Surrogate(surrogate)) = model.as_deref() else {
-                    return Ok(Vec::new());
-                };
-                if surrogate.gp().spec().temporal.is_none() {
-                    return Ok(Vec::new());
-                }
-                let values = relevances(surrogate.gp(), t)?;
-                Ok(history
-                    .active
-                    .iter()
-                    .zip(values)
-                    .map(|(o, relevance)| RelevanceView {
-                        seq: o.seq,
-                        relevance,
-                    })
-                    .collect())
-            })
-            .await??
-        };
         let calls = self.store.call_stats(id).await?;
-        let session = &history.session;
-        let config = &session.config;
-        let mut state = policy_state(session)?;
-        let prior_selection = match policy::SessionPolicy::of(config) {
-            policy::SessionPolicy::Arms(selection) => Some(selection),
-            _ => None,
-        }
-        .map(|selection| {
-            let names = config
-                .algorithm
-                .priors()
-                .unwrap_or_default()
-                .iter()
-                .enumerate()
-                .map(|(i, p)| p.name.clone().unwrap_or_else(|| format!("prior-{i}")))
-                .collect();
-            let saved = state
-                .prior_selection
-                .take()
-                .unwrap_or_else(|| selection.initial_state());
-            PriorSelectionView::new(names, saved)
-        });
-        let hyperparameters = fitted_hyperparameters(config, &state);
-        let hyperpriors = (hyperparameters.is_some()
-            && config.model.hyperpriors == Hyperpriors::Robust)
-            .then(|| {
-                HyperpriorSet::robust(config.parameters.len(), history.active.iter().map(|o| o.t))
-            });
+        let t = Self::default_time(&history, Utc::now());
+        let (dataset_size, lead) = (history.active.len() as i64, lead(&history));
+        let cache = self.models.clone();
+        let (reading, relevance) = self
+            .blocking(id, move || -> Result<_, ServiceError> {
+                let model = cached_model(&cache, &history)?;
+                let relevance = relevance(model.as_deref(), &history.active, t)?;
+                Ok((model_reading(&history)?, relevance))
+            })
+            .await??;
         Ok(ModelView {
-            dataset_size: history.active.len() as i64,
-            max_dataset_size: state.max_dataset_size.map(|n| n as i64),
-            hyperparameters,
-            hyperpriors,
-            lead: lead(&history),
+            dataset_size,
+            max_dataset_size: reading.state.max_dataset_size.map(|n| n as i64),
+            hyperparameters: reading.hyperparameters,
+            hyperpriors: reading.hyperpriors,
+            lead,
             response_time: ResponseTimeView {
                 coefficients: fit_response_time(&summaries),
                 samples: summaries
@@ -184,8 +112,8 @@ impl SessionService {
                 })
                 .collect(),
             relevance,
-            prior_selection,
-            algorithm_state: state,
+            prior_selection: reading.prior_selection,
+            algorithm_state: reading.state,
         })
     }
 

@@ -11,8 +11,9 @@ use crate::domain::hyperpriors::HyperpriorSet;
 use crate::domain::input::ObservationInput;
 use crate::domain::records::{FittedHyperparameters, StepSnapshot};
 use crate::domain::space::{Arm, ParameterSpec, Params};
+pub use crate::engine::reads::{PriorSelectionView, PriorStatusView, RelevanceView};
+pub use crate::engine::regret::{RegretPoint, RegretReport};
 use crate::policy::PolicyState;
-use crate::policy::prior_selection::{PriorSelectionState, StepRecord, entropy};
 use crate::store::{ObservationRow, SessionRow, StoredCall, SuggestionRow};
 
 /// A session: its filled-in configuration, status and counts.
@@ -52,7 +53,7 @@ impl From<SessionRow> for Session {
             model,
             time,
             seed,
-        } = row.config;
+        } = row.config.into_config();
         Session {
             id: row.id,
             name,
@@ -220,30 +221,6 @@ pub struct ObservationList {
     pub next_after: Option<i64>,
 }
 
-/// One point of the regret curve.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
-pub struct RegretPoint {
-    pub seq: i64,
-    pub t: f64,
-    pub value: f64,
-    /// Reported by the client, or estimated from the model (null when no model exists).
-    pub regret: Option<f64>,
-    pub estimated: bool,
-    /// Whether the observation is in the model's dataset.
-    pub active: bool,
-    /// Sum of the regrets up to this point.
-    pub cumulative_regret: f64,
-}
-
-/// The regret of every observation.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
-pub struct RegretReport {
-    pub points: Vec<RegretPoint>,
-    pub cumulative_regret: f64,
-    /// Cumulative regret over the points that have one (null when none has).
-    pub average_regret: Option<f64>,
-}
-
 /// Response time at one dataset size: the seconds between two consecutive suggests (n at
 /// the first), averaged over `count` samples. The model view has one per distinct n; the
 /// timeline's are single samples (`count` 1).
@@ -273,16 +250,6 @@ pub struct ComputeTimeView {
     pub max_seconds: f64,
 }
 
-/// How much the posterior would move without one active observation (W-DBO / BOLT).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
-pub struct RelevanceView {
-    pub seq: i64,
-    /// R_i = √(W̄²_i / W̄²_∅): the integrated Wasserstein distance between the posteriors
-    /// with and without the observation over `[0,1]^d` × [now, ∞), relative to the
-    /// posterior's own size.
-    pub relevance: f64,
-}
-
 /// The model behind a session.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct ModelView {
@@ -305,62 +272,6 @@ pub struct ModelView {
     pub prior_selection: Option<PriorSelectionView>,
     /// The algorithm's saved state (its prior-selection part is shown above instead).
     pub algorithm_state: PolicyState,
-}
-
-/// The state of one prior (paper 003).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
-pub struct PriorStatusView {
-    pub name: String,
-    /// Still in the active set P_t (the elimination rules remove priors).
-    pub active: bool,
-    /// The step at which the prior was eliminated.
-    pub eliminated_at: Option<u64>,
-    /// |S_{t,p}|: observed steps whose suggestion was chosen under this prior (every rule).
-    pub selected: u64,
-    /// Σ_{i∈S} η_i, the prior's summed prediction errors (003 Alg. 1, line 9).
-    pub error_sum: f64,
-    /// Σ_{i∈S} √β_i σ_{i,p}(x_i), the confidence part of the elimination threshold.
-    pub confidence_sum: f64,
-    /// Hyperposterior probability P_t(p) (003 Alg. 2, line 6).
-    pub probability: f64,
-}
-
-/// Prior selection: the priors, the hyperposterior's entropy, and every step's choice.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
-pub struct PriorSelectionView {
-    /// Observations recorded.
-    pub steps: u64,
-    pub priors: Vec<PriorStatusView>,
-    /// Entropy (nats) of the hyperposterior now.
-    pub entropy: f64,
-    /// One record per observation, oldest first: the index of the prior its suggestion
-    /// was chosen under (null for warm-up or client-chosen settings) and the entropy
-    /// after it.
-    pub history: Vec<StepRecord>,
-}
-
-impl PriorSelectionView {
-    pub fn new(names: Vec<String>, state: PriorSelectionState) -> Self {
-        let probabilities = state.hyperposterior();
-        PriorSelectionView {
-            steps: state.steps,
-            entropy: entropy(&state.log_hyperposterior),
-            priors: names
-                .into_iter()
-                .enumerate()
-                .map(|(p, name)| PriorStatusView {
-                    name,
-                    active: state.active[p],
-                    eliminated_at: state.eliminated_at[p],
-                    selected: state.selected[p],
-                    error_sum: state.error_sum[p],
-                    confidence_sum: state.confidence_sum[p],
-                    probability: probabilities[p],
-                })
-                .collect(),
-            history: state.history,
-        }
-    }
 }
 
 /// Body of `POST /v1/sessions/{id}/predict`.

@@ -256,7 +256,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::domain::config::{CreateSession, SessionConfig};
+    use crate::domain::checked::CheckedConfig;
+    use crate::domain::config::CreateSession;
     use crate::store::{ObservationRow, PoolSettings, SessionRow, SqliteStore, Store};
 
     fn session() -> SessionRow {
@@ -268,7 +269,7 @@ mod tests {
         SessionRow {
             id: Uuid::new_v4(),
             tenant: "default".into(),
-            config: SessionConfig::from_request(request, 1).unwrap(),
+            config: CheckedConfig::from_request(request, 1).unwrap(),
             created_at: Utc::now(),
             status: "active".into(),
             version: 0,

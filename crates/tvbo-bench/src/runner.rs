@@ -25,7 +25,8 @@ use uuid::Uuid;
 
 use super::BenchError;
 use super::objective::Objective;
-use tvbo_core::domain::config::{SessionConfig, TimeSource};
+use tvbo_core::domain::checked::CheckedConfig;
+use tvbo_core::domain::config::TimeSource;
 use tvbo_core::domain::input::ObservationInput;
 use tvbo_core::engine::{EngineError, LocalSession};
 
@@ -219,7 +220,7 @@ impl InProcess {
     /// Creation time of every in-process session (any fixed instant would do).
     const EPOCH: DateTime<Utc> = DateTime::UNIX_EPOCH;
 
-    pub fn new(config: SessionConfig) -> Result<Self, BenchError> {
+    pub fn new(config: CheckedConfig) -> Result<Self, BenchError> {
         Ok(InProcess {
             time: config.time.source,
             session: LocalSession::new(config, Self::EPOCH),

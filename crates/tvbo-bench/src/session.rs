@@ -7,7 +7,8 @@ use super::algorithms::{AlgorithmEntry, AlgorithmOptions};
 use super::error::BenchError;
 use super::objective::Objective;
 use super::options::ServerTime;
-use tvbo_core::domain::config::{CreateSession, FitStart, SessionConfig};
+use tvbo_core::domain::checked::CheckedConfig;
+use tvbo_core::domain::config::{CreateSession, FitStart};
 use tvbo_core::domain::hyperpriors::Hyperpriors;
 use tvbo_core::engine::new_session_config;
 
@@ -108,7 +109,7 @@ pub fn session_request(
 }
 
 /// The session configuration the server would make of `request`.
-pub fn session_config(request: &Value, seed: u64) -> Result<SessionConfig, BenchError> {
+pub fn session_config(request: &Value, seed: u64) -> Result<CheckedConfig, BenchError> {
     let create: CreateSession =
         serde_json::from_value(request.clone()).map_err(|e| BenchError::Config(e.to_string()))?;
     new_session_config(create, seed).map_err(|e| BenchError::Config(e.to_string()))

@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
 use serde_json::json;
-use tvbo::domain::config::{CreateSession, SessionConfig};
+use tvbo::domain::checked::CheckedConfig;
+use tvbo::domain::config::CreateSession;
 use tvbo::domain::hyperpriors::{BoundHit, FitReport};
 use tvbo::domain::records::{FittedHyperparameters, RecordedOptimum, StepSnapshot};
 use tvbo::server::open_store;
@@ -87,7 +88,7 @@ fn at(micros: i64) -> DateTime<Utc> {
     DateTime::from_timestamp_micros(micros).unwrap()
 }
 
-fn config(name: &str) -> SessionConfig {
+fn config(name: &str) -> CheckedConfig {
     let request: CreateSession = serde_json::from_value(json!({
         "name": name,
         "parameters": [
@@ -99,7 +100,7 @@ fn config(name: &str) -> SessionConfig {
         "seed": 7
     }))
     .unwrap();
-    SessionConfig::from_request(request, 1).unwrap()
+    CheckedConfig::from_request(request, 1).unwrap()
 }
 
 fn session(name: &str, created_micros: i64) -> SessionRow {

@@ -4,8 +4,9 @@
 
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use tvbo_core::domain::checked::CheckedConfig;
 use tvbo_core::domain::config::{
-    AlgorithmConfig, CreateSession, FitStart, Hyperpriors, ModelConfig, SessionConfig,
+    AlgorithmConfig, CreateSession, FitStart, Hyperpriors, ModelConfig,
 };
 use tvbo_core::domain::space::{ParameterSpec, ParameterType, Scale, SearchSpace};
 use tvbo_core::gp::{Gp, Hyperparameters, KernelKind, KernelSpec};
@@ -106,13 +107,13 @@ pub fn model(temporal: KernelKind) -> ModelConfig {
 }
 
 /// A session over DIM unit parameters running `algorithm`.
-pub fn session(algorithm: AlgorithmConfig) -> SessionConfig {
+pub fn session(algorithm: AlgorithmConfig) -> CheckedConfig {
     let parameters: Vec<serde_json::Value> = (0..DIM)
         .map(|i| serde_json::json!({"name": format!("x{i}"), "low": 0, "high": 1}))
         .collect();
-    let request: CreateSession =
-        serde_json::from_value(serde_json::json!({ "parameters": parameters })).expect("request");
-    let mut config = SessionConfig::from_request(request, 0).expect("benchmark session");
-    config.algorithm = algorithm;
-    config
+    let request: CreateSession = serde_json::from_value(
+        serde_json::json!({ "parameters": parameters, "algorithm": algorithm }),
+    )
+    .expect("request");
+    CheckedConfig::from_request(request, 0).expect("benchmark session")
 }

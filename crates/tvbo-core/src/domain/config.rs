@@ -218,15 +218,6 @@ impl ModelConfig {
             ));
         }
         let has_priors = algorithm.priors().is_some();
-        if has_priors && request.noise.is_none() {
-            return Err(InvalidInput::new(
-                "model.noise",
-                format!(
-                    "is required by {} with priors: the observation-noise variance the priors assume",
-                    algorithm.name()
-                ),
-            ));
-        }
         // Given priors replace the warm-up's purpose (003 §5 starts from the prior).
         let warmup = request
             .warmup
@@ -276,7 +267,8 @@ impl TimeConfig {
 
 impl SessionConfig {
     /// Validates a create request and fills in every default. `random_seed` is used when
-    /// the request has no seed.
+    /// the request has no seed. A session runs on this configuration checked (the
+    /// `checked` module's `CheckedConfig::from_request`).
     pub fn from_request(request: CreateSession, random_seed: u64) -> Result<Self, InvalidInput> {
         let name = request.name.unwrap_or_default();
         validate_text("name", &name, 0, MAX_NAME_LEN)?;
@@ -310,25 +302,6 @@ impl SessionConfig {
             model,
             time,
             seed: request.seed.unwrap_or(random_seed),
-        })
-    }
-
-    /// The search space of the parameters.
-    pub fn space(&self) -> SearchSpace {
-        SearchSpace::new(self.parameters.clone()).expect("stored parameters were validated")
-    }
-
-    /// The session's arms in the unit cube, in their order, if it has arms.
-    pub fn arm_points(&self) -> Option<Vec<Vec<f64>>> {
-        let space = self.space();
-        self.arms.as_ref().map(|arms| {
-            arms.iter()
-                .map(|a| {
-                    space
-                        .to_unit(&a.params, "arms")
-                        .expect("arms were validated")
-                })
-                .collect()
         })
     }
 }

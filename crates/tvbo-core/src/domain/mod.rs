@@ -3,13 +3,15 @@
 //!
 //! [`space`]: parameters, their scales and the map to the unit cube, arms; [`config`]:
 //! a session's model, time and goal settings, and the create request; [`algorithm`]: the
-//! algorithm's settings and β; [`hyperpriors`]: the priors a
+//! algorithm's settings and β; [`checked`]: a configuration as its check leaves it, with
+//! the search space, the arms' points and the policy's settings; [`hyperpriors`]: the priors a
 //! model's hyperparameter fit may use, and what a fit reports; [`priors`]: prior specifications
 //! of arm sets; [`kernel`]: the covariance families a model or a prior may use;
 //! [`time`]: session time; [`input`]: a measurement as a client sends it; [`records`]: a
 //! session's stored state and the changes to it.
 
 pub mod algorithm;
+pub mod checked;
 pub mod config;
 pub mod hyperpriors;
 pub mod input;

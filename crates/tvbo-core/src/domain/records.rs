@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::domain::config::SessionConfig;
+use crate::domain::checked::CheckedConfig;
 use crate::domain::hyperpriors::FitReport;
 use crate::domain::space::Params;
 
@@ -20,7 +20,8 @@ pub struct SessionRow {
     pub id: Uuid,
     /// The tenant that owns it: only that tenant's keys (and admin keys) see it.
     pub tenant: String,
-    pub config: SessionConfig,
+    /// Checked as it is read: a stored configuration that no longer checks does not load.
+    pub config: CheckedConfig,
     pub created_at: DateTime<Utc>,
     pub status: String,
     /// Incremented by every committed change.

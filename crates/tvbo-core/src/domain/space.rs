@@ -110,7 +110,7 @@ pub const MAX_DIMENSION: usize = 32;
 pub const MAX_ARMS: usize = 10_000;
 
 /// Validated parameters, in the order the session declared them.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct SearchSpace {
     parameters: Vec<ParameterSpec>,
 }

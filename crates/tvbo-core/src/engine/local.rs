@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::{EngineError, Limits, ObserveSnapshot, new_session_row, plan_observe, plan_suggest};
-use crate::domain::config::SessionConfig;
+use crate::domain::checked::CheckedConfig;
 use crate::domain::input::ObservationInput;
 use crate::domain::records::{
     ChangeSet, DEFAULT_TENANT, History, ObservationRow, ResponseTimeSummary, SuggestionRow,
@@ -27,7 +27,7 @@ pub struct LocalSession {
 impl LocalSession {
     /// A new session with `config`, created at `created_at` (session time 0 of a
     /// wall-clock session), under the server's default [`Limits`].
-    pub fn new(config: SessionConfig, created_at: DateTime<Utc>) -> Self {
+    pub fn new(config: CheckedConfig, created_at: DateTime<Utc>) -> Self {
         let session = new_session_row(Uuid::new_v4(), DEFAULT_TENANT, config, created_at);
         LocalSession {
             history: History {

@@ -12,6 +12,7 @@
 mod local;
 mod model;
 mod observe;
+pub mod reads;
 pub mod regret;
 mod suggest;
 
@@ -21,6 +22,7 @@ use uuid::Uuid;
 
 use crate::acquisition::Cores;
 use crate::domain::InvalidInput;
+use crate::domain::checked::CheckedConfig;
 use crate::domain::config::{CreateSession, SessionConfig};
 use crate::domain::hyperpriors::FitReport;
 use crate::domain::records::{History, ObservationRow, SessionRow, StepSnapshot};
@@ -102,8 +104,8 @@ pub enum EngineError {
 pub fn new_session_config(
     request: CreateSession,
     seed: u64,
-) -> Result<SessionConfig, InvalidInput> {
-    let config = SessionConfig::from_request(request, seed)?;
+) -> Result<CheckedConfig, InvalidInput> {
+    let config = CheckedConfig::from_request(request, seed)?;
     check_priors(&config)?;
     Ok(config)
 }
@@ -113,7 +115,7 @@ pub fn new_session_config(
 pub fn new_session_row(
     id: Uuid,
     tenant: &str,
-    config: SessionConfig,
+    config: CheckedConfig,
     created_at: DateTime<Utc>,
 ) -> SessionRow {
     SessionRow {

@@ -4,10 +4,12 @@
 
 use super::policy_data;
 use crate::acquisition::{self, AcquisitionOptions, Cores};
-use crate::domain::config::{AlgorithmConfig, SessionConfig, epsilon_of_temporal_lengthscale};
+use crate::domain::checked::CheckedConfig;
+use crate::domain::config::{AlgorithmConfig, epsilon_of_temporal_lengthscale};
 use crate::domain::records::{
     FittedHyperparameters, ObservationRow, RecordedOptimum, StepSnapshot,
 };
+use crate::domain::space::Arm;
 use crate::gp::arms::{ArmGp, TimeVaryingArmGp};
 use crate::policy::tv_gp_ucb::TvGpUcbWithPrior;
 use crate::policy::{self, FitSettings, PolicyError, PolicyState, SessionPolicy, Surrogate};
@@ -33,7 +35,7 @@ impl CurrentModel {
     /// refit), or, for algorithms with priors, the posterior under the most probable
     /// active prior (which exists before any observation).
     pub fn of(
-        config: &SessionConfig,
+        config: &CheckedConfig,
         active: &[ObservationRow],
         state: &PolicyState,
     ) -> Result<Option<CurrentModel>, PolicyError> {
@@ -125,43 +127,46 @@ impl CurrentModel {
     /// seed, so the same model and time give the same point (on any number of `cores`).
     pub fn recommend(
         &self,
-        config: &SessionConfig,
+        config: &CheckedConfig,
         t: f64,
         cores: &dyn Cores,
     ) -> (Vec<f64>, Option<String>) {
-        let space = config.space();
-        match (config.arm_points(), self) {
-            (Some(arms), _) => {
-                let index = (0..arms.len())
-                    .max_by(|&a, &b| {
-                        self.mean(&arms[a], t)
-                            .total_cmp(&self.mean(&arms[b], t))
-                            .then(b.cmp(&a))
-                    })
-                    .expect("arm sets are not empty");
-                let name = config.arms.as_ref().map(|a| a[index].name.clone());
-                (arms[index].clone(), name)
+        let (arms, points): (&[Arm], &[Vec<f64>]) = match self {
+            CurrentModel::Arms { selection, .. } => {
+                let (arms, points) = selection.arms();
+                (arms, points.points())
             }
-            (None, CurrentModel::Arms { .. } | CurrentModel::TimeVaryingArms { .. }) => {
-                unreachable!("models over arms belong to arm sessions")
+            CurrentModel::TimeVaryingArms { policy, .. } => {
+                (&policy.arms, policy.arm_points.points())
             }
-            (None, CurrentModel::Surrogate(surrogate)) => {
-                let mut rng = super::call_rng(config.seed, u64::MAX);
-                let (x, _) = acquisition::maximize_mean(
-                    surrogate.gp(),
-                    t,
-                    &AcquisitionOptions::default(),
-                    cores,
-                    &mut rng,
-                );
-                (space.snap(&x), None)
-            }
-        }
+            CurrentModel::Surrogate(surrogate) => match config.arms() {
+                Some(arms) => (&arms.arms, &arms.points),
+                None => {
+                    let mut rng = super::call_rng(config.seed, u64::MAX);
+                    let (x, _) = acquisition::maximize_mean(
+                        surrogate.gp(),
+                        t,
+                        &AcquisitionOptions::default(),
+                        cores,
+                        &mut rng,
+                    );
+                    return (config.space().snap(&x), None);
+                }
+            },
+        };
+        let index = (0..points.len())
+            .max_by(|&a, &b| {
+                self.mean(&points[a], t)
+                    .total_cmp(&self.mean(&points[b], t))
+                    .then(b.cmp(&a))
+            })
+            .expect("arm sets are not empty");
+        (points[index].clone(), Some(arms[index].name.clone()))
     }
 
     /// [`CurrentModel::recommend`] as recorded in a step snapshot: on the user's scale,
     /// with the posterior mean there in the objective's sign.
-    pub fn optimum(&self, config: &SessionConfig, t: f64, cores: &dyn Cores) -> RecordedOptimum {
+    pub fn optimum(&self, config: &CheckedConfig, t: f64, cores: &dyn Cores) -> RecordedOptimum {
         let (x, arm) = self.recommend(config, t, cores);
         let mean = self.mean(&x, t);
         RecordedOptimum {
@@ -176,7 +181,7 @@ impl CurrentModel {
 /// The hyperparameters of the session's last fit, as reported: l_T only with a temporal
 /// kernel, ε only for TV-GP-UCB (its equivalent of l_T).
 pub fn fitted_hyperparameters(
-    config: &SessionConfig,
+    config: &CheckedConfig,
     state: &PolicyState,
 ) -> Option<FittedHyperparameters> {
     let has_time = policy::policy_for(config)
@@ -206,7 +211,7 @@ pub fn fitted_hyperparameters(
 /// maximiser costs a model built from the saved hyperparameters (no refit) and a search
 /// of its mean.
 pub fn step_snapshot(
-    config: &SessionConfig,
+    config: &CheckedConfig,
     state: &PolicyState,
     dataset_size: usize,
     optimum_at: Option<(&[ObservationRow], f64, &dyn Cores)>,

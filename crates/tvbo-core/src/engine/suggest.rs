@@ -48,10 +48,9 @@ pub fn plan_suggest(
     let mut state = policy_state(session)?;
     let ordinal = session.suggest_count as u64;
     let space = config.space();
-    let arms = config.arm_points();
     let ctx = SuggestContext {
-        space: &space,
-        arms: arms.as_deref(),
+        space,
+        arms: config.arms().map(|arms| arms.points.as_slice()),
         model: &config.model,
         data: &data,
         pending: &pending_points,

@@ -1,13 +1,13 @@
-//! From a session's stored configuration to its policy: the one place that matches on the
-//! algorithm to build one ([`SessionPolicy::of`]).
+//! From a session's checked configuration to its policy: the one place that builds one
+//! ([`SessionPolicy::of`]), from the split of the algorithm that the check made
+//! ([`crate::domain::checked::PolicySettings`]).
 
 use super::tv_gp_ucb::TvGpUcbWithPrior;
 use super::{
     ArmSet, Policy, PriorSelection, SelectionRule, bolt, et_gp_ucb, gp_ucb, r_gp_ucb, random,
     tv_gp_ucb, w_dbo,
 };
-use crate::domain::config::{AlgorithmConfig, SessionConfig};
-use crate::domain::priors::PriorSpec;
+use crate::domain::checked::{CheckedConfig, PolicySettings, PriorRule, SurrogateAlgorithm};
 
 /// A session's policy, by the model it works from.
 pub enum SessionPolicy {
@@ -20,78 +20,61 @@ pub enum SessionPolicy {
 }
 
 impl SessionPolicy {
-    /// The policy of a session's configuration (validated at creation: an algorithm with
-    /// priors has arms, priors and `model.noise`).
-    pub fn of(config: &SessionConfig) -> SessionPolicy {
-        use SessionPolicy::Surrogate;
-        match &config.algorithm {
-            AlgorithmConfig::Bolt {
-                min_dataset_size,
-                max_dataset_size,
-                beta,
-            } => Surrogate(Box::new(bolt::Bolt {
-                min_dataset_size: *min_dataset_size,
-                max_dataset_size: *max_dataset_size,
-                beta: *beta,
-            })),
-            AlgorithmConfig::WDbo {
-                alpha,
-                min_dataset_size,
-                beta,
-            } => Surrogate(Box::new(w_dbo::WDbo {
-                alpha: *alpha,
-                min_dataset_size: *min_dataset_size,
-                beta: *beta,
-            })),
-            AlgorithmConfig::Random {} => Surrogate(Box::new(random::RandomSearch)),
-            AlgorithmConfig::GpUcb { beta, priors: None } => {
-                Surrogate(Box::new(gp_ucb::GpUcb { beta: *beta }))
+    /// The policy of a session's checked configuration: one exhaustive match over what it
+    /// is built from ([`PolicySettings`]).
+    pub fn of(config: &CheckedConfig) -> SessionPolicy {
+        match config.policy() {
+            PolicySettings::Surrogate { algorithm, .. } => {
+                SessionPolicy::Surrogate(surrogate(algorithm))
             }
-            AlgorithmConfig::GpUcb {
-                beta,
-                priors: Some(_),
-            } => prior_selection(config, SelectionRule::Ucb(*beta), 0.05, None),
-            AlgorithmConfig::RGpUcb { reset_every, beta } => {
-                Surrogate(Box::new(r_gp_ucb::RGpUcb {
-                    reset_every: *reset_every,
-                    beta: *beta,
-                }))
-            }
-            AlgorithmConfig::TvGpUcb {
-                epsilon,
-                beta,
-                priors: None,
-            } => Surrogate(Box::new(tv_gp_ucb::TvGpUcb {
-                epsilon: *epsilon,
-                beta: *beta,
-            })),
-            AlgorithmConfig::TvGpUcb {
-                epsilon,
-                beta,
-                priors: Some(priors),
-            } => time_varying_arms(config, priors, *epsilon, *beta),
-            AlgorithmConfig::EtGpUcb { delta, beta } => Surrogate(Box::new(et_gp_ucb::EtGpUcb {
-                delta: *delta,
-                beta: *beta,
-            })),
-            AlgorithmConfig::PeGpUcb { delta, .. } => {
-                prior_selection(config, SelectionRule::PeGpUcb, *delta, None)
-            }
-            AlgorithmConfig::PeGpTs { delta, .. } => {
-                prior_selection(config, SelectionRule::PeGpTs, *delta, None)
-            }
-            AlgorithmConfig::HpGpTs { hyperprior, .. } => {
-                prior_selection(config, SelectionRule::HpGpTs, 0.05, hyperprior.clone())
-            }
-            AlgorithmConfig::MapGpTs { hyperprior, .. } => {
-                prior_selection(config, SelectionRule::MapGpTs, 0.05, hyperprior.clone())
+            PolicySettings::Priors {
+                rule,
+                priors,
+                arms,
+                noise,
+            } => {
+                let sign = config.goal.sign();
+                let selection = |rule, delta, hyperprior| {
+                    SessionPolicy::Arms(PriorSelection::new(
+                        rule,
+                        priors.to_vec(),
+                        arms.arms.clone(),
+                        arms.points.clone(),
+                        sign,
+                        delta,
+                        hyperprior,
+                        *noise,
+                    ))
+                };
+                match rule.clone() {
+                    PriorRule::Ucb { beta } => selection(SelectionRule::Ucb(beta), 0.05, None),
+                    PriorRule::PeGpUcb { delta } => selection(SelectionRule::PeGpUcb, delta, None),
+                    PriorRule::PeGpTs { delta } => selection(SelectionRule::PeGpTs, delta, None),
+                    PriorRule::HpGpTs { hyperprior } => {
+                        selection(SelectionRule::HpGpTs, 0.05, hyperprior)
+                    }
+                    PriorRule::MapGpTs { hyperprior } => {
+                        selection(SelectionRule::MapGpTs, 0.05, hyperprior)
+                    }
+                    PriorRule::TimeVarying { epsilon, beta } => {
+                        SessionPolicy::TimeVaryingArms(TvGpUcbWithPrior {
+                            prior: priors.first().clone(),
+                            arms: arms.arms.clone(),
+                            arm_points: ArmSet::new(arms.points.clone()),
+                            sign,
+                            noise_variance: *noise,
+                            epsilon,
+                            beta,
+                        })
+                    }
+                }
             }
         }
     }
 }
 
 /// The policy of a session's configuration ([`SessionPolicy::of`]), whatever its model.
-pub fn policy_for(config: &SessionConfig) -> Box<dyn Policy> {
+pub fn policy_for(config: &CheckedConfig) -> Box<dyn Policy> {
     match SessionPolicy::of(config) {
         SessionPolicy::Surrogate(policy) => policy,
         SessionPolicy::Arms(selection) => Box::new(selection),
@@ -99,69 +82,35 @@ pub fn policy_for(config: &SessionConfig) -> Box<dyn Policy> {
     }
 }
 
-/// Prior selection by `rule` over the session's arms and priors.
-fn prior_selection(
-    config: &SessionConfig,
-    rule: SelectionRule,
-    delta: f64,
-    hyperprior: Option<Vec<f64>>,
-) -> SessionPolicy {
-    let (arms, points) = arms_and_points(config);
-    let priors = config
-        .algorithm
-        .priors()
-        .expect("validated: algorithms with priors have priors")
-        .to_vec();
-    SessionPolicy::Arms(PriorSelection::new(
-        rule,
-        priors,
-        arms,
-        points,
-        config.goal.sign(),
-        delta,
-        hyperprior,
-        noise_of(config),
-    ))
-}
-
-/// TV-GP-UCB with the first of `priors` over the session's arms.
-fn time_varying_arms(
-    config: &SessionConfig,
-    priors: &[PriorSpec],
-    epsilon: Option<f64>,
-    beta: crate::domain::config::Beta,
-) -> SessionPolicy {
-    let (arms, points) = arms_and_points(config);
-    SessionPolicy::TimeVaryingArms(TvGpUcbWithPrior {
-        prior: priors
-            .first()
-            .expect("validated: a prior list is not empty")
-            .clone(),
-        arms,
-        arm_points: ArmSet::new(points),
-        sign: config.goal.sign(),
-        noise_variance: noise_of(config),
-        epsilon,
-        beta,
-    })
-}
-
-/// A session's arms and their unit-cube points.
-fn arms_and_points(config: &SessionConfig) -> (Vec<crate::domain::space::Arm>, Vec<Vec<f64>>) {
-    let arms = config
-        .arms
-        .clone()
-        .expect("validated: algorithms with priors have arms");
-    let points = config
-        .arm_points()
-        .expect("validated: algorithms with priors have arms");
-    (arms, points)
-}
-
-/// The observation-noise variance the priors assume.
-fn noise_of(config: &SessionConfig) -> f64 {
-    config
-        .model
-        .noise
-        .expect("validated: algorithms with priors need model.noise")
+/// The policy of an algorithm that fits a GP over the unit cube (× time).
+fn surrogate(algorithm: &SurrogateAlgorithm) -> Box<dyn Policy> {
+    match algorithm.clone() {
+        SurrogateAlgorithm::Bolt {
+            min_dataset_size,
+            max_dataset_size,
+            beta,
+        } => Box::new(bolt::Bolt {
+            min_dataset_size,
+            max_dataset_size,
+            beta,
+        }),
+        SurrogateAlgorithm::WDbo {
+            alpha,
+            min_dataset_size,
+            beta,
+        } => Box::new(w_dbo::WDbo {
+            alpha,
+            min_dataset_size,
+            beta,
+        }),
+        SurrogateAlgorithm::Random => Box::new(random::RandomSearch),
+        SurrogateAlgorithm::GpUcb { beta } => Box::new(gp_ucb::GpUcb { beta }),
+        SurrogateAlgorithm::RGpUcb { reset_every, beta } => {
+            Box::new(r_gp_ucb::RGpUcb { reset_every, beta })
+        }
+        SurrogateAlgorithm::TvGpUcb { epsilon, beta } => {
+            Box::new(tv_gp_ucb::TvGpUcb { epsilon, beta })
+        }
+        SurrogateAlgorithm::EtGpUcb { delta, beta } => Box::new(et_gp_ucb::EtGpUcb { delta, beta }),
+    }
 }

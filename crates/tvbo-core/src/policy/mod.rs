@@ -86,6 +86,11 @@ impl ArmSet {
         &self.points[arm]
     }
 
+    /// Every arm's unit-cube point, in the arms' order.
+    pub fn points(&self) -> &[Vec<f64>] {
+        &self.points
+    }
+
     /// The arm at exactly `x`.
     pub fn index_of(&self, x: &[f64]) -> Result<usize, PolicyError> {
         let key: Vec<u64> = x.iter().map(|v| v.to_bits()).collect();

@@ -306,6 +306,11 @@ impl PriorSelection {
         self.arm_points.index_of(x).ok()
     }
 
+    /// The arms, and their unit-cube points in the same order.
+    pub fn arms(&self) -> (&[Arm], &ArmSet) {
+        (&self.arms, &self.arm_points)
+    }
+
     /// Lines 3–4 of Algorithm 1 / 2–4 of Algorithm 2: the (arm, prior) of step
     /// `state.steps + 1` given the posteriors `models` (one per prior).
     pub fn choose(

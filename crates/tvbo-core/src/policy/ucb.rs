@@ -156,13 +156,14 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::domain::config::{CreateSession, FitStart, SessionConfig};
+    use crate::domain::checked::CheckedConfig;
+    use crate::domain::config::{CreateSession, FitStart};
     use crate::gp::fit::{FitOptions, fit_hyperparameters};
     use crate::gp::{Hyperparameters, SearchStart};
     use crate::policy::surrogate::standardised;
     use crate::policy::{policy_for, suggest};
 
-    fn bolt_with(fit_start: FitStart, hyperpriors: Hyperpriors) -> SessionConfig {
+    fn bolt_with(fit_start: FitStart, hyperpriors: Hyperpriors) -> CheckedConfig {
         let request: CreateSession = serde_json::from_value(json!({
             "parameters": [{"name": "a", "low": 0, "high": 1}, {"name": "b", "low": 0, "high": 1}],
             "algorithm": {"name": "bolt"},
@@ -170,24 +171,23 @@ mod tests {
             "time": {"source": "client"}
         }))
         .unwrap();
-        SessionConfig::from_request(request, 0).unwrap()
+        CheckedConfig::from_request(request, 0).unwrap()
     }
 
-    fn bolt(fit_start: FitStart) -> SessionConfig {
+    fn bolt(fit_start: FitStart) -> CheckedConfig {
         bolt_with(fit_start, Hyperpriors::None)
     }
 
     /// A suggest of `count` points by `config` on `data` at t = 30 from `state`: its
     /// proposals and the state it leaves.
     fn suggest_on(
-        config: &SessionConfig,
+        config: &CheckedConfig,
         data: &[Observation],
         mut state: PolicyState,
         count: usize,
     ) -> (Vec<Proposal>, PolicyState) {
-        let space = config.space();
         let ctx = SuggestContext {
-            space: &space,
+            space: config.space(),
             arms: None,
             model: &config.model,
             data,
@@ -247,7 +247,7 @@ mod tests {
 
     /// The fit a suggest of `config` leaves in a state that held `previous`.
     fn fitted_by_suggest(
-        config: &SessionConfig,
+        config: &CheckedConfig,
         data: &[Observation],
         previous: Hyperparameters,
     ) -> Hyperparameters {

@@ -1,0 +1,412 @@
+//! A session's configuration as its check leaves it (as linfa's checked parameter sets):
+//! the stored [`SessionConfig`] with what the check derived from it, so that nothing later
+//! re-derives it or `expect`s it — the search space, the arms' unit-cube points, and the
+//! algorithm split by the model its policy works from: the settings of a GP over the unit
+//! cube, or, for an algorithm with priors, its rule with the priors, the arms and the
+//! observation noise they assume ([`PolicySettings`]).
+//!
+//! A stored configuration is checked as it is read ([`CheckedConfig`] deserialises from
+//! a [`SessionConfig`]); it reads as one through `Deref`.
+
+use std::ops::Deref;
+
+use serde::{Deserialize, Serialize};
+
+use crate::domain::InvalidInput;
+use crate::domain::algorithm::{AlgorithmConfig, Beta};
+use crate::domain::config::{CreateSession, SessionConfig};
+use crate::domain::priors::PriorSpec;
+use crate::domain::space::{Arm, SearchSpace};
+
+/// A session's configuration, checked, with what the check derived.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "SessionConfig", into = "SessionConfig")]
+pub struct CheckedConfig {
+    config: SessionConfig,
+    space: SearchSpace,
+    policy: PolicySettings,
+}
+
+/// A session's arms, with their points in the unit cube in the same order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SessionArms {
+    pub arms: Vec<Arm>,
+    pub points: Vec<Vec<f64>>,
+}
+
+/// What a session's policy is built from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PolicySettings {
+    /// A GP over the unit cube (× time), fitted by the policy; UCB's search is restricted
+    /// to the arms where the session has them.
+    Surrogate {
+        algorithm: SurrogateAlgorithm,
+        arms: Option<SessionArms>,
+    },
+    /// Given priors over the session's arms (paper 003, or GP-UCB and TV-GP-UCB given a
+    /// prior), which assume the observation-noise variance `noise` (`model.noise`).
+    Priors {
+        rule: PriorRule,
+        priors: PriorList,
+        arms: SessionArms,
+        noise: f64,
+    },
+}
+
+/// A list of priors that is not empty.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PriorList {
+    first: PriorSpec,
+    rest: Vec<PriorSpec>,
+}
+
+impl PriorList {
+    /// `priors` as a list, if there is at least one.
+    pub fn new(priors: &[PriorSpec]) -> Option<PriorList> {
+        let (first, rest) = priors.split_first()?;
+        Some(PriorList {
+            first: first.clone(),
+            rest: rest.to_vec(),
+        })
+    }
+
+    /// The first prior (the one of TV-GP-UCB and GP-UCB, which take one).
+    pub fn first(&self) -> &PriorSpec {
+        &self.first
+    }
+
+    /// Every prior, in order.
+    pub fn to_vec(&self) -> Vec<PriorSpec> {
+        std::iter::once(self.first.clone())
+            .chain(self.rest.iter().cloned())
+            .collect()
+    }
+}
+
+/// The settings of an algorithm that fits a GP over the unit cube (× time): the
+/// [`AlgorithmConfig`] variants without priors.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SurrogateAlgorithm {
+    Bolt {
+        min_dataset_size: u64,
+        max_dataset_size: u64,
+        beta: Beta,
+    },
+    WDbo {
+        alpha: f64,
+        min_dataset_size: u64,
+        beta: Beta,
+    },
+    Random,
+    GpUcb {
+        beta: Beta,
+    },
+    RGpUcb {
+        reset_every: u64,
+        beta: Beta,
+    },
+    TvGpUcb {
+        epsilon: Option<f64>,
+        beta: Beta,
+    },
+    EtGpUcb {
+        delta: f64,
+        beta: Beta,
+    },
+}
+
+/// How an algorithm with priors chooses among the arms: the [`AlgorithmConfig`] variants
+/// with priors.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PriorRule {
+    /// GP-UCB under the one given prior.
+    Ucb { beta: Beta },
+    /// TV-GP-UCB under the one given prior.
+    TimeVarying { epsilon: Option<f64>, beta: Beta },
+    /// PE-GP-UCB, with elimination at confidence δ.
+    PeGpUcb { delta: f64 },
+    /// PE-GP-TS, with elimination at confidence δ.
+    PeGpTs { delta: f64 },
+    /// HP-GP-TS, from the hyperprior (uniform when absent).
+    HpGpTs { hyperprior: Option<Vec<f64>> },
+    /// MAP-GP-TS, from the hyperprior (uniform when absent).
+    MapGpTs { hyperprior: Option<Vec<f64>> },
+}
+
+impl CheckedConfig {
+    /// A create request validated, filled in with every default
+    /// ([`SessionConfig::from_request`]) and checked.
+    pub fn from_request(
+        request: CreateSession,
+        random_seed: u64,
+    ) -> Result<CheckedConfig, InvalidInput> {
+        CheckedConfig::new(SessionConfig::from_request(request, random_seed)?)
+    }
+
+    /// Checks `config` (a validated request's, or a stored one) and derives the search
+    /// space, the arms' unit-cube points and the policy's settings. An algorithm with
+    /// priors needs arms and `model.noise`.
+    pub fn new(config: SessionConfig) -> Result<CheckedConfig, InvalidInput> {
+        let space = SearchSpace::new(config.parameters.clone())?;
+        let arms = match &config.arms {
+            None => None,
+            Some(arms) => Some(SessionArms {
+                points: arms
+                    .iter()
+                    .enumerate()
+                    .map(|(i, a)| space.to_unit(&a.params, &format!("arms[{i}].params")))
+                    .collect::<Result<_, _>>()?,
+                arms: arms.clone(),
+            }),
+        };
+        let policy = policy_settings(&config, arms)?;
+        Ok(CheckedConfig {
+            config,
+            space,
+            policy,
+        })
+    }
+
+    /// The configuration as stored and echoed.
+    pub fn config(&self) -> &SessionConfig {
+        &self.config
+    }
+
+    /// The configuration, unwrapped.
+    pub fn into_config(self) -> SessionConfig {
+        self.config
+    }
+
+    /// The search space of the parameters.
+    pub fn space(&self) -> &SearchSpace {
+        &self.space
+    }
+
+    /// What the session's policy is built from.
+    pub fn policy(&self) -> &PolicySettings {
+        &self.policy
+    }
+
+    /// The session's arms and their unit-cube points, if it has arms.
+    pub fn arms(&self) -> Option<&SessionArms> {
+        match &self.policy {
+            PolicySettings::Surrogate { arms, .. } => arms.as_ref(),
+            PolicySettings::Priors { arms, .. } => Some(arms),
+        }
+    }
+}
+
+/// The one exhaustive split of [`AlgorithmConfig`] by the model its policy works from.
+fn policy_settings(
+    config: &SessionConfig,
+    arms: Option<SessionArms>,
+) -> Result<PolicySettings, InvalidInput> {
+    use SurrogateAlgorithm as S;
+    let surrogate = |algorithm| PolicySettings::Surrogate {
+        algorithm,
+        arms: arms.clone(),
+    };
+    let with_priors = |rule, priors: &[PriorSpec]| prior_settings(config, rule, priors, &arms);
+    Ok(match config.algorithm.clone() {
+        AlgorithmConfig::Bolt {
+            min_dataset_size,
+            max_dataset_size,
+            beta,
+        } => surrogate(S::Bolt {
+            min_dataset_size,
+            max_dataset_size,
+            beta,
+        }),
+        AlgorithmConfig::WDbo {
+            alpha,
+            min_dataset_size,
+            beta,
+        } => surrogate(S::WDbo {
+            alpha,
+            min_dataset_size,
+            beta,
+        }),
+        AlgorithmConfig::Random {} => surrogate(S::Random),
+        AlgorithmConfig::GpUcb { beta, priors: None } => surrogate(S::GpUcb { beta }),
+        AlgorithmConfig::GpUcb {
+            beta,
+            priors: Some(priors),
+        } => with_priors(PriorRule::Ucb { beta }, &priors)?,
+        AlgorithmConfig::RGpUcb { reset_every, beta } => surrogate(S::RGpUcb { reset_every, beta }),
+        AlgorithmConfig::TvGpUcb {
+            epsilon,
+            beta,
+            priors: None,
+        } => surrogate(S::TvGpUcb { epsilon, beta }),
+        AlgorithmConfig::TvGpUcb {
+            epsilon,
+            beta,
+            priors: Some(priors),
+        } => with_priors(PriorRule::TimeVarying { epsilon, beta }, &priors)?,
+        AlgorithmConfig::EtGpUcb { delta, beta } => surrogate(S::EtGpUcb { delta, beta }),
+        AlgorithmConfig::PeGpUcb { priors, delta } => {
+            with_priors(PriorRule::PeGpUcb { delta }, &priors)?
+        }
+        AlgorithmConfig::PeGpTs { priors, delta } => {
+            with_priors(PriorRule::PeGpTs { delta }, &priors)?
+        }
+        AlgorithmConfig::HpGpTs { priors, hyperprior } => {
+            with_priors(PriorRule::HpGpTs { hyperprior }, &priors)?
+        }
+        AlgorithmConfig::MapGpTs { priors, hyperprior } => {
+            with_priors(PriorRule::MapGpTs { hyperprior }, &priors)?
+        }
+    })
+}
+
+/// The settings of an algorithm with `priors`: they need arms, at least one prior, and
+/// the noise they assume.
+fn prior_settings(
+    config: &SessionConfig,
+    rule: PriorRule,
+    priors: &[PriorSpec],
+    arms: &Option<SessionArms>,
+) -> Result<PolicySettings, InvalidInput> {
+    let name = config.algorithm.name();
+    let arms = arms.clone().ok_or_else(|| {
+        InvalidInput::new(
+            "arms",
+            format!("{name} with priors needs the session's arms"),
+        )
+    })?;
+    let priors = PriorList::new(priors)
+        .ok_or_else(|| InvalidInput::new("algorithm.priors", "must hold at least one prior"))?;
+    let noise = config.model.noise.ok_or_else(|| {
+        InvalidInput::new(
+            "model.noise",
+            format!(
+                "is required by {name} with priors: the observation-noise variance the priors assume"
+            ),
+        )
+    })?;
+    Ok(PolicySettings::Priors {
+        rule,
+        priors,
+        arms,
+        noise,
+    })
+}
+
+impl TryFrom<SessionConfig> for CheckedConfig {
+    type Error = InvalidInput;
+
+    fn try_from(config: SessionConfig) -> Result<Self, Self::Error> {
+        CheckedConfig::new(config)
+    }
+}
+
+impl From<CheckedConfig> for SessionConfig {
+    fn from(checked: CheckedConfig) -> Self {
+        checked.config
+    }
+}
+
+impl Deref for CheckedConfig {
+    type Target = SessionConfig;
+
+    fn deref(&self) -> &SessionConfig {
+        &self.config
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn request(body: serde_json::Value) -> CreateSession {
+        serde_json::from_value(body).unwrap()
+    }
+
+    fn arms_session(algorithm: serde_json::Value, noise: Option<f64>) -> serde_json::Value {
+        json!({
+            "parameters": [{"name": "x", "low": 0, "high": 4}],
+            "arms": [{"name": "a", "params": {"x": 1}}, {"name": "b", "params": {"x": 3}}],
+            "algorithm": algorithm,
+            "model": {"noise": noise},
+        })
+    }
+
+    /// The check derives the arms' points from the space, and an algorithm with priors
+    /// gets its rule, priors, arms and noise together.
+    #[test]
+    fn prior_algorithms_get_arms_priors_and_noise_together() {
+        let priors = json!([{"mean": [0, 0], "covariance": [[1, 0], [0, 1]]}]);
+        let config = CheckedConfig::from_request(
+            request(arms_session(
+                json!({"name": "pe-gp-ts", "priors": priors, "delta": 0.1}),
+                Some(0.5),
+            )),
+            1,
+        )
+        .unwrap();
+        let PolicySettings::Priors {
+            rule,
+            priors,
+            arms,
+            noise,
+        } = config.policy()
+        else {
+            panic!("pe-gp-ts has priors");
+        };
+        assert_eq!(*rule, PriorRule::PeGpTs { delta: 0.1 });
+        assert_eq!(priors.to_vec().len(), 1);
+        assert_eq!(arms.points, vec![vec![0.25], vec![0.75]]);
+        assert_eq!(*noise, 0.5);
+        assert_eq!(config.arms(), Some(arms));
+        assert_eq!(
+            config
+                .space()
+                .to_unit(&config.arms.as_ref().unwrap()[1].params, "x")
+                .unwrap(),
+            arms.points[1]
+        );
+    }
+
+    /// A stored configuration is checked as it is read: one whose algorithm needs what it
+    /// lacks does not read, naming the field.
+    #[test]
+    fn a_stored_configuration_is_checked_as_it_is_read() {
+        let priors = json!([{"mean": [0, 0], "covariance": [[1, 0], [0, 1]]}]);
+        let config = CheckedConfig::from_request(
+            request(arms_session(
+                json!({"name": "gp-ucb", "priors": priors}),
+                Some(0.5),
+            )),
+            1,
+        )
+        .unwrap();
+        let stored = serde_json::to_value(&config).unwrap();
+        let read: CheckedConfig = serde_json::from_value(stored.clone()).unwrap();
+        assert_eq!(read, config);
+        let mut without_noise = stored.clone();
+        without_noise["model"]["noise"] = serde_json::Value::Null;
+        let err = serde_json::from_value::<CheckedConfig>(without_noise).unwrap_err();
+        assert!(err.to_string().contains("model.noise"), "{err}");
+        let mut without_arms = stored;
+        without_arms["arms"] = serde_json::Value::Null;
+        let err = serde_json::from_value::<CheckedConfig>(without_arms).unwrap_err();
+        assert!(err.to_string().starts_with("arms:"), "{err}");
+    }
+
+    /// Algorithms without priors fit a GP; their arms, if any, restrict the search.
+    #[test]
+    fn algorithms_without_priors_are_surrogates() {
+        let config =
+            CheckedConfig::from_request(request(arms_session(json!({"name": "bolt"}), None)), 1)
+                .unwrap();
+        assert!(matches!(
+            config.policy(),
+            PolicySettings::Surrogate {
+                algorithm: SurrogateAlgorithm::Bolt { .. },
+                arms: Some(_),
+            }
+        ));
+        assert_eq!(config.arms().unwrap().arms.len(), 2);
+    }
+}
