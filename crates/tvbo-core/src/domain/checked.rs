@@ -167,12 +167,7 @@ impl CheckedConfig {
         })
     }
 
-    /// The configuration as stored and echoed.
-    pub fn config(&self) -> &SessionConfig {
-        &self.config
-    }
-
-    /// The configuration, unwrapped.
+    /// The configuration as stored and echoed (it also reads as one through `Deref`).
     pub fn into_config(self) -> SessionConfig {
         self.config
     }
