@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::domain::InvalidInput;
 use crate::domain::algorithm::{AlgorithmConfig, Beta};
 use crate::domain::config::{CreateSession, SessionConfig};
-use crate::domain::priors::PriorSpec;
+use crate::domain::priors::{PriorSpec, arms_required};
 use crate::domain::space::{Arm, SearchSpace};
 
 /// A session's configuration, checked, with what the check derived.
@@ -191,67 +191,90 @@ impl CheckedConfig {
     }
 }
 
+/// An [`AlgorithmConfig`] split by the model its policy works from.
+enum Split<'a> {
+    Surrogate(SurrogateAlgorithm),
+    Priors(PriorRule, &'a [PriorSpec]),
+}
+
 /// The one exhaustive split of [`AlgorithmConfig`] by the model its policy works from.
+fn split(algorithm: &AlgorithmConfig) -> Split<'_> {
+    use SurrogateAlgorithm as S;
+    match algorithm {
+        &AlgorithmConfig::Bolt {
+            min_dataset_size,
+            max_dataset_size,
+            beta,
+        } => Split::Surrogate(S::Bolt {
+            min_dataset_size,
+            max_dataset_size,
+            beta,
+        }),
+        &AlgorithmConfig::WDbo {
+            alpha,
+            min_dataset_size,
+            beta,
+        } => Split::Surrogate(S::WDbo {
+            alpha,
+            min_dataset_size,
+            beta,
+        }),
+        AlgorithmConfig::Random {} => Split::Surrogate(S::Random),
+        &AlgorithmConfig::GpUcb { beta, priors: None } => Split::Surrogate(S::GpUcb { beta }),
+        AlgorithmConfig::GpUcb {
+            beta,
+            priors: Some(priors),
+        } => Split::Priors(PriorRule::Ucb { beta: *beta }, priors),
+        &AlgorithmConfig::RGpUcb { reset_every, beta } => {
+            Split::Surrogate(S::RGpUcb { reset_every, beta })
+        }
+        &AlgorithmConfig::TvGpUcb {
+            epsilon,
+            beta,
+            priors: None,
+        } => Split::Surrogate(S::TvGpUcb { epsilon, beta }),
+        AlgorithmConfig::TvGpUcb {
+            epsilon,
+            beta,
+            priors: Some(priors),
+        } => Split::Priors(
+            PriorRule::TimeVarying {
+                epsilon: *epsilon,
+                beta: *beta,
+            },
+            priors,
+        ),
+        &AlgorithmConfig::EtGpUcb { delta, beta } => Split::Surrogate(S::EtGpUcb { delta, beta }),
+        AlgorithmConfig::PeGpUcb { priors, delta } => {
+            Split::Priors(PriorRule::PeGpUcb { delta: *delta }, priors)
+        }
+        AlgorithmConfig::PeGpTs { priors, delta } => {
+            Split::Priors(PriorRule::PeGpTs { delta: *delta }, priors)
+        }
+        AlgorithmConfig::HpGpTs { priors, hyperprior } => Split::Priors(
+            PriorRule::HpGpTs {
+                hyperprior: hyperprior.clone(),
+            },
+            priors,
+        ),
+        AlgorithmConfig::MapGpTs { priors, hyperprior } => Split::Priors(
+            PriorRule::MapGpTs {
+                hyperprior: hyperprior.clone(),
+            },
+            priors,
+        ),
+    }
+}
+
+/// The policy's settings of a checked configuration, from the split of its algorithm.
 fn policy_settings(
     config: &SessionConfig,
     arms: Option<SessionArms>,
 ) -> Result<PolicySettings, InvalidInput> {
-    use SurrogateAlgorithm as S;
-    let surrogate = |algorithm| PolicySettings::Surrogate {
-        algorithm,
-        arms: arms.clone(),
-    };
-    let with_priors = |rule, priors: &[PriorSpec]| prior_settings(config, rule, priors, &arms);
-    Ok(match config.algorithm.clone() {
-        AlgorithmConfig::Bolt {
-            min_dataset_size,
-            max_dataset_size,
-            beta,
-        } => surrogate(S::Bolt {
-            min_dataset_size,
-            max_dataset_size,
-            beta,
-        }),
-        AlgorithmConfig::WDbo {
-            alpha,
-            min_dataset_size,
-            beta,
-        } => surrogate(S::WDbo {
-            alpha,
-            min_dataset_size,
-            beta,
-        }),
-        AlgorithmConfig::Random {} => surrogate(S::Random),
-        AlgorithmConfig::GpUcb { beta, priors: None } => surrogate(S::GpUcb { beta }),
-        AlgorithmConfig::GpUcb {
-            beta,
-            priors: Some(priors),
-        } => with_priors(PriorRule::Ucb { beta }, &priors)?,
-        AlgorithmConfig::RGpUcb { reset_every, beta } => surrogate(S::RGpUcb { reset_every, beta }),
-        AlgorithmConfig::TvGpUcb {
-            epsilon,
-            beta,
-            priors: None,
-        } => surrogate(S::TvGpUcb { epsilon, beta }),
-        AlgorithmConfig::TvGpUcb {
-            epsilon,
-            beta,
-            priors: Some(priors),
-        } => with_priors(PriorRule::TimeVarying { epsilon, beta }, &priors)?,
-        AlgorithmConfig::EtGpUcb { delta, beta } => surrogate(S::EtGpUcb { delta, beta }),
-        AlgorithmConfig::PeGpUcb { priors, delta } => {
-            with_priors(PriorRule::PeGpUcb { delta }, &priors)?
-        }
-        AlgorithmConfig::PeGpTs { priors, delta } => {
-            with_priors(PriorRule::PeGpTs { delta }, &priors)?
-        }
-        AlgorithmConfig::HpGpTs { priors, hyperprior } => {
-            with_priors(PriorRule::HpGpTs { hyperprior }, &priors)?
-        }
-        AlgorithmConfig::MapGpTs { priors, hyperprior } => {
-            with_priors(PriorRule::MapGpTs { hyperprior }, &priors)?
-        }
-    })
+    match split(&config.algorithm) {
+        Split::Surrogate(algorithm) => Ok(PolicySettings::Surrogate { algorithm, arms }),
+        Split::Priors(rule, priors) => prior_settings(config, rule, priors, arms),
+    }
 }
 
 /// The settings of an algorithm with `priors`: they need arms, at least one prior, and
@@ -260,15 +283,10 @@ fn prior_settings(
     config: &SessionConfig,
     rule: PriorRule,
     priors: &[PriorSpec],
-    arms: &Option<SessionArms>,
+    arms: Option<SessionArms>,
 ) -> Result<PolicySettings, InvalidInput> {
     let name = config.algorithm.name();
-    let arms = arms.clone().ok_or_else(|| {
-        InvalidInput::new(
-            "arms",
-            format!("{name} with priors needs the session's arms"),
-        )
-    })?;
+    let arms = arms.ok_or_else(|| arms_required(name))?;
     let priors = PriorList::new(priors)
         .ok_or_else(|| InvalidInput::new("algorithm.priors", "must hold at least one prior"))?;
     let noise = config.model.noise.ok_or_else(|| {

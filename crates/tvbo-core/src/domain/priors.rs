@@ -260,6 +260,14 @@ fn validate_per_arm_mean(values: &[f64], m: usize, field: &str) -> Result<(), In
     Ok(())
 }
 
+/// The error of an algorithm with priors in a session without arms.
+pub(crate) fn arms_required(algorithm: &str) -> InvalidInput {
+    InvalidInput::new(
+        "arms",
+        format!("algorithm {algorithm} works on a finite set of arms: give `arms`"),
+    )
+}
+
 /// Validates an algorithm's priors against the session's arms (filling in defaults), and
 /// its hyperprior, which is normalised (uniform when absent). `max_priors` is 1 for the
 /// algorithms that take a single prior.
@@ -270,12 +278,7 @@ pub(crate) fn validate_priors(
     arms: Option<&[Arm]>,
     max_priors: usize,
 ) -> Result<(), InvalidInput> {
-    let Some(arms) = arms else {
-        return Err(InvalidInput::new(
-            "arms",
-            format!("algorithm {algorithm} works on a finite set of arms: give `arms`"),
-        ));
-    };
+    let arms = arms.ok_or_else(|| arms_required(algorithm))?;
     if arms.len() > MAX_PRIOR_ARMS {
         return Err(InvalidInput::new(
             "arms",
