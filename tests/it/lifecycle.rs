@@ -13,7 +13,62 @@ backend_tests!(
     wall_clock_sessions_place_observations_at_their_measurement,
     deleting_a_session_forgets_its_idempotency_records,
     the_model_reports_server_compute_time,
+    stepped_parameters_are_suggested_on_their_grids,
 );
+
+/// Parameters with a `step` are suggested on their grids, past the warm-up too, and an
+/// observation off a grid is refused naming the parameter.
+async fn stepped_parameters_are_suggested_on_their_grids(server: TestServer) {
+    let id = server
+        .create(json!({
+            "parameters": [
+                {"name": "ratio", "low": 0, "high": 1, "step": 0.25},
+                {"name": "threads", "type": "int", "low": 1, "high": 16, "step": 3},
+            ],
+            "algorithm": {"name": "gp-ucb"},
+            "model": {"warmup": 3},
+            "time": {"source": "client"},
+            "seed": 5,
+        }))
+        .await;
+    for round in 0..8 {
+        let t = round as f64;
+        let (status, answer) = server
+            .post(&format!("/v1/sessions/{id}/suggestions"), &json!({"t": t}))
+            .await;
+        assert_eq!(status, 201, "{answer}");
+        let suggestion = &answer["suggestions"][0];
+        let ratio = suggestion["params"]["ratio"].as_f64().unwrap();
+        let threads = suggestion["params"]["threads"].as_f64().unwrap();
+        assert_eq!((ratio * 4.0).fract(), 0.0, "round {round}: {suggestion}");
+        assert!(
+            [1.0, 4.0, 7.0, 10.0, 13.0, 16.0].contains(&threads),
+            "round {round}: {suggestion}"
+        );
+        let (status, answer) = server
+            .post(
+                &format!("/v1/sessions/{id}/observations"),
+                &json!({"suggestion_id": suggestion["id"], "value": ratio - threads / 16.0, "t": t}),
+            )
+            .await;
+        assert_eq!(status, 201, "{answer}");
+    }
+    let (status, answer) = server
+        .post(
+            &format!("/v1/sessions/{id}/observations"),
+            &json!({"params": {"ratio": 0.5, "threads": 5}, "value": 0, "t": 9}),
+        )
+        .await;
+    assert_eq!(status, 422, "{answer}");
+    assert!(
+        answer["field"]
+            .as_str()
+            .unwrap()
+            .ends_with("params.threads"),
+        "{answer}"
+    );
+    server.stop().await;
+}
 
 async fn sessions_are_listed_newest_first_with_cursor_paging(server: TestServer) {
     let mut ids = Vec::new();

@@ -117,7 +117,31 @@ async fn session_create_rejects_bad_configurations(server: TestServer) {
         .expect(422, &["parameters[0].low"]),
         create(
             "unknown field in a parameter",
-            with_parameters(json!([{"name": "x", "low": 0, "high": 1, "step": 0.1}])),
+            with_parameters(json!([{"name": "x", "low": 0, "high": 1, "stride": 0.1}])),
+        )
+        .expect(422, &["parameters[0].stride"]),
+        create(
+            "step 0",
+            with_parameters(json!([{"name": "x", "low": 0, "high": 1, "step": 0}])),
+        )
+        .expect(422, &["parameters[0].step"]),
+        create(
+            "step on a log scale",
+            with_parameters(
+                json!([{"name": "x", "low": 1, "high": 100, "scale": "log", "step": 1}]),
+            ),
+        )
+        .expect(422, &["parameters[0].step"]),
+        create(
+            "fractional step of an int",
+            with_parameters(
+                json!([{"name": "n", "type": "int", "low": 0, "high": 10, "step": 2.5}]),
+            ),
+        )
+        .expect(422, &["parameters[0].step"]),
+        create(
+            "step longer than the bounds",
+            with_parameters(json!([{"name": "x", "low": 0, "high": 1, "step": 2}])),
         )
         .expect(422, &["parameters[0].step"]),
         create(

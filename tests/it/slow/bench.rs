@@ -228,8 +228,18 @@ fn a_fixed_compute_time_makes_runs_reproducible() {
     let other = bench::execute(&Plan::new(&options).unwrap(), &options).unwrap();
     for (a, b) in first.iter().zip(&other) {
         let b = regrets(b);
-        assert!(b.len() >= 20, "{}: {} iterations in 2 s", a.algorithm, b.len());
-        assert_ne!(regrets(a)[..b.len()], b[..], "{}: seed ignored", a.algorithm);
+        assert!(
+            b.len() >= 20,
+            "{}: {} iterations in 2 s",
+            a.algorithm,
+            b.len()
+        );
+        assert_ne!(
+            regrets(a)[..b.len()],
+            b[..],
+            "{}: seed ignored",
+            a.algorithm
+        );
     }
 }
 

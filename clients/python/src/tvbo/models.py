@@ -61,16 +61,37 @@ class ParameterSpec:
     high: float
     type: Optional[ParameterType] = None
     scale: Optional[Scale] = None
+    step: Optional[float] = None
 
 
-def Float(name: str, low: float, high: float, *, log: bool = False) -> ParameterSpec:
-    """A real-valued parameter in ``[low, high]``, searched on a log scale if ``log``."""
-    return ParameterSpec(name, float(low), float(high), "float", "log" if log else "linear")
+def Float(
+    name: str, low: float, high: float, *, log: bool = False, step: Optional[float] = None
+) -> ParameterSpec:
+    """A real-valued parameter in ``[low, high]``, searched on a log scale if ``log``;
+    with ``step``, only the values ``low + k * step`` (linear scale only)."""
+    return ParameterSpec(
+        name,
+        float(low),
+        float(high),
+        "float",
+        "log" if log else "linear",
+        None if step is None else float(step),
+    )
 
 
-def Int(name: str, low: int, high: int, *, log: bool = False) -> ParameterSpec:
-    """An integer parameter in ``[low, high]`` (the server rounds its suggestions)."""
-    return ParameterSpec(name, float(low), float(high), "int", "log" if log else "linear")
+def Int(
+    name: str, low: int, high: int, *, log: bool = False, step: Optional[int] = None
+) -> ParameterSpec:
+    """An integer parameter in ``[low, high]`` (the server rounds its suggestions); with
+    ``step``, only the values ``low + k * step`` (linear scale only)."""
+    return ParameterSpec(
+        name,
+        float(low),
+        float(high),
+        "int",
+        "log" if log else "linear",
+        None if step is None else float(step),
+    )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -88,6 +88,7 @@ pub fn unit_space() -> SearchSpace {
                 low: 0.0,
                 high: 1.0,
                 scale: Scale::Linear,
+                step: None,
             })
             .collect(),
     )

@@ -52,9 +52,32 @@ pub struct ParameterSpec {
     pub high: f64,
     #[serde(default)]
     pub scale: Scale,
+    /// A grid: the parameter takes only the values low + k·step, k = 0, 1, … up to high
+    /// (as Optuna's `step`). Linear scale only; an integer for an int parameter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(exclusive_minimum = 0)]
+    pub step: Option<f64>,
 }
 
+/// Relative tolerance of a value on a parameter's grid: `low + k·step` computed in f64
+/// differs from the decimal a client sends (0.1 · 3 is 0.30000000000000004).
+const GRID_TOLERANCE: f64 = 1e-9;
+
 impl ParameterSpec {
+    /// The nearest point of the parameter's grid to `value` in [low, high] (the grid's
+    /// last point is the largest low + k·step ≤ high).
+    fn nearest_on_grid(&self, step: f64, value: f64) -> f64 {
+        let last = ((self.high - self.low) / step + GRID_TOLERANCE).floor();
+        let k = ((value - self.low) / step).round().clamp(0.0, last);
+        (self.low + k * step).min(self.high)
+    }
+
+    /// Whether `value` is on the parameter's grid, within [`GRID_TOLERANCE`] of a step.
+    fn on_grid(&self, step: f64, value: f64) -> bool {
+        let k = (value - self.low) / step;
+        (k - k.round()).abs() <= GRID_TOLERANCE
+    }
+
     /// The length of the bounds on the parameter's scale: high − low, or
     /// ln(high) − ln(low) on a log scale. The map to `[0, 1]` divides by it.
     fn unit_span(&self) -> f64 {
@@ -117,7 +140,7 @@ pub struct SearchSpace {
 
 impl SearchSpace {
     /// Checks names (non-empty, unique), bounds (finite, low < high, low > 0 on a log
-    /// scale, integral for integers) and the dimension (1..=32).
+    /// scale, integral for integers), steps ([`validate_step`]) and the dimension (1..=32).
     pub fn new(parameters: Vec<ParameterSpec>) -> Result<Self, InvalidInput> {
         if parameters.is_empty() {
             return Err(InvalidInput::new(
@@ -165,6 +188,9 @@ impl SearchSpace {
                     "bounds of an int parameter must be integers",
                 ));
             }
+            if let Some(step) = p.step {
+                validate_step(p, step, &field("step"))?;
+            }
             // The map to [0, 1] divides by this span: it must be finite and positive in
             // f64, which low < high alone does not give on a log scale (1e10 and
             // 1e10 + 2e-6 have the same logarithm).
@@ -198,7 +224,7 @@ impl SearchSpace {
     }
 
     /// Maps named values into `[0,1]^d`, rejecting missing, unknown, non-finite, out-of-bounds
-    /// and (for integers) non-integral values. `field` prefixes the field names of errors.
+    /// values, non-integral values of integers and values off a parameter's grid. `field` prefixes the field names of errors.
     pub fn to_unit(&self, params: &Params, field: &str) -> Result<Vec<f64>, InvalidInput> {
         if let Some(unknown) = params
             .keys()
@@ -228,6 +254,12 @@ impl SearchSpace {
                 if p.kind == ParameterType::Int && value.fract() != 0.0 {
                     return Err(InvalidInput::new(name, "must be an integer"));
                 }
+                if let Some(step) = p.step.filter(|&step| !p.on_grid(step, value)) {
+                    return Err(InvalidInput::new(
+                        name,
+                        format!("{value} is not {} + k·{step} for an integer k", p.low),
+                    ));
+                }
                 let unit = match p.scale {
                     Scale::Linear => (value - p.low) / p.unit_span(),
                     Scale::Log => (value.ln() - p.low.ln()) / p.unit_span(),
@@ -245,7 +277,8 @@ impl SearchSpace {
             .collect()
     }
 
-    /// Maps a point of `[0,1]^d` (clamped) to named values; integers are rounded.
+    /// Maps a point of `[0,1]^d` (clamped) to named values; integers are rounded, and a
+    /// parameter with a step goes to the nearest point of its grid.
     pub fn from_unit(&self, unit: &[f64]) -> Params {
         self.parameters
             .iter()
@@ -260,16 +293,18 @@ impl SearchSpace {
                     Scale::Linear => p.low + u * p.unit_span(),
                     Scale::Log => (p.low.ln() + u * p.unit_span()).exp(),
                 };
-                let value = match p.kind {
-                    ParameterType::Float => raw.clamp(p.low, p.high),
-                    ParameterType::Int => raw.round().clamp(p.low, p.high),
+                let value = match (p.step, p.kind) {
+                    (Some(step), _) => p.nearest_on_grid(step, raw),
+                    (None, ParameterType::Float) => raw.clamp(p.low, p.high),
+                    (None, ParameterType::Int) => raw.round().clamp(p.low, p.high),
                 };
                 (p.name.clone(), value)
             })
             .collect()
     }
 
-    /// The unit-cube point a suggestion stands for once integers are rounded, so that the
+    /// The unit-cube point a suggestion stands for once integers are rounded (and values
+    /// put on their grids), so that the
     /// model sees exactly what the client will evaluate.
     pub fn snap(&self, unit: &[f64]) -> Vec<f64> {
         self.to_unit(&self.from_unit(unit), "params")
@@ -304,6 +339,33 @@ impl SearchSpace {
     }
 }
 
+/// A parameter's step: finite and positive, with at least two points on the grid
+/// (step ≤ high − low), on a linear scale, and an integer for an int parameter.
+fn validate_step(p: &ParameterSpec, step: f64, field: &str) -> Result<(), InvalidInput> {
+    if !(step.is_finite() && step > 0.0) {
+        return Err(InvalidInput::new(field, "must be a finite number > 0"));
+    }
+    if step > p.high - p.low {
+        return Err(InvalidInput::new(
+            field,
+            "must be at most high − low (the grid needs two points)",
+        ));
+    }
+    if p.scale == Scale::Log {
+        return Err(InvalidInput::new(
+            field,
+            "is for linear scales only (a grid low + k·step is not logarithmic)",
+        ));
+    }
+    if p.kind == ParameterType::Int && step.fract() != 0.0 {
+        return Err(InvalidInput::new(
+            field,
+            "must be an integer for an int parameter",
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -316,6 +378,7 @@ mod tests {
                 low: 1e-4,
                 high: 1.0,
                 scale: Scale::Log,
+                step: None,
             },
             ParameterSpec {
                 name: "workers".into(),
@@ -323,6 +386,7 @@ mod tests {
                 low: 1.0,
                 high: 16.0,
                 scale: Scale::Linear,
+                step: None,
             },
         ])
         .unwrap()
@@ -375,6 +439,7 @@ mod tests {
             low,
             high,
             scale,
+            step: None,
         };
         // Same logarithm in f64, though low < high.
         let err =
@@ -409,6 +474,100 @@ mod tests {
             let p = s.from_unit(&[u, u]);
             assert!(p["lr"] >= 1e-4 && p["lr"] <= 1.0);
             assert!(p["workers"] >= 1.0 && p["workers"] <= 16.0);
+        }
+    }
+
+    fn stepped(kind: ParameterType, low: f64, high: f64, step: f64) -> ParameterSpec {
+        ParameterSpec {
+            name: "x".into(),
+            kind,
+            low,
+            high,
+            scale: Scale::Linear,
+            step: Some(step),
+        }
+    }
+
+    /// A stepped parameter's suggestions are the grid point nearest the continuous
+    /// proposal, checked against a search over every grid point; they read back through
+    /// `to_unit`, and `snap` leaves them where they are.
+    #[test]
+    fn steps_put_values_on_the_nearest_grid_point() {
+        for (kind, low, high, step) in [
+            (ParameterType::Float, 0.0, 1.0, 0.1),
+            (ParameterType::Float, -2.5, 7.0, 0.75),
+            (ParameterType::Int, 0.0, 10.0, 4.0),
+            (ParameterType::Int, -7.0, 20.0, 3.0),
+        ] {
+            let space = SearchSpace::new(vec![stepped(kind, low, high, step)]).unwrap();
+            let grid: Vec<f64> = (0..)
+                .map(|k| low + k as f64 * step)
+                .take_while(|&g| g <= high + 1e-12)
+                .collect();
+            for i in 0..=200 {
+                let u = i as f64 / 200.0;
+                let raw = low + u * (high - low);
+                let value = space.from_unit(&[u])["x"];
+                let nearest = grid
+                    .iter()
+                    .copied()
+                    .min_by(|a, b| (a - raw).abs().total_cmp(&(b - raw).abs()))
+                    .unwrap();
+                let tie = grid.iter().any(|&g| {
+                    g != nearest && ((g - raw).abs() - (nearest - raw).abs()).abs() < 1e-9
+                });
+                if !tie {
+                    assert!(
+                        (value - nearest).abs() < 1e-9,
+                        "{low}..{high} by {step}: {raw} -> {value}, not {nearest}"
+                    );
+                }
+                assert!(value <= high && value >= low);
+                let unit = space.to_unit(&space.from_unit(&[u]), "params").unwrap();
+                assert_eq!(space.snap(&unit), unit);
+                if kind == ParameterType::Int {
+                    assert_eq!(value.fract(), 0.0);
+                }
+            }
+        }
+    }
+
+    /// A value off the grid is a field error; a grid point computed in f64 or written as a
+    /// decimal reads back.
+    #[test]
+    fn values_off_the_grid_are_refused() {
+        let space = SearchSpace::new(vec![stepped(ParameterType::Int, 0.0, 10.0, 4.0)]).unwrap();
+        let at = |x: f64| -> Params { [("x".to_string(), x)].into() };
+        assert!(space.to_unit(&at(8.0), "params").is_ok());
+        let err = space.to_unit(&at(6.0), "params").unwrap_err();
+        assert_eq!(err.field, "params.x");
+        let space = SearchSpace::new(vec![stepped(ParameterType::Float, 0.0, 1.0, 0.1)]).unwrap();
+        assert!(space.to_unit(&at(0.3), "params").is_ok());
+        assert!(space.to_unit(&at(0.1 * 3.0), "params").is_ok());
+        assert_eq!(
+            space.to_unit(&at(0.35), "params").unwrap_err().field,
+            "params.x"
+        );
+    }
+
+    /// Steps that are not positive, leave a single grid point, sit on a log scale or are
+    /// fractional for an integer are refused, naming the field.
+    #[test]
+    fn bad_steps_name_the_field() {
+        let bad = [
+            stepped(ParameterType::Float, 0.0, 1.0, 0.0),
+            stepped(ParameterType::Float, 0.0, 1.0, -0.1),
+            stepped(ParameterType::Float, 0.0, 1.0, f64::NAN),
+            stepped(ParameterType::Float, 0.0, 1.0, 1.5),
+            stepped(ParameterType::Int, 0.0, 10.0, 2.5),
+            ParameterSpec {
+                scale: Scale::Log,
+                ..stepped(ParameterType::Float, 1.0, 10.0, 1.0)
+            },
+        ];
+        for p in bad {
+            let err = SearchSpace::new(vec![p.clone()]).unwrap_err();
+            assert_eq!(err.field, "parameters[0].step", "{p:?}");
         }
     }
 }
