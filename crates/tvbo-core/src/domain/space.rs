@@ -140,7 +140,8 @@ pub struct SearchSpace {
 
 impl SearchSpace {
     /// Checks names (non-empty, unique), bounds (finite, low < high, low > 0 on a log
-    /// scale, integral for integers), steps ([`validate_step`]) and the dimension (1..=32).
+    /// scale, integral for integers), steps (positive, on a linear scale, at most the
+    /// bounds' length, integral for integers) and the dimension (1..=32).
     pub fn new(parameters: Vec<ParameterSpec>) -> Result<Self, InvalidInput> {
         if parameters.is_empty() {
             return Err(InvalidInput::new(
