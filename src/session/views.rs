@@ -10,7 +10,7 @@ use crate::domain::config::{AlgorithmConfig, Goal, ModelConfig, SessionConfig, T
 use crate::domain::hyperpriors::HyperpriorSet;
 use crate::domain::input::ObservationInput;
 use crate::domain::records::{FittedHyperparameters, StepSnapshot};
-use crate::domain::space::{Arm, ParameterSpec, Params};
+use crate::domain::space::{Arm, ParameterSpec, Params, serialize_params};
 pub use crate::engine::reads::{PriorSelectionView, PriorStatusView, RelevanceView};
 pub use crate::engine::regret::{RegretPoint, RegretReport};
 use crate::policy::PolicyState;
@@ -116,6 +116,7 @@ pub struct SuggestRequest {
 pub struct Suggestion {
     pub id: Uuid,
     #[schema(value_type = std::collections::BTreeMap<String, f64>)]
+    #[serde(serialize_with = "serialize_params")]
     pub params: Params,
     /// The session time the suggestion targets (now + lead).
     pub t: f64,
@@ -180,6 +181,7 @@ pub struct Observation {
     pub seq: i64,
     pub suggestion_id: Option<Uuid>,
     #[schema(value_type = std::collections::BTreeMap<String, f64>)]
+    #[serde(serialize_with = "serialize_params")]
     pub params: Params,
     pub value: f64,
     pub t: f64,
@@ -290,6 +292,7 @@ pub struct PredictRequest {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Prediction {
     #[schema(value_type = std::collections::BTreeMap<String, f64>)]
+    #[serde(serialize_with = "serialize_params")]
     pub params: Params,
     pub mean: f64,
     pub std: f64,
@@ -308,6 +311,7 @@ pub struct PredictResponse {
 pub struct Best {
     pub t: f64,
     #[schema(value_type = std::collections::BTreeMap<String, f64>)]
+    #[serde(serialize_with = "serialize_params")]
     pub params: Params,
     pub arm: Option<String>,
     pub mean: f64,
@@ -360,6 +364,7 @@ pub struct TimelineObservation {
     pub t: f64,
     pub value: f64,
     #[schema(value_type = std::collections::BTreeMap<String, f64>)]
+    #[serde(serialize_with = "serialize_params")]
     pub params: Params,
     /// Instantaneous regret: as the client reported it, or estimated (`estimated`) when
     /// the observation arrived as the posterior optimum's value the last suggest

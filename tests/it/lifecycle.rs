@@ -39,6 +39,8 @@ async fn stepped_parameters_are_suggested_on_their_grids(server: TestServer) {
         assert_eq!(status, 201, "{answer}");
         let suggestion = &answer["suggestions"][0];
         let ratio = suggestion["params"]["ratio"].as_f64().unwrap();
+        // An int parameter is a JSON integer.
+        assert!(suggestion["params"]["threads"].is_i64(), "{suggestion}");
         let threads = suggestion["params"]["threads"].as_f64().unwrap();
         assert_eq!((ratio * 4.0).fract(), 0.0, "round {round}: {suggestion}");
         assert!(
@@ -67,6 +69,17 @@ async fn stepped_parameters_are_suggested_on_their_grids(server: TestServer) {
             .ends_with("params.threads"),
         "{answer}"
     );
+    // And in the listing, the best setting and the timeline.
+    let (_, listed) = server.get(&format!("/v1/sessions/{id}/observations")).await;
+    let (_, best) = server.get(&format!("/v1/sessions/{id}/best")).await;
+    let (_, timeline) = server.get(&format!("/v1/sessions/{id}/timeline")).await;
+    for params in [
+        &listed["observations"][0]["params"],
+        &best["params"],
+        &timeline["observations"][0]["params"],
+    ] {
+        assert!(params["threads"].is_i64(), "{params}");
+    }
     server.stop().await;
 }
 

@@ -228,6 +228,7 @@ pub struct FittedHyperparameters {
 pub struct RecordedOptimum {
     /// Session time the optimum is for (the suggestions' target time).
     pub t: f64,
+    #[serde(serialize_with = "crate::domain::space::serialize_params")]
     pub params: Params,
     /// The arm's name (arm sessions).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -10,6 +10,28 @@ use crate::domain::{InvalidInput, validate_text};
 /// Parameter values by name.
 pub type Params = BTreeMap<String, f64>;
 
+/// Largest magnitude below which every integer is exact in f64 (2^53).
+const EXACT_INTEGERS: f64 = 9_007_199_254_740_992.0;
+
+/// Writes parameter values as JSON numbers, an integral one without a fraction (`4`, not
+/// `4.0`): the values of an int parameter are JSON integers in every answer, and a float
+/// parameter's value that happens to be integral reads the same in JSON, which has one
+/// number type. For `#[serde(serialize_with)]` on the answers' `params`.
+pub fn serialize_params<S: serde::Serializer>(params: &Params, s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut map = s.serialize_map(Some(params.len()))?;
+    for (name, &value) in params {
+        if value.fract() == 0.0 && value.abs() < EXACT_INTEGERS {
+            // Exact: |value| < 2^53 is an integer that i64 holds.
+            #[allow(clippy::cast_possible_truncation)]
+            map.serialize_entry(name, &(value as i64))?;
+        } else {
+            map.serialize_entry(name, &value)?;
+        }
+    }
+    map.end()
+}
+
 /// A parameter's type: real-valued or integer (rounded on the way out).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
@@ -570,5 +592,32 @@ mod tests {
             let err = SearchSpace::new(vec![p.clone()]).unwrap_err();
             assert_eq!(err.field, "parameters[0].step", "{p:?}");
         }
+    }
+
+    /// Integral values are written as JSON integers, others as they are, and both read
+    /// back as the same f64.
+    #[test]
+    fn integral_values_are_written_as_integers() {
+        #[derive(Serialize)]
+        struct Answer<'a> {
+            #[serde(serialize_with = "serialize_params")]
+            params: &'a Params,
+        }
+        let params: Params = [
+            ("a".to_string(), 4.0),
+            ("b".to_string(), -0.0),
+            ("c".to_string(), 0.25),
+            ("d".to_string(), 1e300),
+            ("e".to_string(), -9_007_199_254_740_991.0),
+        ]
+        .into();
+        let json = serde_json::to_value(Answer { params: &params }).unwrap();
+        assert!(json["params"]["a"].is_i64() && json["params"]["a"] == 4);
+        assert!(json["params"]["b"].is_i64() && json["params"]["b"] == 0);
+        assert!(json["params"]["c"].is_f64());
+        assert!(json["params"]["d"].is_f64());
+        assert!(json["params"]["e"].is_i64());
+        let back: Params = serde_json::from_value(json["params"].clone()).unwrap();
+        assert_eq!(back, params);
     }
 }
