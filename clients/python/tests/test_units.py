@@ -111,3 +111,37 @@ def test_an_unknown_value_of_a_fixed_set_is_kept() -> None:
     assert str(config.source) == "gps"
     with pytest.raises(tvbo.DecodeError, match="unexpected value"):
         decode(TimeConfig, {"source": 3, "pending_timeout": 60})
+
+
+def test_errors_survive_pickling() -> None:
+    """multiprocessing and joblib send a worker's exception back pickled."""
+    import pickle
+
+    error = api_error(
+        422,
+        {"detail": "must be finite", "type": "https://tvbo.dev/invalid-field", "field": "value"},
+        retry_after=2.0,
+    )
+    back = pickle.loads(pickle.dumps(error))
+    assert type(back) is tvbo.InvalidField
+    assert (back.status, back.detail, back.field, back.kind, back.retry_after) == (
+        422,
+        "must be finite",
+        "value",
+        "invalid-field",
+        2.0,
+    )
+    assert str(back) == str(error)
+    lost = pickle.loads(pickle.dumps(tvbo.ConnectionFailed("no answer")))
+    assert str(lost) == "no answer"
+
+
+def test_retries_are_logged_on_the_tvbo_logger(caplog: pytest.LogCaptureFixture) -> None:
+    call = _core.post("/v1/sessions", {})
+    policy = tvbo.RetryPolicy(retries=2, backoff=0.01)
+    with caplog.at_level("WARNING", logger="tvbo"):
+        _core.wait_after_error(policy, 0, call, api_error(503, {"detail": "busy"}))
+        _core.wait_after_lost_answer(policy, 1, call, "http://x", httpx.ReadTimeout("slow"))
+    assert [r.name for r in caplog.records] == ["tvbo", "tvbo"]
+    assert "POST /v1/sessions: 503: busy; retry 1" in caplog.records[0].getMessage()
+    assert "no answer (ReadTimeout('slow')); retry 2" in caplog.records[1].getMessage()

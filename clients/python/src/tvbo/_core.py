@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import email.utils
+import logging
 import math
 import os
 import random
@@ -28,6 +29,9 @@ from .models import (
     Suggestion,
     TimeOptions,
 )
+
+#: Every retry is logged here, at WARNING, with the request, the reason and the wait.
+log = logging.getLogger("tvbo")
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8080"
 USER_AGENT = "tvbo-python"
@@ -143,12 +147,13 @@ def is_retryable(error: ApiError) -> bool:
     )
 
 
-def wait_after_error(retry: RetryPolicy, attempt: int, error: ApiError) -> float:
+def wait_after_error(retry: RetryPolicy, attempt: int, call: Call, error: ApiError) -> float:
     """Seconds to wait before retrying after an error answer; re-raises it when it is not
     retried."""
     wait = retry.delay(attempt, error.retry_after) if is_retryable(error) else None
     if wait is None:
         raise error
+    log.warning("%s %s: %s; retry %d in %.2f s", call.method, call.path, error, attempt + 1, wait)
     return wait
 
 
@@ -162,6 +167,14 @@ def wait_after_lost_answer(
         raise ConnectionFailed(
             f"{call.method} {base_url}{call.path}: {error!r} (after {attempt + 1} attempts)"
         ) from error
+    log.warning(
+        "%s %s: no answer (%r); retry %d in %.2f s",
+        call.method,
+        call.path,
+        error,
+        attempt + 1,
+        wait,
+    )
     return wait
 
 

@@ -103,7 +103,7 @@ class Client:
                 )
                 return _core.check(call, response, lost_answer)
             except ApiError as e:
-                wait = _core.wait_after_error(self.retry, attempt, e)
+                wait = _core.wait_after_error(self.retry, attempt, call, e)
             except _core.RETRYABLE_TRANSPORT as e:
                 wait = _core.wait_after_lost_answer(self.retry, attempt, call, self.base_url, e)
                 lost_answer = True

@@ -44,6 +44,22 @@ class ApiError(TvboError):
         self.field = field
         self.retry_after = retry_after
 
+    def __reduce__(self) -> Any:
+        # Pickled by its fields (multiprocessing, joblib): the default would call the
+        # class with the message alone.
+        return (
+            _rebuild,
+            (
+                type(self),
+                self.status,
+                self.detail,
+                self.type,
+                self.title,
+                self.field,
+                self.retry_after,
+            ),
+        )
+
     @property
     def kind(self) -> str:
         """The last segment of ``type``, e.g. ``invalid-field`` or ``too-many-pending``."""
@@ -78,6 +94,19 @@ class RateLimited(ApiError):
 class ServiceUnavailable(ApiError):
     """503: database unavailable, busy or at the connection cap (raised once the retries
     are spent), or ``timeout``: the request outlasted the server's limit (not retried)."""
+
+
+def _rebuild(
+    cls: Type[ApiError],
+    status: int,
+    detail: str,
+    type: str,
+    title: str,
+    field: Optional[str],
+    retry_after: Optional[float],
+) -> ApiError:
+    """An unpickled :class:`ApiError`."""
+    return cls(status, detail, type=type, title=title, field=field, retry_after=retry_after)
 
 
 _BY_STATUS: Dict[int, Type[ApiError]] = {
