@@ -283,7 +283,9 @@ class Session:
         server, so the workers get distinct points. ``callback`` (called from the worker
         threads) sees each observation as it is stored. If ``fn`` or a request raises,
         the workers stop taking new work and the first exception is raised once they
-        have finished; the observations stored up to then are in the session. Returns
+        have finished; the observations stored up to then are in the session. An
+        interrupt (Ctrl-C) is raised at once, and the workers stop after the evaluation
+        each has in hand (whose value they still store). Returns
         the stored observations in order. For wall-clock sessions: a client-time session
         needs ``t`` on every call, so drive it with :meth:`suggest` and :meth:`observe`.
         """
@@ -321,8 +323,19 @@ class Session:
         ]
         for thread in threads:
             thread.start()
-        for thread in threads:
-            thread.join()
+        try:
+            # Joined in short waits: an interrupt (Ctrl-C) reaches this thread at once on
+            # every platform.
+            for thread in threads:
+                while thread.is_alive():
+                    thread.join(0.1)
+        except BaseException as e:
+            # Ctrl-C (or any exception here): the workers take no new work; each one
+            # stores the value it is measuring, if any, and stops.
+            with lock:
+                if state["error"] is None:
+                    state["error"] = e
+            raise
         if state["error"] is not None:
             raise state["error"]
         return sorted(stored, key=lambda o: o.seq)
