@@ -50,6 +50,9 @@ class Server:
         self.env.update(env or {})
         self.api_key = self.make_key("python-client-tests")
         self.lines: List[str] = []
+        self._start()
+
+    def _start(self) -> None:
         self.process = subprocess.Popen(
             [str(BINARY), "serve"],
             env=self.env,
@@ -58,10 +61,11 @@ class Server:
             text=True,
         )
         found: "queue.Queue[str]" = queue.Queue()
+        process = self.process
 
         def read() -> None:
-            assert self.process.stdout is not None
-            for line in self.process.stdout:
+            assert process.stdout is not None
+            for line in process.stdout:
                 self.lines.append(line)
                 if "tvbo listening" in line:
                     address = _find(json.loads(line), "address")
@@ -80,6 +84,15 @@ class Server:
             if time.monotonic() > deadline:
                 raise RuntimeError("tvbo is not ready:\n" + "".join(self.lines[-30:]))
             time.sleep(0.05)
+
+    def restart(self, down_for: float) -> None:
+        """Kill the server (SIGKILL: nothing finishes), and start it again ``down_for``
+        seconds later on the same address and database."""
+        self.process.kill()
+        self.process.wait()
+        time.sleep(down_for)
+        self.env["TVBO_BIND"] = self.url.removeprefix("http://")
+        self._start()
 
     def make_key(self, name: str) -> str:
         """A new API key in the server's database."""

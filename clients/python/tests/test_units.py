@@ -140,8 +140,21 @@ def test_retries_are_logged_on_the_tvbo_logger(caplog: pytest.LogCaptureFixture)
     call = _core.post("/v1/sessions", {})
     policy = tvbo.RetryPolicy(retries=2, backoff=0.01)
     with caplog.at_level("WARNING", logger="tvbo"):
-        _core.wait_after_error(policy, 0, call, api_error(503, {"detail": "busy"}))
-        _core.wait_after_lost_answer(policy, 1, call, "http://x", httpx.ReadTimeout("slow"))
+        _core.wait_after_error(policy, 0, 0.0, call, api_error(503, {"detail": "busy"}))
+        _core.wait_after_lost_answer(policy, 1, 0.1, call, "http://x", httpx.ReadTimeout("slow"))
     assert [r.name for r in caplog.records] == ["tvbo", "tvbo"]
     assert "POST /v1/sessions: 503: busy; retry 1" in caplog.records[0].getMessage()
     assert "no answer (ReadTimeout('slow')); retry 2" in caplog.records[1].getMessage()
+
+
+def test_the_default_policy_retries_until_its_deadline() -> None:
+    """No count limit by default: a retry is made while it would start within 60 s of the
+    first attempt, so a restart of the server is ridden through."""
+    policy = tvbo.RetryPolicy()
+    assert policy.retries is None and policy.deadline == 60.0
+    waits = [policy.delay(attempt, None, 0.0) for attempt in range(100)]
+    assert all(w is not None and 0 <= w <= policy.max_backoff for w in waits)
+    assert policy.delay(0, 2.0, 57.0) == pytest.approx(2.0, abs=0.11)
+    assert policy.delay(0, 2.0, 59.0) is None
+    assert policy.delay(50, None, 60.0) is None
+    assert tvbo.RetryPolicy(retries=2).delay(2, None, 0.0) is None

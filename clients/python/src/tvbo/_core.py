@@ -88,27 +88,35 @@ def post(path: str, body: Any, idempotency_key: Optional[str] = None) -> Call:
 class RetryPolicy:
     """When and how long to wait before retrying.
 
-    A request is retried, up to ``retries`` times, after a connection error or timeout,
-    a 429, a 503, or a 409 ``concurrent-change``. The wait is the answer's
-    ``Retry-After`` when it gives one (honoured up to ``max_retry_after`` seconds; a longer
-    one is raised at once), else a "full jitter" back-off: uniform in
+    A request is retried after a connection error or timeout, a 429, a 503, or a 409
+    ``concurrent-change``, for as long as the retry would start within ``deadline``
+    seconds of the first attempt (default 60: long enough to ride through a server's
+    restart) and, if ``retries`` is set, at most ``retries`` times. The wait is the
+    answer's ``Retry-After`` when it gives one (honoured up to ``max_retry_after``
+    seconds; a longer one is raised at once), else a "full jitter" back-off: uniform in
     ``[0, min(max_backoff, backoff * 2**attempt)]``.
     """
 
-    retries: int = 5
+    retries: Optional[int] = None
     backoff: float = 0.2
-    max_backoff: float = 10.0
+    max_backoff: float = 5.0
     max_retry_after: float = 60.0
+    deadline: float = 60.0
 
-    def delay(self, attempt: int, retry_after: Optional[float]) -> Optional[float]:
-        """Seconds to wait before retry number ``attempt + 1``; None: give up."""
-        if attempt >= self.retries:
+    def delay(
+        self, attempt: int, retry_after: Optional[float], elapsed: float = 0.0
+    ) -> Optional[float]:
+        """Seconds to wait before retry number ``attempt + 1``, ``elapsed`` seconds after
+        the first attempt began; None: give up."""
+        if self.retries is not None and attempt >= self.retries:
             return None
         if retry_after is not None:
             if retry_after > self.max_retry_after:
                 return None
-            return retry_after + random.uniform(0.0, min(0.1, self.backoff))
-        return random.uniform(0.0, min(self.max_backoff, self.backoff * (2.0**attempt)))
+            wait = retry_after + random.uniform(0.0, min(0.1, self.backoff))
+        else:
+            wait = random.uniform(0.0, min(self.max_backoff, self.backoff * (2.0**attempt)))
+        return wait if elapsed + wait <= self.deadline else None
 
 
 RETRYABLE_TRANSPORT = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
@@ -147,10 +155,12 @@ def is_retryable(error: ApiError) -> bool:
     )
 
 
-def wait_after_error(retry: RetryPolicy, attempt: int, call: Call, error: ApiError) -> float:
-    """Seconds to wait before retrying after an error answer; re-raises it when it is not
-    retried."""
-    wait = retry.delay(attempt, error.retry_after) if is_retryable(error) else None
+def wait_after_error(
+    retry: RetryPolicy, attempt: int, elapsed: float, call: Call, error: ApiError
+) -> float:
+    """Seconds to wait before retrying after an error answer, ``elapsed`` seconds after the
+    first attempt; re-raises it when it is not retried."""
+    wait = retry.delay(attempt, error.retry_after, elapsed) if is_retryable(error) else None
     if wait is None:
         raise error
     log.warning("%s %s: %s; retry %d in %.2f s", call.method, call.path, error, attempt + 1, wait)
@@ -158,14 +168,15 @@ def wait_after_error(retry: RetryPolicy, attempt: int, call: Call, error: ApiErr
 
 
 def wait_after_lost_answer(
-    retry: RetryPolicy, attempt: int, call: Call, base_url: str, error: Exception
+    retry: RetryPolicy, attempt: int, elapsed: float, call: Call, base_url: str, error: Exception
 ) -> float:
-    """Seconds to wait before retrying after no answer; :class:`ConnectionFailed` once the
-    retries are spent."""
-    wait = retry.delay(attempt, None)
+    """Seconds to wait before retrying after no answer, ``elapsed`` seconds after the first
+    attempt; :class:`ConnectionFailed` once the retries are spent."""
+    wait = retry.delay(attempt, None, elapsed)
     if wait is None:
         raise ConnectionFailed(
-            f"{call.method} {base_url}{call.path}: {error!r} (after {attempt + 1} attempts)"
+            f"{call.method} {base_url}{call.path}: {error!r} "
+            f"(after {attempt + 1} attempts in {elapsed:.1f} s)"
         ) from error
     log.warning(
         "%s %s: no answer (%r); retry %d in %.2f s",
@@ -176,6 +187,14 @@ def wait_after_lost_answer(
         wait,
     )
     return wait
+
+
+def with_unstored(error: BaseException, unstored: List[Tuple[Suggestion, float]]) -> BaseException:
+    """``error`` carrying, in ``unstored``, the values ``optimize`` measured but could not
+    store (any exception takes the attribute; :class:`TvboError` declares it)."""
+    if unstored:
+        error.unstored = list(unstored)  # type: ignore[attr-defined]
+    return error
 
 
 def check(call: Call, response: httpx.Response, after_lost_answer: bool) -> Any:

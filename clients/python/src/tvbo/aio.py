@@ -4,6 +4,7 @@ method for method the same as the synchronous ones."""
 from __future__ import annotations
 
 import asyncio
+import time
 from datetime import datetime
 from types import TracebackType
 from typing import (
@@ -16,6 +17,7 @@ from typing import (
     Mapping,
     Optional,
     Sequence,
+    Tuple,
     Type,
 )
 
@@ -83,6 +85,11 @@ class AsyncClient:
     async def request(self, call: Call) -> Any:
         """Send ``call`` with retries; the decoded JSON answer (None for 204)."""
         attempt, lost_answer = 0, False
+        started = time.monotonic()
+
+        def elapsed() -> float:
+            return time.monotonic() - started
+
         while True:
             try:
                 response = await self._http.request(
@@ -94,9 +101,11 @@ class AsyncClient:
                 )
                 return _core.check(call, response, lost_answer)
             except ApiError as e:
-                wait = _core.wait_after_error(self.retry, attempt, call, e)
+                wait = _core.wait_after_error(self.retry, attempt, elapsed(), call, e)
             except _core.RETRYABLE_TRANSPORT as e:
-                wait = _core.wait_after_lost_answer(self.retry, attempt, call, self.base_url, e)
+                wait = _core.wait_after_lost_answer(
+                    self.retry, attempt, elapsed(), call, self.base_url, e
+                )
                 lost_answer = True
             await asyncio.sleep(wait)
             attempt += 1
@@ -255,12 +264,14 @@ class AsyncSession:
         callback: Optional[Callable[[Suggestion, Observation], None]] = None,
     ) -> List[Observation]:
         """:meth:`tvbo.Session.optimize` with ``workers`` tasks awaiting ``fn``; the first
-        exception cancels nothing in flight but stops new work, and is raised at the end."""
+        exception cancels nothing in flight but stops new work, and is raised at the end
+        (with the values measured but not stored in its ``unstored``)."""
         if iterations < 0 or workers < 1:
             raise ValueError("iterations must be >= 0 and workers >= 1")
         left = iterations
         errors: List[BaseException] = []
         stored: List[Observation] = []
+        unstored: List[Tuple[Suggestion, float]] = []
 
         async def work() -> None:
             nonlocal left
@@ -269,7 +280,11 @@ class AsyncSession:
                 try:
                     (suggestion,) = await self.suggest(1)
                     value = await fn(dict(suggestion.params))
-                    observation = await self.observe(suggestion, value)
+                    try:
+                        observation = await self.observe(suggestion, value)
+                    except Exception:
+                        unstored.append((suggestion, value))
+                        raise
                     stored.append(observation)
                     if callback is not None:
                         callback(suggestion, observation)
@@ -279,5 +294,5 @@ class AsyncSession:
 
         await asyncio.gather(*(work() for _ in range(min(workers, max(iterations, 1)))))
         if errors:
-            raise errors[0]
+            raise _core.with_unstored(errors[0], unstored)
         return sorted(stored, key=lambda o: o.seq)

@@ -16,6 +16,7 @@ from typing import (
     Mapping,
     Optional,
     Sequence,
+    Tuple,
     Type,
 )
 
@@ -92,6 +93,11 @@ class Client:
     def request(self, call: Call) -> Any:
         """Send ``call`` with retries; the decoded JSON answer (None for 204)."""
         attempt, lost_answer = 0, False
+        started = _time.monotonic()
+
+        def elapsed() -> float:
+            return _time.monotonic() - started
+
         while True:
             try:
                 response = self._http.request(
@@ -103,9 +109,11 @@ class Client:
                 )
                 return _core.check(call, response, lost_answer)
             except ApiError as e:
-                wait = _core.wait_after_error(self.retry, attempt, call, e)
+                wait = _core.wait_after_error(self.retry, attempt, elapsed(), call, e)
             except _core.RETRYABLE_TRANSPORT as e:
-                wait = _core.wait_after_lost_answer(self.retry, attempt, call, self.base_url, e)
+                wait = _core.wait_after_lost_answer(
+                    self.retry, attempt, elapsed(), call, self.base_url, e
+                )
                 lost_answer = True
             _time.sleep(wait)
             attempt += 1
@@ -283,7 +291,9 @@ class Session:
         server, so the workers get distinct points. ``callback`` (called from the worker
         threads) sees each observation as it is stored. If ``fn`` or a request raises,
         the workers stop taking new work and the first exception is raised once they
-        have finished; the observations stored up to then are in the session. An
+        have finished; the observations stored up to then are in the session, and the
+        values measured but not stored (the server gone past the retries' deadline) are
+        in the exception's ``unstored``. An
         interrupt (Ctrl-C) is raised at once, and the workers stop after the evaluation
         each has in hand (whose value they still store). Returns
         the stored observations in order. For wall-clock sessions: a client-time session
@@ -294,6 +304,7 @@ class Session:
         lock = threading.Lock()
         state: Dict[str, Any] = {"left": iterations, "error": None}
         stored: List[Observation] = []
+        unstored: List[Tuple[Suggestion, float]] = []
 
         def take() -> bool:
             with lock:
@@ -307,7 +318,12 @@ class Session:
                 while take():
                     (suggestion,) = self.suggest(1)
                     value = fn(dict(suggestion.params))
-                    observation = self.observe(suggestion, value)
+                    try:
+                        observation = self.observe(suggestion, value)
+                    except BaseException:
+                        with lock:
+                            unstored.append((suggestion, value))
+                        raise
                     with lock:
                         stored.append(observation)
                     if callback is not None:
@@ -337,5 +353,5 @@ class Session:
                     state["error"] = e
             raise
         if state["error"] is not None:
-            raise state["error"]
+            raise _core.with_unstored(state["error"], unstored)
         return sorted(stored, key=lambda o: o.seq)

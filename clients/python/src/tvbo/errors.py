@@ -9,13 +9,19 @@ None). A request that never got an answer after every retry raises
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Type
+from typing import Any, Dict, Optional, Sequence, Tuple, Type
 
 
 class TvboError(Exception):
     """Base class of the client's errors: error answers, lost answers, answers it cannot
     decode. (Arguments it refuses before sending raise ``ValueError``; a base URL httpx
-    cannot use raises httpx's own error.)"""
+    cannot use raises httpx's own error.)
+
+    ``unstored``: when ``optimize`` gives up, the ``(suggestion, value)`` pairs it measured
+    but could not store (observe them again later); empty otherwise.
+    """
+
+    unstored: Sequence[Tuple[Any, float]] = ()
 
 
 class ConnectionFailed(TvboError):
