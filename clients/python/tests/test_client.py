@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import signal
 import threading
 import time
 from datetime import datetime, timedelta, timezone
@@ -270,10 +271,17 @@ def test_ctrl_c_stops_the_workers(client: tvbo.Client) -> None:
         time.sleep(0.02)
         return 1.0
 
+    # As in a terminal: a shell's background job (CI's) starts with SIGINT ignored, and
+    # then Python has no handler for the interrupt to raise through.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.5, _thread.interrupt_main)
     timer.start()
-    with pytest.raises(KeyboardInterrupt):
-        s.optimize(fn, iterations=100_000, workers=4)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            s.optimize(fn, iterations=100_000, workers=4)
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, previous)
     at_interrupt = s.refresh().observation_count
     time.sleep(1.0)
     after_a_second = s.refresh().observation_count
