@@ -64,19 +64,25 @@ class ParameterSpec:
     step: Optional[float] = None
 
 
+def _parameter(
+    name: str, low: float, high: float, kind: ParameterType, log: bool, step: Optional[float]
+) -> ParameterSpec:
+    return ParameterSpec(
+        name,
+        float(low),
+        float(high),
+        kind,
+        "log" if log else "linear",
+        None if step is None else float(step),
+    )
+
+
 def Float(
     name: str, low: float, high: float, *, log: bool = False, step: Optional[float] = None
 ) -> ParameterSpec:
     """A real-valued parameter in ``[low, high]``, searched on a log scale if ``log``;
     with ``step``, only the values ``low + k * step`` (linear scale only)."""
-    return ParameterSpec(
-        name,
-        float(low),
-        float(high),
-        "float",
-        "log" if log else "linear",
-        None if step is None else float(step),
-    )
+    return _parameter(name, low, high, "float", log, step)
 
 
 def Int(
@@ -84,14 +90,7 @@ def Int(
 ) -> ParameterSpec:
     """An integer parameter in ``[low, high]`` (the server rounds its suggestions); with
     ``step``, only the values ``low + k * step`` (linear scale only)."""
-    return ParameterSpec(
-        name,
-        float(low),
-        float(high),
-        "int",
-        "log" if log else "linear",
-        None if step is None else float(step),
-    )
+    return _parameter(name, low, high, "int", log, step)
 
 
 @dataclasses.dataclass(frozen=True)
