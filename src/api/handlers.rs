@@ -16,6 +16,7 @@ use crate::api::extract::{
 };
 use crate::domain::config::CreateSession;
 use crate::session::idempotency::Once;
+use crate::session::resume::Resumed;
 use crate::session::timeline::DEFAULT_TIMELINE_POINTS;
 use crate::session::views::{
     Best, ModelView, ObservationList, ObservationRequest, PredictRequest, PredictResponse,
@@ -54,7 +55,9 @@ fn once_answer<T: serde::Serialize>(outcome: Once<T>) -> Response {
     request_body = CreateSession,
     params(IdempotencyHeader),
     responses(
+        (status = 200, description = "With `resume`: the existing session of this name", body = Session),
         (status = 201, description = "The session, with every default filled in", body = Session),
+        (status = 409, description = "With `resume`: the session of this name has another configuration (`conflict`, naming the first field that differs)", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "A field's value is wrong (`invalid-field`), or the Idempotency-Key was used for another body (`idempotency-key-reused`)", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn create_session(
@@ -63,8 +66,16 @@ pub async fn create_session(
     idempotency: IdempotencyHeader,
     body: JsonBody<CreateSession>,
 ) -> ApiResult<Response> {
-    let key = idempotency.scoped(&caller, "/v1/sessions", &body.bytes);
     let service = &state.service;
+    if body.value.resume == Some(true) {
+        // Idempotent by itself: a repeated call answers the session the first made.
+        let (session, resumed) = service.resume_session(&caller.tenant, body.value).await?;
+        return Ok(match resumed {
+            Resumed::Yes => Json(session).into_response(),
+            Resumed::No => created(&session),
+        });
+    }
+    let key = idempotency.scoped(&caller, "/v1/sessions", &body.bytes);
     let outcome = service
         .once(key, |key| async move {
             service

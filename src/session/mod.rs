@@ -6,6 +6,7 @@ pub mod error;
 pub mod idempotency;
 mod read_model;
 mod reads;
+pub mod resume;
 pub mod scheduler;
 pub mod service;
 pub mod snapshots;

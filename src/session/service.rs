@@ -17,6 +17,7 @@ use uuid::Uuid;
 use super::error::ServiceError;
 use super::idempotency::{IdempotencyKey, Once, StoredAnswer};
 use super::read_model::ModelCache;
+use super::resume::{Resumed, first_difference};
 use super::scheduler::FairScheduler;
 use super::snapshots::{SessionSnapshot, SnapshotCache};
 use super::views::{
@@ -32,7 +33,7 @@ use crate::engine::{
     EngineError, Limits, ObserveSnapshot, new_session_config, new_session_row, plan_observe,
     plan_suggest,
 };
-use crate::store::{SessionCursor, Store, StoreError};
+use crate::store::{Creation, SessionCursor, Store, StoreError};
 use crate::telemetry;
 
 /// Largest `count` of one suggest call.
@@ -251,6 +252,35 @@ impl SessionService {
         request: CreateSession,
         idempotency: Option<&IdempotencyKey>,
     ) -> Result<Session, ServiceError> {
+        Ok(self.create_or_resume(tenant, request, idempotency).await?.0)
+    }
+
+    /// A create request with `resume`: the tenant's newest session of the request's name,
+    /// or a new one when there is none (looked up and created under one lock, so that
+    /// concurrent callers get one session). An existing session whose configuration
+    /// differs from the one the request makes (the seed aside when the request gives
+    /// none) is a 409 naming the first field that differs.
+    pub async fn resume_session(
+        &self,
+        tenant: &str,
+        request: CreateSession,
+    ) -> Result<(Session, Resumed), ServiceError> {
+        if request.name.as_deref().is_none_or(str::is_empty) {
+            return Err(
+                InvalidInput::new("name", "is required to resume a session by name").into(),
+            );
+        }
+        self.create_or_resume(tenant, request, None).await
+    }
+
+    async fn create_or_resume(
+        &self,
+        tenant: &str,
+        request: CreateSession,
+        idempotency: Option<&IdempotencyKey>,
+    ) -> Result<(Session, Resumed), ServiceError> {
+        let resume = request.resume == Some(true);
+        let seed_given = request.seed.is_some();
         // Validating priors factorises m × m matrices: off the async runtime.
         let seed = random_seed();
         let id = Uuid::new_v4();
@@ -263,7 +293,7 @@ impl SessionService {
         let max = self.max_sessions_per_tenant;
         match self
             .store
-            .create_session(&row, record.as_ref(), Some(max))
+            .create_session(&row, record.as_ref(), Some(max), resume)
             .await
         {
             Err(StoreError::TooManySessions(max)) => Err(ServiceError::Limit(
@@ -276,7 +306,25 @@ impl SessionService {
                     ),
                 ),
             )),
-            result => result.map(|()| session).map_err(ServiceError::from),
+            Ok(Creation::Created) => Ok((session, Resumed::No)),
+            Ok(Creation::Existing(existing)) => {
+                let mut requested = row.config.into_config();
+                if !seed_given {
+                    requested.seed = existing.config.seed;
+                }
+                if let Some(field) = first_difference(&requested, &existing.config) {
+                    return Err(ServiceError::Conflict(InvalidInput::new(
+                        field,
+                        format!(
+                            "differs from session {}'s, which has this name: ask for \
+                             another name, or for the session as it is",
+                            existing.id
+                        ),
+                    )));
+                }
+                Ok((Session::from(*existing), Resumed::Yes))
+            }
+            Err(e) => Err(e.into()),
         }
     }
 

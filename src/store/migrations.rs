@@ -35,6 +35,10 @@ const SQLITE: &[MigrationFile] = &[
         "0005_api_key_rate.sql",
         include_str!("../../migrations/sqlite/0005_api_key_rate.sql"),
     ),
+    (
+        "0006_sessions_by_name.sql",
+        include_str!("../../migrations/sqlite/0006_sessions_by_name.sql"),
+    ),
 ];
 
 const POSTGRES: &[MigrationFile] = &[
@@ -61,6 +65,10 @@ const POSTGRES: &[MigrationFile] = &[
     (
         "0006_api_key_rate.sql",
         include_str!("../../migrations/postgres/0006_api_key_rate.sql"),
+    ),
+    (
+        "0007_sessions_by_name.sql",
+        include_str!("../../migrations/postgres/0007_sessions_by_name.sql"),
     ),
 ];
 

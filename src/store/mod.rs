@@ -224,18 +224,31 @@ pub struct ListedSession {
     pub session: Result<SessionRow, StoreError>,
 }
 
+/// What [`Store::create_session`] did.
+#[derive(Debug)]
+pub enum Creation {
+    /// The session was stored.
+    Created,
+    /// Asked to resume, the store found this session of the same tenant and name.
+    Existing(Box<SessionRow>),
+}
+
 /// The storage interface shared by every backend.
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
     /// Inserts a session (and the idempotency record of its request) atomically; with
     /// `max_sessions`, only if its tenant owns fewer, counted in the same transaction
-    /// (else [`StoreError::TooManySessions`], nothing stored).
+    /// (else [`StoreError::TooManySessions`], nothing stored). With `resume`, the
+    /// tenant's newest session of the same name, if there is one, is answered instead
+    /// and nothing is stored: the lookup and the insert hold the tenant's lock
+    /// (PostgreSQL) or the writer's turn (SQLite), so concurrent calls make one session.
     async fn create_session(
         &self,
         session: &SessionRow,
         idempotency: Option<&IdempotencyRecord>,
         max_sessions: Option<i64>,
-    ) -> Result<(), StoreError>;
+        resume: bool,
+    ) -> Result<Creation, StoreError>;
     async fn get_session(&self, id: Uuid) -> Result<Option<SessionRow>, StoreError>;
     /// Newest first; every tenant's when `tenant` is None. A row that does not decode is
     /// listed with its error; only a row whose id or creation time does not is an error.

@@ -78,6 +78,25 @@ macro_rules! store_on {
                 row.as_ref().map(session_from_row).transpose()
             }
 
+            /// The tenant's newest session named `name`.
+            pub(super) async fn newest_named_session(
+                c: &mut Connection,
+                tenant: &str,
+                name: &str,
+            ) -> Result<Option<SessionRow>, StoreError> {
+                let sql = format!(
+                    "SELECT {SESSION_COLUMNS} FROM sessions s \
+                     WHERE s.tenant = $1 AND s.name = $2 \
+                     ORDER BY s.created_micros DESC, s.id DESC LIMIT 1"
+                );
+                let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(tenant)
+                    .bind(name)
+                    .fetch_optional(&mut *c)
+                    .await?;
+                row.as_ref().map(session_from_row).transpose()
+            }
+
             /// Newest first; strictly before `before` if given; only `tenant`'s if given.
             pub(super) async fn list_sessions(
                 c: &mut Connection,
@@ -603,23 +622,34 @@ macro_rules! store_on {
                     session: &SessionRow,
                     idempotency: Option<&IdempotencyRecord>,
                     max_sessions: Option<i64>,
-                ) -> Result<(), StoreError> {
+                    resume: bool,
+                ) -> Result<$crate::store::Creation, StoreError> {
                     async {
                         let (_turn, mut tx) = self.begin_write().await?;
-                        if let Some(max) = max_sessions {
+                        if max_sessions.is_some() || resume {
                             if let Some(lock) = Self::TENANT_LOCK {
                                 sqlx::query(lock).bind(&session.tenant).execute(&mut *tx).await?;
                             }
-                            if queries::count_sessions(&mut tx, &session.tenant).await? >= max {
-                                return Err(StoreError::TooManySessions(max));
+                        }
+                        if resume {
+                            let name = &session.config.name;
+                            if let Some(existing) =
+                                queries::newest_named_session(&mut tx, &session.tenant, name).await?
+                            {
+                                return Ok($crate::store::Creation::Existing(Box::new(existing)));
                             }
+                        }
+                        if let Some(max) = max_sessions
+                            && queries::count_sessions(&mut tx, &session.tenant).await? >= max
+                        {
+                            return Err(StoreError::TooManySessions(max));
                         }
                         queries::insert_session(&mut tx, session).await?;
                         if let Some(record) = idempotency {
                             $crate::store::commit::insert_idempotency(&mut *tx, record).await?;
                         }
                         tx.commit().await?;
-                        Ok(())
+                        Ok($crate::store::Creation::Created)
                     }
                     .await
                     .map_err(Self::classify)

@@ -345,8 +345,8 @@ mod tests {
             .await
             .unwrap();
         let (a, b) = (session(), session());
-        store.create_session(&a, None, None).await.unwrap();
-        store.create_session(&b, None, None).await.unwrap();
+        store.create_session(&a, None, None, false).await.unwrap();
+        store.create_session(&b, None, None, false).await.unwrap();
         let taken = idempotency(b.id);
         store
             .commit(b.id, 0, &ChangeSet::default(), Some(&taken))

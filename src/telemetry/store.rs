@@ -9,9 +9,9 @@ use uuid::Uuid;
 
 use super::STORE_SECONDS;
 use crate::store::{
-    ApiKeyRow, CallStats, ChangeSet, History, IdempotencyRecord, ListedSession, ObservationRow,
-    PoolUsage, ResponseTimeSummary, SessionCursor, SessionRow, Store, StoreError, StoredCall,
-    StoredTimeline, SuggestionRow,
+    ApiKeyRow, CallStats, ChangeSet, Creation, History, IdempotencyRecord, ListedSession,
+    ObservationRow, PoolUsage, ResponseTimeSummary, SessionCursor, SessionRow, Store, StoreError,
+    StoredCall, StoredTimeline, SuggestionRow,
 };
 
 /// Wraps a store and records the seconds of each operation, failed ones included, into
@@ -42,11 +42,12 @@ impl Store for MeteredStore {
         session: &SessionRow,
         idempotency: Option<&IdempotencyRecord>,
         max_sessions: Option<i64>,
-    ) -> Result<(), StoreError> {
+        resume: bool,
+    ) -> Result<Creation, StoreError> {
         timed(
             "create_session",
             self.inner
-                .create_session(session, idempotency, max_sessions),
+                .create_session(session, idempotency, max_sessions, resume),
         )
         .await
     }

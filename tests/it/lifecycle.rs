@@ -14,7 +14,77 @@ backend_tests!(
     deleting_a_session_forgets_its_idempotency_records,
     the_model_reports_server_compute_time,
     stepped_parameters_are_suggested_on_their_grids,
+    resuming_by_name_under_concurrent_callers_makes_one_session,
 );
+
+/// Eight workers resuming the same name at once get one session (one 201, seven 200s);
+/// a plain create makes a second session of the name, which a resume then answers; a
+/// resume with another configuration is a 409 naming the field, one without a name a 422.
+async fn resuming_by_name_under_concurrent_callers_makes_one_session(server: TestServer) {
+    let body = json!({
+        "name": "nightly cache",
+        "resume": true,
+        "parameters": [{"name": "size_mb", "type": "int", "low": 16, "high": 4096}],
+    });
+    // Over the socket, each caller a task of its own, as eight workers would be.
+    let callers: Vec<_> = (0..8)
+        .map(|_| {
+            let request = server
+                .client
+                .post(server.url("/v1/sessions"))
+                .json(&body)
+                .send();
+            tokio::spawn(async move { TestServer::read(request.await.unwrap()).await })
+        })
+        .collect();
+    let mut answers = Vec::new();
+    for caller in callers {
+        answers.push(caller.await.unwrap());
+    }
+    let created = answers.iter().filter(|(status, _)| *status == 201).count();
+    assert_eq!(created, 1, "{answers:?}");
+    assert!(
+        answers
+            .iter()
+            .all(|(status, _)| [200, 201].contains(status))
+    );
+    let id = &answers[0].1["id"];
+    assert!(answers.iter().all(|(_, a)| &a["id"] == id), "{answers:?}");
+    let (_, list) = server.get("/v1/sessions").await;
+    let named = list["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["name"] == "nightly cache")
+        .count();
+    assert_eq!(named, 1, "{list}");
+    // A plain create makes another session of the name; a resume then answers the newest.
+    let newer = server
+        .create(json!({
+            "name": "nightly cache",
+            "parameters": [{"name": "size_mb", "type": "int", "low": 16, "high": 4096}],
+        }))
+        .await;
+    let (status, answer) = server.post("/v1/sessions", &body).await;
+    assert_eq!(
+        (status, answer["id"].as_str()),
+        (200, Some(newer.as_str())),
+        "{answer}"
+    );
+    let mut other = body.clone();
+    other["parameters"][0]["high"] = json!(8192);
+    let (status, answer) = server.post("/v1/sessions", &other).await;
+    assert_eq!(status, 409, "{answer}");
+    assert_eq!(answer["field"], "parameters[0].high", "{answer}");
+    let mut nameless = body.clone();
+    nameless.as_object_mut().unwrap().remove("name");
+    let (status, answer) = server.post("/v1/sessions", &nameless).await;
+    assert_eq!(
+        (status, answer["field"].as_str()),
+        (422, Some("name")),
+        "{answer}"
+    );
+}
 
 /// Parameters with a `step` are suggested on their grids, past the warm-up too, and an
 /// observation off a grid is refused naming the parameter.

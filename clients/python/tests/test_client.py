@@ -186,6 +186,25 @@ def test_reattach_list_and_delete(client: tvbo.Client, server: Server) -> None:
         s.refresh()
 
 
+def test_resume_by_name(client: tvbo.Client) -> None:
+    space = [tvbo.Float("x", 0, 10)]
+    results: List[str] = []
+
+    def start_worker() -> None:
+        s = client.create_session(space, name="resumed worker", resume=True)
+        results.append(s.id)
+
+    workers = [threading.Thread(target=start_worker) for _ in range(8)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert len(results) == 8 and len(set(results)) == 1
+    with pytest.raises(tvbo.Conflict) as raised:
+        client.create_session([tvbo.Float("x", 0, 20)], name="resumed worker", resume=True)
+    assert raised.value.field == "parameters[0].high"
+
+
 def test_client_time_session(client: tvbo.Client) -> None:
     s = client.create_session(
         [tvbo.Float("x", 0, 1)], time={"source": "client"}, model={"warmup": 2}, algorithm="bolt"

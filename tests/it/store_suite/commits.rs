@@ -203,7 +203,7 @@ async fn check_idempotency_records(store: &dyn Store) {
     let first = session("first", 1);
     let with_key = record(scope, Some(first.id), "key-1");
     store
-        .create_session(&first, Some(&with_key), None)
+        .create_session(&first, Some(&with_key), None, false)
         .await
         .unwrap();
     assert_eq!(
@@ -232,6 +232,7 @@ async fn check_idempotency_records(store: &dyn Store) {
             &second,
             Some(&record(scope, Some(second.id), "key-1")),
             None,
+            false,
         )
         .await;
     assert!(

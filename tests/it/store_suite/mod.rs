@@ -173,7 +173,7 @@ fn record(scope: &str, session_id: Option<Uuid>, key: &str) -> IdempotencyRecord
 /// A session created in `store`, with its row as stored.
 async fn created(store: &dyn Store, name: &str, created_micros: i64) -> SessionRow {
     let row = session(name, created_micros);
-    store.create_session(&row, None, None).await.unwrap();
+    store.create_session(&row, None, None, false).await.unwrap();
     row
 }
 

@@ -16,7 +16,7 @@ async fn check_tenants_and_keys(store: &dyn Store) {
     for (i, tenant) in ["red", "blue", "red"].into_iter().enumerate() {
         let mut row = session(tenant, base + i as i64);
         row.tenant = tenant.into();
-        store.create_session(&row, None, None).await.unwrap();
+        store.create_session(&row, None, None, false).await.unwrap();
         ids.push(row.id);
     }
     let got = store.get_session(ids[1]).await.unwrap().unwrap();
@@ -39,14 +39,17 @@ async fn check_tenants_and_keys(store: &dyn Store) {
     let mut green = session("green", base + 3);
     green.tenant = "green".into();
     assert!(matches!(
-        store.create_session(&green, None, Some(0)).await,
+        store.create_session(&green, None, Some(0), false).await,
         Err(StoreError::TooManySessions(0))
     ));
-    store.create_session(&green, None, Some(1)).await.unwrap();
+    store
+        .create_session(&green, None, Some(1), false)
+        .await
+        .unwrap();
     let mut red = session("red", base + 4);
     red.tenant = "red".into();
     assert!(matches!(
-        store.create_session(&red, None, Some(2)).await,
+        store.create_session(&red, None, Some(2), false).await,
         Err(StoreError::TooManySessions(2))
     ));
     assert_eq!(store.list_sessions(10, None, None).await.unwrap().len(), 4);

@@ -242,6 +242,7 @@ def create_session_body(
     time: Optional[TimeOptions],
     arms: Optional[Sequence[ArmSpec]],
     seed: Optional[int],
+    resume: bool = False,
 ) -> Dict[str, Any]:
     """The body of ``POST /v1/sessions``."""
     if isinstance(algorithm, str):
@@ -258,6 +259,7 @@ def create_session_body(
             "time": _drop_none(time) if time is not None else None,
             "arms": [_drop_none(dataclasses.asdict(a)) for a in arms] if arms is not None else None,
             "seed": seed,
+            "resume": True if resume else None,
         }
     )
 

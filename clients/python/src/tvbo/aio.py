@@ -121,10 +121,13 @@ class AsyncClient:
         time: Optional[TimeOptions] = None,
         arms: Optional[Sequence[ArmSpec]] = None,
         seed: Optional[int] = None,
+        resume: bool = False,
         idempotency_key: Optional[str] = None,
     ) -> "AsyncSession":
         """Create a session; see :meth:`tvbo.Client.create_session`."""
-        body = _core.create_session_body(parameters, name, goal, algorithm, model, time, arms, seed)
+        body = _core.create_session_body(
+            parameters, name, goal, algorithm, model, time, arms, seed, resume
+        )
         data = await self.request(_core.post("/v1/sessions", body, idempotency_key))
         return AsyncSession(self, decode(SessionInfo, data))
 

@@ -129,6 +129,7 @@ class Client:
         time: Optional[TimeOptions] = None,
         arms: Optional[Sequence[ArmSpec]] = None,
         seed: Optional[int] = None,
+        resume: bool = False,
         idempotency_key: Optional[str] = None,
     ) -> "Session":
         """Create a session (``POST /v1/sessions``); None leaves the server's default.
@@ -137,8 +138,15 @@ class Client:
         ``algorithm`` is a name (``"bolt"``, the default) or a mapping with options
         (``{"name": "w-dbo", "alpha": 0.5}``); ``model`` and ``time`` take the options of
         the API guide (``{"warmup": 5}``, ``{"source": "client"}``).
+
+        With ``resume=True`` (and a ``name``) it answers the key's session of that name
+        when there is one, and creates it only when there is none: workers that start
+        together get one session. An existing session with another configuration raises
+        :class:`tvbo.Conflict` naming the field that differs.
         """
-        body = _core.create_session_body(parameters, name, goal, algorithm, model, time, arms, seed)
+        body = _core.create_session_body(
+            parameters, name, goal, algorithm, model, time, arms, seed, resume
+        )
         info = decode(SessionInfo, self.request(_core.post("/v1/sessions", body, idempotency_key)))
         return Session(self, info)
 

@@ -144,6 +144,12 @@ pub struct CreateSession {
     /// in [0, 2^53 − 1].
     #[schema(minimum = 0, maximum = 9007199254740991_u64)]
     pub seed: Option<u64>,
+    /// `true`: answer the caller's session of this `name` when there is one (200; the
+    /// newest, when older duplicates exist), and create it from this request only when
+    /// there is none (201). The existing session must have the configuration this
+    /// request would make (a 409 names the first field that differs). Default `false`:
+    /// always a new session.
+    pub resume: Option<bool>,
 }
 
 /// A session's complete configuration, as stored and echoed.
