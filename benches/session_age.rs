@@ -191,11 +191,9 @@ async fn round(service: &SessionService, id: Uuid, t: f64) -> anyhow::Result<(f6
     let s = &suggested.suggestions[0];
     let input = ObservationInput {
         suggestion_id: Some(s.id),
-        params: None,
-        value: objective(s.params["x"], s.params["y"], t),
-        measured_at: None,
+        value: Some(objective(s.params["x"], s.params["y"], t)),
         t: Some(t),
-        regret: None,
+        ..ObservationInput::default()
     };
     let started = Instant::now();
     service

@@ -2,7 +2,7 @@
 //! [`SessionService`](crate::session::service::SessionService), answer.
 
 use axum::Json;
-use axum::extract::State;
+use axum::extract::{RawPathParams, State};
 use axum::http::{HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
@@ -148,6 +148,29 @@ pub async fn delete_session(
     SessionId(id): SessionId,
 ) -> ApiResult<StatusCode> {
     state.service.delete_session(id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Abandon a pending suggestion: it stops counting as pending and is recorded as
+/// abandoned (timeline, dashboard, exports); it can no longer be observed.
+#[utoipa::path(delete, path = "/v1/sessions/{id}/suggestions/{suggestion_id}", tag = "optimisation",
+    params(SessionId, ("suggestion_id" = uuid::Uuid, Path, description = "Suggestion id")),
+    responses(
+        (status = 204, description = "Abandoned (also when it had been already)"),
+        (status = 404, description = "No such session or suggestion", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The suggestion was observed or reported failed (`conflict`)", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn abandon_suggestion(
+    State(state): State<AppState>,
+    SessionId(id): SessionId,
+    path: RawPathParams,
+) -> ApiResult<StatusCode> {
+    let suggestion = path
+        .iter()
+        .find(|(name, _)| *name == "suggestion_id")
+        .and_then(|(_, sid)| uuid::Uuid::parse_str(sid).ok())
+        .ok_or_else(|| ApiError::not_found("suggestion"))?;
+    state.service.abandon(id, suggestion).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

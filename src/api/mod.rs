@@ -15,7 +15,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::State;
 use axum::middleware::{from_fn, from_fn_with_state};
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use serde_json::json;
 use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
 use tracing::Level;
@@ -87,6 +87,7 @@ impl Default for RouterSettings {
         handlers::get_session,
         handlers::delete_session,
         handlers::suggest,
+        handlers::abandon_suggestion,
         handlers::observe,
         handlers::list_observations,
         handlers::list_steps,
@@ -387,6 +388,10 @@ pub fn router(store: Arc<dyn Store>, settings: RouterSettings) -> Router {
             get(handlers::get_session).delete(handlers::delete_session),
         )
         .route("/v1/sessions/{id}/suggestions", post(handlers::suggest))
+        .route(
+            "/v1/sessions/{id}/suggestions/{suggestion_id}",
+            delete(handlers::abandon_suggestion),
+        )
         .route(
             "/v1/sessions/{id}/observations",
             post(handlers::observe).get(handlers::list_observations),

@@ -48,6 +48,7 @@ impl SessionService {
         Ok(ObservationList {
             observations,
             next_after,
+            failed: Vec::new(),
         })
     }
 

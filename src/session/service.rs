@@ -30,8 +30,8 @@ use crate::domain::config::{CreateSession, random_seed};
 use crate::domain::input::ObservationInput;
 use crate::domain::records::{ChangeSet, History, SessionRow};
 use crate::engine::{
-    EngineError, Limits, ObserveSnapshot, new_session_config, new_session_row, plan_observe,
-    plan_suggest,
+    EngineError, Limits, ObserveSnapshot, new_session_config, new_session_row, plan_abandon,
+    plan_observe, plan_suggest,
 };
 use crate::store::{Creation, SessionCursor, Store, StoreError};
 use crate::telemetry;
@@ -422,6 +422,27 @@ impl SessionService {
         .await
     }
 
+    /// Abandons a suggestion ([`plan_abandon`]): no longer pending, recorded as
+    /// abandoned; a second abandon changes nothing.
+    pub async fn abandon(&self, id: Uuid, suggestion_id: Uuid) -> Result<(), ServiceError> {
+        let now = Utc::now();
+        let _guard = self.lock(id).await;
+        self.commit_with_retry(id, None, |snapshot| async move {
+            let pending = &snapshot.history.pending;
+            let suggestion = match pending.iter().find(|g| g.id == suggestion_id).cloned() {
+                Some(row) => row,
+                None => self
+                    .store
+                    .get_suggestion(id, suggestion_id)
+                    .await?
+                    .ok_or(ServiceError::NotFound("suggestion"))?,
+            };
+            let change = plan_abandon(&suggestion, now)?.unwrap_or_default();
+            Ok((change, (), snapshot))
+        })
+        .await
+    }
+
     /// Plans a change from the session's snapshot (this replica's own, or else read from
     /// the store) and commits it with the snapshot's version; when another writer got
     /// there first, plans again from a snapshot read afresh. The snapshot the committed
@@ -538,6 +559,7 @@ impl SessionService {
                 let response = ObservationList {
                     observations: change.new_observations.iter().map(Into::into).collect(),
                     next_after: None,
+                    failed: change.ended_runs.iter().cloned().map(Into::into).collect(),
                 };
                 Ok((change, response, snapshot))
             }

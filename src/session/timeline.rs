@@ -117,5 +117,7 @@ fn timeline_view(stored: StoredTimeline) -> Timeline {
                 count: f.count,
             })
             .collect(),
+        ended_run_count: stored.ended_run_count,
+        ended_runs: stored.ended_runs.into_iter().map(Into::into).collect(),
     }
 }

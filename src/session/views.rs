@@ -9,7 +9,7 @@ use uuid::Uuid;
 use crate::domain::config::{AlgorithmConfig, Goal, ModelConfig, SessionConfig, TimeConfig};
 use crate::domain::hyperpriors::HyperpriorSet;
 use crate::domain::input::ObservationInput;
-use crate::domain::records::{FittedHyperparameters, StepSnapshot};
+use crate::domain::records::{EndedRun, FittedHyperparameters, RunEnd, StepSnapshot};
 use crate::domain::space::{Arm, ParameterSpec, Params, serialize_params};
 pub use crate::engine::reads::{PriorSelectionView, PriorStatusView, RelevanceView};
 pub use crate::engine::regret::{RegretPoint, RegretReport};
@@ -221,6 +221,41 @@ pub struct ObservationList {
     /// For listings: pass as `after` for the next page; null on the last page.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_after: Option<i64>,
+    /// An observe call's failed runs (`failed: true`), recorded and kept from the model;
+    /// absent when there were none, and from listings.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed: Vec<EndedRunView>,
+}
+
+/// A run that ended without a value: a failed measurement, or an abandoned suggestion.
+/// Recorded and shown; never part of the model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct EndedRunView {
+    /// `failed` or `abandoned`.
+    pub kind: RunEnd,
+    /// The suggestion it ran; null for a failed setting of the client's own.
+    pub suggestion_id: Option<Uuid>,
+    #[schema(value_type = std::collections::BTreeMap<String, f64>)]
+    #[serde(serialize_with = "serialize_params")]
+    pub params: Params,
+    /// Session time: a failure's measurement, an abandoned suggestion's target time.
+    pub t: f64,
+    /// The client's words on a failure.
+    pub reason: Option<String>,
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<EndedRun> for EndedRunView {
+    fn from(run: EndedRun) -> Self {
+        EndedRunView {
+            kind: run.kind,
+            suggestion_id: run.suggestion_id,
+            params: run.params,
+            t: run.t,
+            reason: run.reason,
+            created_at: run.created_at,
+        }
+    }
 }
 
 /// Response time at one dataset size: the seconds between two consecutive suggests (n at
@@ -411,4 +446,8 @@ pub struct Timeline {
     pub response_time: ResponseTimeView,
     /// Forgetting events in time order.
     pub forgotten: Vec<ForgetEvent>,
+    /// Runs that ended without a value in the session (failed or abandoned).
+    pub ended_run_count: i64,
+    /// The newest of them, as many as the point budget, in order of recording.
+    pub ended_runs: Vec<EndedRunView>,
 }

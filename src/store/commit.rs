@@ -112,6 +112,9 @@ const INSERT_OBSERVATION: &str = "INSERT INTO observations (session_id, seq, sug
      removed_reason, created_micros, removed_t, regret_estimate) \
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)";
 
+const INSERT_ENDED_RUN: &str = "INSERT INTO ended_runs (session_id, suggestion_id, kind, \
+     params, t, reason, created_micros) VALUES ($1, $2, $3, $4, $5, $6, $7)";
+
 /// Folds one row into its bucket summary (creating it): first and last key, count, the
 /// first rows holding the minimum and maximum value and regret, the regrets' sum and
 /// counts.
@@ -170,6 +173,18 @@ pub(crate) async fn apply_change(
     let step = call_count - 1;
     write_suggestions(s, &key, change).await?;
     write_observations(s, &key, change, step, now).await?;
+    for run in &change.ended_runs {
+        let args = vec![
+            key.as_str().into(),
+            run.suggestion_id.map(|g| g.to_string()).into(),
+            run.kind.as_str().into(),
+            to_json(&run.params).into(),
+            run.t.into(),
+            run.reason.clone().into(),
+            to_micros(run.created_at).into(),
+        ];
+        s.execute(INSERT_ENDED_RUN, args).await?;
+    }
     if let Some(sample) = change.response_time {
         write_response_time(s, &key, sample, sample_count, now, row_id).await?;
     }

@@ -39,6 +39,10 @@ const SQLITE: &[MigrationFile] = &[
         "0006_sessions_by_name.sql",
         include_str!("../../migrations/sqlite/0006_sessions_by_name.sql"),
     ),
+    (
+        "0007_ended_runs.sql",
+        include_str!("../../migrations/sqlite/0007_ended_runs.sql"),
+    ),
 ];
 
 const POSTGRES: &[MigrationFile] = &[
@@ -69,6 +73,10 @@ const POSTGRES: &[MigrationFile] = &[
     (
         "0007_sessions_by_name.sql",
         include_str!("../../migrations/postgres/0007_sessions_by_name.sql"),
+    ),
+    (
+        "0008_ended_runs.sql",
+        include_str!("../../migrations/postgres/0008_ended_runs.sql"),
     ),
 ];
 

@@ -20,8 +20,8 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 pub use crate::domain::records::{
-    CallRecord, ChangeSet, Deactivation, History, ObservationRow, ResponseTimeSample,
-    ResponseTimeSummary, SessionRow, StepSnapshot, SuggestionRow, SuggestionStatus,
+    CallRecord, ChangeSet, Deactivation, EndedRun, History, ObservationRow, ResponseTimeSample,
+    ResponseTimeSummary, RunEnd, SessionRow, StepSnapshot, SuggestionRow, SuggestionStatus,
 };
 
 pub use postgres::PostgresStore;
@@ -207,6 +207,10 @@ pub struct StoredTimeline {
     pub response_times: Vec<ResponseTimeSample>,
     /// In time order.
     pub forgotten: Vec<ForgetSpan>,
+    /// Runs that ended without a value, in the session (before the budget).
+    pub ended_run_count: i64,
+    /// The newest of them, at most the budget, in order of recording.
+    pub ended_runs: Vec<EndedRun>,
 }
 
 /// Cursor of the session listing: sessions created strictly before this point.

@@ -53,7 +53,8 @@ macro_rules! store_on {
 
             use $crate::store::queries::SESSION_COLUMNS;
             use $crate::store::rows::{
-                RECENT_DELAYS, api_key_from_row, call_from_row, corrupt, listed_session_from_row,
+                RECENT_DELAYS, api_key_from_row, call_from_row, corrupt, ended_run_from_row,
+                listed_session_from_row,
                 observation_from_row, parse_uuid,
                 response_time_from_row, session_from_row, suggestion_from_row, to_json,
             };
@@ -490,7 +491,27 @@ macro_rules! store_on {
                 } else {
                     forget_spans(&summaries, budget)
                 };
+                let ended_run_count: i64 =
+                    sqlx::query_scalar("SELECT COUNT(*) FROM ended_runs WHERE session_id = $1")
+                        .bind(&key)
+                        .fetch_one(&mut *c)
+                        .await?;
+                let sql = format!(
+                    "SELECT * FROM (SELECT {row_id} AS id, suggestion_id, kind, params, t, \
+                     reason, created_micros FROM ended_runs WHERE session_id = $1 \
+                     ORDER BY {row_id} DESC LIMIT $2) newest ORDER BY id"
+                );
+                let ended_runs = sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(&key)
+                    .bind(budget)
+                    .fetch_all(&mut *c)
+                    .await?
+                    .iter()
+                    .map(ended_run_from_row)
+                    .collect::<Result<Vec<_>, _>>()?;
                 Ok(StoredTimeline {
+                    ended_run_count,
+                    ended_runs,
                     observation_count,
                     step_count: count(&calls),
                     reported_regrets: observed.iter().map(|b| b.n_reported).sum(),

@@ -7,8 +7,8 @@ use sqlx::sqlite::SqliteRow;
 use uuid::Uuid;
 
 use super::{
-    ApiKeyRow, ListedSession, ObservationRow, ResponseTimeSample, ResponseTimeSummary,
-    SessionCursor, SessionRow, StoreError, StoredCall, SuggestionRow, SuggestionStatus,
+    ApiKeyRow, EndedRun, ListedSession, ObservationRow, ResponseTimeSample, ResponseTimeSummary,
+    RunEnd, SessionCursor, SessionRow, StoreError, StoredCall, SuggestionRow, SuggestionStatus,
     from_micros,
 };
 
@@ -168,6 +168,18 @@ pub(crate) fn observation_from_row(row: &impl Columns) -> Result<ObservationRow,
             .transpose()?,
         removed_t: row.opt_real("removed_t")?,
         removed_reason: row.opt_text("removed_reason")?.map(str::to_string),
+        created_at: from_micros(row.int("created_micros")?)?,
+    })
+}
+
+pub(crate) fn ended_run_from_row(row: &impl Columns) -> Result<EndedRun, StoreError> {
+    let kind = row.text("kind")?;
+    Ok(EndedRun {
+        suggestion_id: row.opt_text("suggestion_id")?.map(parse_uuid).transpose()?,
+        kind: RunEnd::parse(kind).ok_or_else(|| corrupt("ended run kind", kind))?,
+        params: from_json(row.text("params")?, "params")?,
+        t: row.real("t")?,
+        reason: row.opt_text("reason")?.map(str::to_string),
         created_at: from_micros(row.int("created_micros")?)?,
     })
 }

@@ -89,11 +89,9 @@ fn prior_based_sessions_survive_values_and_noise_across_f64() {
                 };
                 let input = ObservationInput {
                     suggestion_id: Some(handed[0].id),
-                    params: None,
-                    value,
-                    measured_at: None,
+                    value: Some(value),
                     t: Some(t + 0.5),
-                    regret: None,
+                    ..ObservationInput::default()
                 };
                 match session.observe(&[(String::new(), input)], now) {
                     Ok(_) => assert!(value.abs() <= 1e100, "{value:e} was accepted"),

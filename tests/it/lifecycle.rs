@@ -15,7 +15,114 @@ backend_tests!(
     the_model_reports_server_compute_time,
     stepped_parameters_are_suggested_on_their_grids,
     resuming_by_name_under_concurrent_callers_makes_one_session,
+    failed_and_abandoned_runs_release_their_suggestions_and_never_reach_the_model,
 );
+
+/// A failed measurement and an abandoned suggestion are recorded (observe's answer, the
+/// timeline), release their suggestions, and add nothing to the model; neither can be
+/// observed afterwards, and an observed suggestion cannot be abandoned.
+async fn failed_and_abandoned_runs_release_their_suggestions_and_never_reach_the_model(
+    server: TestServer,
+) {
+    let id = server.create(client_session("gp-ucb", 3)).await;
+    let (status, answer) = server
+        .post(
+            &format!("/v1/sessions/{id}/suggestions"),
+            &json!({"count": 3, "t": 0}),
+        )
+        .await;
+    assert_eq!(status, 201, "{answer}");
+    let sid = |i: usize| answer["suggestions"][i]["id"].as_str().unwrap().to_string();
+    let (server, id) = (&server, id.as_str());
+    let observe = |body: serde_json::Value| {
+        let path = format!("/v1/sessions/{id}/observations");
+        async move { server.post(&path, &body).await }
+    };
+    let (status, _) = observe(json!({"suggestion_id": sid(0), "value": 1.0, "t": 1})).await;
+    assert_eq!(status, 201);
+    let (status, failed) =
+        observe(json!({"suggestion_id": sid(1), "failed": true, "reason": "timeout", "t": 1}))
+            .await;
+    assert_eq!(status, 201, "{failed}");
+    assert_eq!(failed["observations"], json!([]));
+    assert_eq!(failed["failed"][0]["kind"], "failed");
+    assert_eq!(failed["failed"][0]["reason"], "timeout");
+    let abandon = |sid: String| {
+        let request = axum::http::Request::delete(format!("/v1/sessions/{id}/suggestions/{sid}"))
+            .body(axum::body::Body::empty())
+            .unwrap();
+        async move { server.send(request).await.status().as_u16() }
+    };
+    assert_eq!(abandon(sid(2)).await, 204);
+    assert_eq!(
+        abandon(sid(2)).await,
+        204,
+        "abandoning twice changes nothing"
+    );
+    assert_eq!(abandon(sid(0)).await, 409, "an observed suggestion");
+    assert_eq!(abandon(uuid::Uuid::new_v4().to_string()).await, 404);
+    for (i, message) in [(1, "reported failed"), (2, "abandoned")] {
+        let (status, answer) =
+            observe(json!({"suggestion_id": sid(i), "value": 2.0, "t": 2})).await;
+        assert_eq!(status, 409, "{answer}");
+        assert!(
+            answer["detail"].as_str().unwrap().contains(message),
+            "{answer}"
+        );
+    }
+    // A failed setting of the client's own.
+    let (status, answer) =
+        observe(json!({"params": {"x": 0.5, "y": 0.5}, "failed": true, "t": 2})).await;
+    assert_eq!(status, 201, "{answer}");
+    // Bad input names its field and changes nothing.
+    for (body, field) in [
+        (
+            json!({"suggestion_id": sid(0), "failed": true, "value": 1.0, "t": 3}),
+            "value",
+        ),
+        (json!({"params": {"x": 0.5, "y": 0.5}, "t": 3}), "value"),
+        (
+            json!({"params": {"x": 0.5, "y": 0.5}, "value": 1.0, "reason": "r", "t": 3}),
+            "reason",
+        ),
+        (
+            json!({"params": {"x": 0.5, "y": 0.5}, "failed": true, "regret": 0, "t": 3}),
+            "regret",
+        ),
+        (
+            json!({"params": {"x": 0.5, "y": 0.5}, "failed": true, "reason": "a\u{7}", "t": 3}),
+            "reason",
+        ),
+    ] {
+        let (status, answer) = observe(body).await;
+        assert_eq!(
+            (status, answer["field"].as_str()),
+            (422, Some(field)),
+            "{answer}"
+        );
+    }
+    let (_, session) = server.get(&format!("/v1/sessions/{id}")).await;
+    assert_eq!(session["pending_count"], 0, "{session}");
+    assert_eq!(session["observation_count"], 1, "{session}");
+    let (_, model) = server.get(&format!("/v1/sessions/{id}/model")).await;
+    assert_eq!(model["dataset_size"], 1, "{model}");
+    let (_, timeline) = server.get(&format!("/v1/sessions/{id}/timeline")).await;
+    assert_eq!(timeline["ended_run_count"], 3, "{timeline}");
+    let kinds: Vec<&str> = timeline["ended_runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["failed", "abandoned", "failed"]);
+    assert_eq!(timeline["ended_runs"][1]["suggestion_id"], sid(2).as_str());
+    assert_eq!(timeline["ended_runs"][2]["suggestion_id"], json!(null));
+    // The session goes on.
+    let (status, answer) = server
+        .post(&format!("/v1/sessions/{id}/suggestions"), &json!({"t": 4}))
+        .await;
+    assert_eq!(status, 201, "{answer}");
+}
 
 /// Eight workers resuming the same name at once get one session (one 201, seven 200s);
 /// a plain create makes a second session of the name, which a resume then answers; a

@@ -119,10 +119,9 @@ fn observation(
     let input = ObservationInput {
         suggestion_id,
         params,
-        value,
-        measured_at: None,
+        value: Some(value),
         t: Some(t),
-        regret: None,
+        ..ObservationInput::default()
     };
     (String::new(), input)
 }

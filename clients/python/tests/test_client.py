@@ -186,6 +186,29 @@ def test_reattach_list_and_delete(client: tvbo.Client, server: Server) -> None:
         s.refresh()
 
 
+def test_fail_and_abandon_release_suggestions_and_skip_the_model(client: tvbo.Client) -> None:
+    s = make_session(client)
+    first, second, third = s.suggest(3)
+    s.observe(first, 1.0)
+    run = s.fail(second, "timed out")
+    assert (run.kind, run.reason, run.suggestion_id) == ("failed", "timed out", second.id)
+    s.abandon(third)
+    s.abandon(third.id)  # twice is harmless
+    with pytest.raises(tvbo.Conflict):
+        s.observe(third, 2.0)
+    with pytest.raises(tvbo.Conflict):
+        s.abandon(first)
+    (batch,) = s.observe_many(
+        [
+            tvbo.ObservationInput(params={"x": 1.0, "size": 8}, failed=True),
+            ({"x": 2.0, "size": 4}, 3.0),
+        ]
+    )
+    assert batch.value == 3.0
+    info = s.refresh()
+    assert (info.pending_count, info.observation_count, s.model().dataset_size) == (0, 2, 2)
+
+
 def test_resume_by_name(client: tvbo.Client) -> None:
     space = [tvbo.Float("x", 0, 10)]
     results: List[str] = []

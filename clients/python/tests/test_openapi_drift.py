@@ -57,8 +57,13 @@ def body_properties(spec: Dict[str, Any], name: str) -> Set[str]:
         ("CreateSession", "create_session", {}),
         ("SuggestRequest", "suggest", {}),
         ("PredictRequest", "predict", {}),
-        # ``suggestion`` is the suggestion_id, or the params of the client's own setting.
-        ("ObservationInput", "observe", {"suggestion": {"suggestion_id", "params"}}),
+        # ``suggestion`` is the suggestion_id, or the params of the client's own setting;
+        # ``fail`` sends ``failed`` with its ``reason``.
+        (
+            "ObservationInput",
+            "observe fail",
+            {"suggestion": {"suggestion_id", "params"}, "reason": {"failed", "reason"}},
+        ),
     ],
 )
 def test_operations_take_every_property_of_their_body(
@@ -74,8 +79,9 @@ def test_operations_take_every_property_of_their_body(
     )
     for owner in owners:
         names: Set[str] = set()
-        for p in parameters(getattr(owner, method)):
-            names |= renamed.get(p, {p})
+        for name in method.split():
+            for p in parameters(getattr(owner, name)):
+                names |= renamed.get(p, {p})
         assert names == body_properties(spec, schema), owner.__name__
 
 

@@ -272,11 +272,10 @@ impl Driver for InProcess {
             .ok_or_else(|| BenchError::Policy("a suggestion without its id".into()))?;
         let input = ObservationInput {
             suggestion_id: Some(suggestion_id),
-            params: None,
-            value,
+            value: Some(value),
             measured_at: t_sent.is_none().then_some(now),
             t: t_sent,
-            regret: None,
+            ..ObservationInput::default()
         };
         self.session
             .observe(&[(String::new(), input)], now)

@@ -50,11 +50,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let value = measure(x, y, t);
         let observation = ObservationInput {
             suggestion_id: Some(suggestion.id),
-            params: None,
-            value,
-            measured_at: None,
+            value: Some(value),
             t: Some(t),
-            regret: None,
+            ..ObservationInput::default()
         };
         session.observe(&[("observations[0]".into(), observation)], epoch)?;
         if step % 25 == 24 {

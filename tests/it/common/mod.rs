@@ -40,10 +40,11 @@ enum Backend {
 
 /// Every table, with the columns that order its rows (SQLite, PostgreSQL): keys where
 /// there are keys, insertion order (SQLite's rowid, PostgreSQL's id) where there are none.
-const TABLES: [(&str, &str, &str); 8] = [
+const TABLES: [(&str, &str, &str); 9] = [
     ("sessions", "id", "id"),
     ("suggestions", "id", "id"),
     ("observations", "session_id, seq", "session_id, seq"),
+    ("ended_runs", "rowid", "id"),
     ("response_times", "rowid", "id"),
     ("response_time_summaries", "session_id, n", "session_id, n"),
     ("calls", "rowid", "id"),

@@ -266,13 +266,24 @@ def create_session_body(
 
 def observation_json(
     suggestion: SuggestionRef,
-    value: float,
+    value: Optional[float],
     measured_at: Optional[datetime] = None,
     t: Optional[float] = None,
     regret: Optional[float] = None,
+    failed: bool = False,
+    reason: Optional[str] = None,
 ) -> Dict[str, Any]:
-    """One observation's JSON (schema ``ObservationInput``)."""
-    body: Dict[str, Any] = {"value": finite("value", value)}
+    """One observation's JSON (schema ``ObservationInput``): a value, or ``failed``
+    (with an optional ``reason``) for a failed measurement."""
+    body: Dict[str, Any] = {}
+    if failed:
+        body["failed"] = True
+        if reason is not None:
+            body["reason"] = reason
+    elif value is None:
+        raise ValueError("value: is required (or failed=True, for a failed run)")
+    else:
+        body["value"] = finite("value", value)
     if isinstance(suggestion, Suggestion):
         body["suggestion_id"] = suggestion.id
     elif isinstance(suggestion, str):
@@ -288,6 +299,12 @@ def observation_json(
     return body
 
 
+def suggestion_path(session_path: str, suggestion: Union[Suggestion, str]) -> str:
+    """The path of one of the session's suggestions (a :class:`Suggestion` or its id)."""
+    sid = suggestion.id if isinstance(suggestion, Suggestion) else suggestion
+    return f"{session_path}/suggestions/{quote(str(sid), safe='')}"
+
+
 def batch_json(items: Iterable[ObservationItem]) -> Dict[str, Any]:
     """The body of a batch observe (``{"observations": [...]}``)."""
     out: List[Dict[str, Any]] = []
@@ -300,7 +317,17 @@ def batch_json(items: Iterable[ObservationItem]) -> Dict[str, Any]:
                 ref = item.params
             else:
                 raise ValueError("an ObservationInput needs suggestion_id or params")
-            out.append(observation_json(ref, item.value, item.measured_at, item.t, item.regret))
+            out.append(
+                observation_json(
+                    ref,
+                    item.value,
+                    item.measured_at,
+                    item.t,
+                    item.regret,
+                    bool(item.failed),
+                    item.reason,
+                )
+            )
         else:
             ref, value = item
             out.append(observation_json(ref, value))

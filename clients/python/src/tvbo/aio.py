@@ -19,6 +19,7 @@ from typing import (
     Sequence,
     Tuple,
     Type,
+    Union,
 )
 
 import httpx
@@ -29,6 +30,7 @@ from .errors import ApiError
 from .models import (
     ArmSpec,
     Best,
+    EndedRun,
     Goal,
     ModelOptions,
     ModelView,
@@ -199,6 +201,23 @@ class AsyncSession:
         body = _core.observation_json(suggestion, value, measured_at, t, regret)
         data = await self.client.request(_core.post(f"{self.path}/observations", body))
         return decode(ObservationList, data).observations[0]
+
+    async def fail(
+        self,
+        suggestion: SuggestionRef,
+        reason: Optional[str] = None,
+        measured_at: Optional[datetime] = None,
+        *,
+        t: Optional[float] = None,
+    ) -> EndedRun:
+        """See :meth:`tvbo.Session.fail`."""
+        body = _core.observation_json(suggestion, None, measured_at, t, None, True, reason)
+        data = await self.client.request(_core.post(f"{self.path}/observations", body))
+        return decode(ObservationList, data).failed[0]
+
+    async def abandon(self, suggestion: Union[Suggestion, str]) -> None:
+        """See :meth:`tvbo.Session.abandon`."""
+        await self.client.request(Call("DELETE", _core.suggestion_path(self.path, suggestion)))
 
     async def observe_many(self, items: Sequence[ObservationItem]) -> List[Observation]:
         """See :meth:`tvbo.Session.observe_many`."""

@@ -18,6 +18,7 @@ from typing import (
     Sequence,
     Tuple,
     Type,
+    Union,
 )
 
 import httpx
@@ -28,6 +29,7 @@ from .errors import ApiError
 from .models import (
     ArmSpec,
     Best,
+    EndedRun,
     Goal,
     ModelOptions,
     ModelView,
@@ -223,6 +225,27 @@ class Session:
         body = _core.observation_json(suggestion, value, measured_at, t, regret)
         data = self.client.request(_core.post(f"{self.path}/observations", body))
         return decode(ObservationList, data).observations[0]
+
+    def fail(
+        self,
+        suggestion: SuggestionRef,
+        reason: Optional[str] = None,
+        measured_at: Optional[datetime] = None,
+        *,
+        t: Optional[float] = None,
+    ) -> EndedRun:
+        """Report that measuring ``suggestion`` failed (a timeout, a crash): recorded
+        and shown, the suggestion no longer pending, nothing added to the model.
+        ``reason`` says why in your words (at most 500 characters)."""
+        body = _core.observation_json(suggestion, None, measured_at, t, None, True, reason)
+        data = self.client.request(_core.post(f"{self.path}/observations", body))
+        return decode(ObservationList, data).failed[0]
+
+    def abandon(self, suggestion: Union[Suggestion, str]) -> None:
+        """Give ``suggestion`` up without measuring it: it stops counting as pending
+        and is recorded as abandoned. Abandoning twice is harmless; an observed or
+        failed suggestion raises :class:`tvbo.Conflict`."""
+        self.client.request(Call("DELETE", _core.suggestion_path(self.path, suggestion)))
 
     def observe_many(self, items: Sequence[ObservationItem]) -> List[Observation]:
         """Record several observations in one request, all or nothing (1 to 1000 items:

@@ -27,6 +27,7 @@ KernelKind = Literal["matern12", "matern32", "matern52", "rbf"]
 TimeSource = Literal["wall", "client"]
 FitStart = Literal["fixed", "previous"]
 Hyperpriors = Literal["none", "robust"]
+RunEnd = Literal["failed", "abandoned"]
 AlgorithmName = Literal[
     "bolt",
     "w-dbo",
@@ -124,14 +125,17 @@ class TimeOptions(TypedDict, total=False):
 class ObservationInput:
     """One measured value for a batch observe: for a suggestion (``suggestion_id``) or for
     a setting of the client's own (``params``). ``t`` replaces ``measured_at`` in
-    client-time sessions; ``regret`` (≥ 0) only when the client knows it."""
+    client-time sessions; ``regret`` (≥ 0) only when the client knows it. A failed
+    measurement has ``failed=True``, no value, and optionally a ``reason``."""
 
-    value: float
+    value: Optional[float] = None
     suggestion_id: Optional[str] = None
     params: Optional[Params] = None
     measured_at: Optional[datetime] = None
     t: Optional[float] = None
     regret: Optional[float] = None
+    failed: Optional[bool] = None
+    reason: Optional[str] = None
 
 
 # ---------------------------------------------------------------- responses
@@ -219,11 +223,26 @@ class Observation:
 
 
 @dataclasses.dataclass(frozen=True)
+class EndedRun:
+    """A run that ended without a value: ``failed`` (reported by :meth:`Session.fail`)
+    or ``abandoned`` (:meth:`Session.abandon`). Recorded, never part of the model."""
+
+    kind: RunEnd
+    params: Params
+    t: float
+    created_at: datetime
+    suggestion_id: Optional[str] = None
+    reason: Optional[str] = None
+
+
+@dataclasses.dataclass(frozen=True)
 class ObservationList:
-    """A page of observations (``next_after`` None on the last page)."""
+    """A page of observations (``next_after`` None on the last page); an observe call's
+    failed runs in ``failed``."""
 
     observations: List[Observation]
     next_after: Optional[int] = None
+    failed: List[EndedRun] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -382,6 +401,7 @@ SCHEMAS: Dict[str, Any] = {
     "Suggestion": Suggestion,
     "Observation": Observation,
     "ObservationList": ObservationList,
+    "EndedRunView": EndedRun,
     "Best": Best,
     "Prediction": Prediction,
     "PredictResponse": PredictResponse,
@@ -405,6 +425,7 @@ ENUMS: Dict[str, Any] = {
     "TimeSource": TimeSource,
     "FitStart": FitStart,
     "Hyperpriors": Hyperpriors,
+    "RunEnd": RunEnd,
 }
 """OpenAPI enum schema name → the Literal type listing its values."""
 

@@ -9,15 +9,23 @@ use uuid::Uuid;
 use crate::domain::space::Params;
 
 /// One measured value, for a suggestion (`suggestion_id`) or for a setting the client
-/// chose itself (`params`).
-#[derive(Clone, Debug, Deserialize, ToSchema)]
+/// chose itself (`params`); or, with `failed`, a measurement that failed (no value).
+#[derive(Clone, Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ObservationInput {
     pub suggestion_id: Option<Uuid>,
     #[schema(value_type = Option<std::collections::BTreeMap<String, f64>>)]
     pub params: Option<Params>,
+    /// The measured value; required unless `failed` is true.
     #[schema(minimum = -1e100, maximum = 1e100)]
-    pub value: f64,
+    pub value: Option<f64>,
+    /// `true`: the measurement failed (a timeout, a crash). It is recorded and shown and
+    /// its suggestion is no longer pending, but nothing reaches the model; no `value` or
+    /// `regret`.
+    pub failed: Option<bool>,
+    /// Why a failed run failed, in the client's words (with `failed` only).
+    #[schema(max_length = 500)]
+    pub reason: Option<String>,
     /// When the value was measured (wall-clock sessions; default: when the request arrived).
     pub measured_at: Option<DateTime<Utc>>,
     /// Session time of the measurement (client-time sessions, where it is required).

@@ -46,27 +46,79 @@ pub enum SuggestionStatus {
     Pending,
     Observed,
     Expired,
+    /// Its measurement failed (an [`EndedRun`] of kind [`RunEnd::Failed`]).
+    Failed,
+    /// The client abandoned it (an [`EndedRun`] of kind [`RunEnd::Abandoned`]).
+    Abandoned,
 }
 
 impl SuggestionStatus {
+    const ALL: [SuggestionStatus; 5] = [
+        SuggestionStatus::Pending,
+        SuggestionStatus::Observed,
+        SuggestionStatus::Expired,
+        SuggestionStatus::Failed,
+        SuggestionStatus::Abandoned,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             SuggestionStatus::Pending => "pending",
             SuggestionStatus::Observed => "observed",
             SuggestionStatus::Expired => "expired",
+            SuggestionStatus::Failed => "failed",
+            SuggestionStatus::Abandoned => "abandoned",
         }
     }
 
     /// The status of its name; `None` for any other text.
     pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "pending" => Some(SuggestionStatus::Pending),
-            "observed" => Some(SuggestionStatus::Observed),
-            "expired" => Some(SuggestionStatus::Expired),
-            _ => None,
-        }
+        Self::ALL.into_iter().find(|status| status.as_str() == s)
     }
 }
+
+/// How a run ended without a value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum RunEnd {
+    /// The client measured and the measurement failed (`"failed": true`).
+    Failed,
+    /// The client gave the suggestion up before measuring it.
+    Abandoned,
+}
+
+impl RunEnd {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunEnd::Failed => "failed",
+            RunEnd::Abandoned => "abandoned",
+        }
+    }
+
+    /// The kind of its name; `None` for any other text.
+    pub fn parse(s: &str) -> Option<Self> {
+        [RunEnd::Failed, RunEnd::Abandoned]
+            .into_iter()
+            .find(|end| end.as_str() == s)
+    }
+}
+
+/// A run that ended without a value: recorded and shown, never part of the model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EndedRun {
+    /// The suggestion it ran; `None` for a failed setting of the client's own.
+    pub suggestion_id: Option<Uuid>,
+    pub kind: RunEnd,
+    pub params: Params,
+    /// Session time: a failure's measurement, an abandoned suggestion's target time.
+    pub t: f64,
+    /// The client's words on a failure (at most [`MAX_REASON_LEN`] characters).
+    pub reason: Option<String>,
+    pub created_at: DateTime<Utc>,
+}
+
+/// Longest `reason` of a failed run, in characters.
+pub const MAX_REASON_LEN: usize = 500;
 
 /// A suggestion handed out to a client.
 #[derive(Clone, Debug, PartialEq)]
@@ -352,6 +404,9 @@ pub struct ChangeSet {
     pub new_suggestions: Vec<SuggestionRow>,
     pub suggestion_status: Vec<(Uuid, SuggestionStatus)>,
     pub new_observations: Vec<ObservationRow>,
+    /// Runs that ended without a value (their suggestions' statuses are in
+    /// `suggestion_status`).
+    pub ended_runs: Vec<EndedRun>,
     pub deactivate: Vec<Deactivation>,
     pub state: Option<serde_json::Value>,
     pub last_suggest: Option<(f64, i64)>,

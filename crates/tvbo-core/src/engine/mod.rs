@@ -32,7 +32,7 @@ use crate::policy::{Observation, PolicyError, PolicyRng, PolicyState};
 
 pub use local::LocalSession;
 pub use model::{CurrentModel, fitted_hyperparameters, step_snapshot};
-pub use observe::{ObserveSnapshot, plan_observe};
+pub use observe::{ObserveSnapshot, plan_abandon, plan_observe};
 pub use suggest::plan_suggest;
 
 /// Caps on the work one session may ask of the server (docs/api.md, "Limits").

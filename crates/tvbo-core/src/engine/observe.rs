@@ -8,15 +8,15 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::{EngineError, Limits, policy_data, policy_state, step_outcome};
-use crate::domain::InvalidInput;
 use crate::domain::config::{AlgorithmConfig, TimeSource};
 use crate::domain::input::ObservationInput;
 use crate::domain::records::{
-    CallRecord, ChangeSet, Deactivation, History, ObservationRow, ResponseTimeSummary,
-    SuggestionRow, SuggestionStatus,
+    CallRecord, ChangeSet, Deactivation, EndedRun, History, MAX_REASON_LEN, ObservationRow,
+    ResponseTimeSummary, RunEnd, SuggestionRow, SuggestionStatus,
 };
 use crate::domain::space::MAX_MAGNITUDE;
 use crate::domain::time::{resolve_time, wall_time};
+use crate::domain::{InvalidInput, validate_text};
 use crate::policy::response_time::fit_response_time;
 use crate::policy::{self, ObserveContext, Stage};
 
@@ -36,7 +36,8 @@ pub struct ObserveSnapshot {
 /// Plans recording `inputs` (each with the prefix of its fields' paths, e.g.
 /// `observations[2].`), all or nothing: the change stores them, marks their suggestions
 /// observed, forgets what the policy removes (a new observation may be stored already
-/// inactive) and saves the policy's state. Its call record's `compute_seconds` is left
+/// inactive) and saves the policy's state. A failed run (`failed: true`) is recorded as
+/// an [`EndedRun`], its suggestion marked failed, and reaches no model. Its call record's `compute_seconds` is left
 /// at 0 for the caller to fill in.
 pub fn plan_observe(
     snapshot: &ObserveSnapshot,
@@ -50,8 +51,17 @@ pub fn plan_observe(
     let CheckedObservations {
         mut rows,
         ordinals,
-        observed_suggestions,
+        failed,
+        suggestion_status,
     } = checked_observations(snapshot, inputs, now)?;
+    if rows.is_empty() {
+        // Failed runs alone: recorded, their suggestions released, the model untouched.
+        return Ok(ChangeSet {
+            suggestion_status,
+            ended_runs: failed,
+            ..ChangeSet::default()
+        });
+    }
     let data = policy_data(config, &history.active);
     let new = policy_data(config, &rows);
     let mut state = policy_state(session)?;
@@ -107,11 +117,9 @@ pub fn plan_observe(
     let response_time_fit = fit_response_time(&snapshot.response_times);
     let (state, snapshot) = step_outcome(session, state, active_after, None, response_time_fit)?;
     Ok(ChangeSet {
-        suggestion_status: observed_suggestions
-            .into_iter()
-            .map(|s| (s, SuggestionStatus::Observed))
-            .collect(),
+        suggestion_status,
         new_observations: rows,
+        ended_runs: failed,
         deactivate,
         state: Some(state),
         calls: vec![CallRecord {
@@ -125,12 +133,48 @@ pub fn plan_observe(
     })
 }
 
+/// Plans abandoning a suggestion (`DELETE …/suggestions/{sid}`): no longer pending,
+/// recorded as an [`EndedRun`] at its target time, never observed. `None` when it was
+/// abandoned already (nothing to do); a conflict when it was observed or failed.
+pub fn plan_abandon(
+    suggestion: &SuggestionRow,
+    now: DateTime<Utc>,
+) -> Result<Option<ChangeSet>, EngineError> {
+    let ended = match suggestion.status {
+        SuggestionStatus::Pending | SuggestionStatus::Expired => None,
+        SuggestionStatus::Abandoned => return Ok(None),
+        SuggestionStatus::Observed => Some("has been observed"),
+        SuggestionStatus::Failed => Some("has been reported failed"),
+    };
+    if let Some(ended) = ended {
+        return Err(EngineError::Conflict(InvalidInput::new(
+            "suggestion_id",
+            format!("this suggestion {ended}; only a pending one can be abandoned"),
+        )));
+    }
+    Ok(Some(ChangeSet {
+        suggestion_status: vec![(suggestion.id, SuggestionStatus::Abandoned)],
+        ended_runs: vec![EndedRun {
+            suggestion_id: Some(suggestion.id),
+            kind: RunEnd::Abandoned,
+            params: suggestion.params.clone(),
+            t: suggestion.t,
+            reason: None,
+            created_at: now,
+        }],
+        ..ChangeSet::default()
+    }))
+}
+
 /// The rows `inputs` would store, in order, with each one's suggestion ordinal (None for
 /// a setting of the client's own) and the suggestions they observe.
 struct CheckedObservations {
     rows: Vec<ObservationRow>,
     ordinals: Vec<Option<u64>>,
-    observed_suggestions: Vec<Uuid>,
+    /// The failed runs among the inputs, which reach no model.
+    failed: Vec<EndedRun>,
+    /// The new status of each suggestion named: observed, or failed.
+    suggestion_status: Vec<(Uuid, SuggestionStatus)>,
 }
 
 /// Checks each input against its session (value, regret, setting, time) and builds its
@@ -148,12 +192,13 @@ fn checked_observations(
     let mut checked = CheckedObservations {
         rows: Vec::with_capacity(inputs.len()),
         ordinals: Vec::with_capacity(inputs.len()),
-        observed_suggestions: Vec::new(),
+        failed: Vec::new(),
+        suggestion_status: Vec::new(),
     };
-    for (i, (prefix, input)) in inputs.iter().enumerate() {
+    for (prefix, input) in inputs {
         let field = |name: &str| format!("{prefix}{name}");
-        check_numbers(input, &field)?;
-        let (suggestion_id, params, unit) = match (&input.suggestion_id, &input.params) {
+        let value = checked_value(input, &field)?;
+        let (suggestion_id, params, unit, ordinal) = match (&input.suggestion_id, &input.params) {
             (Some(_), Some(_)) => {
                 return Err(InvalidInput::new(
                     field("params"),
@@ -172,21 +217,30 @@ fn checked_observations(
                 let suggestion = snapshot.suggestions.get(sid).ok_or_else(|| {
                     InvalidInput::new(field("suggestion_id"), "no such suggestion in this session")
                 })?;
-                if suggestion.status == SuggestionStatus::Observed || !seen_suggestions.insert(*sid)
-                {
+                let ended = match suggestion.status {
+                    SuggestionStatus::Pending | SuggestionStatus::Expired => None,
+                    SuggestionStatus::Observed => Some("has already been observed"),
+                    SuggestionStatus::Failed => Some("has already been reported failed"),
+                    SuggestionStatus::Abandoned => Some("was abandoned"),
+                };
+                if let Some(ended) = ended.or_else(|| {
+                    (!seen_suggestions.insert(*sid)).then_some("has already been observed")
+                }) {
                     return Err(EngineError::Conflict(InvalidInput::new(
                         field("suggestion_id"),
-                        "this suggestion has already been observed",
+                        format!("this suggestion {ended}"),
                     )));
                 }
-                checked.observed_suggestions.push(*sid);
-                checked
-                    .ordinals
-                    .push(u64::try_from(suggestion.ordinal).ok());
+                let status = match value {
+                    Some(_) => SuggestionStatus::Observed,
+                    None => SuggestionStatus::Failed,
+                };
+                checked.suggestion_status.push((*sid, status));
                 (
                     Some(*sid),
                     suggestion.params.clone(),
                     suggestion.unit.clone(),
+                    u64::try_from(suggestion.ordinal).ok(),
                 )
             }
             (None, Some(params)) => {
@@ -200,26 +254,35 @@ fn checked_observations(
                     )
                     .into());
                 }
-                checked.ordinals.push(None);
-                (None, params.clone(), unit)
+                (None, params.clone(), unit, None)
             }
         };
         let t = observation_time(history, input, now, &field)?;
+        let Some(value) = value else {
+            checked.failed.push(EndedRun {
+                suggestion_id,
+                kind: RunEnd::Failed,
+                params,
+                t,
+                reason: input.reason.clone(),
+                created_at: now,
+            });
+            continue;
+        };
+        checked.ordinals.push(ordinal);
         checked.rows.push(ObservationRow {
-            seq: history.next_seq + i as i64,
+            seq: history.next_seq + checked.rows.len() as i64,
             suggestion_id,
             params,
             unit,
-            value: input.value,
+            value,
             t,
             measured_at: input.measured_at,
             regret: input.regret,
             // The model's estimate against the optimum the last suggest recorded.
             regret_estimate: match (input.regret, session.last_optimum_mean) {
-                (None, Some(optimum)) => {
-                    Some((config.goal.sign() * (optimum - input.value)).max(0.0))
-                        .filter(|estimate| *estimate <= MAX_MAGNITUDE)
-                }
+                (None, Some(optimum)) => Some((config.goal.sign() * (optimum - value)).max(0.0))
+                    .filter(|estimate| *estimate <= MAX_MAGNITUDE),
                 _ => None,
             },
             active: true,
@@ -232,14 +295,45 @@ fn checked_observations(
     Ok(checked)
 }
 
-/// The value is finite and within ±MAX_MAGNITUDE; a reported regret within [0,
-/// MAX_MAGNITUDE], so that every sum of regrets (the running total, the dashboard's
-/// buckets) stays finite on both backends.
-fn check_numbers(
+/// The measured value, or `None` for a failed run. The value is finite and within
+/// ±MAX_MAGNITUDE; a reported regret within [0, MAX_MAGNITUDE], so that every sum of
+/// regrets (the running total, the dashboard's buckets) stays finite on both backends. A
+/// failed run has neither, and only it has a `reason`.
+fn checked_value(
     input: &ObservationInput,
     field: &dyn Fn(&str) -> String,
-) -> Result<(), EngineError> {
-    if !(input.value.is_finite() && input.value.abs() <= MAX_MAGNITUDE) {
+) -> Result<Option<f64>, EngineError> {
+    let invalid = |name: &str, message: &str| -> EngineError {
+        InvalidInput::new(field(name), message).into()
+    };
+    if input.failed == Some(true) {
+        if input.value.is_some() {
+            return Err(invalid("value", "a failed run has no value; leave it out"));
+        }
+        if input.regret.is_some() {
+            return Err(invalid(
+                "regret",
+                "a failed run has no regret; leave it out",
+            ));
+        }
+        if let Some(reason) = &input.reason {
+            validate_text(&field("reason"), reason, 0, MAX_REASON_LEN)?;
+        }
+        return Ok(None);
+    }
+    if input.reason.is_some() {
+        return Err(invalid(
+            "reason",
+            "only a failed run (failed: true) has a reason",
+        ));
+    }
+    let Some(value) = input.value else {
+        return Err(invalid(
+            "value",
+            "is required (or failed: true, for a failed run)",
+        ));
+    };
+    if !(value.is_finite() && value.abs() <= MAX_MAGNITUDE) {
         return Err(InvalidInput::new(
             field("value"),
             format!("must be a finite number within ±{MAX_MAGNITUDE:e}"),
@@ -255,7 +349,7 @@ fn check_numbers(
         )
         .into());
     }
-    Ok(())
+    Ok(Some(value))
 }
 
 /// The session time of a measurement: from `measured_at` (wall-clock sessions: not before
