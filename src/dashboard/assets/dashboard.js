@@ -399,6 +399,8 @@ async function renderSession(main, session) {
   fact("observations", String(session.observation_count));
   fact("active dataset", session.dataset_size + (session.max_dataset_size !== null ? " of n* " + session.max_dataset_size : ""));
   fact("pending", String(session.pending_count));
+  const ended = kind => timeline.ended_runs.filter(r => r.kind === kind).length;
+  if (timeline.ended_run_count > 0) fact("failed · abandoned", `${ended("failed")} · ${ended("abandoned")}` + (timeline.ended_runs.length < timeline.ended_run_count ? ` (newest ${timeline.ended_runs.length} of ${timeline.ended_run_count})` : ""));
   fact("average regret" + (provenance ? ` (${provenance})` : ""), fmt(timeline.average_regret));
   fact("time", session.time.source === "client" ? "client time" : "wall clock");
   main.append(summary);
@@ -455,6 +457,7 @@ async function renderSession(main, session) {
       series: [
         { name: "observed at", mode: "points", points: timeline.observations.map(o => [o.t, o.params[p.name]]) },
         { name: "moving optimum", mode: "step", color: "#16a34a", width: 2, points: optimumSteps.map(s => [s.snapshot.optimum.t, s.snapshot.optimum.params[p.name]]) },
+        ...endedSeries(timeline, r => r.params[p.name]),
       ],
       extraY: [p.low, p.high],
       note: `Box [${fmt(p.low)}, ${fmt(p.high)}]${p.scale === "log" ? ", log scale" : ""}. The step line is the posterior argmax as it was at each suggest.`,
@@ -534,8 +537,32 @@ async function renderSession(main, session) {
   table.append(body);
   card.append(table);
   grid.append(card);
+  // 10. Runs that ended without a value.
+  if (timeline.ended_runs.length) {
+    const endedCard = el("div", { class: "card wide" });
+    endedCard.append(el("h2", { text: "Failed and abandoned runs" }));
+    const endedTable = el("table", { id: "ended-runs" });
+    endedTable.append(el("thead", {}, el("tr", {}, ...["time", ...session.parameters.map(p => p.name), "ended", "reason"].map(h => el("th", { text: h })))));
+    const endedBody = el("tbody");
+    for (const r of timeline.ended_runs.slice(-20).reverse()) {
+      endedBody.append(el("tr", { class: r.kind },
+        el("td", { text: fmtTime(r.t) }), ...session.parameters.map(p => el("td", { text: fmt(r.params[p.name]) })),
+        el("td", { text: r.kind + (r.suggestion_id ? "" : " (own setting)") }), el("td", { text: r.reason ?? "–" })));
+    }
+    endedTable.append(endedBody);
+    endedCard.append(endedTable, el("p", { class: "note", text: "Recorded and kept from the model: a failed run's suggestion and an abandoned one are no longer pending." }));
+    grid.append(endedCard);
+  }
   window.scrollTo(0, scrollY);
   document.body.dataset.rendered = String(session.version);
+}
+
+/// The failed (red) and abandoned (grey) runs as point series at [t, y(run)]; none
+/// when the session has none.
+function endedSeries(timeline, y) {
+  return [["failed", "#dc2626"], ["abandoned", "#9aa3ad"]]
+    .map(([kind, color]) => ({ name: kind, mode: "points", color, points: timeline.ended_runs.filter(r => r.kind === kind).map(r => [r.t, y(r), { label: kind + (r.reason ? ": " + r.reason : ""), color }]) }))
+    .filter(series => series.points.length);
 }
 
 async function posterior1d(grid, session, timeline, best) {
@@ -644,18 +671,32 @@ async function posterior2d(grid, session, timeline, best) {
   }
 }
 
+/// One CSV field: quoted (quotes doubled) when it holds a comma, a quote or a line break.
+function csvField(value) {
+  const text = value === null || value === undefined ? "" : String(value);
+  return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+}
+
+/// Every observation (`kind` observation), then the runs that ended without a value
+/// (`failed`, `abandoned`: the newest 20,000, as the timeline keeps them), as CSV.
 async function exportObservationsCsv(session) {
   const names = session.parameters.map(p => p.name);
-  const lines = [["seq", "t", ...names, "value", "regret", "active", "removed_t", "removed_reason"].join(",")];
+  const header = ["kind", "seq", "t", ...names, "value", "regret", "active", "removed_t", "removed_reason", "reason"];
+  const rows = [];
   let after = 0;
   for (;;) {
     const page = await api(`/v1/sessions/${session.id}/observations?include_pruned=true&limit=10000&after=${after}`);
     for (const o of page.observations) {
-      lines.push([o.seq, o.t, ...names.map(n => o.params[n]), o.value, o.regret ?? "", o.active, o.removed_t ?? "", o.removed_reason ?? ""].join(","));
+      rows.push(["observation", o.seq, o.t, ...names.map(n => o.params[n]), o.value, o.regret, o.active, o.removed_t, o.removed_reason, null]);
     }
     if (page.next_after === undefined || page.next_after === null) break;
     after = page.next_after;
   }
+  const timeline = await api(`/v1/sessions/${session.id}/timeline?points=20000`);
+  for (const r of timeline.ended_runs) {
+    rows.push([r.kind, null, r.t, ...names.map(n => r.params[n]), null, null, false, null, null, r.reason]);
+  }
+  const lines = [header, ...rows].map(row => row.map(csvField).join(","));
   const url = URL.createObjectURL(new Blob([lines.join("\n") + "\n"], { type: "text/csv" }));
   const a = el("a", { href: url, download: session.name + "-observations.csv" });
   document.body.append(a);

@@ -145,6 +145,23 @@ async fn the_dashboard_draws_every_kind_of_session_live_in_chromium() {
         )
         .await;
     }
+    // A failed measurement (its reason holds a comma, for the CSV) and an abandoned
+    // suggestion: drawn on the parameter chart and listed.
+    let s = suggest(&server, &estimated, 61.0).await;
+    observe(
+        &server,
+        &estimated,
+        json!({"suggestion_id": s["id"], "failed": true, "reason": "timeout, twice", "t": 62.0}),
+    )
+    .await;
+    let s = suggest(&server, &estimated, 63.0).await;
+    let abandon = axum::http::Request::delete(format!(
+        "/v1/sessions/{estimated}/suggestions/{}",
+        s["id"].as_str().unwrap()
+    ))
+    .body(axum::body::Body::empty())
+    .unwrap();
+    assert_eq!(server.send(abandon).await.status(), 204);
     let arms: Vec<Value> = (0..6)
         .map(|i| json!({"name": format!("arm-{i}"), "params": {"x": i as f64 / 5.0}}))
         .collect();
@@ -234,6 +251,16 @@ async fn the_dashboard_draws_every_kind_of_session_live_in_chromium() {
             }
             if name == "one-dimension" {
                 assert!(charts.iter().any(|c| c[0] == "posterior"), "{charts:?}");
+                assert_eq!(
+                    browser.eval(
+                        "[...document.querySelectorAll('#ended-runs tbody tr')].map(r => r.className)"
+                    ),
+                    json!(["abandoned", "failed"])
+                );
+                assert_eq!(
+                    browser.eval("document.querySelector('[data-chart=\"param-x\"]').textContent.includes('failed')"),
+                    json!(true)
+                );
                 assert_eq!(
                     browser.eval("document.querySelector('[data-chart=regret] h2').textContent.endsWith('(estimated)')"),
                     json!(true)
