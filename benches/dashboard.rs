@@ -107,6 +107,7 @@ async fn long_session(service: &SessionService, store: &dyn Store) -> Uuid {
             removed_at: (!active).then_some(now),
             removed_t: (!active).then_some(t + 2000.0),
             removed_reason: (!active).then(|| "relevance".to_string()),
+            metadata: None,
             created_at: now,
         };
         let calls = [("suggest", true), ("observe", false)].map(|(kind, optimum)| CallRecord {

@@ -85,6 +85,7 @@ fn observation(seq: i64, t: f64, active: bool) -> ObservationRow {
         removed_at: (!active).then_some(now),
         removed_t: (!active).then_some(t + STEP),
         removed_reason: (!active).then(|| "relevance".to_string()),
+        metadata: None,
         created_at: now,
     }
 }

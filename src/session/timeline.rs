@@ -92,6 +92,7 @@ fn timeline_view(stored: StoredTimeline) -> Timeline {
                 active: row.active,
                 removed_t: row.removed_t,
                 removed_reason: row.removed_reason,
+                metadata: row.metadata,
             })
             .collect(),
         steps: stored.calls.into_iter().map(Step::from).collect(),

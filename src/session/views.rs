@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use crate::domain::config::{AlgorithmConfig, Goal, ModelConfig, SessionConfig, TimeConfig};
 use crate::domain::hyperpriors::HyperpriorSet;
-use crate::domain::input::ObservationInput;
+use crate::domain::input::{Metadata, ObservationInput};
 use crate::domain::records::{EndedRun, FittedHyperparameters, RunEnd, StepSnapshot};
 use crate::domain::space::{Arm, ParameterSpec, Params, serialize_params};
 pub use crate::engine::reads::{PriorSelectionView, PriorStatusView, RelevanceView};
@@ -194,6 +194,9 @@ pub struct Observation {
     pub removed_t: Option<f64>,
     /// Why it was forgotten (`reset`, ...).
     pub removed_reason: Option<String>,
+    /// The client's notes on the run, as sent.
+    #[schema(value_type = Option<Object>)]
+    pub metadata: Option<Metadata>,
 }
 
 impl From<&ObservationRow> for Observation {
@@ -210,6 +213,7 @@ impl From<&ObservationRow> for Observation {
             removed_at: row.removed_at,
             removed_t: row.removed_t,
             removed_reason: row.removed_reason.clone(),
+            metadata: row.metadata.clone(),
         }
     }
 }
@@ -242,6 +246,9 @@ pub struct EndedRunView {
     pub t: f64,
     /// The client's words on a failure.
     pub reason: Option<String>,
+    /// The client's notes on the run, as sent.
+    #[schema(value_type = Option<Object>)]
+    pub metadata: Option<Metadata>,
     pub created_at: DateTime<Utc>,
 }
 
@@ -253,6 +260,7 @@ impl From<EndedRun> for EndedRunView {
             params: run.params,
             t: run.t,
             reason: run.reason,
+            metadata: run.metadata,
             created_at: run.created_at,
         }
     }
@@ -409,6 +417,9 @@ pub struct TimelineObservation {
     pub active: bool,
     pub removed_t: Option<f64>,
     pub removed_reason: Option<String>,
+    /// The client's notes on the run, as sent.
+    #[schema(value_type = Option<Object>)]
+    pub metadata: Option<Metadata>,
 }
 
 /// Observations forgotten for one reason at one step, or, past the point budget, over a

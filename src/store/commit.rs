@@ -109,11 +109,11 @@ const INSERT_SUGGESTION: &str = "INSERT INTO suggestions (id, session_id, ordina
 
 const INSERT_OBSERVATION: &str = "INSERT INTO observations (session_id, seq, suggestion_id, \
      params, unit, value, t, measured_micros, regret, active, removed_micros, \
-     removed_reason, created_micros, removed_t, regret_estimate) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)";
+     removed_reason, created_micros, removed_t, regret_estimate, metadata) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)";
 
 const INSERT_ENDED_RUN: &str = "INSERT INTO ended_runs (session_id, suggestion_id, kind, \
-     params, t, reason, created_micros) VALUES ($1, $2, $3, $4, $5, $6, $7)";
+     params, t, reason, created_micros, metadata) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
 
 /// Folds one row into its bucket summary (creating it): first and last key, count, the
 /// first rows holding the minimum and maximum value and regret, the regrets' sum and
@@ -182,6 +182,7 @@ pub(crate) async fn apply_change(
             run.t.into(),
             run.reason.clone().into(),
             to_micros(run.created_at).into(),
+            run.metadata.as_ref().map(to_json).into(),
         ];
         s.execute(INSERT_ENDED_RUN, args).await?;
     }
@@ -412,6 +413,7 @@ async fn insert_observation(
         to_micros(o.created_at).into(),
         o.removed_t.into(),
         o.regret_estimate.into(),
+        o.metadata.as_ref().map(to_json).into(),
     ];
     s.execute(INSERT_OBSERVATION, args).await?;
     Ok(())

@@ -43,6 +43,10 @@ const SQLITE: &[MigrationFile] = &[
         "0007_ended_runs.sql",
         include_str!("../../migrations/sqlite/0007_ended_runs.sql"),
     ),
+    (
+        "0008_run_metadata.sql",
+        include_str!("../../migrations/sqlite/0008_run_metadata.sql"),
+    ),
 ];
 
 const POSTGRES: &[MigrationFile] = &[
@@ -77,6 +81,10 @@ const POSTGRES: &[MigrationFile] = &[
     (
         "0008_ended_runs.sql",
         include_str!("../../migrations/postgres/0008_ended_runs.sql"),
+    ),
+    (
+        "0009_run_metadata.sql",
+        include_str!("../../migrations/postgres/0009_run_metadata.sql"),
     ),
 ];
 

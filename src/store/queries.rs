@@ -311,8 +311,13 @@ macro_rules! store_on {
                     return Ok(None);
                 };
                 let key = id.to_string();
+                // Without the clients' metadata, which no model reads: a history stays in
+                // a replica's memory (session::snapshots).
                 let active = sqlx::query(
-                    "SELECT * FROM observations WHERE session_id = $1 AND active ORDER BY seq",
+                    "SELECT session_id, seq, suggestion_id, params, unit, value, t, \
+                     measured_micros, regret, active, removed_micros, removed_reason, \
+                     created_micros, removed_t, regret_estimate, CAST(NULL AS TEXT) AS metadata \
+                     FROM observations WHERE session_id = $1 AND active ORDER BY seq",
                 )
                 .bind(&key)
                 .fetch_all(&mut *c)
@@ -498,7 +503,7 @@ macro_rules! store_on {
                         .await?;
                 let sql = format!(
                     "SELECT * FROM (SELECT {row_id} AS id, suggestion_id, kind, params, t, \
-                     reason, created_micros FROM ended_runs WHERE session_id = $1 \
+                     reason, created_micros, metadata FROM ended_runs WHERE session_id = $1 \
                      ORDER BY {row_id} DESC LIMIT $2) newest ORDER BY id"
                 );
                 let ended_runs = sqlx::query(sqlx::AssertSqlSafe(sql))

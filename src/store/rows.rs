@@ -12,6 +12,7 @@ use super::{
     from_micros,
 };
 
+use crate::domain::input::Metadata;
 pub(crate) use crate::domain::records::RECENT_DELAYS;
 
 /// Typed access to a row's columns by name.
@@ -168,6 +169,7 @@ pub(crate) fn observation_from_row(row: &impl Columns) -> Result<ObservationRow,
             .transpose()?,
         removed_t: row.opt_real("removed_t")?,
         removed_reason: row.opt_text("removed_reason")?.map(str::to_string),
+        metadata: metadata_of(row)?,
         created_at: from_micros(row.int("created_micros")?)?,
     })
 }
@@ -180,8 +182,16 @@ pub(crate) fn ended_run_from_row(row: &impl Columns) -> Result<EndedRun, StoreEr
         params: from_json(row.text("params")?, "params")?,
         t: row.real("t")?,
         reason: row.opt_text("reason")?.map(str::to_string),
+        metadata: metadata_of(row)?,
         created_at: from_micros(row.int("created_micros")?)?,
     })
+}
+
+/// A run's `metadata` column: a JSON object, or NULL.
+fn metadata_of(row: &impl Columns) -> Result<Option<Metadata>, StoreError> {
+    row.opt_text("metadata")?
+        .map(|json| from_json(json, "metadata"))
+        .transpose()
 }
 
 pub(crate) fn response_time_from_row(row: &impl Columns) -> Result<ResponseTimeSample, StoreError> {

@@ -299,6 +299,7 @@ mod tests {
             removed_at: None,
             removed_t: None,
             removed_reason: None,
+            metadata: None,
             created_at: Utc::now(),
         };
         ChangeSet {

@@ -16,7 +16,54 @@ backend_tests!(
     stepped_parameters_are_suggested_on_their_grids,
     resuming_by_name_under_concurrent_callers_makes_one_session,
     failed_and_abandoned_runs_release_their_suggestions_and_never_reach_the_model,
+    metadata_is_kept_with_its_run_and_returned,
 );
+
+/// An observation's and a failed run's `metadata` come back as sent in the listing, the
+/// timeline and observe's answer; more than 4096 bytes, or not an object, is a 422.
+async fn metadata_is_kept_with_its_run_and_returned(server: TestServer) {
+    let id = server.create(client_session("gp-ucb", 4)).await;
+    let path = format!("/v1/sessions/{id}/observations");
+    let notes = json!({"host": "db-3", "build": 1742, "flags": ["jit", "lz4"]});
+    let (status, answer) = server
+        .post(
+            &path,
+            &json!({"observations": [
+                {"params": {"x": 0.1, "y": 0.2}, "value": 1.0, "t": 1, "metadata": notes},
+                {"params": {"x": 0.3, "y": 0.4}, "value": 2.0, "t": 2},
+                {"params": {"x": 0.5, "y": 0.6}, "failed": true, "t": 3, "metadata": {"exit": 137}},
+            ]}),
+        )
+        .await;
+    assert_eq!(status, 201, "{answer}");
+    assert_eq!(answer["observations"][0]["metadata"], notes);
+    assert_eq!(answer["failed"][0]["metadata"], json!({"exit": 137}));
+    let (_, listing) = server.get(&path).await;
+    assert_eq!(listing["observations"][0]["metadata"], notes);
+    assert_eq!(listing["observations"][1]["metadata"], json!(null));
+    let (_, timeline) = server.get(&format!("/v1/sessions/{id}/timeline")).await;
+    assert_eq!(timeline["observations"][0]["metadata"], notes);
+    assert_eq!(timeline["ended_runs"][0]["metadata"], json!({"exit": 137}));
+    // The model is built from the same two observations either way.
+    let (_, model) = server.get(&format!("/v1/sessions/{id}/model")).await;
+    assert_eq!(model["dataset_size"], 2, "{model}");
+    let big = json!({"log": "x".repeat(5000)});
+    for metadata in [big, json!(5), json!(["a"])] {
+        let (status, answer) = server
+            .post(
+                &path,
+                &json!({"params": {"x": 0.1, "y": 0.1}, "value": 0, "t": 4, "metadata": metadata}),
+            )
+            .await;
+        assert_eq!(
+            (status, answer["field"].as_str()),
+            (422, Some("metadata")),
+            "{answer}"
+        );
+    }
+    let (_, session) = server.get(&format!("/v1/sessions/{id}")).await;
+    assert_eq!(session["observation_count"], 2, "{session}");
+}
 
 /// A failed measurement and an abandoned suggestion are recorded (observe's answer, the
 /// timeline), release their suggestions, and add nothing to the model; neither can be

@@ -189,8 +189,10 @@ def test_reattach_list_and_delete(client: tvbo.Client, server: Server) -> None:
 def test_fail_and_abandon_release_suggestions_and_skip_the_model(client: tvbo.Client) -> None:
     s = make_session(client)
     first, second, third = s.suggest(3)
-    s.observe(first, 1.0)
-    run = s.fail(second, "timed out")
+    kept = s.observe(first, 1.0, metadata={"host": "db-3", "flags": ["jit"]})
+    assert kept.metadata == {"host": "db-3", "flags": ["jit"]}
+    run = s.fail(second, "timed out", metadata={"exit": 137})
+    assert run.metadata == {"exit": 137}
     assert (run.kind, run.reason, run.suggestion_id) == ("failed", "timed out", second.id)
     s.abandon(third)
     s.abandon(third.id)  # twice is harmless
@@ -353,6 +355,7 @@ def test_to_pandas(client: tvbo.Client) -> None:
         "removed_at",
         "removed_reason",
         "removed_t",
+        "metadata",
         "x",
         "size",
     ]

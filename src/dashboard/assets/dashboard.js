@@ -681,20 +681,21 @@ function csvField(value) {
 /// (`failed`, `abandoned`: the newest 20,000, as the timeline keeps them), as CSV.
 async function exportObservationsCsv(session) {
   const names = session.parameters.map(p => p.name);
-  const header = ["kind", "seq", "t", ...names, "value", "regret", "active", "removed_t", "removed_reason", "reason"];
+  const header = ["kind", "seq", "t", ...names, "value", "regret", "active", "removed_t", "removed_reason", "reason", "metadata"];
+  const json = metadata => metadata ? JSON.stringify(metadata) : null;
   const rows = [];
   let after = 0;
   for (;;) {
     const page = await api(`/v1/sessions/${session.id}/observations?include_pruned=true&limit=10000&after=${after}`);
     for (const o of page.observations) {
-      rows.push(["observation", o.seq, o.t, ...names.map(n => o.params[n]), o.value, o.regret, o.active, o.removed_t, o.removed_reason, null]);
+      rows.push(["observation", o.seq, o.t, ...names.map(n => o.params[n]), o.value, o.regret, o.active, o.removed_t, o.removed_reason, null, json(o.metadata)]);
     }
     if (page.next_after === undefined || page.next_after === null) break;
     after = page.next_after;
   }
   const timeline = await api(`/v1/sessions/${session.id}/timeline?points=20000`);
   for (const r of timeline.ended_runs) {
-    rows.push([r.kind, null, r.t, ...names.map(n => r.params[n]), null, null, false, null, null, r.reason]);
+    rows.push([r.kind, null, r.t, ...names.map(n => r.params[n]), null, null, false, null, null, r.reason, json(r.metadata)]);
   }
   const lines = [header, ...rows].map(row => row.map(csvField).join(","));
   const url = URL.createObjectURL(new Blob([lines.join("\n") + "\n"], { type: "text/csv" }));

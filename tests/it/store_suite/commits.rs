@@ -86,6 +86,7 @@ async fn check_commit_applies_every_part(store: &dyn Store) {
             removed_at: None,
             removed_t: None,
             removed_reason: None,
+            metadata: None,
             ..forgotten.clone()
         },
         observation(1, None, 0.5)

@@ -155,6 +155,7 @@ fn observation(seq: i64, of: Option<&SuggestionRow>, t: f64) -> ObservationRow {
         removed_at: None,
         removed_t: None,
         removed_reason: None,
+        metadata: None,
         created_at: at(1_700_000_200_000_000 + seq),
     }
 }

@@ -272,6 +272,7 @@ def observation_json(
     regret: Optional[float] = None,
     failed: bool = False,
     reason: Optional[str] = None,
+    metadata: Optional[Mapping[str, Any]] = None,
 ) -> Dict[str, Any]:
     """One observation's JSON (schema ``ObservationInput``): a value, or ``failed``
     (with an optional ``reason``) for a failed measurement."""
@@ -296,6 +297,8 @@ def observation_json(
         body["t"] = finite("t", t)
     if regret is not None:
         body["regret"] = finite("regret", regret)
+    if metadata is not None:
+        body["metadata"] = dict(metadata)
     return body
 
 
@@ -326,6 +329,7 @@ def batch_json(items: Iterable[ObservationItem]) -> Dict[str, Any]:
                     item.regret,
                     bool(item.failed),
                     item.reason,
+                    item.metadata,
                 )
             )
         else:

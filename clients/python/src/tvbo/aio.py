@@ -196,9 +196,10 @@ class AsyncSession:
         *,
         t: Optional[float] = None,
         regret: Optional[float] = None,
+        metadata: Optional[Mapping[str, Any]] = None,
     ) -> Observation:
         """See :meth:`tvbo.Session.observe`."""
-        body = _core.observation_json(suggestion, value, measured_at, t, regret)
+        body = _core.observation_json(suggestion, value, measured_at, t, regret, metadata=metadata)
         data = await self.client.request(_core.post(f"{self.path}/observations", body))
         return decode(ObservationList, data).observations[0]
 
@@ -209,9 +210,12 @@ class AsyncSession:
         measured_at: Optional[datetime] = None,
         *,
         t: Optional[float] = None,
+        metadata: Optional[Mapping[str, Any]] = None,
     ) -> EndedRun:
         """See :meth:`tvbo.Session.fail`."""
-        body = _core.observation_json(suggestion, None, measured_at, t, None, True, reason)
+        body = _core.observation_json(
+            suggestion, None, measured_at, t, None, True, reason, metadata
+        )
         data = await self.client.request(_core.post(f"{self.path}/observations", body))
         return decode(ObservationList, data).failed[0]
 

@@ -217,12 +217,15 @@ class Session:
         *,
         t: Optional[float] = None,
         regret: Optional[float] = None,
+        metadata: Optional[Mapping[str, Any]] = None,
     ) -> Observation:
         """Record ``value`` measured for ``suggestion`` (a :class:`Suggestion`, its id, or
         a setting of your own as a mapping). ``measured_at`` (timezone-aware) defaults to
-        when the server receives it; ``t`` replaces it in client-time sessions. Retried
-        safely: a retry after a lost answer stores nothing twice."""
-        body = _core.observation_json(suggestion, value, measured_at, t, regret)
+        when the server receives it; ``t`` replaces it in client-time sessions;
+        ``metadata`` (a JSON object, at most 4096 bytes) is kept with the run and
+        returned, never modelled. Retried safely: a retry after a lost answer stores
+        nothing twice."""
+        body = _core.observation_json(suggestion, value, measured_at, t, regret, metadata=metadata)
         data = self.client.request(_core.post(f"{self.path}/observations", body))
         return decode(ObservationList, data).observations[0]
 
@@ -233,11 +236,14 @@ class Session:
         measured_at: Optional[datetime] = None,
         *,
         t: Optional[float] = None,
+        metadata: Optional[Mapping[str, Any]] = None,
     ) -> EndedRun:
         """Report that measuring ``suggestion`` failed (a timeout, a crash): recorded
         and shown, the suggestion no longer pending, nothing added to the model.
         ``reason`` says why in your words (at most 500 characters)."""
-        body = _core.observation_json(suggestion, None, measured_at, t, None, True, reason)
+        body = _core.observation_json(
+            suggestion, None, measured_at, t, None, True, reason, metadata
+        )
         data = self.client.request(_core.post(f"{self.path}/observations", body))
         return decode(ObservationList, data).failed[0]
 

@@ -136,6 +136,7 @@ class ObservationInput:
     regret: Optional[float] = None
     failed: Optional[bool] = None
     reason: Optional[str] = None
+    metadata: Optional[Dict[str, Any]] = None
 
 
 # ---------------------------------------------------------------- responses
@@ -220,6 +221,7 @@ class Observation:
     removed_at: Optional[datetime] = None
     removed_reason: Optional[str] = None
     removed_t: Optional[float] = None
+    metadata: Optional[Dict[str, Any]] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -233,6 +235,7 @@ class EndedRun:
     created_at: datetime
     suggestion_id: Optional[str] = None
     reason: Optional[str] = None
+    metadata: Optional[Dict[str, Any]] = None
 
 
 @dataclasses.dataclass(frozen=True)

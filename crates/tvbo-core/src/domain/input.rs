@@ -8,6 +8,13 @@ use uuid::Uuid;
 
 use crate::domain::space::Params;
 
+/// A client's notes on one run (`metadata`): a JSON object kept with it and returned in
+/// listings and exports, never read by the model.
+pub type Metadata = serde_json::Map<String, serde_json::Value>;
+
+/// Largest `metadata` object, in bytes of compact JSON.
+pub const MAX_METADATA_BYTES: usize = 4096;
+
 /// One measured value, for a suggestion (`suggestion_id`) or for a setting the client
 /// chose itself (`params`); or, with `failed`, a measurement that failed (no value).
 #[derive(Clone, Debug, Default, Deserialize, ToSchema)]
@@ -26,6 +33,10 @@ pub struct ObservationInput {
     /// Why a failed run failed, in the client's words (with `failed` only).
     #[schema(max_length = 500)]
     pub reason: Option<String>,
+    /// The client's notes on this run (a host, a build, a log line): a JSON object of at
+    /// most 4096 bytes, kept and returned in listings and exports, never modelled.
+    #[schema(value_type = Option<Object>)]
+    pub metadata: Option<Metadata>,
     /// When the value was measured (wall-clock sessions; default: when the request arrived).
     pub measured_at: Option<DateTime<Utc>>,
     /// Session time of the measurement (client-time sessions, where it is required).

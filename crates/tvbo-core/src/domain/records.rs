@@ -9,6 +9,7 @@ use uuid::Uuid;
 
 use crate::domain::checked::CheckedConfig;
 use crate::domain::hyperpriors::FitReport;
+use crate::domain::input::Metadata;
 use crate::domain::space::Params;
 
 /// The tenant of sessions made with authentication off, or before API keys existed.
@@ -114,6 +115,8 @@ pub struct EndedRun {
     pub t: f64,
     /// The client's words on a failure (at most [`MAX_REASON_LEN`] characters).
     pub reason: Option<String>,
+    /// The client's notes on the run (a failure's `metadata`).
+    pub metadata: Option<Metadata>,
     pub created_at: DateTime<Utc>,
 }
 
@@ -160,6 +163,9 @@ pub struct ObservationRow {
     /// this was recorded, and for active ones).
     pub removed_t: Option<f64>,
     pub removed_reason: Option<String>,
+    /// The client's notes on the run; `None` in a [`History`], which no model reads them
+    /// from.
+    pub metadata: Option<Metadata>,
     pub created_at: DateTime<Utc>,
 }
 
@@ -367,6 +373,7 @@ impl History {
             last_seq = last_seq.max(o.seq);
             if o.active {
                 self.active.push(ObservationRow {
+                    metadata: None,
                     measured_at: o.measured_at.map(as_stored),
                     removed_at: o.removed_at.map(as_stored),
                     created_at: as_stored(o.created_at),

@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::{EngineError, Limits, policy_data, policy_state, step_outcome};
 use crate::domain::config::{AlgorithmConfig, TimeSource};
-use crate::domain::input::ObservationInput;
+use crate::domain::input::{MAX_METADATA_BYTES, ObservationInput};
 use crate::domain::records::{
     CallRecord, ChangeSet, Deactivation, EndedRun, History, MAX_REASON_LEN, ObservationRow,
     ResponseTimeSummary, RunEnd, SuggestionRow, SuggestionStatus,
@@ -160,6 +160,7 @@ pub fn plan_abandon(
             params: suggestion.params.clone(),
             t: suggestion.t,
             reason: None,
+            metadata: None,
             created_at: now,
         }],
         ..ChangeSet::default()
@@ -265,6 +266,7 @@ fn checked_observations(
                 params,
                 t,
                 reason: input.reason.clone(),
+                metadata: input.metadata.clone(),
                 created_at: now,
             });
             continue;
@@ -289,6 +291,7 @@ fn checked_observations(
             removed_at: None,
             removed_t: None,
             removed_reason: None,
+            metadata: input.metadata.clone(),
             created_at: now,
         });
     }
@@ -319,6 +322,7 @@ fn checked_value(
         if let Some(reason) = &input.reason {
             validate_text(&field("reason"), reason, 0, MAX_REASON_LEN)?;
         }
+        check_metadata(input, field)?;
         return Ok(None);
     }
     if input.reason.is_some() {
@@ -333,6 +337,7 @@ fn checked_value(
             "is required (or failed: true, for a failed run)",
         ));
     };
+    check_metadata(input, field)?;
     if !(value.is_finite() && value.abs() <= MAX_MAGNITUDE) {
         return Err(InvalidInput::new(
             field("value"),
@@ -350,6 +355,24 @@ fn checked_value(
         .into());
     }
     Ok(Some(value))
+}
+
+/// `metadata` is at most [`MAX_METADATA_BYTES`] of JSON.
+fn check_metadata(
+    input: &ObservationInput,
+    field: &dyn Fn(&str) -> String,
+) -> Result<(), EngineError> {
+    if let Some(metadata) = &input.metadata {
+        let bytes = serde_json::to_vec(metadata).map_or(usize::MAX, |json| json.len());
+        if bytes > MAX_METADATA_BYTES {
+            return Err(InvalidInput::new(
+                field("metadata"),
+                format!("is {bytes} bytes of JSON; at most {MAX_METADATA_BYTES}"),
+            )
+            .into());
+        }
+    }
+    Ok(())
 }
 
 /// The session time of a measurement: from `measured_at` (wall-clock sessions: not before
