@@ -144,6 +144,7 @@ fn main() -> anyhow::Result<()> {
             issued_before: n as u64,
             fixed_noise: None,
             cores: &args.threads,
+            fixed: &[],
         };
         let suggest = timed(args.repeats, || {
             let mut state = PolicyState::default();
@@ -199,6 +200,7 @@ fn main() -> anyhow::Result<()> {
                 beta,
                 set.t_next,
                 &options,
+                &[],
                 &args.threads,
                 &mut rng,
             )

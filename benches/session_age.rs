@@ -184,6 +184,7 @@ async fn round(service: &SessionService, id: Uuid, t: f64) -> anyhow::Result<(f6
             SuggestRequest {
                 count: Some(1),
                 t: Some(t),
+                fixed: None,
             },
             None,
         )

@@ -402,12 +402,14 @@ impl SessionService {
             .into());
         }
         let (arrived, limits, t) = (Utc::now(), self.limits, request.t);
+        let fixed = request.fixed.unwrap_or_default();
+        let fixed = &fixed;
         let _guard = self.lock(id).await;
         self.commit_with_retry(id, idempotency, |snapshot| async move {
-            let history = snapshot.history.clone();
+            let (history, fixed) = (snapshot.history.clone(), fixed.clone());
             let change = self
                 .plan(id, move |cores| {
-                    plan_suggest(&history, count as usize, t, arrived, &limits, cores)
+                    plan_suggest(&history, count as usize, t, &fixed, arrived, &limits, cores)
                 })
                 .await?;
             let response = SuggestResponse {

@@ -109,6 +109,10 @@ pub struct SuggestRequest {
     /// Session time in seconds (client-time sessions only, where it is required).
     #[schema(minimum = -1e10, maximum = 1e10)]
     pub t: Option<f64>,
+    /// Parameters held at these values: each suggestion is the best setting of the
+    /// others given them (Ax's fixed features). Required for every context parameter.
+    #[schema(value_type = Option<std::collections::BTreeMap<String, f64>>)]
+    pub fixed: Option<Params>,
 }
 
 /// A suggested setting to evaluate.

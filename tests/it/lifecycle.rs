@@ -17,7 +17,104 @@ backend_tests!(
     resuming_by_name_under_concurrent_callers_makes_one_session,
     failed_and_abandoned_runs_release_their_suggestions_and_never_reach_the_model,
     metadata_is_kept_with_its_run_and_returned,
+    context_parameters_are_given_and_the_rest_chosen_for_them,
 );
+
+/// A context parameter (`load`) is never chosen: every suggest gives it (`fixed`), the
+/// suggestion carries the value given, and once the model has learnt that the best
+/// `x` follows the load, the suggestions for a low and a high load differ accordingly.
+/// Fixing a parameter that is not a context one holds it too.
+async fn context_parameters_are_given_and_the_rest_chosen_for_them(server: TestServer) {
+    let id = server
+        .create(json!({
+            "parameters": [
+                {"name": "x", "low": 0, "high": 1},
+                {"name": "load", "low": 0, "high": 1, "context": true},
+                {"name": "threads", "type": "int", "low": 1, "high": 8},
+            ],
+            "algorithm": {"name": "gp-ucb"},
+            "model": {"warmup": 4},
+            "time": {"source": "client"},
+            "seed": 9,
+        }))
+        .await;
+    let (server, suggest) = (&server, format!("/v1/sessions/{id}/suggestions"));
+    let observe = format!("/v1/sessions/{id}/observations");
+    let (status, answer) = server.post(&suggest, &json!({"t": 0})).await;
+    assert_eq!(
+        (status, answer["field"].as_str()),
+        (422, Some("fixed.load")),
+        "{answer}"
+    );
+    for (fixed, field) in [
+        (json!({"load": 1.5}), "fixed.load"),
+        (json!({"load": 0.5, "nope": 1}), "fixed.nope"),
+        (json!({"load": 0.5, "threads": 2.5}), "fixed.threads"),
+    ] {
+        let (status, answer) = server
+            .post(&suggest, &json!({"t": 0, "fixed": fixed}))
+            .await;
+        assert_eq!(
+            (status, answer["field"].as_str()),
+            (422, Some(field)),
+            "{answer}"
+        );
+    }
+    let (status, answer) = server
+        .post(
+            &observe,
+            &json!({"params": {"x": 0.5, "threads": 2}, "value": 0, "t": 0}),
+        )
+        .await;
+    assert_eq!(
+        (status, answer["field"].as_str()),
+        (422, Some("params.load")),
+        "{answer}"
+    );
+    // The best x is the load; threads do not matter.
+    let mut round = 0.0;
+    for k in 0..24 {
+        let load = [0.13, 0.5, 0.87][k % 3];
+        round += 1.0;
+        let (status, answer) = server
+            .post(&suggest, &json!({"t": round, "fixed": {"load": load}}))
+            .await;
+        assert_eq!(status, 201, "{answer}");
+        let s = &answer["suggestions"][0];
+        assert_eq!(s["params"]["load"], json!(load), "{s}");
+        let x = s["params"]["x"].as_f64().unwrap();
+        let (status, answer) = server
+            .post(
+                &observe,
+                &json!({"suggestion_id": s["id"], "value": -(x - load).powi(2), "t": round}),
+            )
+            .await;
+        assert_eq!(status, 201, "{answer}");
+    }
+    let mut chosen = Vec::new();
+    for load in [0.13, 0.87] {
+        let (_, answer) = server
+            .post(
+                &suggest,
+                &json!({"t": round + 1.0, "fixed": {"load": load, "threads": 3}}),
+            )
+            .await;
+        let s = &answer["suggestions"][0];
+        assert_eq!(
+            (
+                s["params"]["load"].as_f64(),
+                s["params"]["threads"].as_i64()
+            ),
+            (Some(load), Some(3)),
+            "{s}"
+        );
+        chosen.push(s["params"]["x"].as_f64().unwrap());
+    }
+    assert!(
+        chosen[0] < 0.45 && chosen[1] > 0.55,
+        "x for loads 0.13 and 0.87: {chosen:?}"
+    );
+}
 
 /// An observation's and a failed run's `metadata` come back as sent in the listing, the
 /// timeline and observe's answer; more than 4096 bytes, or not an object, is a 422.

@@ -88,6 +88,7 @@ async fn kept_snapshots_are_what_the_store_reads_back(store: Arc<dyn Store>) {
             let request = SuggestRequest {
                 count: Some(1 + (step % 2) as i64),
                 t: Some(t),
+                fixed: None,
             };
             let suggested = if step % 7 == 3 {
                 other.suggest(id, request, None).await.unwrap()

@@ -211,6 +211,22 @@ def test_fail_and_abandon_release_suggestions_and_skip_the_model(client: tvbo.Cl
     assert (info.pending_count, info.observation_count, s.model().dataset_size) == (0, 2, 2)
 
 
+def test_context_parameters_are_given_at_every_suggest(client: tvbo.Client) -> None:
+    s = client.create_session(
+        [tvbo.Float("level", 0, 1), tvbo.Float("load", 0, 1, context=True)],
+        model={"warmup": 2},
+        seed=3,
+    )
+    assert s.info.parameters[1].context is True
+    with pytest.raises(tvbo.InvalidField) as raised:
+        s.suggest()
+    assert raised.value.field == "fixed.load"
+    for load in (0.2, 0.9, 0.5):
+        (sg,) = s.suggest(fixed={"load": load})
+        assert sg.params["load"] == load
+        s.observe(sg, -((sg.params["level"] - load) ** 2))
+
+
 def test_resume_by_name(client: tvbo.Client) -> None:
     space = [tvbo.Float("x", 0, 10)]
     results: List[str] = []

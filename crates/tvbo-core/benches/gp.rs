@@ -131,6 +131,7 @@ fn bench_suggest(c: &mut Criterion) {
             issued_before: n as u64,
             fixed_noise: None,
             cores: &1,
+            fixed: &[],
         };
         group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
             b.iter(|| {
@@ -175,6 +176,7 @@ fn bench_bolt_iteration(c: &mut Criterion) {
             issued_before: n as u64,
             fixed_noise: None,
             cores: &1,
+            fixed: &[],
         };
         group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
             b.iter(|| {

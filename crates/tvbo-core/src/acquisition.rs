@@ -107,6 +107,13 @@ fn sobol_points<R: Rng + ?Sized>(count: usize, dim: usize, rng: &mut R) -> Vec<V
         .collect()
 }
 
+/// Sets the coordinates of `point` that `fixed` (index, value) names to their values.
+pub fn hold(point: &mut [f64], fixed: &[(usize, f64)]) {
+    for &(i, value) in fixed {
+        point[i] = value;
+    }
+}
+
 fn ucb_value(mean: f64, variance: f64, sqrt_beta: f64) -> f64 {
     let v = mean + sqrt_beta * variance.max(0.0).sqrt();
     if v.is_nan() { f64::NEG_INFINITY } else { v }
@@ -162,10 +169,14 @@ fn refine_together(
     starts: &[&[f64]],
     t: f64,
     sqrt_beta: f64,
+    fixed: &[(usize, f64)],
     options: &BoundedOptions,
 ) -> Vec<Minimum> {
     let dim = gp.dim();
-    let (lower, upper) = (vec![0.0; dim], vec![1.0; dim]);
+    // A fixed coordinate's bounds are its value: the projected search never moves it.
+    let (mut lower, mut upper) = (vec![0.0; dim], vec![1.0; dim]);
+    hold(&mut lower, fixed);
+    hold(&mut upper, fixed);
     let mut searches: Vec<BoundedSearch> = starts
         .iter()
         .map(|x0| BoundedSearch::new(x0, &lower, &upper, options))
@@ -262,16 +273,18 @@ pub fn maximize_ucb<R: Rng + ?Sized>(
     options: &AcquisitionOptions,
     rng: &mut R,
 ) -> (Vec<f64>, f64) {
-    maximize_ucb_on(gp, beta, t, options, &1, rng)
+    maximize_ucb_on(gp, beta, t, options, &[], &1, rng)
 }
 
-/// [`maximize_ucb`] with its raw samples and refinements on the threads `cores` allows;
-/// the same result.
+/// [`maximize_ucb`] with its raw samples and refinements on the threads `cores` allows
+/// (the same result), over the points whose coordinates `fixed` (index, value) holds
+/// at their values: the best setting of the others given them (a suggest's `fixed`).
 pub fn maximize_ucb_on<R: Rng + ?Sized>(
     gp: &Gp,
     beta: f64,
     t: f64,
     options: &AcquisitionOptions,
+    fixed: &[(usize, f64)],
     cores: &dyn Cores,
     rng: &mut R,
 ) -> (Vec<f64>, f64) {
@@ -281,7 +294,10 @@ pub fn maximize_ucb_on<R: Rng + ?Sized>(
     } else {
         0.0
     };
-    let raw = sobol_points(options.raw_samples, dim, rng);
+    let mut raw = sobol_points(options.raw_samples, dim, rng);
+    for point in &mut raw {
+        hold(point, fixed);
+    }
     // With β = 0 (the posterior mean alone) the variances, an O(n²) solve per point, are
     // not needed.
     let value_of = |chunk: &&[Vec<f64>]| -> Vec<f64> {
@@ -313,7 +329,7 @@ pub fn maximize_ucb_on<R: Rng + ?Sized>(
         .collect();
     let groups: Vec<&[&[f64]]> = starts.chunks(REFINEMENT_GROUP).collect();
     let refined = in_parallel(&groups, cores, |group| {
-        refine_together(gp, group, t, sqrt_beta, &options.optimizer)
+        refine_together(gp, group, t, sqrt_beta, fixed, &options.optimizer)
     });
     for m in refined.into_iter().flatten() {
         let value = -m.value;
@@ -353,7 +369,7 @@ pub fn maximize_mean<R: Rng + ?Sized>(
     cores: &dyn Cores,
     rng: &mut R,
 ) -> (Vec<f64>, f64) {
-    maximize_ucb_on(gp, 0.0, t, options, cores, rng)
+    maximize_ucb_on(gp, 0.0, t, options, &[], cores, rng)
 }
 
 #[cfg(test)]
@@ -437,6 +453,39 @@ mod tests {
         assert!(beta_srinivas_continuous(3, 0, 0.1, 1.0, 1.0, 1.0) >= 0.0);
     }
 
+    /// With a coordinate held, the maximiser keeps it exactly and is as good as the
+    /// best of a dense grid over the free coordinate (brute force, in two dimensions).
+    #[test]
+    fn a_fixed_coordinate_is_held_and_the_others_maximised_given_it() {
+        let mut rng = ChaCha8Rng::seed_from_u64(23);
+        let options = small_options();
+        for trial in 0..10 {
+            let gp = random_gp(12 + trial, 2, &mut rng);
+            let (held, t, beta) = (rng.random::<f64>(), 50.0 * rng.random::<f64>(), 2.0);
+            for index in [0, 1] {
+                let fixed = [(index, held)];
+                let (x, value) = maximize_ucb_on(&gp, beta, t, &options, &fixed, &1, &mut rng);
+                assert_eq!(x[index], held, "trial {trial}: {x:?}");
+                let ucb = |p: &[f64]| {
+                    let (m, v) = gp.predict(p, t);
+                    m + beta.sqrt() * v.sqrt()
+                };
+                let grid_best = (0..=2000)
+                    .map(|k| {
+                        let mut p = [k as f64 / 2000.0; 2];
+                        p[index] = held;
+                        ucb(&p)
+                    })
+                    .fold(f64::NEG_INFINITY, f64::max);
+                assert!(
+                    value >= grid_best - 1e-4,
+                    "trial {trial}: {value} < {grid_best}"
+                );
+                assert!((ucb(&x) - value).abs() < 1e-9);
+            }
+        }
+    }
+
     #[test]
     fn suggestions_stay_in_the_box_and_beat_raw_samples() {
         let mut rng = ChaCha8Rng::seed_from_u64(17);
@@ -477,7 +526,7 @@ mod tests {
             let run = |threads: usize| {
                 let options = AcquisitionOptions::default();
                 let mut rng = ChaCha8Rng::seed_from_u64(seed);
-                maximize_ucb_on(&gp, 2.0, 25.0, &options, &threads, &mut rng)
+                maximize_ucb_on(&gp, 2.0, 25.0, &options, &[], &threads, &mut rng)
             };
             let one = run(1);
             assert_eq!(run(2), one);
@@ -498,7 +547,7 @@ mod tests {
                 .collect();
             let borrowed: Vec<&[f64]> = starts.iter().map(Vec::as_slice).collect();
             for sqrt_beta in [0.0, 1.5] {
-                let together = refine_together(&gp, &borrowed, 30.0, sqrt_beta, &options);
+                let together = refine_together(&gp, &borrowed, 30.0, sqrt_beta, &[], &options);
                 for (x0, m) in starts.iter().zip(&together) {
                     let alone = crate::optim::minimize_bounded(
                         |x: &[f64]| {

@@ -242,6 +242,23 @@ async fn session_create_rejects_bad_configurations(server: TestServer) {
         )
         .expect(422, &["arms[0].params.z"]),
         create(
+            "a context parameter in a session with arms",
+            with(
+                with_parameters(json!([
+                    {"name": "x", "low": 0, "high": 1},
+                    {"name": "y", "low": 0, "high": 1, "context": true}
+                ])),
+                "arms",
+                json!([{"params": {"x": 0.5, "y": 0.5}}]),
+            ),
+        )
+        .expect(422, &["parameters[1].context"]),
+        create(
+            "a context flag that is not a boolean",
+            with_parameters(json!([{"name": "x", "low": 0, "high": 1, "context": 1}])),
+        )
+        .expect(422, &["parameters[0].context"]),
+        create(
             "arm missing a parameter",
             with(wall_session(), "arms", json!([{"params": {"x": 0.5}}])),
         )

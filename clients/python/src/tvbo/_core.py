@@ -340,8 +340,18 @@ def batch_json(items: Iterable[ObservationItem]) -> Dict[str, Any]:
     return {"observations": out}
 
 
-def suggest_body(count: int, t: Optional[float]) -> Dict[str, Any]:
-    return _drop_none({"count": count, "t": None if t is None else finite("t", t)})
+def suggest_body(
+    count: int, t: Optional[float], fixed: Optional[Mapping[str, float]] = None
+) -> Dict[str, Any]:
+    return _drop_none(
+        {
+            "count": count,
+            "t": None if t is None else finite("t", t),
+            "fixed": None
+            if fixed is None
+            else {k: finite(f"fixed.{k}", v) for k, v in fixed.items()},
+        }
+    )
 
 
 def predict_body(points: Sequence[Mapping[str, float]], t: Optional[float]) -> Dict[str, Any]:

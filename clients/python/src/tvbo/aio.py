@@ -182,9 +182,15 @@ class AsyncSession:
         self.info = decode(SessionInfo, await self.client.request(Call("GET", self.path)))
         return self.info
 
-    async def suggest(self, count: int = 1, *, t: Optional[float] = None) -> List[Suggestion]:
+    async def suggest(
+        self,
+        count: int = 1,
+        *,
+        t: Optional[float] = None,
+        fixed: Optional[Mapping[str, float]] = None,
+    ) -> List[Suggestion]:
         """See :meth:`tvbo.Session.suggest`."""
-        body = _core.suggest_body(count, t)
+        body = _core.suggest_body(count, t, fixed)
         data = await self.client.request(_core.post(f"{self.path}/suggestions", body))
         return [decode(Suggestion, s) for s in data["suggestions"]]
 

@@ -200,12 +200,20 @@ class Session:
         self.info = decode(SessionInfo, self.client.request(Call("GET", self.path)))
         return self.info
 
-    def suggest(self, count: int = 1, *, t: Optional[float] = None) -> List[Suggestion]:
+    def suggest(
+        self,
+        count: int = 1,
+        *,
+        t: Optional[float] = None,
+        fixed: Optional[Mapping[str, float]] = None,
+    ) -> List[Suggestion]:
         """Ask for ``count`` (1 to 64) settings to evaluate. They stay pending until
         observed (or until ``time.pending_timeout``), so concurrent callers get distinct
-        points. ``t`` is required in client-time sessions and refused otherwise."""
+        points. ``t`` is required in client-time sessions and refused otherwise.
+        ``fixed`` holds parameters at given values (every context parameter's is
+        required): the suggestions are the best settings of the others given them."""
         data = self.client.request(
-            _core.post(f"{self.path}/suggestions", _core.suggest_body(count, t))
+            _core.post(f"{self.path}/suggestions", _core.suggest_body(count, t, fixed))
         )
         return [decode(Suggestion, s) for s in data["suggestions"]]
 

@@ -63,10 +63,17 @@ class ParameterSpec:
     type: Optional[ParameterType] = None
     scale: Optional[Scale] = None
     step: Optional[float] = None
+    context: Optional[bool] = None
 
 
 def _parameter(
-    name: str, low: float, high: float, kind: ParameterType, log: bool, step: Optional[float]
+    name: str,
+    low: float,
+    high: float,
+    kind: ParameterType,
+    log: bool,
+    step: Optional[float],
+    context: bool,
 ) -> ParameterSpec:
     return ParameterSpec(
         name,
@@ -75,23 +82,38 @@ def _parameter(
         kind,
         "log" if log else "linear",
         None if step is None else float(step),
+        True if context else None,
     )
 
 
 def Float(
-    name: str, low: float, high: float, *, log: bool = False, step: Optional[float] = None
+    name: str,
+    low: float,
+    high: float,
+    *,
+    log: bool = False,
+    step: Optional[float] = None,
+    context: bool = False,
 ) -> ParameterSpec:
     """A real-valued parameter in ``[low, high]``, searched on a log scale if ``log``;
-    with ``step``, only the values ``low + k * step`` (linear scale only)."""
-    return _parameter(name, low, high, "float", log, step)
+    with ``step``, only the values ``low + k * step`` (linear scale only). A ``context``
+    parameter is measured, not chosen: every ``suggest`` gives its value in ``fixed``."""
+    return _parameter(name, low, high, "float", log, step, context)
 
 
 def Int(
-    name: str, low: int, high: int, *, log: bool = False, step: Optional[int] = None
+    name: str,
+    low: int,
+    high: int,
+    *,
+    log: bool = False,
+    step: Optional[int] = None,
+    context: bool = False,
 ) -> ParameterSpec:
     """An integer parameter in ``[low, high]`` (the server rounds its suggestions); with
-    ``step``, only the values ``low + k * step`` (linear scale only)."""
-    return _parameter(name, low, high, "int", log, step)
+    ``step``, only the values ``low + k * step`` (linear scale only); ``context`` as for
+    :func:`Float`."""
+    return _parameter(name, low, high, "int", log, step, context)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -89,6 +89,7 @@ pub fn unit_space() -> SearchSpace {
                 high: 1.0,
                 scale: Scale::Linear,
                 step: None,
+                context: false,
             })
             .collect(),
     )

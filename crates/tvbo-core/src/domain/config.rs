@@ -294,6 +294,14 @@ impl SessionConfig {
             None => None,
             Some(arms) => Some(space.validate_arms(arms)?),
         };
+        if let Some(i) = request.parameters.iter().position(|p| p.context)
+            && arms.is_some()
+        {
+            return Err(InvalidInput::new(
+                format!("parameters[{i}].context"),
+                "a session with arms suggests among its arms: it has no context parameters",
+            ));
+        }
         let mut algorithm = request.algorithm.unwrap_or_default();
         algorithm.validate()?;
         algorithm.validate_priors(arms.as_deref())?;

@@ -79,6 +79,11 @@ pub struct ParameterSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(exclusive_minimum = 0)]
     pub step: Option<f64>,
+    /// A context parameter: measured by the client, never chosen by the server. Every
+    /// suggest gives its value (`fixed`), and every observation of a setting of the
+    /// client's own names it (Ax's fixed features).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub context: bool,
 }
 
 /// Relative tolerance of a value on a parameter's grid: `low + k·step` computed in f64
@@ -98,6 +103,42 @@ impl ParameterSpec {
     fn on_grid(&self, step: f64, value: f64) -> bool {
         let k = (value - self.low) / step;
         (k - k.round()).abs() <= GRID_TOLERANCE
+    }
+
+    /// `value` mapped into `[0, 1]`, rejecting (under the field `name`) a non-finite or
+    /// out-of-bounds value, a fractional value of an integer and a value off the grid.
+    fn unit_of(&self, value: f64, name: &str) -> Result<f64, InvalidInput> {
+        if !value.is_finite() {
+            return Err(InvalidInput::new(name, "must be a finite number"));
+        }
+        if value < self.low || value > self.high {
+            return Err(InvalidInput::new(
+                name,
+                format!("{value} is outside [{}, {}]", self.low, self.high),
+            ));
+        }
+        if self.kind == ParameterType::Int && value.fract() != 0.0 {
+            return Err(InvalidInput::new(name, "must be an integer"));
+        }
+        if let Some(step) = self.step.filter(|&step| !self.on_grid(step, value)) {
+            return Err(InvalidInput::new(
+                name,
+                format!("{value} is not {} + k·{step} for an integer k", self.low),
+            ));
+        }
+        let unit = match self.scale {
+            Scale::Linear => (value - self.low) / self.unit_span(),
+            Scale::Log => (value.ln() - self.low.ln()) / self.unit_span(),
+        };
+        // Guaranteed by the span check of `SearchSpace::new`; kept as a guard so that
+        // nothing non-finite is ever stored.
+        if !(0.0..=1.0).contains(&unit) {
+            return Err(InvalidInput::new(
+                name,
+                "does not map to a point of [0, 1] in double precision",
+            ));
+        }
+        Ok(unit)
     }
 
     /// The length of the bounds on the parameter's scale: high − low, or
@@ -265,39 +306,45 @@ impl SearchSpace {
                 let value = *params
                     .get(&p.name)
                     .ok_or_else(|| InvalidInput::new(name.clone(), "is missing"))?;
-                if !value.is_finite() {
-                    return Err(InvalidInput::new(name, "must be a finite number"));
-                }
-                if value < p.low || value > p.high {
-                    return Err(InvalidInput::new(
-                        name,
-                        format!("{value} is outside [{}, {}]", p.low, p.high),
-                    ));
-                }
-                if p.kind == ParameterType::Int && value.fract() != 0.0 {
-                    return Err(InvalidInput::new(name, "must be an integer"));
-                }
-                if let Some(step) = p.step.filter(|&step| !p.on_grid(step, value)) {
-                    return Err(InvalidInput::new(
-                        name,
-                        format!("{value} is not {} + k·{step} for an integer k", p.low),
-                    ));
-                }
-                let unit = match p.scale {
-                    Scale::Linear => (value - p.low) / p.unit_span(),
-                    Scale::Log => (value.ln() - p.low.ln()) / p.unit_span(),
-                };
-                // Guaranteed by the span check of `new`; kept as a guard so that nothing
-                // non-finite is ever stored.
-                if !(0.0..=1.0).contains(&unit) {
-                    return Err(InvalidInput::new(
-                        name,
-                        "does not map to a point of [0, 1] in double precision",
-                    ));
-                }
-                Ok(unit)
+                p.unit_of(value, &name)
             })
             .collect()
+    }
+
+    /// The coordinates a suggest holds fixed (`fixed`, named values: Ax's fixed
+    /// features), as (index, unit value) in parameter order. Every context parameter
+    /// must be among them; an unknown name or a bad value is refused under
+    /// `fixed.<name>`.
+    pub fn fixed_coordinates(&self, fixed: &Params) -> Result<Vec<(usize, f64)>, InvalidInput> {
+        if let Some(unknown) = fixed
+            .keys()
+            .find(|k| !self.parameters.iter().any(|p| &p.name == *k))
+        {
+            return Err(InvalidInput::new(
+                format!("fixed.{unknown}"),
+                "is not a parameter of this session",
+            ));
+        }
+        let mut coordinates = Vec::with_capacity(fixed.len());
+        for (i, p) in self.parameters.iter().enumerate() {
+            let name = format!("fixed.{}", p.name);
+            match fixed.get(&p.name) {
+                Some(&value) => coordinates.push((i, p.unit_of(value, &name)?)),
+                None if p.context => {
+                    return Err(InvalidInput::new(
+                        name,
+                        "is a context parameter: every suggest gives its value",
+                    ));
+                }
+                None => {}
+            }
+        }
+        Ok(coordinates)
+    }
+
+    /// Whether the session has a context parameter.
+    pub fn has_context(&self) -> bool {
+        self.parameters.iter().any(|p| p.context)
     }
 
     /// Maps a point of `[0,1]^d` (clamped) to named values; integers are rounded, and a
@@ -402,6 +449,7 @@ mod tests {
                 high: 1.0,
                 scale: Scale::Log,
                 step: None,
+                context: false,
             },
             ParameterSpec {
                 name: "workers".into(),
@@ -410,6 +458,7 @@ mod tests {
                 high: 16.0,
                 scale: Scale::Linear,
                 step: None,
+                context: false,
             },
         ])
         .unwrap()
@@ -463,6 +512,7 @@ mod tests {
             high,
             scale,
             step: None,
+            context: false,
         };
         // Same logarithm in f64, though low < high.
         let err =
@@ -508,6 +558,7 @@ mod tests {
             high,
             scale: Scale::Linear,
             step: Some(step),
+            context: false,
         }
     }
 

@@ -13,6 +13,7 @@ use crate::domain::input::ObservationInput;
 use crate::domain::records::{
     ChangeSet, DEFAULT_TENANT, History, ObservationRow, ResponseTimeSummary, SuggestionRow,
 };
+use crate::domain::space::Params;
 
 /// A session in memory: its history as a store would load it, every suggestion it handed
 /// out, and its response-time samples summed per dataset size.
@@ -55,7 +56,19 @@ impl LocalSession {
         t: Option<f64>,
         now: DateTime<Utc>,
     ) -> Result<Vec<SuggestionRow>, EngineError> {
-        let change = plan_suggest(&self.history, count, t, now, &self.limits, &1)?;
+        self.suggest_given(count, t, &Params::new(), now)
+    }
+
+    /// Hands out `count` suggestions of the best settings given the values of `fixed`
+    /// (context parameters, or any held for this suggest: [`plan_suggest`]).
+    pub fn suggest_given(
+        &mut self,
+        count: usize,
+        t: Option<f64>,
+        fixed: &Params,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<SuggestionRow>, EngineError> {
+        let change = plan_suggest(&self.history, count, t, fixed, now, &self.limits, &1)?;
         let handed = change.new_suggestions.clone();
         self.apply(change);
         Ok(handed)

@@ -14,6 +14,7 @@ use crate::domain::config::AlgorithmConfig;
 use crate::domain::records::{
     CallRecord, ChangeSet, History, ResponseTimeSample, SuggestionRow, SuggestionStatus,
 };
+use crate::domain::space::Params;
 use crate::domain::time::resolve_time;
 use crate::policy::{self, SuggestContext};
 
@@ -24,11 +25,13 @@ use crate::policy::{self, SuggestContext};
 /// previous suggest, seconds since it: BOLT §4). Its call record's `compute_seconds` is
 /// left at 0 for the caller, which owns the clock, to fill in. UCB's pieces and the
 /// recorded optimum's search run on the threads `cores` allows; the plan does not depend
-/// on how many.
+/// on how many. `fixed` names parameters held at given values (every context parameter
+/// among them): each suggestion is the best setting of the others given them.
 pub fn plan_suggest(
     history: &History,
     count: usize,
     t: Option<f64>,
+    fixed: &Params,
     now: DateTime<Utc>,
     limits: &Limits,
     cores: &dyn Cores,
@@ -36,6 +39,15 @@ pub fn plan_suggest(
     let session = &history.session;
     let config = &session.config;
     let t_now = resolve_time(config.time.source, t, session.created_at, now, "t")?;
+    let space = config.space();
+    if config.arms.is_some() && !fixed.is_empty() {
+        return Err(InvalidInput::new(
+            "fixed",
+            "a session with arms suggests among its arms; leave fixed out",
+        )
+        .into());
+    }
+    let fixed_coordinates = space.fixed_coordinates(fixed)?;
     let (expired, pending): (Vec<&SuggestionRow>, Vec<&SuggestionRow>) = history
         .pending
         .iter()
@@ -47,7 +59,6 @@ pub fn plan_suggest(
         pending.iter().map(|s| (s.unit.clone(), s.t)).collect();
     let mut state = policy_state(session)?;
     let ordinal = session.suggest_count as u64;
-    let space = config.space();
     let ctx = SuggestContext {
         space,
         arms: config.arms().map(|arms| arms.points.as_slice()),
@@ -59,6 +70,7 @@ pub fn plan_suggest(
         issued_before: ordinal,
         fixed_noise: config.model.noise,
         cores,
+        fixed: &fixed_coordinates,
     };
     let policy = policy::policy_for(config);
     let mut rng = call_rng(config.seed, ordinal);
@@ -69,7 +81,13 @@ pub fn plan_suggest(
         .map(|(i, p)| SuggestionRow {
             id: Uuid::new_v4(),
             ordinal: session.suggest_count + i as i64,
-            params: space.from_unit(&p.x),
+            // The values given, exactly (the unit cube's round trip may move the last
+            // digit).
+            params: {
+                let mut params = space.from_unit(&p.x);
+                params.extend(fixed.iter().map(|(name, value)| (name.clone(), *value)));
+                params
+            },
             arm: p
                 .arm
                 .and_then(|i| config.arms.as_ref().map(|arms| arms[i].name.clone())),

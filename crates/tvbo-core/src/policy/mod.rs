@@ -162,6 +162,9 @@ pub struct SuggestContext<'a> {
     /// The threads the step's UCB maximisation may use ([`acquisition::Cores`]); the
     /// proposals do not depend on it.
     pub cores: &'a dyn acquisition::Cores,
+    /// Coordinates held at given values (index, unit value): the suggest's `fixed`
+    /// parameters, context ones included. Every proposal has them.
+    pub fixed: &'a [(usize, f64)],
 }
 
 /// A proposed point: its unit-cube coordinates, and its arm index for arm sessions.
@@ -300,7 +303,8 @@ pub fn suggest(
     Ok(proposals)
 }
 
-/// A uniform random point of the box, or a uniform random arm.
+/// A uniform random point of the box (its fixed coordinates held), or a uniform random
+/// arm.
 pub(crate) fn random_proposal(ctx: &SuggestContext<'_>, rng: &mut PolicyRng) -> Proposal {
     match ctx.arms {
         Some(arms) => {
@@ -311,7 +315,8 @@ pub(crate) fn random_proposal(ctx: &SuggestContext<'_>, rng: &mut PolicyRng) -> 
             }
         }
         None => {
-            let x: Vec<f64> = (0..ctx.space.dim()).map(|_| rng.random::<f64>()).collect();
+            let mut x: Vec<f64> = (0..ctx.space.dim()).map(|_| rng.random::<f64>()).collect();
+            acquisition::hold(&mut x, ctx.fixed);
             Proposal {
                 x: ctx.space.snap(&x),
                 arm: None,

@@ -132,6 +132,7 @@ pub fn ucb_proposals(
                     beta,
                     ctx.t,
                     &options,
+                    ctx.fixed,
                     ctx.cores,
                     rng,
                 );
@@ -197,6 +198,7 @@ mod tests {
             issued_before: data.len() as u64 + 1,
             fixed_noise: None,
             cores: &1,
+            fixed: &[],
         };
         let policy = policy_for(config);
         let proposals = suggest(
