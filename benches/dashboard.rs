@@ -21,6 +21,7 @@ use tvbo::domain::records::{
     CallRecord, ChangeSet, DEFAULT_TENANT, FittedHyperparameters, ObservationRow, RecordedOptimum,
     ResponseTimeSample, StepSnapshot,
 };
+use tvbo::domain::space::numbers;
 use tvbo::engine::Limits;
 use tvbo::gp::Hyperparameters;
 use tvbo::policy::PolicyState;
@@ -43,14 +44,11 @@ fn snapshot(t: f64, with_optimum: bool) -> StepSnapshot {
             temporal_lengthscale: Some(900.0),
             noise_variance: 0.01,
             epsilon: None,
+            categorical_lengthscale: None,
         }),
         optimum: with_optimum.then(|| RecordedOptimum {
             t,
-            params: [
-                ("x".to_string(), 0.5 + 0.3 * (t / 3600.0).sin()),
-                ("y".to_string(), 0.5),
-            ]
-            .into(),
+            params: numbers([("x", 0.5 + 0.3 * (t / 3600.0).sin()), ("y", 0.5)]),
             arm: None,
             mean: 1.0,
         }),
@@ -96,7 +94,7 @@ async fn long_session(service: &SessionService, store: &dyn Store) -> Uuid {
         let observation = ObservationRow {
             seq,
             suggestion_id: None,
-            params: [("x".to_string(), x), ("y".to_string(), y)].into(),
+            params: numbers([("x", x), ("y", y)]),
             unit: vec![x, y],
             value: -(x - 0.5 - 0.3 * (t / 3600.0).sin()).powi(2) - (y - 0.5).powi(2),
             t,

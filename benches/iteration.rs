@@ -114,10 +114,7 @@ fn main() -> anyhow::Result<()> {
     let config = session(input.dim, FitStart::Fixed)?;
     let warm_config = session(input.dim, FitStart::Previous)?;
     let policy = policy::policy_for(&config);
-    let spec = KernelSpec {
-        spatial: KernelKind::Matern52,
-        temporal: Some(KernelKind::Matern32),
-    };
+    let spec = KernelSpec::new(KernelKind::Matern52, Some(KernelKind::Matern32));
     let space = config.space();
     for set in &input.sets {
         let n = set.y.len();

@@ -27,6 +27,7 @@ use tvbo::domain::input::ObservationInput;
 use tvbo::domain::records::{
     CallRecord, ChangeSet, DEFAULT_TENANT, ObservationRow, ResponseTimeSample,
 };
+use tvbo::domain::space::numbers;
 use tvbo::engine::Limits;
 use tvbo::gp::Hyperparameters;
 use tvbo::policy::PolicyState;
@@ -74,7 +75,7 @@ fn observation(seq: i64, t: f64, active: bool) -> ObservationRow {
     ObservationRow {
         seq,
         suggestion_id: None,
-        params: [("x".to_string(), x), ("y".to_string(), y)].into(),
+        params: numbers([("x", x), ("y", y)]),
         unit: vec![x, y],
         value: objective(x, y, t),
         t,
@@ -193,7 +194,11 @@ async fn round(service: &SessionService, id: Uuid, t: f64) -> anyhow::Result<(f6
     let s = &suggested.suggestions[0];
     let input = ObservationInput {
         suggestion_id: Some(s.id),
-        value: Some(objective(s.params["x"], s.params["y"], t)),
+        value: Some(objective(
+            s.params["x"].as_number().context("x is a number")?,
+            s.params["y"].as_number().context("y is a number")?,
+            t,
+        )),
         t: Some(t),
         ..ObservationInput::default()
     };

@@ -81,10 +81,7 @@ fn prior(m: usize) -> ArmPrior {
 
 #[test]
 fn reported_model_memory_matches_the_allocator() {
-    let spec = KernelSpec {
-        spatial: KernelKind::Matern52,
-        temporal: Some(KernelKind::Matern32),
-    };
+    let spec = KernelSpec::new(KernelKind::Matern52, Some(KernelKind::Matern32));
     let exact = FitSettings::from_default_start(None, Hyperpriors::None);
     // The matrix-product kernels keep a workspace per thread (a few MB, made on first use
     // and kept for the thread's life), shared by every model the thread builds and owned

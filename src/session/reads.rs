@@ -211,7 +211,7 @@ impl SessionService {
                 ))
             })?;
             let space = config.space();
-            let (x, arm) = model.recommend(config, t, cores);
+            let (x, arm) = model.recommend(config, t, &[], cores);
             let (mean, std) = model
                 .predict(&x, t)
                 .expect("the recommendation is one of the arms");

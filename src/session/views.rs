@@ -10,7 +10,7 @@ use crate::domain::config::{AlgorithmConfig, Goal, ModelConfig, SessionConfig, T
 use crate::domain::hyperpriors::HyperpriorSet;
 use crate::domain::input::{Metadata, ObservationInput};
 use crate::domain::records::{EndedRun, FittedHyperparameters, RunEnd, StepSnapshot};
-use crate::domain::space::{Arm, ParameterSpec, Params, serialize_params};
+use crate::domain::space::{Arm, ParameterSpec, Params};
 pub use crate::engine::reads::{PriorSelectionView, PriorStatusView, RelevanceView};
 pub use crate::engine::regret::{RegretPoint, RegretReport};
 use crate::policy::PolicyState;
@@ -111,7 +111,7 @@ pub struct SuggestRequest {
     pub t: Option<f64>,
     /// Parameters held at these values: each suggestion is the best setting of the
     /// others given them (Ax's fixed features). Required for every context parameter.
-    #[schema(value_type = Option<std::collections::BTreeMap<String, f64>>)]
+    #[schema(value_type = Option<std::collections::BTreeMap<String, crate::domain::space::ParamValue>>)]
     pub fixed: Option<Params>,
 }
 
@@ -119,8 +119,7 @@ pub struct SuggestRequest {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Suggestion {
     pub id: Uuid,
-    #[schema(value_type = std::collections::BTreeMap<String, f64>)]
-    #[serde(serialize_with = "serialize_params")]
+    #[schema(value_type = std::collections::BTreeMap<String, crate::domain::space::ParamValue>)]
     pub params: Params,
     /// The session time the suggestion targets (now + lead).
     pub t: f64,
@@ -184,8 +183,7 @@ impl ObservationRequest {
 pub struct Observation {
     pub seq: i64,
     pub suggestion_id: Option<Uuid>,
-    #[schema(value_type = std::collections::BTreeMap<String, f64>)]
-    #[serde(serialize_with = "serialize_params")]
+    #[schema(value_type = std::collections::BTreeMap<String, crate::domain::space::ParamValue>)]
     pub params: Params,
     pub value: f64,
     pub t: f64,
@@ -243,8 +241,7 @@ pub struct EndedRunView {
     pub kind: RunEnd,
     /// The suggestion it ran; null for a failed setting of the client's own.
     pub suggestion_id: Option<Uuid>,
-    #[schema(value_type = std::collections::BTreeMap<String, f64>)]
-    #[serde(serialize_with = "serialize_params")]
+    #[schema(value_type = std::collections::BTreeMap<String, crate::domain::space::ParamValue>)]
     pub params: Params,
     /// Session time: a failure's measurement, an abandoned suggestion's target time.
     pub t: f64,
@@ -327,7 +324,7 @@ pub struct ModelView {
 #[derive(Clone, Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PredictRequest {
-    #[schema(value_type = Vec<std::collections::BTreeMap<String, f64>>, min_items = 1, max_items = 10000)]
+    #[schema(value_type = Vec<std::collections::BTreeMap<String, crate::domain::space::ParamValue>>, min_items = 1, max_items = 10000)]
     pub points: Vec<Params>,
     /// Session time (default: now for wall-clock sessions, the latest observation's time
     /// for client-time sessions).
@@ -338,8 +335,7 @@ pub struct PredictRequest {
 /// The posterior of the objective at one point.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Prediction {
-    #[schema(value_type = std::collections::BTreeMap<String, f64>)]
-    #[serde(serialize_with = "serialize_params")]
+    #[schema(value_type = std::collections::BTreeMap<String, crate::domain::space::ParamValue>)]
     pub params: Params,
     pub mean: f64,
     pub std: f64,
@@ -357,8 +353,7 @@ pub struct PredictResponse {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Best {
     pub t: f64,
-    #[schema(value_type = std::collections::BTreeMap<String, f64>)]
-    #[serde(serialize_with = "serialize_params")]
+    #[schema(value_type = std::collections::BTreeMap<String, crate::domain::space::ParamValue>)]
     pub params: Params,
     pub arm: Option<String>,
     pub mean: f64,
@@ -410,8 +405,7 @@ pub struct TimelineObservation {
     pub seq: i64,
     pub t: f64,
     pub value: f64,
-    #[schema(value_type = std::collections::BTreeMap<String, f64>)]
-    #[serde(serialize_with = "serialize_params")]
+    #[schema(value_type = std::collections::BTreeMap<String, crate::domain::space::ParamValue>)]
     pub params: Params,
     /// Instantaneous regret: as the client reported it, or estimated (`estimated`) when
     /// the observation arrived as the posterior optimum's value the last suggest

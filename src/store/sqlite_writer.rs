@@ -258,6 +258,7 @@ mod tests {
     use super::*;
     use crate::domain::checked::CheckedConfig;
     use crate::domain::config::CreateSession;
+    use crate::domain::space::numbers;
     use crate::store::{ObservationRow, PoolSettings, SessionRow, SqliteStore, Store};
 
     fn session() -> SessionRow {
@@ -288,7 +289,7 @@ mod tests {
         let observation = ObservationRow {
             seq: 1,
             suggestion_id: None,
-            params: [("x".to_string(), 0.5)].into(),
+            params: numbers([("x", 0.5)]),
             unit: vec![0.5],
             value,
             t: 1.0,

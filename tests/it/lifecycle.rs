@@ -18,7 +18,110 @@ backend_tests!(
     failed_and_abandoned_runs_release_their_suggestions_and_never_reach_the_model,
     metadata_is_kept_with_its_run_and_returned,
     context_parameters_are_given_and_the_rest_chosen_for_them,
+    a_mixed_space_is_suggested_observed_and_forgotten_over,
 );
+
+/// A categorical parameter beside a float one, under BOLT with a small dataset (so that
+/// the relevance over the mixed space forgets): suggestions carry choices, observations
+/// name them, bad choices are refused, the model reports l_C, and the session learns
+/// which choice is best.
+async fn a_mixed_space_is_suggested_observed_and_forgotten_over(server: TestServer) {
+    let id = server
+        .create(json!({
+            "parameters": [
+                {"name": "codec", "type": "categorical", "choices": ["lz4", "zstd", "none"]},
+                {"name": "x", "low": 0, "high": 1},
+            ],
+            "algorithm": {"name": "bolt", "max_dataset_size": 16},
+            "model": {"warmup": 6},
+            "time": {"source": "client"},
+            "seed": 2,
+        }))
+        .await;
+    let (suggest, observe) = (
+        format!("/v1/sessions/{id}/suggestions"),
+        format!("/v1/sessions/{id}/observations"),
+    );
+    let value = |codec: &str, x: f64| {
+        let base = match codec {
+            "zstd" => 1.0,
+            "lz4" => 0.3,
+            _ => -0.5,
+        };
+        base - (x - 0.6).powi(2)
+    };
+    let mut late = Vec::new();
+    for round in 0..40 {
+        let t = f64::from(round);
+        let (status, answer) = server.post(&suggest, &json!({"t": t})).await;
+        assert_eq!(status, 201, "{answer}");
+        let s = &answer["suggestions"][0];
+        let codec = s["params"]["codec"].as_str().expect("a choice").to_string();
+        assert!(["lz4", "zstd", "none"].contains(&codec.as_str()), "{s}");
+        let x = s["params"]["x"].as_f64().unwrap();
+        let (status, answer) = server
+            .post(
+                &observe,
+                &json!({"suggestion_id": s["id"], "value": value(&codec, x), "t": t + 0.5}),
+            )
+            .await;
+        assert_eq!(status, 201, "{answer}");
+        if round >= 30 {
+            late.push(codec);
+        }
+    }
+    let zstd = late.iter().filter(|c| *c == "zstd").count();
+    assert!(zstd >= 7, "the last 10 suggestions: {late:?}");
+    let (status, answer) = server
+        .post(
+            &observe,
+            &json!({"params": {"codec": "none", "x": 0.5}, "value": 0, "t": 41}),
+        )
+        .await;
+    assert_eq!(status, 201, "{answer}");
+    for (codec, message) in [(json!("gzip"), "is not one of"), (json!(2), "as a string")] {
+        let (status, answer) = server
+            .post(
+                &observe,
+                &json!({"params": {"codec": codec, "x": 0.5}, "value": 0, "t": 42}),
+            )
+            .await;
+        assert_eq!(
+            (status, answer["field"].as_str()),
+            (422, Some("params.codec")),
+            "{answer}"
+        );
+        assert!(
+            answer["detail"].as_str().unwrap().contains(message),
+            "{answer}"
+        );
+    }
+    let (_, model) = server.get(&format!("/v1/sessions/{id}/model")).await;
+    assert!(
+        model["hyperparameters"]["categorical_lengthscale"]
+            .as_f64()
+            .unwrap()
+            > 0.0,
+        "{model}"
+    );
+    assert!(model["dataset_size"].as_i64().unwrap() <= 16, "{model}");
+    let (_, listing) = server
+        .get(&format!("{observe}?include_pruned=true&limit=100"))
+        .await;
+    let forgotten = listing["observations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| o["removed_reason"] == "relevance")
+        .count();
+    assert!(forgotten > 0, "BOLT forgot nothing over the mixed space");
+    let (status, best) = server.get(&format!("/v1/sessions/{id}/best")).await;
+    assert_eq!(
+        (status, best["params"]["codec"].as_str()),
+        (200, Some("zstd")),
+        "{best}"
+    );
+}
 
 /// A context parameter (`load`) is never chosen: every suggest gives it (`fixed`), the
 /// suggestion carries the value given, and once the model has learnt that the best

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde_json::json;
 
 use tvbo::domain::input::ObservationInput;
+use tvbo::domain::space::numbers;
 use tvbo::engine::Limits;
 use tvbo::session::service::SessionService;
 use tvbo::session::views::SuggestRequest;
@@ -98,12 +99,13 @@ async fn kept_snapshots_are_what_the_store_reads_back(store: Arc<dyn Store>) {
                 suggested
             };
             let first = &suggested.suggestions[0];
-            let (x, y) = (first.params["x"], first.params["y"]);
+            let number = |name: &str| first.params[name].as_number().unwrap();
+            let (x, y) = (number("x"), number("y"));
             let mut inputs = vec![observation(Some(first.id), None, x - y * y, t + 0.5)];
             if step % 5 == 4 {
-                let params = [("x".to_string(), 0.25), ("y".to_string(), 1.0)];
+                let params = numbers([("x", 0.25), ("y", 1.0)]);
                 let value = 0.25 - 1.0;
-                inputs.push(observation(None, Some(params.into()), value, t + 0.6));
+                inputs.push(observation(None, Some(params), value, t + 0.6));
             }
             service.observe(id, inputs, None).await.unwrap();
             check(step, "observe").await;

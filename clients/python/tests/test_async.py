@@ -15,7 +15,7 @@ from .server import Server
 
 
 def objective(p: tvbo.Params) -> float:
-    return -((p["x"] - 3.0) ** 2)
+    return float(-((p["x"] - 3.0) ** 2))
 
 
 def test_async_client_covers_every_method(server: Server) -> None:
@@ -94,7 +94,7 @@ def test_async_optimize_stops_when_the_callback_raises(server: Server) -> None:
             seen: List[int] = []
 
             async def evaluate(p: tvbo.Params) -> float:
-                return p["x"]
+                return float(p["x"])
 
             def callback(sg: tvbo.Suggestion, obs: tvbo.Observation) -> None:
                 seen.append(obs.seq)

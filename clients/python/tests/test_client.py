@@ -28,7 +28,7 @@ def make_session(client: tvbo.Client, **kwargs: object) -> tvbo.Session:
 
 
 def objective(p: tvbo.Params) -> float:
-    return -((p["x"] - 3.0) ** 2) - (math.log2(p["size"]) - 5.0) ** 2
+    return float(-((p["x"] - 3.0) ** 2) - (math.log2(p["size"]) - 5.0) ** 2)
 
 
 def test_create_session_echoes_the_typed_configuration(client: tvbo.Client) -> None:
@@ -225,6 +225,31 @@ def test_context_parameters_are_given_at_every_suggest(client: tvbo.Client) -> N
         (sg,) = s.suggest(fixed={"load": load})
         assert sg.params["load"] == load
         s.observe(sg, -((sg.params["level"] - load) ** 2))
+
+
+def test_categorical_parameters_and_int_values(client: tvbo.Client) -> None:
+    s = client.create_session(
+        [
+            tvbo.Categorical("codec", ["lz4", "zstd"]),
+            tvbo.Int("level", 1, 9),
+            tvbo.Categorical("data", ["logs", "json"], context=True),
+        ],
+        model={"warmup": 2},
+        seed=5,
+    )
+    assert s.info.parameters[0].choices == ["lz4", "zstd"]
+    assert s.info.parameters[0].low is None
+    for data in ("logs", "json", "logs", "json"):
+        (sg,) = s.suggest(fixed={"data": data})
+        codec, level = sg.params["codec"], sg.params["level"]
+        assert codec in ("lz4", "zstd") and sg.params["data"] == data
+        assert isinstance(level, int) and 1 <= level <= 9
+        observed = s.observe(sg, (1.0 if codec == "zstd" else 0.0) - level / 10)
+        assert observed.params["codec"] == codec and isinstance(observed.params["level"], int)
+    with pytest.raises(tvbo.InvalidField) as raised:
+        s.observe({"codec": "gzip", "level": 3, "data": "logs"}, 0.0)
+    assert raised.value.field == "params.codec"
+    assert s.model().hyperparameters is not None
 
 
 def test_resume_by_name(client: tvbo.Client) -> None:

@@ -26,7 +26,8 @@ pub enum BenchTime {
 pub struct BenchArgs {
     /// Suite: `quick` (every policy in minutes), `paper` (002's Table 3), `gp` (000's
     /// time-varying GP samples), `priors` (003's prior-selection setups), `wdbo` (W-DBO on
-    /// the wells objectives), `multimodal` (basins whose depths change) or `all`.
+    /// the wells objectives), `multimodal` (basins whose depths change), `mixed` (a
+    /// categorical setting beside two continuous ones) or `all`.
     #[arg(long, default_value = "quick")]
     pub suite: String,
     /// Only these objectives (comma-separated names, e.g. `hartmann3,powell,tvgp-se-0.01`).

@@ -14,7 +14,7 @@ use rand::{RngExt, SeedableRng};
 use rand_distr::{Distribution, StandardNormal};
 
 use tvbo_core::domain::priors::{PriorMean, PriorSpec};
-use tvbo_core::domain::space::Arm;
+use tvbo_core::domain::space::{Arm, numbers};
 use tvbo_core::gp::arms::{ArmPrior, PriorKernel};
 use tvbo_core::policy::priors::build_prior_matrix;
 use tvbo_core::policy::{PolicyRng, PriorSelection, SelectionRule};
@@ -77,11 +77,10 @@ fn arms(count: usize) -> Vec<Arm> {
     (0..count)
         .map(|i| Arm {
             name: format!("x{i}"),
-            params: [(
-                "x".to_string(),
+            params: numbers([(
+                "x",
                 ARM_RANGE.0 + (ARM_RANGE.1 - ARM_RANGE.0) * i as f64 / (count - 1) as f64,
-            )]
-            .into(),
+            )]),
         })
         .collect()
 }
@@ -147,7 +146,7 @@ impl Setup {
         let mean = |doubled: Option<usize>| -> Vec<f64> {
             arms.iter()
                 .map(|a| {
-                    let x = a.params["x"];
+                    let x = a.params["x"].as_number().expect("numeric arms");
                     (0..10)
                         .map(|k| {
                             let height = if doubled == Some(k) { 2.0 } else { 1.0 };

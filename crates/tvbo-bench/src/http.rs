@@ -81,12 +81,21 @@ impl Client {
 pub struct HttpDriver<'a> {
     client: &'a Client,
     session: String,
-    /// The session's parameters (name, low, high): suggestions are mapped back onto the
-    /// unit cube the objectives take.
-    parameters: Vec<(String, f64, f64)>,
+    /// The session's parameters by name: suggestions are mapped back onto the unit cube
+    /// the objectives take.
+    parameters: Vec<(String, Coordinate)>,
     time: ServerTime,
     /// When the outstanding suggestion was handed out (wall-clock sessions).
     handed_at: DateTime<Utc>,
+}
+
+/// How a parameter maps onto its unit coordinate.
+#[derive(Clone, Debug)]
+enum Coordinate {
+    /// Linearly from [low, high].
+    Box(f64, f64),
+    /// Choice k of K at (k + ½)/K.
+    Choices(Vec<String>),
 }
 
 impl<'a> HttpDriver<'a> {
@@ -105,12 +114,28 @@ impl<'a> HttpDriver<'a> {
             .as_array()
             .into_iter()
             .flatten()
-            .map(
-                |p| match (p["name"].as_str(), p["low"].as_f64(), p["high"].as_f64()) {
-                    (Some(name), Some(low), Some(high)) => Ok((name.to_string(), low, high)),
+            .map(|p| {
+                let choices = p["choices"].as_array().map(|choices| {
+                    choices
+                        .iter()
+                        .filter_map(|c| c.as_str().map(str::to_string))
+                        .collect()
+                });
+                match (
+                    p["name"].as_str(),
+                    p["low"].as_f64(),
+                    p["high"].as_f64(),
+                    choices,
+                ) {
+                    (Some(name), _, _, Some(choices)) => {
+                        Ok((name.to_string(), Coordinate::Choices(choices)))
+                    }
+                    (Some(name), Some(low), Some(high), None) => {
+                        Ok((name.to_string(), Coordinate::Box(low, high)))
+                    }
                     _ => Err(BenchError::Config(format!("parameter without a box: {p}"))),
-                },
-            )
+                }
+            })
             .collect::<Result<_, _>>()?;
         Ok(HttpDriver {
             client,
@@ -149,11 +174,16 @@ impl Driver for HttpDriver<'_> {
         let x = self
             .parameters
             .iter()
-            .map(|(name, low, high)| {
-                suggestion["params"][name]
-                    .as_f64()
-                    .map(|v| (v - low) / (high - low))
-                    .ok_or_else(|| BenchError::Http(format!("suggestion without {name}: {answer}")))
+            .map(|(name, coordinate)| {
+                let value = &suggestion["params"][name];
+                match coordinate {
+                    Coordinate::Box(low, high) => value.as_f64().map(|v| (v - low) / (high - low)),
+                    Coordinate::Choices(choices) => {
+                        let k = choices.iter().position(|c| value.as_str() == Some(c));
+                        k.map(|k| (k as f64 + 0.5) / choices.len() as f64)
+                    }
+                }
+                .ok_or_else(|| BenchError::Http(format!("suggestion without {name}: {answer}")))
             })
             .collect::<Result<Vec<f64>, _>>()?;
         Ok(Handed {

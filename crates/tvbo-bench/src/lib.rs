@@ -48,6 +48,7 @@ pub mod error;
 pub mod execution;
 pub mod experiments;
 pub mod http;
+pub mod mixed;
 pub mod multimodal;
 pub mod objective;
 pub mod options;

@@ -17,6 +17,11 @@ use super::synthetic::SyntheticFunction;
 pub trait Objective: Send + Sync {
     /// Number of search-space dimensions d.
     fn dim(&self) -> usize;
+    /// How many choices coordinate `coordinate` has: 0 (the default) for a continuous
+    /// one; K for a categorical one, whose choice k the unit point holds at (k + ½)/K.
+    fn choices(&self, _coordinate: usize) -> usize {
+        0
+    }
     /// The finite decision set, as unit-cube points, for arm objectives; `None` for the box.
     fn arms(&self) -> Option<&[Vec<f64>]> {
         None

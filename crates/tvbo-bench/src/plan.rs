@@ -237,7 +237,11 @@ mod tests {
         let algorithms: Vec<&str> = multimodal.algorithms.iter().map(|a| a.name).collect();
         assert_eq!(algorithms, ["bolt", "w-dbo", "gp-ucb", "random"]);
         assert_eq!((multimodal.horizon, multimodal.replications), (150.0, 5));
-        assert_eq!(suite("all").unwrap().objectives.len(), 23);
+        let mixed = suite("mixed").unwrap();
+        assert_eq!(mixed.objectives.len(), 1);
+        let algorithms: Vec<&str> = mixed.algorithms.iter().map(|a| a.name).collect();
+        assert_eq!(algorithms, ["bolt", "random"]);
+        assert_eq!(suite("all").unwrap().objectives.len(), 24);
         assert!(suite("nope").is_err());
     }
 

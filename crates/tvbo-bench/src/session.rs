@@ -60,7 +60,14 @@ pub fn session_request(
     let parameter = |i: usize| format!("x{}", i + 1);
     let (low, high) = objective.parameter_range();
     let parameters: Vec<Value> = (0..objective.dim())
-        .map(|i| json!({"name": parameter(i), "low": low, "high": high}))
+        .map(|i| match objective.choices(i) {
+            0 => json!({"name": parameter(i), "low": low, "high": high}),
+            k => json!({
+                "name": parameter(i),
+                "type": "categorical",
+                "choices": (0..k).map(|c| format!("c{c}")).collect::<Vec<_>>(),
+            }),
+        })
         .collect();
     let mut algorithm_request = algorithm_request(algorithm, options)?;
     let source = match time {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use super::algorithms::{ALGORITHMS, AlgorithmEntry, algorithm};
 use super::error::BenchError;
 use super::experiments::SetupKind;
+use super::mixed::Mixed;
 use super::multimodal::{Multimodal, MultimodalKind};
 use super::objective::{Objective, SyntheticObjective};
 use super::prior_setup::PriorSetupObjective;
@@ -28,6 +29,8 @@ pub enum ObjectiveKind {
     Wells(usize),
     /// Basins whose depths change over time, of [`super::multimodal`] (d = 4, 5 or 6).
     Multimodal(MultimodalKind),
+    /// One categorical and two continuous settings, of [`super::mixed`].
+    Mixed,
 }
 
 /// A named objective of a suite; [`ObjectiveSpec::instantiate`] makes the function a run
@@ -73,6 +76,14 @@ impl ObjectiveSpec {
         }
     }
 
+    pub fn mixed() -> Self {
+        ObjectiveSpec {
+            name: "mixed-codec".to_string(),
+            label: "Mixed (codec + 2)".to_string(),
+            kind: ObjectiveKind::Mixed,
+        }
+    }
+
     pub fn prior_setup(kind: SetupKind) -> Self {
         ObjectiveSpec {
             name: format!("prior-{}", kind.name()),
@@ -86,7 +97,10 @@ impl ObjectiveSpec {
     pub fn depends_on_seed(&self) -> bool {
         !matches!(
             self.kind,
-            ObjectiveKind::Synthetic(_) | ObjectiveKind::Wells(_) | ObjectiveKind::Multimodal(_)
+            ObjectiveKind::Synthetic(_)
+                | ObjectiveKind::Wells(_)
+                | ObjectiveKind::Multimodal(_)
+                | ObjectiveKind::Mixed
         )
     }
 
@@ -107,6 +121,7 @@ impl ObjectiveSpec {
             ObjectiveKind::PriorSetup(kind) => Arc::new(PriorSetupObjective::new(kind, seed)?),
             ObjectiveKind::Wells(dim) => Arc::new(Wells::new(dim, horizon)),
             ObjectiveKind::Multimodal(kind) => Arc::new(Multimodal::new(kind, horizon)),
+            ObjectiveKind::Mixed => Arc::new(Mixed::new(horizon)),
         })
     }
 }
@@ -139,6 +154,7 @@ pub fn all_objectives() -> Vec<ObjectiveSpec> {
             .into_iter()
             .map(ObjectiveSpec::multimodal),
     );
+    all.push(ObjectiveSpec::mixed());
     all
 }
 
@@ -176,6 +192,9 @@ pub(super) fn objectives_named(names: &[&str]) -> Result<Vec<ObjectiveSpec>, Ben
 ///   3 replications: W-DBO's fidelity check outside the paper suite;
 /// - `multimodal`: the basins objectives (d = 4, 5, 6; the deepest basin changes during
 ///   the run) × BOLT, W-DBO, GP-UCB and random search, 150 s, 5 replications;
+/// - `mixed`: the mixed objective (a categorical setting of three choices and two
+///   continuous ones; the best choice changes during the run) × BOLT and random search,
+///   150 s, 5 replications;
 /// - `all`: every objective × every algorithm, 600 s, 10 replications.
 pub fn suite(name: &str) -> Result<Suite, BenchError> {
     let every: Vec<&'static AlgorithmEntry> = ALGORITHMS.iter().collect();
@@ -231,10 +250,19 @@ pub fn suite(name: &str) -> Result<Suite, BenchError> {
             150.0,
             5,
         ),
+        "mixed" => (
+            vec![ObjectiveSpec::mixed()],
+            ["bolt", "random"]
+                .into_iter()
+                .map(algorithm)
+                .collect::<Result<_, _>>()?,
+            150.0,
+            5,
+        ),
         "all" => (all_objectives(), every, 600.0, 10),
         other => {
             return Err(BenchError::Options(format!(
-                "unknown suite {other:?} (known: paper, gp, priors, quick, wdbo, multimodal, all)"
+                "unknown suite {other:?} (known: paper, gp, priors, quick, wdbo, multimodal, mixed, all)"
             )));
         }
     };

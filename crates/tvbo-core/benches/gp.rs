@@ -198,6 +198,7 @@ fn bench_bolt_iteration(c: &mut Criterion) {
                 let removed = bolt
                     .observe(
                         &ObserveContext {
+                            space: &tvbo_core::domain::space::SearchSpace::unit(DIM),
                             model: &model,
                             data: &observations,
                             new: &new,

@@ -46,7 +46,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for step in 0..200 {
         let t = 0.5 * f64::from(step);
         let suggestion = session.suggest(1, Some(t), epoch)?.remove(0);
-        let (x, y) = (suggestion.params["x"], suggestion.params["y"]);
+        // Float parameters' values are numbers (a categorical one's would be choices).
+        let number = |name: &str| suggestion.params[name].as_number().expect("a float");
+        let (x, y) = (number("x"), number("y"));
         let value = measure(x, y, t);
         let observation = ObservationInput {
             suggestion_id: Some(suggestion.id),

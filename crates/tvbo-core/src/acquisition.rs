@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rand::Rng;
 
-use crate::gp::Gp;
+use crate::gp::{Categories, Gp};
 use crate::optim::{BoundedOptions, BoundedSearch, Minimum, Request};
 
 /// Settings of [`maximize_ucb`] and [`maximize_mean`].
@@ -173,13 +173,21 @@ fn refine_together(
     options: &BoundedOptions,
 ) -> Vec<Minimum> {
     let dim = gp.dim();
-    // A fixed coordinate's bounds are its value: the projected search never moves it.
+    // A fixed coordinate's bounds are its value, and so are a categorical coordinate's
+    // (each start keeps its choices): the projected search never moves them.
     let (mut lower, mut upper) = (vec![0.0; dim], vec![1.0; dim]);
     hold(&mut lower, fixed);
     hold(&mut upper, fixed);
+    let categories = gp.spec().categories;
     let mut searches: Vec<BoundedSearch> = starts
         .iter()
-        .map(|x0| BoundedSearch::new(x0, &lower, &upper, options))
+        .map(|x0| {
+            let (mut lower, mut upper) = (lower.clone(), upper.clone());
+            for i in categories.categorical(dim) {
+                (lower[i], upper[i]) = (x0[i], x0[i]);
+            }
+            BoundedSearch::new(x0, &lower, &upper, options)
+        })
         .collect();
     // Each search's gradient at its last valued point, evaluated with the value.
     let mut gradients: Vec<Vec<f64>> = vec![Vec::new(); searches.len()];
@@ -294,8 +302,10 @@ pub fn maximize_ucb_on<R: Rng + ?Sized>(
     } else {
         0.0
     };
+    let categories = gp.spec().categories;
     let mut raw = sobol_points(options.raw_samples, dim, rng);
     for point in &mut raw {
+        to_choices(point, &categories);
         hold(point, fixed);
     }
     // With β = 0 (the posterior mean alone) the variances, an O(n²) solve per point, are
@@ -322,10 +332,9 @@ pub fn maximize_ucb_on<R: Rng + ?Sized>(
     order.sort_by(|&a, &b| values[b].total_cmp(&values[a]));
     let mut best = raw[order[0]].clone();
     let mut best_value = values[order[0]];
-    let starts: Vec<&[f64]> = order
-        .iter()
-        .take(options.restarts)
-        .map(|&i| raw[i].as_slice())
+    let starts: Vec<&[f64]> = refinement_starts(&raw, &order, &categories, options.restarts)
+        .into_iter()
+        .map(|i| raw[i].as_slice())
         .collect();
     let groups: Vec<&[&[f64]]> = starts.chunks(REFINEMENT_GROUP).collect();
     let refined = in_parallel(&groups, cores, |group| {
@@ -336,6 +345,128 @@ pub fn maximize_ucb_on<R: Rng + ?Sized>(
         if value > best_value && m.x.iter().all(|v| (0.0..=1.0).contains(v)) {
             best = m.x;
             best_value = value;
+        }
+    }
+    if !categories.is_empty() {
+        (best, best_value) = search_choices(gp, best, best_value, t, sqrt_beta, fixed, options);
+    }
+    (best, best_value)
+}
+
+/// Most combinations of choices for which every one gets a refinement start of its own
+/// (while the restarts allow): fewer are enumerated, more are sampled and then searched
+/// locally ([`search_choices`]).
+const ENUMERATED_COMBINATIONS: usize = 32;
+
+/// Most rounds of [`search_choices`]: each changes one choice and refines the rest again.
+const CHOICE_SEARCH_ROUNDS: usize = 8;
+
+/// Moves every categorical coordinate of `point` to the centre of the choice's cell,
+/// (⌊u·K⌋ + ½)/K, so that uniform points give uniform choices.
+fn to_choices(point: &mut [f64], categories: &Categories) {
+    for i in categories.categorical(point.len()) {
+        let k = categories.choices(i) as f64;
+        point[i] = ((point[i] * k).floor().min(k - 1.0) + 0.5) / k;
+    }
+}
+
+/// The raw points (indices, best first in `order`) that the refinements start from:
+/// the `restarts` best, except that with categorical inputs of at most
+/// [`ENUMERATED_COMBINATIONS`] combinations each combination's best point comes first,
+/// so that the continuous coordinates are refined under every combination of choices.
+fn refinement_starts(
+    raw: &[Vec<f64>],
+    order: &[usize],
+    categories: &Categories,
+    restarts: usize,
+) -> Vec<usize> {
+    let mut starts = Vec::with_capacity(restarts);
+    if !categories.is_empty() {
+        let dim = raw.first().map_or(0, Vec::len);
+        let combinations: usize = categories
+            .categorical(dim)
+            .map(|i| categories.choices(i))
+            .product();
+        if combinations <= ENUMERATED_COMBINATIONS.min(restarts) {
+            let mut seen: Vec<Vec<u64>> = Vec::new();
+            for &i in order {
+                let key: Vec<u64> = categories
+                    .categorical(dim)
+                    .map(|c| raw[i][c].to_bits())
+                    .collect();
+                if !seen.contains(&key) {
+                    seen.push(key);
+                    starts.push(i);
+                }
+            }
+        }
+    }
+    for &i in order {
+        if starts.len() >= restarts {
+            break;
+        }
+        if !starts.contains(&i) {
+            starts.push(i);
+        }
+    }
+    starts.truncate(restarts.max(1));
+    starts
+}
+
+/// A local search over the choices of `best` (its UCB `best_value`): each round tries
+/// every other choice of every categorical coordinate not in `fixed` with the
+/// continuous coordinates as they are, takes the best that improves, and refines the
+/// continuous coordinates under it; it stops when no change improves, or after
+/// [`CHOICE_SEARCH_ROUNDS`] rounds.
+fn search_choices(
+    gp: &Gp,
+    mut best: Vec<f64>,
+    mut best_value: f64,
+    t: f64,
+    sqrt_beta: f64,
+    fixed: &[(usize, f64)],
+    options: &AcquisitionOptions,
+) -> (Vec<f64>, f64) {
+    let categories = gp.spec().categories;
+    for _ in 0..CHOICE_SEARCH_ROUNDS {
+        let mut neighbours = Vec::new();
+        for i in categories.categorical(best.len()) {
+            if fixed.iter().any(|&(f, _)| f == i) {
+                continue;
+            }
+            let k = categories.choices(i);
+            for choice in 0..k {
+                let u = (choice as f64 + 0.5) / k as f64;
+                if (u - best[i]).abs() > 1e-12 {
+                    let mut x = best.clone();
+                    x[i] = u;
+                    neighbours.push(x);
+                }
+            }
+        }
+        let values: Vec<f64> = gp
+            .predict_many(&neighbours, t)
+            .into_iter()
+            .map(|(m, v)| ucb_value(m, v, sqrt_beta))
+            .collect();
+        let Some((index, &value)) = values
+            .iter()
+            .enumerate()
+            .max_by(|a, b| a.1.total_cmp(b.1))
+            .filter(|(_, v)| **v > best_value)
+        else {
+            break;
+        };
+        best = neighbours.swap_remove(index);
+        best_value = value;
+        let start = [best.as_slice()];
+        if let Some(m) = refine_together(gp, &start, t, sqrt_beta, fixed, &options.optimizer)
+            .into_iter()
+            .next()
+            .filter(|m| -m.value > best_value && m.x.iter().all(|v| (0.0..=1.0).contains(v)))
+        {
+            best_value = -m.value;
+            best = m.x;
         }
     }
     (best, best_value)
@@ -366,16 +497,17 @@ pub fn maximize_mean<R: Rng + ?Sized>(
     gp: &Gp,
     t: f64,
     options: &AcquisitionOptions,
+    fixed: &[(usize, f64)],
     cores: &dyn Cores,
     rng: &mut R,
 ) -> (Vec<f64>, f64) {
-    maximize_ucb_on(gp, 0.0, t, options, &[], cores, rng)
+    maximize_ucb_on(gp, 0.0, t, options, fixed, cores, rng)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gp::{Hyperparameters, KernelKind, KernelSpec};
+    use crate::gp::{Categories, Hyperparameters, KernelKind, KernelSpec};
     use rand::{RngExt, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 
@@ -407,19 +539,20 @@ mod tests {
 
     fn random_gp(n: usize, dim: usize, rng: &mut ChaCha8Rng) -> Gp {
         let kinds = KernelKind::ALL;
-        let spec = KernelSpec {
-            spatial: kinds[rng.random_range(0..4)],
-            temporal: if rng.random::<bool>() {
+        let spec = KernelSpec::new(
+            kinds[rng.random_range(0..4)],
+            if rng.random::<bool>() {
                 Some(kinds[rng.random_range(0..4)])
             } else {
                 None
             },
-        };
+        );
         let hyper = Hyperparameters {
             signal_variance: 0.1 + 3.0 * rng.random::<f64>(),
             spatial_lengthscale: 0.03 + rng.random::<f64>(),
             temporal_lengthscale: 1.0 + 50.0 * rng.random::<f64>(),
             noise_variance: 1e-4 + 0.1 * rng.random::<f64>(),
+            categorical_lengthscale: 1.0,
         };
         let xs = (0..n)
             .map(|_| (0..dim).map(|_| rng.random::<f64>()).collect())
@@ -451,6 +584,75 @@ mod tests {
             2.0 * (16.0 * 2.0 * pi2 / 0.3).ln() + 6.0 * (16.0 * 3.0 * (120f64).ln().sqrt()).ln();
         assert!((beta_srinivas_continuous(3, 4, 0.1, 1.0, 1.0, 1.0) - expected).abs() < 1e-12);
         assert!(beta_srinivas_continuous(3, 0, 0.1, 1.0, 1.0, 1.0) >= 0.0);
+    }
+
+    /// A GP over one continuous input and categorical ones with `choices` each, on
+    /// random data whose categorical coordinates are cell centres.
+    fn mixed_gp(n: usize, choices: &[usize], rng: &mut ChaCha8Rng) -> Gp {
+        let counts: Vec<usize> = std::iter::once(0).chain(choices.iter().copied()).collect();
+        let spec =
+            KernelSpec::new(KernelKind::Matern52, None).with_categories(Categories::new(&counts));
+        let hyper = Hyperparameters {
+            signal_variance: 1.0,
+            spatial_lengthscale: 0.15,
+            categorical_lengthscale: 0.2 + rng.random::<f64>(),
+            noise_variance: 1e-3,
+            ..Hyperparameters::default()
+        };
+        let xs: Vec<Vec<f64>> = (0..n)
+            .map(|_| {
+                counts
+                    .iter()
+                    .map(|&k| match k {
+                        0 => rng.random::<f64>(),
+                        k => (rng.random_range(0..k) as f64 + 0.5) / k as f64,
+                    })
+                    .collect()
+            })
+            .collect();
+        let ys = (0..n).map(|_| rng.random::<f64>() * 4.0 - 2.0).collect();
+        Gp::new(spec, hyper, counts.len(), xs, vec![0.0; n], ys).unwrap()
+    }
+
+    /// Over one continuous and categorical inputs, the maximiser holds choices (cell
+    /// centres) and is as good as a brute force over every combination of choices × a
+    /// dense grid of the continuous coordinate: with few combinations (enumerated) and
+    /// with many (sampled, then searched locally).
+    #[test]
+    fn mixed_inputs_are_maximised_over_every_combination_of_choices() {
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        // The service's settings: 512 raw samples, 20 restarts.
+        let options = AcquisitionOptions::default();
+        for (trial, choices) in [vec![3], vec![2, 4], vec![2; 6]].into_iter().enumerate() {
+            for _ in 0..4 {
+                let gp = mixed_gp(25, &choices, &mut rng);
+                let (x, value) = maximize_ucb_on(&gp, 2.0, 0.0, &options, &[], &1, &mut rng);
+                for (i, &k) in choices.iter().enumerate() {
+                    let cell = x[i + 1] * k as f64 - 0.5;
+                    assert!((cell - cell.round()).abs() < 1e-12, "{x:?}");
+                }
+                let ucb = |p: &[f64]| {
+                    let (m, v) = gp.predict(p, 0.0);
+                    m + 2f64.sqrt() * v.sqrt()
+                };
+                let combinations: usize = choices.iter().product();
+                let mut brute = f64::NEG_INFINITY;
+                for c in 0..combinations {
+                    let mut rest = c;
+                    let mut p: Vec<f64> = vec![0.0];
+                    for &k in &choices {
+                        p.push(((rest % k) as f64 + 0.5) / k as f64);
+                        rest /= k;
+                    }
+                    for g in 0..=400 {
+                        p[0] = g as f64 / 400.0;
+                        brute = brute.max(ucb(&p));
+                    }
+                }
+                assert!((ucb(&x) - value).abs() < 1e-9);
+                assert!(value >= brute - 1e-3, "trial {trial}: {value} < {brute}");
+            }
+        }
     }
 
     /// With a coordinate held, the maximiser keeps it exactly and is as good as the
@@ -603,21 +805,20 @@ mod tests {
             .iter()
             .map(|x| -(x[0] - 0.63f64).powi(2) * 10.0)
             .collect();
-        let spec = KernelSpec {
-            spatial: KernelKind::Rbf,
-            temporal: None,
-        };
+        let spec = KernelSpec::new(KernelKind::Rbf, None);
         let hyper = Hyperparameters {
             signal_variance: 1.0,
             spatial_lengthscale: 0.3,
             temporal_lengthscale: 1.0,
             noise_variance: 1e-4,
+            categorical_lengthscale: 1.0,
         };
         let gp = Gp::new(spec, hyper, 1, xs, vec![0.0; 11], ys).unwrap();
         let (x, value) = maximize_mean(
             &gp,
             0.0,
             &small_options(),
+            &[],
             &1,
             &mut ChaCha8Rng::seed_from_u64(4),
         );

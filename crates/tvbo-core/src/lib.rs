@@ -26,7 +26,8 @@
 //! let epoch = DateTime::<Utc>::UNIX_EPOCH;
 //! let mut session = LocalSession::new(new_session_config(request, 7).unwrap(), epoch);
 //! let suggestion = session.suggest(1, Some(0.0), epoch).unwrap().remove(0);
-//! assert!((0.0..=1.0).contains(&suggestion.params["x"]));
+//! let x = suggestion.params["x"].as_number().unwrap();
+//! assert!((0.0..=1.0).contains(&x));
 //! ```
 //!
 //! `examples/embed.rs` tunes a drifting function this way, observing each suggestion.

@@ -452,15 +452,21 @@ async function renderSession(main, session) {
   });
   // 3. Parameters and the moving optimum.
   for (const p of session.parameters) {
+    // A categorical parameter is drawn at its choice's index (listed in the note).
+    const choices = p.type === "categorical" ? p.choices : null;
+    const y = v => choices ? choices.indexOf(v) : v;
+    const box = choices
+      ? "Choices: " + choices.map((c, i) => `${i} = ${c}`).join(", ") + "."
+      : `Box [${fmt(p.low)}, ${fmt(p.high)}]${p.scale === "log" ? ", log scale" : ""}.`;
     chart(grid, {
-      id: "param-" + p.name, title: `Parameter ${p.name}: suggestions and the moving optimum`, time: true, yLabel: p.name,
+      id: "param-" + p.name, title: `Parameter ${p.name}: suggestions and the moving optimum`, time: true, yLabel: p.name + (choices ? " (choice)" : ""),
       series: [
-        { name: "observed at", mode: "points", points: timeline.observations.map(o => [o.t, o.params[p.name]]) },
-        { name: "moving optimum", mode: "step", color: "#16a34a", width: 2, points: optimumSteps.map(s => [s.snapshot.optimum.t, s.snapshot.optimum.params[p.name]]) },
-        ...endedSeries(timeline, r => r.params[p.name]),
+        { name: "observed at", mode: "points", points: timeline.observations.map(o => [o.t, y(o.params[p.name]), { label: String(o.params[p.name]) }]) },
+        { name: "moving optimum", mode: "step", color: "#16a34a", width: 2, points: optimumSteps.map(s => [s.snapshot.optimum.t, y(s.snapshot.optimum.params[p.name])]) },
+        ...endedSeries(timeline, r => y(r.params[p.name])),
       ],
-      extraY: [p.low, p.high],
-      note: `Box [${fmt(p.low)}, ${fmt(p.high)}]${p.scale === "log" ? ", log scale" : ""}. The step line is the posterior argmax as it was at each suggest.`,
+      extraY: choices ? [-0.5, choices.length - 0.5] : [p.low, p.high],
+      note: `${box} ${p.context ? "A context parameter: given at every suggest." : "The step line is the posterior argmax as it was at each suggest."}`,
     });
   }
   // 4. Dataset size.
@@ -517,8 +523,10 @@ async function renderSession(main, session) {
   }
   // 8. Posterior over a 1-D space at the current time.
   if (!session.arms && timeline.observations.some(o => o.active)) {
-    if (session.parameters.length === 1) await posterior1d(grid, session, timeline, best);
-    if (session.parameters.length === 2) await posterior2d(grid, session, timeline, best);
+    // Over numeric parameters only (a heat map of choices would mislead).
+    const numeric = session.parameters.every(p => p.type !== "categorical");
+    if (numeric && session.parameters.length === 1) await posterior1d(grid, session, timeline, best);
+    if (numeric && session.parameters.length === 2) await posterior2d(grid, session, timeline, best);
   }
   // 9. Recent observations.
   const card = el("div", { class: "card wide" });

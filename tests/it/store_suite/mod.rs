@@ -13,6 +13,7 @@ use tvbo::domain::checked::CheckedConfig;
 use tvbo::domain::config::CreateSession;
 use tvbo::domain::hyperpriors::{BoundHit, FitReport};
 use tvbo::domain::records::{FittedHyperparameters, RecordedOptimum, StepSnapshot};
+use tvbo::domain::space::numbers;
 use tvbo::server::open_store;
 use tvbo::store::{
     CallRecord, ChangeSet, Deactivation, IdempotencyRecord, ObservationRow, PoolSettings,
@@ -126,7 +127,7 @@ fn suggestion(ordinal: i64, issued_t: f64) -> SuggestionRow {
     SuggestionRow {
         id: Uuid::new_v4(),
         ordinal,
-        params: [("x".to_string(), x), ("y".to_string(), 0.5)].into(),
+        params: numbers([("x", x), ("y", 0.5)]),
         unit: vec![x, 0.5],
         arm: (ordinal % 2 == 1).then(|| format!("arm{ordinal}")),
         issued_t,
@@ -140,11 +141,7 @@ fn observation(seq: i64, of: Option<&SuggestionRow>, t: f64) -> ObservationRow {
     ObservationRow {
         seq,
         suggestion_id: of.map(|s| s.id),
-        params: [
-            ("x".to_string(), 0.25),
-            ("y".to_string(), seq as f64 / 100.0),
-        ]
-        .into(),
+        params: numbers([("x", 0.25), ("y", seq as f64 / 100.0)]),
         unit: vec![0.25, seq as f64 / 100.0],
         value: -(seq as f64) / 3.0,
         t,

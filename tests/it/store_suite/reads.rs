@@ -186,10 +186,11 @@ async fn check_steps_with_snapshots(store: &dyn Store) {
             temporal_lengthscale: Some(300.0),
             noise_variance: 0.01,
             epsilon: None,
+            categorical_lengthscale: None,
         }),
         optimum: Some(RecordedOptimum {
             t: 4.5,
-            params: [("x".to_string(), 0.75)].into(),
+            params: numbers([("x", 0.75)]),
             arm: None,
             mean: -2.0,
         }),

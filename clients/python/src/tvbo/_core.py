@@ -57,7 +57,7 @@ def session_path(session_id: str) -> str:
     return f"/v1/sessions/{quote(session_id, safe='')}"
 
 
-SuggestionRef = Union[Suggestion, str, Mapping[str, float]]
+SuggestionRef = Union[Suggestion, str, Mapping[str, Any]]
 """What an observation is for: a :class:`Suggestion`, a suggestion's id, or a setting
 of the client's own (a mapping of parameter name to value)."""
 
@@ -290,7 +290,7 @@ def observation_json(
     elif isinstance(suggestion, str):
         body["suggestion_id"] = suggestion
     else:
-        body["params"] = {k: finite(f"params.{k}", v) for k, v in suggestion.items()}
+        body["params"] = {k: param_value(f"params.{k}", v) for k, v in suggestion.items()}
     if measured_at is not None:
         body["measured_at"] = models.format_datetime(measured_at)
     if t is not None:
@@ -341,7 +341,7 @@ def batch_json(items: Iterable[ObservationItem]) -> Dict[str, Any]:
 
 
 def suggest_body(
-    count: int, t: Optional[float], fixed: Optional[Mapping[str, float]] = None
+    count: int, t: Optional[float], fixed: Optional[Mapping[str, Any]] = None
 ) -> Dict[str, Any]:
     return _drop_none(
         {
@@ -349,7 +349,7 @@ def suggest_body(
             "t": None if t is None else finite("t", t),
             "fixed": None
             if fixed is None
-            else {k: finite(f"fixed.{k}", v) for k, v in fixed.items()},
+            else {k: param_value(f"fixed.{k}", v) for k, v in fixed.items()},
         }
     )
 
@@ -358,12 +358,22 @@ def predict_body(points: Sequence[Mapping[str, float]], t: Optional[float]) -> D
     return _drop_none(
         {
             "points": [
-                {k: finite(f"points[{i}].{k}", v) for k, v in p.items()}
+                {k: param_value(f"points[{i}].{k}", v) for k, v in p.items()}
                 for i, p in enumerate(points)
             ],
             "t": None if t is None else finite("t", t),
         }
     )
+
+
+def param_value(field: str, value: Any) -> Any:
+    """A parameter's value for JSON: a categorical choice (a string) as it is, an int as
+    an int, any other number as a finite float (:func:`finite`)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return finite(field, value)
 
 
 def finite(field: str, value: float) -> float:

@@ -187,7 +187,7 @@ class AsyncSession:
         count: int = 1,
         *,
         t: Optional[float] = None,
-        fixed: Optional[Mapping[str, float]] = None,
+        fixed: Optional[Mapping[str, Any]] = None,
     ) -> List[Suggestion]:
         """See :meth:`tvbo.Session.suggest`."""
         body = _core.suggest_body(count, t, fixed)

@@ -205,7 +205,7 @@ class Session:
         count: int = 1,
         *,
         t: Optional[float] = None,
-        fixed: Optional[Mapping[str, float]] = None,
+        fixed: Optional[Mapping[str, Any]] = None,
     ) -> List[Suggestion]:
         """Ask for ``count`` (1 to 64) settings to evaluate. They stay pending until
         observed (or until ``time.pending_timeout``), so concurrent callers get distinct

@@ -16,12 +16,12 @@ import dataclasses
 import functools
 import typing
 from datetime import datetime
-from typing import Any, Dict, List, Literal, Optional, Type, TypedDict, TypeVar, Union
+from typing import Any, Dict, List, Literal, Optional, Sequence, Type, TypedDict, TypeVar, Union
 
 from .errors import TvboError
 
 Goal = Literal["maximize", "minimize"]
-ParameterType = Literal["float", "int"]
+ParameterType = Literal["float", "int", "categorical"]
 Scale = Literal["linear", "log"]
 KernelKind = Literal["matern12", "matern32", "matern52", "rbf"]
 TimeSource = Literal["wall", "client"]
@@ -42,8 +42,10 @@ AlgorithmName = Literal[
     "map-gp-ts",
 ]
 
-Params = Dict[str, float]
-"""A setting: parameter name → value."""
+Params = Dict[str, Any]
+"""A setting: parameter name → value: a float for a float parameter, an int for an int
+parameter (the server writes integral values as JSON integers), a string (one of its
+choices) for a categorical one."""
 
 
 # ---------------------------------------------------------------- request parts
@@ -51,19 +53,21 @@ Params = Dict[str, float]
 
 @dataclasses.dataclass(frozen=True)
 class ParameterSpec:
-    """One parameter with its bounds (``low < high``; a log scale needs ``low > 0``).
+    """One parameter: a number with its bounds (``low < high``; a log scale needs
+    ``low > 0``), or a categorical one with its ``choices``.
 
     The same schema is sent in a create request and echoed, filled in, by the server.
-    :func:`Float` and :func:`Int` build one.
+    :func:`Float`, :func:`Int` and :func:`Categorical` build one.
     """
 
     name: str
-    low: float
-    high: float
+    low: Optional[float] = None
+    high: Optional[float] = None
     type: Optional[ParameterType] = None
     scale: Optional[Scale] = None
     step: Optional[float] = None
     context: Optional[bool] = None
+    choices: Optional[List[str]] = None
 
 
 def _parameter(
@@ -114,6 +118,17 @@ def Int(
     ``step``, only the values ``low + k * step`` (linear scale only); ``context`` as for
     :func:`Float`."""
     return _parameter(name, low, high, "int", log, step, context)
+
+
+def Categorical(name: str, choices: Sequence[str], *, context: bool = False) -> ParameterSpec:
+    """A categorical parameter: one of ``choices`` (2 to 64 distinct strings), modelled
+    with an overlap kernel of its own; ``context`` as for :func:`Float`."""
+    return ParameterSpec(
+        name,
+        type="categorical",
+        choices=[str(c) for c in choices],
+        context=True if context else None,
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -346,6 +361,7 @@ class FittedHyperparameters:
     noise_variance: float
     temporal_lengthscale: Optional[float] = None
     epsilon: Optional[float] = None
+    categorical_lengthscale: Optional[float] = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -8,7 +8,7 @@ use tvbo_core::domain::checked::CheckedConfig;
 use tvbo_core::domain::config::{
     AlgorithmConfig, CreateSession, FitStart, Hyperpriors, ModelConfig,
 };
-use tvbo_core::domain::space::{ParameterSpec, ParameterType, Scale, SearchSpace};
+use tvbo_core::domain::space::{ParameterSpec, SearchSpace};
 use tvbo_core::gp::{Gp, Hyperparameters, KernelKind, KernelSpec};
 use tvbo_core::policy::Observation;
 
@@ -17,10 +17,7 @@ pub const HORIZON: f64 = 600.0;
 
 /// Matérn-5/2 × Matérn-3/2.
 pub fn spec() -> KernelSpec {
-    KernelSpec {
-        spatial: KernelKind::Matern52,
-        temporal: Some(KernelKind::Matern32),
-    }
+    KernelSpec::new(KernelKind::Matern52, Some(KernelKind::Matern32))
 }
 
 /// A drifting smooth objective sampled at n random points over the horizon, standardised.
@@ -53,6 +50,7 @@ pub fn hyper() -> Hyperparameters {
         spatial_lengthscale: 0.3,
         temporal_lengthscale: 300.0,
         noise_variance: 0.01,
+        categorical_lengthscale: 1.0,
     }
 }
 
@@ -82,15 +80,7 @@ pub fn observations(n: usize) -> Vec<Observation> {
 pub fn unit_space() -> SearchSpace {
     SearchSpace::new(
         (0..DIM)
-            .map(|i| ParameterSpec {
-                name: format!("x{i}"),
-                kind: ParameterType::Float,
-                low: 0.0,
-                high: 1.0,
-                scale: Scale::Linear,
-                step: None,
-                context: false,
-            })
+            .map(|i| ParameterSpec::float(&format!("x{i}"), 0.0, 1.0))
             .collect(),
     )
     .expect("a valid space")

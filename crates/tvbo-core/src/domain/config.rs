@@ -14,7 +14,9 @@ pub use crate::domain::hyperpriors::{
     epsilon_of_temporal_lengthscale, temporal_lengthscale_of_epsilon,
 };
 use crate::domain::kernel::KernelKind;
-use crate::domain::space::{Arm, ArmSpec, MAX_MAGNITUDE, ParameterSpec, SearchSpace};
+use crate::domain::space::{
+    Arm, ArmSpec, MAX_MAGNITUDE, ParameterSpec, ParameterType, SearchSpace,
+};
 use crate::domain::{InvalidInput, validate_text};
 
 /// Whether larger or smaller objective values are better.
@@ -294,13 +296,24 @@ impl SessionConfig {
             None => None,
             Some(arms) => Some(space.validate_arms(arms)?),
         };
-        if let Some(i) = request.parameters.iter().position(|p| p.context)
-            && arms.is_some()
-        {
-            return Err(InvalidInput::new(
-                format!("parameters[{i}].context"),
-                "a session with arms suggests among its arms: it has no context parameters",
-            ));
+        if arms.is_some() {
+            if let Some(i) = request.parameters.iter().position(|p| p.context) {
+                return Err(InvalidInput::new(
+                    format!("parameters[{i}].context"),
+                    "a session with arms suggests among its arms: it has no context parameters",
+                ));
+            }
+            if let Some(i) = request
+                .parameters
+                .iter()
+                .position(|p| p.kind == ParameterType::Categorical)
+            {
+                return Err(InvalidInput::new(
+                    format!("parameters[{i}].type"),
+                    "a session with arms lists its settings as numbers: name the choices \
+                     in the arms' names instead of a categorical parameter",
+                ));
+            }
         }
         let mut algorithm = request.algorithm.unwrap_or_default();
         algorithm.validate()?;

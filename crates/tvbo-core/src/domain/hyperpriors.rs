@@ -11,6 +11,9 @@ pub const SIGNAL_VARIANCE_BOUNDS: (f64, f64) = (0.05, 20.0);
 pub const SPATIAL_LENGTHSCALE_BOUNDS: (f64, f64) = (0.01, 10.0);
 /// Bounds of l_T in seconds.
 pub const TEMPORAL_LENGTHSCALE_BOUNDS: (f64, f64) = (0.1, 1e7);
+/// Bounds of l_C, the categorical overlap kernel's lengthscale: from choices that share
+/// nothing (e^{−1/0.05} ≈ 2·10⁻⁹) to choices that are all but the same (e^{−1/50} ≈ 0.98).
+pub const CATEGORICAL_LENGTHSCALE_BOUNDS: (f64, f64) = (0.05, 50.0);
 
 /// l_T of the forgetting rate ε (per second).
 pub fn temporal_lengthscale_of_epsilon(epsilon: f64) -> f64 {
@@ -77,6 +80,12 @@ impl LogNormal {
 const LENGTHSCALE_LOC: f64 = std::f64::consts::SQRT_2;
 const LENGTHSCALE_SCALE: f64 = 1.732_050_807_568_877_2;
 
+/// The robust prior on l_C: LogNormal(3, √3), mode e^(loc − scale²) = 1.
+pub const CATEGORICAL_LENGTHSCALE_PRIOR: LogNormal = LogNormal {
+    loc: LENGTHSCALE_SCALE * LENGTHSCALE_SCALE,
+    scale: LENGTHSCALE_SCALE,
+};
+
 /// The priors of one fit, on the standardised values' scale; l_T in seconds.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct HyperpriorSet {
@@ -91,12 +100,23 @@ pub struct HyperpriorSet {
     pub temporal_lengthscale: LogNormal,
     /// On σ²: LogNormal(−4, 1), BoTorch's `get_gaussian_likelihood_with_lognormal_prior`.
     pub noise_variance: LogNormal,
+    /// On l_C, with categorical parameters: LogNormal(3, √3), as wide as the spatial
+    /// prior, with its mode at 1 (choices correlated e^{−1} ≈ 0.37 a priori). BoTorch
+    /// puts no prior on its categorical kernel's lengthscale; this one only keeps the
+    /// fit off the box's ends when a few observations cannot tell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub categorical_lengthscale: Option<LogNormal>,
 }
 
 impl HyperpriorSet {
-    /// The priors of [`Hyperpriors::Robust`] for `dim` spatial dimensions and data at
-    /// session times `times` (their span, at least 1 s, sets l_T's prior).
-    pub fn robust(dim: usize, times: impl IntoIterator<Item = f64>) -> HyperpriorSet {
+    /// The priors of [`Hyperpriors::Robust`] for `dim` continuous dimensions and data at
+    /// session times `times` (their span, at least 1 s, sets l_T's prior); with
+    /// `categorical`, the prior on l_C too.
+    pub fn robust(
+        dim: usize,
+        categorical: bool,
+        times: impl IntoIterator<Item = f64>,
+    ) -> HyperpriorSet {
         let (first, last) = times
             .into_iter()
             .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), t| {
@@ -125,6 +145,7 @@ impl HyperpriorSet {
                 loc: -4.0,
                 scale: 1.0,
             },
+            categorical_lengthscale: categorical.then_some(CATEGORICAL_LENGTHSCALE_PRIOR),
         }
     }
 }
@@ -141,6 +162,10 @@ pub enum BoundHit {
     TemporalLengthscaleUpper,
     NoiseVarianceLower,
     NoiseVarianceUpper,
+    /// l_C at a bound: choices that share nothing, or that do not matter; answers the
+    /// data may support, not a degenerate shape (not [`BoundHit::is_lengthscale`]).
+    CategoricalLengthscaleLower,
+    CategoricalLengthscaleUpper,
 }
 
 impl BoundHit {
@@ -197,7 +222,7 @@ mod tests {
     /// peaks at the mode.
     #[test]
     fn the_log_density_its_slope_and_mode_agree() {
-        let prior = HyperpriorSet::robust(5, [0.0, 80.0]).spatial_lengthscale;
+        let prior = HyperpriorSet::robust(5, false, [0.0, 80.0]).spatial_lengthscale;
         for u in [-3.0, -0.5, 0.0, 1.0, 2.5] {
             let numeric = (prior.log_density(u + 1e-6) - prior.log_density(u - 1e-6)) / 2e-6;
             assert!(
@@ -214,7 +239,7 @@ mod tests {
         assert!((prior.mode() - 0.4579).abs() < 1e-4, "{}", prior.mode());
         // l_T's mode is the data's time span (at least 1 s).
         let temporal = |times: &[f64]| {
-            HyperpriorSet::robust(5, times.iter().copied())
+            HyperpriorSet::robust(5, false, times.iter().copied())
                 .temporal_lengthscale
                 .mode()
         };

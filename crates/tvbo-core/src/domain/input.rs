@@ -21,7 +21,7 @@ pub const MAX_METADATA_BYTES: usize = 4096;
 #[serde(deny_unknown_fields)]
 pub struct ObservationInput {
     pub suggestion_id: Option<Uuid>,
-    #[schema(value_type = Option<std::collections::BTreeMap<String, f64>>)]
+    #[schema(value_type = Option<std::collections::BTreeMap<String, crate::domain::space::ParamValue>>)]
     pub params: Option<Params>,
     /// The measured value; required unless `failed` is true.
     #[schema(minimum = -1e100, maximum = 1e100)]

@@ -279,6 +279,11 @@ pub struct FittedHyperparameters {
     /// TV-GP-UCB's forgetting rate per second, ε = 1 − e^{−2/l_T} (null for other
     /// algorithms).
     pub epsilon: Option<f64>,
+    /// l_C, the lengthscale of the overlap kernel over the categorical parameters: their
+    /// choices are correlated e^{−1/l_C} a change apart (absent without categorical
+    /// parameters).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub categorical_lengthscale: Option<f64>,
 }
 
 /// The posterior mean's maximiser at time `t`, on the user's scale.
@@ -286,7 +291,6 @@ pub struct FittedHyperparameters {
 pub struct RecordedOptimum {
     /// Session time the optimum is for (the suggestions' target time).
     pub t: f64,
-    #[serde(serialize_with = "crate::domain::space::serialize_params")]
     pub params: Params,
     /// The arm's name (arm sessions).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -8,37 +8,84 @@ use utoipa::ToSchema;
 use crate::domain::{InvalidInput, validate_text};
 
 /// Parameter values by name.
-pub type Params = BTreeMap<String, f64>;
+pub type Params = BTreeMap<String, ParamValue>;
 
 /// Largest magnitude below which every integer is exact in f64 (2^53).
 const EXACT_INTEGERS: f64 = 9_007_199_254_740_992.0;
 
-/// Writes parameter values as JSON numbers, an integral one without a fraction (`4`, not
-/// `4.0`): the values of an int parameter are JSON integers in every answer, and a float
-/// parameter's value that happens to be integral reads the same in JSON, which has one
-/// number type. For `#[serde(serialize_with)]` on the answers' `params`.
-pub fn serialize_params<S: serde::Serializer>(params: &Params, s: S) -> Result<S::Ok, S::Error> {
-    use serde::ser::SerializeMap;
-    let mut map = s.serialize_map(Some(params.len()))?;
-    for (name, &value) in params {
-        if value.fract() == 0.0 && value.abs() < EXACT_INTEGERS {
-            // Exact: |value| < 2^53 is an integer that i64 holds.
-            #[allow(clippy::cast_possible_truncation)]
-            map.serialize_entry(name, &(value as i64))?;
-        } else {
-            map.serialize_entry(name, &value)?;
-        }
-    }
-    map.end()
+/// A parameter's value: a number (float and int parameters) or one of a categorical
+/// parameter's choices. In JSON a number or a string; a number is written without a
+/// fraction when it is integral (`4`, not `4.0`), so that an int parameter's values are
+/// JSON integers in every answer (and a float parameter's integral value reads the same:
+/// JSON has one number type).
+#[derive(Clone, Debug, PartialEq, Deserialize, ToSchema)]
+#[serde(untagged)]
+pub enum ParamValue {
+    Number(f64),
+    Choice(String),
 }
 
-/// A parameter's type: real-valued or integer (rounded on the way out).
+impl ParamValue {
+    /// The number, if it is one.
+    pub fn as_number(&self) -> Option<f64> {
+        match self {
+            ParamValue::Number(value) => Some(*value),
+            ParamValue::Choice(_) => None,
+        }
+    }
+
+    /// The choice, if it is one.
+    pub fn as_choice(&self) -> Option<&str> {
+        match self {
+            ParamValue::Number(_) => None,
+            ParamValue::Choice(choice) => Some(choice),
+        }
+    }
+}
+
+/// Named numbers as [`Params`].
+pub fn numbers<'a>(pairs: impl IntoIterator<Item = (&'a str, f64)>) -> Params {
+    pairs
+        .into_iter()
+        .map(|(name, value)| (name.to_string(), ParamValue::Number(value)))
+        .collect()
+}
+
+impl From<f64> for ParamValue {
+    fn from(value: f64) -> Self {
+        ParamValue::Number(value)
+    }
+}
+
+impl From<&str> for ParamValue {
+    fn from(choice: &str) -> Self {
+        ParamValue::Choice(choice.to_string())
+    }
+}
+
+impl Serialize for ParamValue {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            ParamValue::Number(value) if value.fract() == 0.0 && value.abs() < EXACT_INTEGERS => {
+                // Exact: |value| < 2^53 is an integer that i64 holds.
+                #[allow(clippy::cast_possible_truncation)]
+                s.serialize_i64(*value as i64)
+            }
+            ParamValue::Number(value) => s.serialize_f64(*value),
+            ParamValue::Choice(choice) => s.serialize_str(choice),
+        }
+    }
+}
+
+/// A parameter's type: real-valued, integer (rounded on the way out), or categorical
+/// (one of its `choices`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ParameterType {
     #[default]
     Float,
     Int,
+    Categorical,
 }
 
 /// How a parameter maps onto `[0, 1]`.
@@ -61,7 +108,7 @@ impl Scale {
     }
 }
 
-/// One named parameter with its bounds.
+/// One named parameter: a number with its bounds, or a categorical one with its choices.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ParameterSpec {
@@ -70,10 +117,20 @@ pub struct ParameterSpec {
     pub name: String,
     #[serde(rename = "type", default)]
     pub kind: ParameterType,
-    pub low: f64,
-    pub high: f64,
+    /// Lower bound of a float or int parameter (required for them, absent for a
+    /// categorical one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub low: Option<f64>,
+    /// Upper bound of a float or int parameter, greater than `low`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub high: Option<f64>,
     #[serde(default)]
     pub scale: Scale,
+    /// The values of a categorical parameter: 2 to 64 distinct strings of 1 to 100
+    /// characters (required for it, absent for the others).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(min_items = 2, max_items = 64)]
+    pub choices: Option<Vec<String>>,
     /// A grid: the parameter takes only the values low + k·step, k = 0, 1, … up to high
     /// (as Optuna's `step`). Linear scale only; an integer for an int parameter.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -91,30 +148,83 @@ pub struct ParameterSpec {
 const GRID_TOLERANCE: f64 = 1e-9;
 
 impl ParameterSpec {
+    /// A float parameter on `[low, high]` (linear scale, no step).
+    pub fn float(name: &str, low: f64, high: f64) -> ParameterSpec {
+        ParameterSpec {
+            name: name.to_string(),
+            kind: ParameterType::Float,
+            low: Some(low),
+            high: Some(high),
+            scale: Scale::Linear,
+            choices: None,
+            step: None,
+            context: false,
+        }
+    }
+
+    /// A categorical parameter with these choices.
+    pub fn categorical(name: &str, choices: &[&str]) -> ParameterSpec {
+        ParameterSpec {
+            kind: ParameterType::Categorical,
+            low: None,
+            high: None,
+            choices: Some(choices.iter().map(|c| c.to_string()).collect()),
+            ..ParameterSpec::float(name, 0.0, 1.0)
+        }
+    }
+
+    /// The bounds of a numeric parameter ((0, 1) for a categorical one, whose unit
+    /// coordinate they do not describe); both present once the space is checked.
+    fn bounds(&self) -> (f64, f64) {
+        (self.low.unwrap_or(0.0), self.high.unwrap_or(1.0))
+    }
+
+    /// The choices of a categorical parameter (none for the others).
+    pub fn choice_list(&self) -> &[String] {
+        self.choices.as_deref().unwrap_or_default()
+    }
+
     /// The nearest point of the parameter's grid to `value` in [low, high] (the grid's
     /// last point is the largest low + k·step ≤ high).
     fn nearest_on_grid(&self, step: f64, value: f64) -> f64 {
-        let last = ((self.high - self.low) / step + GRID_TOLERANCE).floor();
-        let k = ((value - self.low) / step).round().clamp(0.0, last);
-        (self.low + k * step).min(self.high)
+        let (low, high) = self.bounds();
+        let last = ((high - low) / step + GRID_TOLERANCE).floor();
+        let k = ((value - low) / step).round().clamp(0.0, last);
+        (low + k * step).min(high)
     }
 
     /// Whether `value` is on the parameter's grid, within [`GRID_TOLERANCE`] of a step.
     fn on_grid(&self, step: f64, value: f64) -> bool {
-        let k = (value - self.low) / step;
+        let k = (value - self.bounds().0) / step;
         (k - k.round()).abs() <= GRID_TOLERANCE
     }
 
-    /// `value` mapped into `[0, 1]`, rejecting (under the field `name`) a non-finite or
-    /// out-of-bounds value, a fractional value of an integer and a value off the grid.
-    fn unit_of(&self, value: f64, name: &str) -> Result<f64, InvalidInput> {
+    /// `value` mapped into `[0, 1]`, rejecting (under the field `name`) a value of the
+    /// wrong kind, a non-finite or out-of-bounds number, a fractional value of an
+    /// integer, a value off the grid and a choice not among a categorical parameter's.
+    /// Choice k of K maps to the centre of its cell, (k + ½)/K.
+    fn unit_of(&self, value: &ParamValue, name: &str) -> Result<f64, InvalidInput> {
+        if self.kind == ParameterType::Categorical {
+            let choices = self.choice_list();
+            let choice = value.as_choice().ok_or_else(|| {
+                InvalidInput::new(name, format!("must be one of {choices:?}, as a string"))
+            })?;
+            let k = choices.iter().position(|c| c == choice).ok_or_else(|| {
+                InvalidInput::new(name, format!("{choice:?} is not one of {choices:?}"))
+            })?;
+            return Ok((k as f64 + 0.5) / choices.len() as f64);
+        }
+        let value = value
+            .as_number()
+            .ok_or_else(|| InvalidInput::new(name, "must be a number"))?;
+        let (low, high) = self.bounds();
         if !value.is_finite() {
             return Err(InvalidInput::new(name, "must be a finite number"));
         }
-        if value < self.low || value > self.high {
+        if value < low || value > high {
             return Err(InvalidInput::new(
                 name,
-                format!("{value} is outside [{}, {}]", self.low, self.high),
+                format!("{value} is outside [{low}, {high}]"),
             ));
         }
         if self.kind == ParameterType::Int && value.fract() != 0.0 {
@@ -123,12 +233,12 @@ impl ParameterSpec {
         if let Some(step) = self.step.filter(|&step| !self.on_grid(step, value)) {
             return Err(InvalidInput::new(
                 name,
-                format!("{value} is not {} + k·{step} for an integer k", self.low),
+                format!("{value} is not {low} + k·{step} for an integer k"),
             ));
         }
         let unit = match self.scale {
-            Scale::Linear => (value - self.low) / self.unit_span(),
-            Scale::Log => (value.ln() - self.low.ln()) / self.unit_span(),
+            Scale::Linear => (value - low) / self.unit_span(),
+            Scale::Log => (value.ln() - low.ln()) / self.unit_span(),
         };
         // Guaranteed by the span check of `SearchSpace::new`; kept as a guard so that
         // nothing non-finite is ever stored.
@@ -141,12 +251,34 @@ impl ParameterSpec {
         Ok(unit)
     }
 
+    /// The value at unit coordinate `u` (in [0, 1]): a number rounded for an integer and
+    /// put on its grid, or the choice whose cell holds `u`.
+    fn value_at(&self, u: f64) -> ParamValue {
+        let (low, high) = self.bounds();
+        let raw = match self.scale {
+            Scale::Linear => low + u * self.unit_span(),
+            Scale::Log => (low.ln() + u * self.unit_span()).exp(),
+        };
+        let value = match (self.step, self.kind) {
+            (_, ParameterType::Categorical) => {
+                let choices = self.choice_list();
+                let k = ((u * choices.len() as f64) as usize).min(choices.len() - 1);
+                return ParamValue::Choice(choices[k].clone());
+            }
+            (Some(step), _) => self.nearest_on_grid(step, raw),
+            (None, ParameterType::Float) => raw.clamp(low, high),
+            (None, ParameterType::Int) => raw.round().clamp(low, high),
+        };
+        ParamValue::Number(value)
+    }
+
     /// The length of the bounds on the parameter's scale: high − low, or
     /// ln(high) − ln(low) on a log scale. The map to `[0, 1]` divides by it.
     fn unit_span(&self) -> f64 {
+        let (low, high) = self.bounds();
         match self.scale {
-            Scale::Linear => self.high - self.low,
-            Scale::Log => self.high.ln() - self.low.ln(),
+            Scale::Linear => high - low,
+            Scale::Log => high.ln() - low.ln(),
         }
     }
 }
@@ -158,7 +290,7 @@ pub struct ArmSpec {
     /// 1 to 100 characters, no control characters; unique (default `arm-<index>`).
     #[schema(min_length = 1, max_length = 100)]
     pub name: Option<String>,
-    #[schema(value_type = BTreeMap<String, f64>)]
+    #[schema(value_type = BTreeMap<String, ParamValue>)]
     pub params: Params,
 }
 
@@ -166,7 +298,7 @@ pub struct ArmSpec {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Arm {
     pub name: String,
-    #[schema(value_type = BTreeMap<String, f64>)]
+    #[schema(value_type = BTreeMap<String, ParamValue>)]
     pub params: Params,
 }
 
@@ -194,6 +326,8 @@ pub const MAX_NAME_CHARS: usize = 100;
 pub const MAX_DIMENSION: usize = 32;
 /// Maximum number of arms of a session.
 pub const MAX_ARMS: usize = 10_000;
+/// Most choices of a categorical parameter.
+pub const MAX_CHOICES: usize = 64;
 
 /// Validated parameters, in the order the session declared them.
 #[derive(Clone, Debug, PartialEq)]
@@ -228,25 +362,41 @@ impl SearchSpace {
                     format!("duplicate parameter name {:?}", p.name),
                 ));
             }
-            if !(p.low.is_finite() && p.low.abs() <= MAX_MAGNITUDE) {
+            if p.kind == ParameterType::Categorical {
+                validate_categorical(p, &field)?;
+                continue;
+            }
+            if p.choices.is_some() {
+                return Err(InvalidInput::new(
+                    field("choices"),
+                    "only a categorical parameter (type categorical) has choices",
+                ));
+            }
+            let low = p
+                .low
+                .ok_or_else(|| InvalidInput::new(field("low"), "is required"))?;
+            let high = p
+                .high
+                .ok_or_else(|| InvalidInput::new(field("high"), "is required"))?;
+            if !(low.is_finite() && low.abs() <= MAX_MAGNITUDE) {
                 return Err(InvalidInput::new(
                     field("low"),
                     format!("must be a finite number within ±{MAX_MAGNITUDE:e}"),
                 ));
             }
-            if !(p.high.is_finite() && p.high.abs() <= MAX_MAGNITUDE) || p.high <= p.low {
+            if !(high.is_finite() && high.abs() <= MAX_MAGNITUDE) || high <= low {
                 return Err(InvalidInput::new(
                     field("high"),
                     format!("must be a finite number within ±{MAX_MAGNITUDE:e}, greater than low"),
                 ));
             }
-            if p.scale == Scale::Log && p.low <= 0.0 {
+            if p.scale == Scale::Log && low <= 0.0 {
                 return Err(InvalidInput::new(
                     field("low"),
                     "must be > 0 for a log-scaled parameter",
                 ));
             }
-            if p.kind == ParameterType::Int && (p.low.fract() != 0.0 || p.high.fract() != 0.0) {
+            if p.kind == ParameterType::Int && (low.fract() != 0.0 || high.fract() != 0.0) {
                 return Err(InvalidInput::new(
                     field("low"),
                     "bounds of an int parameter must be integers",
@@ -277,6 +427,15 @@ impl SearchSpace {
         Ok(SearchSpace { parameters })
     }
 
+    /// `dim` float parameters `x0`, `x1`, … on [0, 1]: the unit cube itself.
+    pub fn unit(dim: usize) -> SearchSpace {
+        SearchSpace {
+            parameters: (0..dim)
+                .map(|i| ParameterSpec::float(&format!("x{i}"), 0.0, 1.0))
+                .collect(),
+        }
+    }
+
     /// Number of parameters, d.
     pub fn dim(&self) -> usize {
         self.parameters.len()
@@ -303,7 +462,7 @@ impl SearchSpace {
             .iter()
             .map(|p| {
                 let name = format!("{field}.{}", p.name);
-                let value = *params
+                let value = params
                     .get(&p.name)
                     .ok_or_else(|| InvalidInput::new(name.clone(), "is missing"))?;
                 p.unit_of(value, &name)
@@ -329,7 +488,7 @@ impl SearchSpace {
         for (i, p) in self.parameters.iter().enumerate() {
             let name = format!("fixed.{}", p.name);
             match fixed.get(&p.name) {
-                Some(&value) => coordinates.push((i, p.unit_of(value, &name)?)),
+                Some(value) => coordinates.push((i, p.unit_of(value, &name)?)),
                 None if p.context => {
                     return Err(InvalidInput::new(
                         name,
@@ -342,13 +501,28 @@ impl SearchSpace {
         Ok(coordinates)
     }
 
+    /// The number of choices of each parameter in order: 0 for a float or int one (the
+    /// model's categorical inputs, `gp::Categories`).
+    pub fn choice_counts(&self) -> Vec<usize> {
+        self.parameters
+            .iter()
+            .map(|p| p.choice_list().len())
+            .collect()
+    }
+
+    /// The number of float and int parameters.
+    pub fn continuous_dim(&self) -> usize {
+        self.choice_counts().iter().filter(|&&k| k == 0).count()
+    }
+
     /// Whether the session has a context parameter.
     pub fn has_context(&self) -> bool {
         self.parameters.iter().any(|p| p.context)
     }
 
-    /// Maps a point of `[0,1]^d` (clamped) to named values; integers are rounded, and a
-    /// parameter with a step goes to the nearest point of its grid.
+    /// Maps a point of `[0,1]^d` (clamped) to named values; integers are rounded, a
+    /// parameter with a step goes to the nearest point of its grid, and a categorical
+    /// one takes the choice whose cell holds its coordinate.
     pub fn from_unit(&self, unit: &[f64]) -> Params {
         self.parameters
             .iter()
@@ -359,15 +533,7 @@ impl SearchSpace {
                 } else {
                     0.5
                 };
-                let raw = match p.scale {
-                    Scale::Linear => p.low + u * p.unit_span(),
-                    Scale::Log => (p.low.ln() + u * p.unit_span()).exp(),
-                };
-                let value = match (p.step, p.kind) {
-                    (Some(step), _) => p.nearest_on_grid(step, raw),
-                    (None, ParameterType::Float) => raw.clamp(p.low, p.high),
-                    (None, ParameterType::Int) => raw.round().clamp(p.low, p.high),
-                };
+                let value = p.value_at(u);
                 (p.name.clone(), value)
             })
             .collect()
@@ -409,13 +575,56 @@ impl SearchSpace {
     }
 }
 
+/// A categorical parameter: 2 to [`MAX_CHOICES`] distinct choices of 1 to 100 characters;
+/// no bounds, log scale or step.
+fn validate_categorical(
+    p: &ParameterSpec,
+    field: &dyn Fn(&str) -> String,
+) -> Result<(), InvalidInput> {
+    for (name, given) in [
+        ("low", p.low.is_some()),
+        ("high", p.high.is_some()),
+        ("step", p.step.is_some()),
+        ("scale", p.scale == Scale::Log),
+    ] {
+        if given {
+            return Err(InvalidInput::new(
+                field(name),
+                "a categorical parameter has choices, not bounds, a scale or a step",
+            ));
+        }
+    }
+    let choices = p.choices.as_deref().ok_or_else(|| {
+        InvalidInput::new(field("choices"), "is required for a categorical parameter")
+    })?;
+    if !(2..=MAX_CHOICES).contains(&choices.len()) {
+        return Err(InvalidInput::new(
+            field("choices"),
+            format!("must hold 2 to {MAX_CHOICES} choices"),
+        ));
+    }
+    let mut seen = BTreeSet::new();
+    for (k, choice) in choices.iter().enumerate() {
+        let name = field(&format!("choices[{k}]"));
+        validate_text(&name, choice, 1, MAX_NAME_CHARS)?;
+        if !seen.insert(choice) {
+            return Err(InvalidInput::new(
+                name,
+                format!("duplicate choice {choice:?}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// A parameter's step: finite and positive, with at least two points on the grid
 /// (step ≤ high − low), on a linear scale, and an integer for an int parameter.
 fn validate_step(p: &ParameterSpec, step: f64, field: &str) -> Result<(), InvalidInput> {
     if !(step.is_finite() && step > 0.0) {
         return Err(InvalidInput::new(field, "must be a finite number > 0"));
     }
-    if step > p.high - p.low {
+    let (low, high) = p.bounds();
+    if step > high - low {
         return Err(InvalidInput::new(
             field,
             "must be at most high − low (the grid needs two points)",
@@ -440,13 +649,19 @@ fn validate_step(p: &ParameterSpec, step: f64, field: &str) -> Result<(), Invali
 mod tests {
     use super::*;
 
+    /// The number a value holds (a test's parameters are numeric).
+    fn n(value: &ParamValue) -> f64 {
+        value.as_number().expect("a number")
+    }
+
     fn space() -> SearchSpace {
         SearchSpace::new(vec![
             ParameterSpec {
                 name: "lr".into(),
                 kind: ParameterType::Float,
-                low: 1e-4,
-                high: 1.0,
+                low: Some(1e-4),
+                high: Some(1.0),
+                choices: None,
                 scale: Scale::Log,
                 step: None,
                 context: false,
@@ -454,8 +669,9 @@ mod tests {
             ParameterSpec {
                 name: "workers".into(),
                 kind: ParameterType::Int,
-                low: 1.0,
-                high: 16.0,
+                low: Some(1.0),
+                high: Some(16.0),
+                choices: None,
                 scale: Scale::Linear,
                 step: None,
                 context: false,
@@ -467,36 +683,31 @@ mod tests {
     #[test]
     fn round_trip_through_the_unit_cube() {
         let s = space();
-        let params: Params = [("lr".to_string(), 0.01), ("workers".to_string(), 4.0)].into();
+        let params: Params = numbers([("lr", 0.01), ("workers", 4.0)]);
         let unit = s.to_unit(&params, "params").unwrap();
         assert!((unit[0] - 0.5).abs() < 1e-12);
         assert!((unit[1] - 0.2).abs() < 1e-12);
         let back = s.from_unit(&unit);
-        assert!((back["lr"] - 0.01).abs() < 1e-12);
-        assert_eq!(back["workers"], 4.0);
+        assert!((back["lr"].as_number().unwrap() - 0.01).abs() < 1e-12);
+        assert_eq!(back["workers"], ParamValue::Number(4.0));
     }
 
     #[test]
     fn bad_params_name_the_field() {
         let s = space();
-        let missing: Params = [("lr".to_string(), 0.01)].into();
+        let missing: Params = numbers([("lr", 0.01)]);
         assert_eq!(
             s.to_unit(&missing, "params").unwrap_err().field,
             "params.workers"
         );
-        let extra: Params = [
-            ("lr".to_string(), 0.01),
-            ("workers".to_string(), 2.0),
-            ("zzz".to_string(), 1.0),
-        ]
-        .into();
+        let extra: Params = numbers([("lr", 0.01), ("workers", 2.0), ("zzz", 1.0)]);
         assert_eq!(s.to_unit(&extra, "params").unwrap_err().field, "params.zzz");
-        let outside: Params = [("lr".to_string(), 2.0), ("workers".to_string(), 2.0)].into();
+        let outside: Params = numbers([("lr", 2.0), ("workers", 2.0)]);
         assert_eq!(
             s.to_unit(&outside, "params").unwrap_err().field,
             "params.lr"
         );
-        let fractional: Params = [("lr".to_string(), 0.1), ("workers".to_string(), 2.5)].into();
+        let fractional: Params = numbers([("lr", 0.1), ("workers", 2.5)]);
         assert_eq!(
             s.to_unit(&fractional, "params").unwrap_err().field,
             "params.workers"
@@ -508,9 +719,10 @@ mod tests {
         let parameter = |low: f64, high: f64, scale: Scale| ParameterSpec {
             name: "x".into(),
             kind: ParameterType::Float,
-            low,
-            high,
+            low: Some(low),
+            high: Some(high),
             scale,
+            choices: None,
             step: None,
             context: false,
         };
@@ -523,7 +735,7 @@ mod tests {
         let high = f64::from_bits(low.to_bits() + 1);
         let s = SearchSpace::new(vec![parameter(low, high, Scale::Linear)]).unwrap();
         for v in [low, high] {
-            let unit = s.to_unit(&[("x".to_string(), v)].into(), "params").unwrap();
+            let unit = s.to_unit(&numbers([("x", v)]), "params").unwrap();
             assert!((0.0..=1.0).contains(&unit[0]));
         }
         // A brute force over many tiny log ranges: accepted ranges map both bounds finitely.
@@ -532,11 +744,115 @@ mod tests {
             let high = f64::from_bits(low.to_bits() + k);
             if let Ok(s) = SearchSpace::new(vec![parameter(low, high, Scale::Log)]) {
                 for v in [low, high] {
-                    let unit = s.to_unit(&[("x".to_string(), v)].into(), "params").unwrap();
+                    let unit = s.to_unit(&numbers([("x", v)]), "params").unwrap();
                     assert!(unit[0].is_finite() && (0.0..=1.0).contains(&unit[0]));
                 }
-                assert!(s.from_unit(&[0.5])["x"].is_finite());
+                assert!(n(&s.from_unit(&[0.5])["x"]).is_finite());
             }
+        }
+    }
+
+    /// Choice k of K sits at the centre of its cell, (k + ½)/K; every point of a cell
+    /// reads as its choice, so uniform points give uniform choices; `snap` moves a point
+    /// to its cell's centre; a number, an unknown choice or bounds are refused.
+    #[test]
+    fn categorical_choices_map_to_the_centres_of_their_cells() {
+        let codec = ParameterSpec::categorical("codec", &["lz4", "zstd", "none"]);
+        let s = SearchSpace::new(vec![codec.clone(), ParameterSpec::float("x", 0.0, 1.0)]).unwrap();
+        for (k, choice) in ["lz4", "zstd", "none"].into_iter().enumerate() {
+            let params: Params = [
+                ("codec".to_string(), choice.into()),
+                ("x".to_string(), 0.5.into()),
+            ]
+            .into();
+            let unit = s.to_unit(&params, "params").unwrap();
+            assert_eq!(unit[0], (k as f64 + 0.5) / 3.0);
+            assert_eq!(s.from_unit(&unit), params);
+        }
+        let mut counts = [0; 3];
+        for i in 0..3000 {
+            let u = (i as f64 + 0.5) / 3000.0;
+            let choice = s.from_unit(&[u, 0.5])["codec"].clone();
+            let k = ["lz4", "zstd", "none"]
+                .iter()
+                .position(|c| ParamValue::from(*c) == choice)
+                .unwrap();
+            counts[k] += 1;
+            assert_eq!(s.snap(&[u, 0.5])[0], (k as f64 + 0.5) / 3.0);
+        }
+        assert_eq!(counts, [1000, 1000, 1000]);
+        assert_eq!(s.from_unit(&[1.0, 0.5])["codec"], ParamValue::from("none"));
+        for (value, message) in [
+            (ParamValue::Number(1.0), "as a string"),
+            (ParamValue::from("gzip"), "is not one of"),
+        ] {
+            let params: Params =
+                [("codec".to_string(), value), ("x".to_string(), 0.5.into())].into();
+            let err = s.to_unit(&params, "params").unwrap_err();
+            assert_eq!(err.field, "params.codec");
+            assert!(err.message.contains(message), "{}", err.message);
+        }
+        let numeric_as_choice: Params = [
+            ("codec".to_string(), "lz4".into()),
+            ("x".to_string(), "a".into()),
+        ]
+        .into();
+        assert_eq!(
+            s.to_unit(&numeric_as_choice, "params").unwrap_err().field,
+            "params.x"
+        );
+        for (bad, field) in [
+            (
+                ParameterSpec {
+                    low: Some(0.0),
+                    ..codec.clone()
+                },
+                "parameters[0].low",
+            ),
+            (
+                ParameterSpec {
+                    choices: None,
+                    ..codec.clone()
+                },
+                "parameters[0].choices",
+            ),
+            (
+                ParameterSpec {
+                    choices: Some(vec!["a".into()]),
+                    ..codec.clone()
+                },
+                "parameters[0].choices",
+            ),
+            (
+                ParameterSpec {
+                    choices: Some(vec!["a".into(), "a".into()]),
+                    ..codec.clone()
+                },
+                "parameters[0].choices[1]",
+            ),
+            (
+                ParameterSpec {
+                    choices: Some(vec!["a".into(), String::new()]),
+                    ..codec.clone()
+                },
+                "parameters[0].choices[1]",
+            ),
+            (
+                ParameterSpec {
+                    choices: Some(vec!["a".into(), "b".into()]),
+                    ..ParameterSpec::float("x", 0.0, 1.0)
+                },
+                "parameters[0].choices",
+            ),
+            (
+                ParameterSpec {
+                    high: None,
+                    ..ParameterSpec::float("x", 0.0, 1.0)
+                },
+                "parameters[0].high",
+            ),
+        ] {
+            assert_eq!(SearchSpace::new(vec![bad]).unwrap_err().field, field);
         }
     }
 
@@ -545,8 +861,8 @@ mod tests {
         let s = space();
         for u in [-1.0, 0.0, 0.3, 1.0, 2.0, f64::NAN] {
             let p = s.from_unit(&[u, u]);
-            assert!(p["lr"] >= 1e-4 && p["lr"] <= 1.0);
-            assert!(p["workers"] >= 1.0 && p["workers"] <= 16.0);
+            assert!(n(&p["lr"]) >= 1e-4 && n(&p["lr"]) <= 1.0);
+            assert!(n(&p["workers"]) >= 1.0 && n(&p["workers"]) <= 16.0);
         }
     }
 
@@ -554,9 +870,10 @@ mod tests {
         ParameterSpec {
             name: "x".into(),
             kind,
-            low,
-            high,
+            low: Some(low),
+            high: Some(high),
             scale: Scale::Linear,
+            choices: None,
             step: Some(step),
             context: false,
         }
@@ -581,7 +898,7 @@ mod tests {
             for i in 0..=200 {
                 let u = i as f64 / 200.0;
                 let raw = low + u * (high - low);
-                let value = space.from_unit(&[u])["x"];
+                let value = n(&space.from_unit(&[u])["x"]);
                 let nearest = grid
                     .iter()
                     .copied()
@@ -611,7 +928,7 @@ mod tests {
     #[test]
     fn values_off_the_grid_are_refused() {
         let space = SearchSpace::new(vec![stepped(ParameterType::Int, 0.0, 10.0, 4.0)]).unwrap();
-        let at = |x: f64| -> Params { [("x".to_string(), x)].into() };
+        let at = |x: f64| -> Params { numbers([("x", x)]) };
         assert!(space.to_unit(&at(8.0), "params").is_ok());
         let err = space.to_unit(&at(6.0), "params").unwrap_err();
         assert_eq!(err.field, "params.x");
@@ -645,30 +962,27 @@ mod tests {
         }
     }
 
-    /// Integral values are written as JSON integers, others as they are, and both read
-    /// back as the same f64.
+    /// Integral values are written as JSON integers, others as they are, choices as
+    /// strings; all read back as they were.
     #[test]
     fn integral_values_are_written_as_integers() {
-        #[derive(Serialize)]
-        struct Answer<'a> {
-            #[serde(serialize_with = "serialize_params")]
-            params: &'a Params,
-        }
         let params: Params = [
-            ("a".to_string(), 4.0),
-            ("b".to_string(), -0.0),
-            ("c".to_string(), 0.25),
-            ("d".to_string(), 1e300),
-            ("e".to_string(), -9_007_199_254_740_991.0),
+            ("a".to_string(), 4.0.into()),
+            ("b".to_string(), (-0.0).into()),
+            ("c".to_string(), 0.25.into()),
+            ("d".to_string(), 1e300.into()),
+            ("e".to_string(), (-9_007_199_254_740_991.0).into()),
+            ("f".to_string(), "zstd".into()),
         ]
         .into();
-        let json = serde_json::to_value(Answer { params: &params }).unwrap();
-        assert!(json["params"]["a"].is_i64() && json["params"]["a"] == 4);
-        assert!(json["params"]["b"].is_i64() && json["params"]["b"] == 0);
-        assert!(json["params"]["c"].is_f64());
-        assert!(json["params"]["d"].is_f64());
-        assert!(json["params"]["e"].is_i64());
-        let back: Params = serde_json::from_value(json["params"].clone()).unwrap();
+        let json = serde_json::to_value(&params).unwrap();
+        assert!(json["a"].is_i64() && json["a"] == 4);
+        assert!(json["b"].is_i64() && json["b"] == 0);
+        assert!(json["c"].is_f64());
+        assert!(json["d"].is_f64());
+        assert!(json["e"].is_i64());
+        assert_eq!(json["f"], "zstd");
+        let back: Params = serde_json::from_value(json).unwrap();
         assert_eq!(back, params);
     }
 }

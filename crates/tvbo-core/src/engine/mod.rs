@@ -20,7 +20,6 @@ use chrono::{DateTime, Utc};
 use rand::SeedableRng;
 use uuid::Uuid;
 
-use crate::acquisition::Cores;
 use crate::domain::InvalidInput;
 use crate::domain::checked::CheckedConfig;
 use crate::domain::config::{CreateSession, SessionConfig};
@@ -31,7 +30,7 @@ use crate::policy::priors::check_priors;
 use crate::policy::{Observation, PolicyError, PolicyRng, PolicyState};
 
 pub use local::LocalSession;
-pub use model::{CurrentModel, fitted_hyperparameters, step_snapshot};
+pub use model::{CurrentModel, OptimumAt, fitted_hyperparameters, step_snapshot};
 pub use observe::{ObserveSnapshot, plan_abandon, plan_observe};
 pub use suggest::plan_suggest;
 
@@ -198,7 +197,7 @@ pub(crate) fn step_outcome(
     session: &SessionRow,
     mut state: PolicyState,
     dataset_size: usize,
-    optimum_at: Option<(&[ObservationRow], f64, &dyn Cores)>,
+    optimum_at: Option<OptimumAt<'_>>,
     response_time_fit: Option<[f64; 4]>,
 ) -> Result<(serde_json::Value, StepSnapshot), EngineError> {
     let fit = state.last_fit.take().filter(FitReport::is_notable);

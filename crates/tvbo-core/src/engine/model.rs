@@ -54,7 +54,7 @@ impl CurrentModel {
         if active.is_empty() {
             return Ok(None);
         }
-        let spec = policy.kernel(&config.model);
+        let spec = policy.model_kernel(&config.model, config.space());
         let dim = config.parameters.len();
         let surrogate = match state.hyperparameters {
             Some(hyper) => Surrogate::with_hyperparameters(spec, dim, &data, hyper)?,
@@ -129,6 +129,7 @@ impl CurrentModel {
         &self,
         config: &CheckedConfig,
         t: f64,
+        fixed: &[(usize, f64)],
         cores: &dyn Cores,
     ) -> (Vec<f64>, Option<String>) {
         let (arms, points): (&[Arm], &[Vec<f64>]) = match self {
@@ -147,6 +148,7 @@ impl CurrentModel {
                         surrogate.gp(),
                         t,
                         &AcquisitionOptions::default(),
+                        fixed,
                         cores,
                         &mut rng,
                     );
@@ -165,9 +167,17 @@ impl CurrentModel {
     }
 
     /// [`CurrentModel::recommend`] as recorded in a step snapshot: on the user's scale,
-    /// with the posterior mean there in the objective's sign.
-    pub fn optimum(&self, config: &CheckedConfig, t: f64, cores: &dyn Cores) -> RecordedOptimum {
-        let (x, arm) = self.recommend(config, t, cores);
+    /// with the posterior mean there in the objective's sign; given the suggest's
+    /// `fixed` coordinates (its context), so that a regret estimated against it compares
+    /// settings for the same context.
+    pub fn optimum(
+        &self,
+        config: &CheckedConfig,
+        t: f64,
+        fixed: &[(usize, f64)],
+        cores: &dyn Cores,
+    ) -> RecordedOptimum {
+        let (x, arm) = self.recommend(config, t, fixed, cores);
         let mean = self.mean(&x, t);
         RecordedOptimum {
             t,
@@ -199,6 +209,8 @@ pub fn fitted_hyperparameters(
                 AlgorithmConfig::TvGpUcb { .. } => temporal.map(epsilon_of_temporal_lengthscale),
                 _ => None,
             },
+            categorical_lengthscale: (config.space().continuous_dim() < config.parameters.len())
+                .then_some(h.categorical_lengthscale),
         }
     })
 }
@@ -210,18 +222,29 @@ pub fn fitted_hyperparameters(
 /// warm-up, not for random search), the posterior mean's maximiser at that time. The
 /// maximiser costs a model built from the saved hyperparameters (no refit) and a search
 /// of its mean.
+/// Where a step records the posterior's optimum: over the active observations, at time
+/// `t`, with the suggest's `fixed` coordinates held, on the threads `cores` allows.
+#[derive(Clone, Copy)]
+pub struct OptimumAt<'a> {
+    pub active: &'a [ObservationRow],
+    pub t: f64,
+    pub fixed: &'a [(usize, f64)],
+    pub cores: &'a dyn Cores,
+}
+
 pub fn step_snapshot(
     config: &CheckedConfig,
     state: &PolicyState,
     dataset_size: usize,
-    optimum_at: Option<(&[ObservationRow], f64, &dyn Cores)>,
+    optimum_at: Option<OptimumAt<'_>>,
 ) -> Result<StepSnapshot, PolicyError> {
     let hyperparameters = fitted_hyperparameters(config, state);
     let selection = state.prior_selection.as_ref();
     let has_model = state.hyperparameters.is_some() || selection.is_some();
     let optimum = match optimum_at {
-        Some((active, t, cores)) if has_model && !active.is_empty() => {
-            CurrentModel::of(config, active, state)?.map(|model| model.optimum(config, t, cores))
+        Some(at) if has_model && !at.active.is_empty() => {
+            CurrentModel::of(config, at.active, state)?
+                .map(|model| model.optimum(config, at.t, at.fixed, at.cores))
         }
         _ => None,
     };

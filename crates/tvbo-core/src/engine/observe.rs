@@ -71,6 +71,7 @@ pub fn plan_observe(
     };
     let policy = policy::policy_for(config);
     let ctx = ObserveContext {
+        space: config.space(),
         model: &config.model,
         data: &data,
         new: &new,

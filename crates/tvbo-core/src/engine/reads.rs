@@ -139,7 +139,12 @@ pub fn model_reading(history: &History) -> Result<ModelReading, EngineError> {
     let hyperparameters = fitted_hyperparameters(config, &state);
     let hyperpriors =
         (hyperparameters.is_some() && config.model.hyperpriors == Hyperpriors::Robust).then(|| {
-            HyperpriorSet::robust(config.parameters.len(), history.active.iter().map(|o| o.t))
+            let space = config.space();
+            HyperpriorSet::robust(
+                space.continuous_dim(),
+                space.continuous_dim() < space.dim(),
+                history.active.iter().map(|o| o.t),
+            )
         });
     Ok(ModelReading {
         hyperparameters,

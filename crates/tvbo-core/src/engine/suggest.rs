@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::{
-    EngineError, Limits, call_rng, lead, max_suggestions_for, policy_data, policy_state,
+    EngineError, Limits, OptimumAt, call_rng, lead, max_suggestions_for, policy_data, policy_state,
     step_outcome,
 };
 use crate::acquisition::Cores;
@@ -85,7 +85,11 @@ pub fn plan_suggest(
             // digit).
             params: {
                 let mut params = space.from_unit(&p.x);
-                params.extend(fixed.iter().map(|(name, value)| (name.clone(), *value)));
+                params.extend(
+                    fixed
+                        .iter()
+                        .map(|(name, value)| (name.clone(), value.clone())),
+                );
                 params
             },
             arm: p
@@ -103,7 +107,12 @@ pub fn plan_suggest(
         session,
         state,
         history.active.len(),
-        Some((&history.active, target, cores)),
+        Some(OptimumAt {
+            active: &history.active,
+            t: target,
+            fixed: &fixed_coordinates,
+            cores,
+        }),
         None,
     )?;
     let response_time = session

@@ -9,13 +9,13 @@ use super::exp::exp_in_place;
 use super::kernel::KernelSpec;
 use super::linalg;
 use super::model::{
-    GpError, Hyperparameters, factorise_with_jitter_into, squared_distance, validate_data,
-    validate_hyperparameters,
+    GpError, Hyperparameters, factorise_with_jitter_into, validate_data, validate_hyperparameters,
 };
 use crate::domain::config::{
     SIGNAL_VARIANCE_BOUNDS, SPATIAL_LENGTHSCALE_BOUNDS, TEMPORAL_LENGTHSCALE_BOUNDS,
 };
 use crate::domain::hyperpriors::{BoundHit, FitReport, HyperpriorSet, LogNormal};
+use crate::domain::hyperpriors::{CATEGORICAL_LENGTHSCALE_BOUNDS, CATEGORICAL_LENGTHSCALE_PRIOR};
 use crate::optim::{BoundedOptions, Objective, minimize_objective_bounded};
 
 /// Bounds of σ² for standardised y; the lower end is the design's noise floor.
@@ -32,6 +32,8 @@ pub struct HyperBounds {
     pub temporal_lengthscale: (f64, f64),
     /// (min, max) of σ².
     pub noise_variance: (f64, f64),
+    /// (min, max) of l_C (with categorical inputs).
+    pub categorical_lengthscale: (f64, f64),
 }
 
 impl Default for HyperBounds {
@@ -42,6 +44,7 @@ impl Default for HyperBounds {
             spatial_lengthscale: SPATIAL_LENGTHSCALE_BOUNDS,
             temporal_lengthscale: TEMPORAL_LENGTHSCALE_BOUNDS,
             noise_variance: NOISE_VARIANCE_BOUNDS,
+            categorical_lengthscale: CATEGORICAL_LENGTHSCALE_BOUNDS,
         }
     }
 }
@@ -92,10 +95,12 @@ impl Default for FitOptions {
     }
 }
 
-/// Which coordinates of the log-parameter vector are present.
+/// Which coordinates of the log-parameter vector are present, in the order ln λ, ln l_S,
+/// ln l_T, ln l_C, ln σ².
 #[derive(Clone, Copy, Debug)]
 struct Layout {
     temporal: bool,
+    categorical: bool,
     noise: bool,
 }
 
@@ -103,18 +108,22 @@ impl Layout {
     fn new(spec: KernelSpec, fixed: &Fixed) -> Layout {
         Layout {
             temporal: spec.temporal.is_some() && fixed.temporal_lengthscale.is_none(),
+            categorical: !spec.categories.is_empty(),
             noise: fixed.noise_variance.is_none(),
         }
     }
 
     fn len(self) -> usize {
-        2 + usize::from(self.temporal) + usize::from(self.noise)
+        2 + usize::from(self.temporal) + usize::from(self.categorical) + usize::from(self.noise)
     }
 
     fn to_log(self, h: &Hyperparameters) -> Vec<f64> {
         let mut v = vec![h.signal_variance.ln(), h.spatial_lengthscale.ln()];
         if self.temporal {
             v.push(h.temporal_lengthscale.ln());
+        }
+        if self.categorical {
+            v.push(h.categorical_lengthscale.ln());
         }
         if self.noise {
             v.push(h.noise_variance.ln());
@@ -132,6 +141,10 @@ impl Layout {
             h.temporal_lengthscale = theta[k].exp();
             k += 1;
         }
+        if self.categorical {
+            h.categorical_lengthscale = theta[k].exp();
+            k += 1;
+        }
         if self.noise {
             h.noise_variance = theta[k].exp();
         }
@@ -143,6 +156,12 @@ impl Layout {
         let mut v = vec![set.signal_variance, set.spatial_lengthscale];
         if self.temporal {
             v.push(set.temporal_lengthscale);
+        }
+        if self.categorical {
+            v.push(
+                set.categorical_lengthscale
+                    .unwrap_or(CATEGORICAL_LENGTHSCALE_PRIOR),
+            );
         }
         if self.noise {
             v.push(set.noise_variance);
@@ -164,6 +183,12 @@ impl Layout {
             v.push((
                 BoundHit::TemporalLengthscaleLower,
                 BoundHit::TemporalLengthscaleUpper,
+            ));
+        }
+        if self.categorical {
+            v.push((
+                BoundHit::CategoricalLengthscaleLower,
+                BoundHit::CategoricalLengthscaleUpper,
             ));
         }
         if self.noise {
@@ -195,6 +220,9 @@ impl Layout {
         if self.temporal {
             pairs.push(b.temporal_lengthscale);
         }
+        if self.categorical {
+            pairs.push(b.categorical_lengthscale);
+        }
         if self.noise {
             pairs.push(b.noise_variance);
         }
@@ -203,28 +231,39 @@ impl Layout {
 }
 
 /// Pairwise distances, which do not depend on the hyperparameters; strict lower
-/// triangle packed column by column.
+/// triangle packed column by column: the continuous coordinates' Euclidean distance, the
+/// time difference, and (with categorical inputs) how many choices differ.
 struct Pairs {
     n: usize,
     spatial: Vec<f64>,
     temporal: Vec<f64>,
+    /// Empty without categorical inputs.
+    differing: Vec<f64>,
 }
 
 impl Pairs {
-    fn new(xs: &[Vec<f64>], ts: &[f64]) -> Pairs {
+    fn new(spec: KernelSpec, xs: &[Vec<f64>], ts: &[f64]) -> Pairs {
         let n = xs.len();
-        let mut spatial = Vec::with_capacity(n * n.saturating_sub(1) / 2);
-        let mut temporal = Vec::with_capacity(spatial.capacity());
+        let m = n * n.saturating_sub(1) / 2;
+        let categorical = !spec.categories.is_empty();
+        let mut spatial = Vec::with_capacity(m);
+        let mut temporal = Vec::with_capacity(m);
+        let mut differing = Vec::with_capacity(if categorical { m } else { 0 });
         for j in 0..n {
             for i in j + 1..n {
-                spatial.push(squared_distance(&xs[i], &xs[j]).sqrt());
+                let (squared, differ) = spec.distances(&xs[i], &xs[j]);
+                spatial.push(squared.sqrt());
                 temporal.push((ts[i] - ts[j]).abs());
+                if categorical {
+                    differing.push(differ);
+                }
             }
         }
         Pairs {
             n,
             spatial,
             temporal,
+            differing,
         }
     }
 }
@@ -243,9 +282,10 @@ struct Workspace {
     inverse_scratch: linalg::InverseScratch,
     /// α = K⁻¹y.
     alpha: Vec<f64>,
-    /// ∂K/∂ln l_S and ∂K/∂ln l_T of every pair, packed like [`Pairs`].
+    /// ∂K/∂ln l_S, ∂K/∂ln l_T and ∂K/∂ln l_C of every pair, packed like [`Pairs`].
     d_ls: Vec<f64>,
     d_lt: Vec<f64>,
+    d_lc: Vec<f64>,
     column: ColumnScratch,
 }
 
@@ -261,6 +301,7 @@ impl Workspace {
             alpha: vec![0.0; n],
             d_ls: vec![0.0; m],
             d_lt: vec![0.0; if layout.temporal { m } else { 0 }],
+            d_lc: vec![0.0; if layout.categorical { m } else { 0 }],
             column: ColumnScratch::new(n),
         }
     }
@@ -280,6 +321,7 @@ impl Workspace {
         let lambda = h.signal_variance;
         let inv_ls = 1.0 / h.spatial_lengthscale;
         let inv_lt = 1.0 / h.temporal_lengthscale;
+        let inv_lc = 1.0 / h.categorical_lengthscale;
         let data = self.k.as_mut_slice();
         let c = &mut self.column;
         let mut p = 0;
@@ -315,6 +357,12 @@ impl Workspace {
                     }
                 }
             }
+            // The overlap kernel's factor e^{−h/l_C} joins the exponent.
+            if !pairs.differing.is_empty() {
+                for (q, differ) in qs.iter_mut().zip(&pairs.differing[p..p + count]) {
+                    *q -= differ * inv_lc;
+                }
+            }
             let e = qs;
             exp_in_place(e);
             let ls_out = &mut self.d_ls[p..p + count];
@@ -327,6 +375,14 @@ impl Workspace {
                 let lt_out = &mut self.d_lt[p..p + count];
                 for q in 0..count {
                     lt_out[q] = -ps[q] * mt_rt[q] * (lambda * e[q]);
+                }
+            }
+            // ∂k/∂ln l_C = k · h / l_C.
+            if layout.categorical {
+                let lc_out = &mut self.d_lc[p..p + count];
+                let differing = &pairs.differing[p..p + count];
+                for q in 0..count {
+                    lc_out[q] = below[q] * differing[q] * inv_lc;
                 }
             }
             p += count;
@@ -431,11 +487,12 @@ fn lml_gradient(
     let alpha = &ws.alpha;
     let kinv = ws.inverse.as_slice();
     let kd = ws.k.as_slice();
-    let (d_ls, d_lt) = (&ws.d_ls, &ws.d_lt);
+    let (d_ls, d_lt, d_lc) = (&ws.d_ls, &ws.d_lt, &ws.d_lc);
     // ∂LML/∂θ = ½ Σ_ij W_ij ∂K_ij/∂θ with W = ααᵀ − K⁻¹; off-diagonal pairs count twice.
     let mut g_lambda = 0.0;
     let mut g_ls = 0.0;
     let mut g_lt = 0.0;
+    let mut g_lc = 0.0;
     let mut trace_w = 0.0;
     let mut p = 0;
     for j in 0..n {
@@ -446,21 +503,41 @@ fn lml_gradient(
         let (w, a) = (&col[j + 1..], &alpha[j + 1..]);
         let k = &kd[j * n + j + 1..(j + 1) * n];
         let ls = &d_ls[p..p + count];
-        if layout.temporal {
-            let [sk, sls, slt] = weighted_sums(aj, a, w, [k, ls, &d_lt[p..p + count]]);
-            g_lambda += sk;
-            g_ls += sls;
-            g_lt += slt;
-        } else {
-            let [sk, sls] = weighted_sums(aj, a, w, [k, ls]);
-            g_lambda += sk;
-            g_ls += sls;
+        match (layout.temporal, layout.categorical) {
+            (true, false) => {
+                let [sk, sls, slt] = weighted_sums(aj, a, w, [k, ls, &d_lt[p..p + count]]);
+                g_lambda += sk;
+                g_ls += sls;
+                g_lt += slt;
+            }
+            (false, false) => {
+                let [sk, sls] = weighted_sums(aj, a, w, [k, ls]);
+                g_lambda += sk;
+                g_ls += sls;
+            }
+            (true, true) => {
+                let (lt, lc) = (&d_lt[p..p + count], &d_lc[p..p + count]);
+                let [sk, sls, slt, slc] = weighted_sums(aj, a, w, [k, ls, lt, lc]);
+                g_lambda += sk;
+                g_ls += sls;
+                g_lt += slt;
+                g_lc += slc;
+            }
+            (false, true) => {
+                let [sk, sls, slc] = weighted_sums(aj, a, w, [k, ls, &d_lc[p..p + count]]);
+                g_lambda += sk;
+                g_ls += sls;
+                g_lc += slc;
+            }
         }
         p += count;
     }
     let mut grad = vec![g_lambda + 0.5 * lambda * trace_w, g_ls];
     if layout.temporal {
         grad.push(g_lt);
+    }
+    if layout.categorical {
+        grad.push(g_lc);
     }
     if layout.noise {
         grad.push(0.5 * h.noise_variance * trace_w);
@@ -547,7 +624,7 @@ pub fn log_marginal_likelihood(
     let h = apply_fixed(spec, hyper, fixed);
     validate_hyperparameters(spec, &h)?;
     let layout = Layout::new(spec, fixed);
-    let pairs = Pairs::new(xs, ts);
+    let pairs = Pairs::new(spec, xs, ts);
     let mut ws = Workspace::new(&pairs, layout);
     let lml = lml_value(spec, &h, layout, &pairs, ys, &mut ws)?;
     Ok((lml, lml_gradient(&h, layout, &pairs, &mut ws)))
@@ -571,6 +648,7 @@ fn clamp_into(h: &Hyperparameters, b: &HyperBounds) -> Hyperparameters {
         spatial_lengthscale: c(h.spatial_lengthscale, b.spatial_lengthscale),
         temporal_lengthscale: c(h.temporal_lengthscale, b.temporal_lengthscale),
         noise_variance: c(h.noise_variance, b.noise_variance),
+        categorical_lengthscale: c(h.categorical_lengthscale, b.categorical_lengthscale),
     }
 }
 
@@ -589,6 +667,7 @@ fn default_start(ts: &[f64], bounds: &HyperBounds) -> Hyperparameters {
             spatial_lengthscale: 0.3,
             temporal_lengthscale: span.max(1.0),
             noise_variance: 0.01,
+            categorical_lengthscale: 1.0,
         },
         bounds,
     )
@@ -621,6 +700,9 @@ fn quasi_random_starts(
     let mut region = vec![(0.2f64, 5.0f64), (0.05, 2.0)];
     if layout.temporal {
         region.push((span / 10.0, span * 10.0));
+    }
+    if layout.categorical {
+        region.push((0.2, 5.0));
     }
     if layout.noise {
         region.push((1e-3, 0.3));
@@ -656,6 +738,7 @@ fn second_start(default: &Hyperparameters, bounds: &HyperBounds) -> Hyperparamet
             spatial_lengthscale: 0.1,
             temporal_lengthscale: 10.0 * default.temporal_lengthscale,
             noise_variance: 0.01,
+            categorical_lengthscale: default.categorical_lengthscale,
         },
         bounds,
     )
@@ -723,7 +806,7 @@ pub fn fit_with_report(
     let layout = Layout::new(spec, fixed);
     validate_hyperparameters(spec, &base)?;
     let (lower, upper) = layout.log_bounds(bounds);
-    let pairs = Pairs::new(xs, ts);
+    let pairs = Pairs::new(spec, xs, ts);
 
     let mut starts = vec![layout.to_log(&base)];
     starts.extend(quasi_random_starts(

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::domain::hyperpriors::HyperpriorSet;
+use crate::gp::categories::Categories;
 use crate::gp::kernel::KernelKind;
 use crate::gp::model::Gp;
 use rand::{RngExt, SeedableRng};
@@ -30,6 +31,7 @@ fn gradient_matches_finite_differences() {
         spatial_lengthscale: 0.35,
         temporal_lengthscale: 12.0,
         noise_variance: 0.08,
+        categorical_lengthscale: 1.0,
     };
     let temporals = [
         None,
@@ -48,7 +50,7 @@ fn gradient_matches_finite_differences() {
     for spatial in KernelKind::ALL {
         for temporal in temporals {
             for fixed in fixeds {
-                let spec = KernelSpec { spatial, temporal };
+                let spec = KernelSpec::new(spatial, temporal);
                 let (xs, ts) = random_inputs(20, 2, &mut ChaCha8Rng::seed_from_u64(4));
                 let ys: Vec<f64> = (0..20).map(|_| standard_normal(&mut rng)).collect();
                 let (_, grad) =
@@ -74,6 +76,99 @@ fn gradient_matches_finite_differences() {
                     );
                 }
             }
+        }
+    }
+}
+
+/// Inputs with a continuous coordinate, a categorical one of 3 choices, another
+/// continuous one and a categorical one of 2 (cell centres).
+fn mixed_inputs(n: usize, rng: &mut ChaCha8Rng) -> (Vec<Vec<f64>>, Vec<f64>) {
+    let (mut xs, ts) = random_inputs(n, 4, rng);
+    for x in &mut xs {
+        x[1] = (rng.random_range(0..3) as f64 + 0.5) / 3.0;
+        x[3] = (rng.random_range(0..2) as f64 + 0.5) / 2.0;
+    }
+    (xs, ts)
+}
+
+/// With categorical inputs: the kernel is λ k_S(continuous distance / l_S) e^{−h/l_C}
+/// k_T, positive definite; the likelihood matches the dense formula, and its gradient
+/// (ln l_C included) finite differences, the log posterior's too.
+#[test]
+fn mixed_inputs_likelihood_and_gradient_match_brute_force() {
+    let mut rng = ChaCha8Rng::seed_from_u64(41);
+    let categories = Categories::new(&[0, 3, 0, 2]);
+    let hyper = Hyperparameters {
+        signal_variance: 1.2,
+        spatial_lengthscale: 0.4,
+        temporal_lengthscale: 15.0,
+        noise_variance: 0.05,
+        categorical_lengthscale: 0.7,
+    };
+    for temporal in [None, Some(KernelKind::Matern32)] {
+        let spec = KernelSpec::new(KernelKind::Matern52, temporal).with_categories(categories);
+        let (xs, ts) = mixed_inputs(24, &mut rng);
+        let ys: Vec<f64> = (0..24).map(|_| standard_normal(&mut rng)).collect();
+        let gp = Gp::new(spec, hyper, 4, xs.clone(), ts.clone(), ys.clone()).unwrap();
+        let explicit = |i: usize, j: usize| {
+            let (a, b) = (&xs[i], &xs[j]);
+            let r = ((a[0] - b[0]).powi(2) + (a[2] - b[2]).powi(2)).sqrt() / 0.4;
+            let h = f64::from(u8::from(a[1] != b[1]) + u8::from(a[3] != b[3]));
+            let time = temporal.map_or(1.0, |k| k.correlation((ts[i] - ts[j]).abs() / 15.0));
+            1.2 * KernelKind::Matern52.correlation(r) * (-h / 0.7).exp() * time
+        };
+        let k = DMatrix::from_fn(24, 24, |i, j| {
+            assert!((gp.kernel(&xs[i], ts[i], &xs[j], ts[j]) - explicit(i, j)).abs() < 1e-12);
+            explicit(i, j) + if i == j { hyper.noise_variance } else { 0.0 }
+        });
+        assert!(k.clone().symmetric_eigenvalues().min() > 0.0);
+        let (lml, grad) =
+            log_marginal_likelihood(spec, &hyper, &Fixed::default(), &xs, &ts, &ys).unwrap();
+        let y = nalgebra::DVector::from_vec(ys.clone());
+        let expected = -0.5 * y.dot(&(k.clone().try_inverse().unwrap() * &y))
+            - 0.5 * k.determinant().ln()
+            - 12.0 * (2.0 * std::f64::consts::PI).ln();
+        assert!((lml - expected).abs() < 1e-9, "{lml} vs {expected}");
+        let layout = Layout::new(spec, &Fixed::default());
+        assert!(layout.categorical && grad.len() == layout.len());
+        let theta = layout.to_log(&hyper);
+        let pairs = Pairs::new(spec, &xs, &ts);
+        let priors = HyperpriorSet::robust(2, true, ts.iter().copied());
+        assert!(priors.categorical_lengthscale.is_some());
+        let mut objective = NegativeLogPosterior {
+            spec,
+            layout,
+            pairs: &pairs,
+            ys: &ys,
+            base: hyper,
+            priors: layout.priors(&priors),
+            workspace: Workspace::new(&pairs, layout),
+            valued: None,
+        };
+        objective.value(&theta);
+        let posterior_gradient = objective.gradient();
+        for j in 0..theta.len() {
+            let at = |delta: f64, objective: &mut NegativeLogPosterior<'_>| {
+                let mut t = theta.clone();
+                t[j] += delta;
+                let hp = layout.hyper_from_log(&t, &hyper);
+                let lml = log_marginal_likelihood(spec, &hp, &Fixed::default(), &xs, &ts, &ys)
+                    .unwrap()
+                    .0;
+                (lml, objective.value(&t))
+            };
+            let ((l1, p1), (l0, p0)) = (at(1e-6, &mut objective), at(-1e-6, &mut objective));
+            let (fd, fd_posterior) = ((l1 - l0) / 2e-6, (p1 - p0) / 2e-6);
+            assert!(
+                (fd - grad[j]).abs() <= 1e-5 * fd.abs().max(1.0),
+                "{j}: {fd} vs {}",
+                grad[j]
+            );
+            assert!(
+                (fd_posterior - posterior_gradient[j]).abs() <= 1e-5 * fd_posterior.abs().max(1.0),
+                "{j}: {fd_posterior} vs {}",
+                posterior_gradient[j]
+            );
         }
     }
 }
@@ -120,13 +215,11 @@ fn fit_beats_true_hyperparameters() {
         spatial_lengthscale: 0.25,
         temporal_lengthscale: 20.0,
         noise_variance: 0.01,
+        categorical_lengthscale: 1.0,
     };
     for spec in [
         KernelSpec::default(),
-        KernelSpec {
-            spatial: KernelKind::Rbf,
-            temporal: None,
-        },
+        KernelSpec::new(KernelKind::Rbf, None),
     ] {
         let (xs, ts, ys) = sample_gp(spec, &truth, 60, 2, &mut rng);
         // The global search: the default start plus quasi-random restarts.
@@ -161,6 +254,7 @@ fn moderate_sample(n: usize) -> (Vec<Vec<f64>>, Vec<f64>, Vec<f64>) {
         spatial_lengthscale: 0.3,
         temporal_lengthscale: 40.0,
         noise_variance: 0.02,
+        categorical_lengthscale: 1.0,
     };
     let spec = KernelSpec::default();
     sample_gp(spec, &truth, n, 2, &mut ChaCha8Rng::seed_from_u64(5))
@@ -286,6 +380,7 @@ fn a_warm_start_less_likely_than_the_default_start_is_refitted_from_it() {
         spatial_lengthscale: 8.0,
         temporal_lengthscale: 0.2,
         noise_variance: 1e-4,
+        categorical_lengthscale: 1.0,
     };
     let lml = lml_of(spec, &xs, &ts, &ys);
     let from_stale =
@@ -305,6 +400,7 @@ fn fit_is_deterministic_and_respects_fixed() {
         spatial_lengthscale: 0.4,
         temporal_lengthscale: 30.0,
         noise_variance: 0.05,
+        categorical_lengthscale: 1.0,
     };
     let spec = KernelSpec::default();
     let (xs, ts, ys) = sample_gp(spec, &truth, 30, 3, &mut ChaCha8Rng::seed_from_u64(2));
@@ -372,8 +468,9 @@ fn log_posterior_gradient_matches_finite_differences() {
         spatial_lengthscale: 0.6,
         temporal_lengthscale: 30.0,
         noise_variance: 0.02,
+        categorical_lengthscale: 1.0,
     };
-    let priors = HyperpriorSet::robust(3, [0.0, 50.0]);
+    let priors = HyperpriorSet::robust(3, false, [0.0, 50.0]);
     let fixeds = [
         Fixed::default(),
         Fixed {
@@ -387,14 +484,11 @@ fn log_posterior_gradient_matches_finite_differences() {
     ];
     for temporal in [None, Some(KernelKind::Matern32)] {
         for fixed in fixeds {
-            let spec = KernelSpec {
-                spatial: KernelKind::Matern52,
-                temporal,
-            };
+            let spec = KernelSpec::new(KernelKind::Matern52, temporal);
             let (xs, ts) = random_inputs(25, 3, &mut rng);
             let ys: Vec<f64> = (0..25).map(|_| standard_normal(&mut rng)).collect();
             let layout = Layout::new(spec, &fixed);
-            let pairs = Pairs::new(&xs, &ts);
+            let pairs = Pairs::new(spec, &xs, &ts);
             let base = apply_fixed(spec, &hyper, &fixed);
             let mut objective = NegativeLogPosterior {
                 spec,
@@ -461,10 +555,7 @@ fn corner_data(seed: u64) -> (Vec<Vec<f64>>, Vec<f64>, Vec<f64>) {
 /// not at the top.
 #[test]
 fn the_robust_fit_keeps_the_spatial_lengthscale_off_its_bounds_on_clustered_data() {
-    let spec = KernelSpec {
-        spatial: KernelKind::Matern52,
-        temporal: Some(KernelKind::Matern32),
-    };
+    let spec = KernelSpec::new(KernelKind::Matern52, Some(KernelKind::Matern32));
     let top = SPATIAL_LENGTHSCALE_BOUNDS.1;
     let mut exact_at_top = 0;
     for seed in 0..10 {
@@ -483,7 +574,7 @@ fn the_robust_fit_keeps_the_spatial_lengthscale_off_its_bounds_on_clustered_data
             assert!(exact.1.flat_in_space(), "seed {seed}: {:?}", exact.1);
         }
         let options = FitOptions {
-            priors: Some(HyperpriorSet::robust(5, [0.0, 79.0])),
+            priors: Some(HyperpriorSet::robust(5, false, [0.0, 79.0])),
             guard: true,
             ..FitOptions::default()
         };
@@ -510,10 +601,7 @@ fn the_robust_fit_keeps_the_spatial_lengthscale_off_its_bounds_on_clustered_data
 /// where the search ended).
 #[test]
 fn the_guard_searches_again_only_from_a_fit_at_a_bound() {
-    let spec = KernelSpec {
-        spatial: KernelKind::Matern52,
-        temporal: Some(KernelKind::Matern32),
-    };
+    let spec = KernelSpec::new(KernelKind::Matern52, Some(KernelKind::Matern32));
     let (xs, ts, ys) = corner_data(1);
     let unguarded = fit_with_report(
         spec,

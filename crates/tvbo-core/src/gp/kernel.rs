@@ -7,6 +7,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::categories::Categories;
+
 pub use crate::domain::kernel::KernelKind;
 
 const SQRT3: f64 = 1.732_050_807_568_877_2;
@@ -156,26 +158,58 @@ impl KernelKind {
     }
 }
 
-/// Which correlation is used in space and (optionally) in time.
+/// The squared Euclidean distance between `a` and `b`.
+pub(crate) fn squared_distance(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(p, q)| (p - q) * (p - q)).sum()
+}
+
+/// Which correlation is used in space and (optionally) in time, and which inputs are
+/// categorical.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct KernelSpec {
-    /// Correlation of the Euclidean distance between inputs in `[0,1]^d`.
+    /// Correlation of the Euclidean distance between the continuous coordinates of
+    /// inputs in `[0,1]^d`.
     pub spatial: KernelKind,
     /// Correlation of the time difference; `None` means the model ignores time (k_T ≡ 1).
     pub temporal: Option<KernelKind>,
+    /// The categorical coordinates, under the overlap kernel exp(−h/l_C)
+    /// ([`super::categories`]); none by default.
+    #[serde(default, skip_serializing_if = "Categories::is_empty")]
+    pub categories: Categories,
 }
 
 impl Default for KernelSpec {
     /// Matérn-5/2 in space × Matérn-3/2 in time, the design's default.
     fn default() -> Self {
-        KernelSpec {
-            spatial: KernelKind::Matern52,
-            temporal: Some(KernelKind::Matern32),
-        }
+        KernelSpec::new(KernelKind::Matern52, Some(KernelKind::Matern32))
     }
 }
 
 impl KernelSpec {
+    /// These correlations over continuous inputs.
+    pub fn new(spatial: KernelKind, temporal: Option<KernelKind>) -> KernelSpec {
+        KernelSpec {
+            spatial,
+            temporal,
+            categories: Categories::default(),
+        }
+    }
+
+    /// The same kernel with these categorical coordinates.
+    pub fn with_categories(self, categories: Categories) -> KernelSpec {
+        KernelSpec { categories, ..self }
+    }
+
+    /// The squared distance between the continuous coordinates of `a` and `b`, and the
+    /// number of categorical coordinates whose choices differ (0 without categories).
+    pub fn distances(&self, a: &[f64], b: &[f64]) -> (f64, f64) {
+        if self.categories.is_empty() {
+            (squared_distance(a, b), 0.0)
+        } else {
+            self.categories.split_distance(a, b)
+        }
+    }
+
     /// The temporal correlation at scaled time distance `r`; 1 when there is no temporal kernel.
     pub fn temporal_correlation(&self, r: f64) -> f64 {
         self.temporal.map_or(1.0, |k| k.correlation(r))
@@ -257,7 +291,7 @@ mod tests {
         ];
         for spatial in KernelKind::ALL {
             for temporal in temporals {
-                let spec = KernelSpec { spatial, temporal };
+                let spec = KernelSpec::new(spatial, temporal);
                 for dim in [1usize, 3] {
                     let n = 40;
                     let xs: Vec<Vec<f64>> = (0..n)

@@ -2,6 +2,7 @@
 //! incrementally maintained Cholesky factor, and marginal-likelihood fitting.
 
 pub mod arms;
+pub mod categories;
 mod exp;
 pub mod fit;
 pub mod kernel;
@@ -9,6 +10,7 @@ mod linalg;
 pub mod model;
 mod special;
 
+pub use categories::Categories;
 pub use fit::{
     FitOptions, Fixed, HyperBounds, SearchStart, fit_hyperparameters, log_marginal_likelihood,
 };

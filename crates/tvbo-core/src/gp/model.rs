@@ -27,16 +27,25 @@ pub struct Hyperparameters {
     pub temporal_lengthscale: f64,
     /// σ², the observation-noise variance (on standardised y).
     pub noise_variance: f64,
+    /// l_C, the lengthscale of the overlap kernel exp(−h/l_C) over the categorical
+    /// inputs ([`super::categories`]); ignored without them (1 in rows stored before).
+    #[serde(default = "unit_lengthscale")]
+    pub categorical_lengthscale: f64,
+}
+
+fn unit_lengthscale() -> f64 {
+    1.0
 }
 
 impl Default for Hyperparameters {
-    /// λ = 1, l_S = 0.3, l_T = 600 s, σ² = 0.01.
+    /// λ = 1, l_S = 0.3, l_T = 600 s, σ² = 0.01, l_C = 1.
     fn default() -> Self {
         Hyperparameters {
             signal_variance: 1.0,
             spatial_lengthscale: 0.3,
             temporal_lengthscale: 600.0,
             noise_variance: 0.01,
+            categorical_lengthscale: 1.0,
         }
     }
 }
@@ -129,6 +138,9 @@ pub(crate) fn validate_hyperparameters(
     if spec.temporal.is_some() {
         positive("temporal_lengthscale", h.temporal_lengthscale)?;
     }
+    if !spec.categories.is_empty() {
+        positive("categorical_lengthscale", h.categorical_lengthscale)?;
+    }
     if !(h.noise_variance.is_finite() && h.noise_variance >= 0.0) {
         return Err(GpError::InvalidHyperparameter {
             name: "noise_variance",
@@ -171,10 +183,6 @@ fn validate_point(dim: usize, x: &[f64]) -> Result<(), GpError> {
         return Err(GpError::NonFinite);
     }
     Ok(())
-}
-
-pub(crate) fn squared_distance(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(p, q)| (p - q) * (p - q)).sum()
 }
 
 /// Factorises K + (σ² + jitter) I, retrying with growing jitter. Returns the factor and
@@ -313,10 +321,16 @@ impl Gp {
         &self.alpha
     }
 
-    /// The full kernel λ · k_S(‖x−x2‖/l_S) · k_T(|t−t2|/l_T) with these hyperparameters.
+    /// The full kernel λ · k_S(‖x−x2‖/l_S) · e^{−h/l_C} · k_T(|t−t2|/l_T) with these
+    /// hyperparameters: ‖·‖ over the continuous coordinates, h the number of categorical
+    /// ones whose choices differ ([`super::categories`]; none: the factor is 1).
     pub fn kernel(&self, x: &[f64], t: f64, x2: &[f64], t2: f64) -> f64 {
-        let r = squared_distance(x, x2).sqrt() / self.hyper.spatial_lengthscale;
-        self.hyper.signal_variance * self.spec.spatial.correlation(r) * self.temporal(t, t2)
+        let (squared, differ) = self.spec.distances(x, x2);
+        let r = squared.sqrt() / self.hyper.spatial_lengthscale;
+        self.hyper.signal_variance
+            * self.spec.spatial.correlation(r)
+            * (-differ / self.hyper.categorical_lengthscale).exp()
+            * self.temporal(t, t2)
     }
 
     fn temporal(&self, t: f64, t2: f64) -> f64 {
@@ -365,15 +379,17 @@ impl Gp {
         debug_assert_eq!(x.len(), self.dim);
         let lambda = self.hyper.signal_variance;
         let ls = self.hyper.spatial_lengthscale;
+        let inv_lc = 1.0 / self.hyper.categorical_lengthscale;
         for (q, i) in observations.enumerate() {
-            let r = squared_distance(x, &self.xs[i]).sqrt() / ls;
+            let (squared, differ) = self.spec.distances(x, &self.xs[i]);
+            let r = squared.sqrt() / ls;
             let (ps, qs) = self.spec.spatial.correlation_factors(r);
             let (pt, qt) = match self.spec.temporal {
                 Some(kind) => kind
                     .correlation_factors((t - self.ts[i]).abs() / self.hyper.temporal_lengthscale),
                 None => (1.0, 0.0),
             };
-            column[q] = -(qs + qt);
+            column[q] = -(qs + qt + differ * inv_lc);
             polynomial[q] = ps * pt;
             if let Some(slope) = slope.as_deref_mut() {
                 slope[q] = pt * self.spec.spatial.derivative_over_r_factor(r);
@@ -573,6 +589,11 @@ impl Gp {
                 if raw_variance <= 0.0 {
                     variance_gradient.iter_mut().for_each(|g| *g = 0.0);
                 }
+                // A choice has no derivative: the categorical coordinates are held.
+                for j in self.spec.categories.categorical(d) {
+                    mean_gradient[j] = 0.0;
+                    variance_gradient[j] = 0.0;
+                }
                 Prediction {
                     mean,
                     variance: raw_variance.max(0.0),
@@ -596,6 +617,9 @@ impl Gp {
             for ((g, xj), xij) in gradient.iter_mut().zip(x).zip(xi) {
                 *g += c * (xj - xij);
             }
+        }
+        for j in self.spec.categories.categorical(self.dim) {
+            gradient[j] = 0.0;
         }
         (mean, gradient)
     }
@@ -659,15 +683,9 @@ mod tests {
     fn specs() -> Vec<KernelSpec> {
         let mut out = Vec::new();
         for spatial in KernelKind::ALL {
-            out.push(KernelSpec {
-                spatial,
-                temporal: None,
-            });
+            out.push(KernelSpec::new(spatial, None));
             for temporal in KernelKind::ALL {
-                out.push(KernelSpec {
-                    spatial,
-                    temporal: Some(temporal),
-                });
+                out.push(KernelSpec::new(spatial, Some(temporal)));
             }
         }
         out
@@ -679,6 +697,7 @@ mod tests {
             spatial_lengthscale: 0.4,
             temporal_lengthscale: 5.0,
             noise_variance: 0.05,
+            categorical_lengthscale: 1.0,
         }
     }
 
@@ -808,14 +827,8 @@ mod tests {
         let mut rng = ChaCha8Rng::seed_from_u64(5);
         for spec in [
             KernelSpec::default(),
-            KernelSpec {
-                spatial: KernelKind::Rbf,
-                temporal: None,
-            },
-            KernelSpec {
-                spatial: KernelKind::Matern12,
-                temporal: Some(KernelKind::Rbf),
-            },
+            KernelSpec::new(KernelKind::Rbf, None),
+            KernelSpec::new(KernelKind::Matern12, Some(KernelKind::Rbf)),
         ] {
             let dim = 2;
             let (xs, ts, ys) = random_data(8, dim, &mut rng);
@@ -846,10 +859,7 @@ mod tests {
             noise_variance: 0.0,
             ..hyper()
         };
-        let spec = KernelSpec {
-            spatial: KernelKind::Rbf,
-            temporal: None,
-        };
+        let spec = KernelSpec::new(KernelKind::Rbf, None);
         let mut gp = Gp::new(spec, h, 1, vec![vec![0.5]], vec![0.0], vec![1.0]).unwrap();
         gp.push(&[0.5], 0.0, 1.0).unwrap();
         assert!(gp.jitter() > 0.0);
@@ -903,10 +913,7 @@ mod tests {
 
     #[test]
     fn gradient_at_a_data_point_is_finite() {
-        let spec = KernelSpec {
-            spatial: KernelKind::Matern12,
-            temporal: None,
-        };
+        let spec = KernelSpec::new(KernelKind::Matern12, None);
         let gp = Gp::new(spec, hyper(), 2, vec![vec![0.3, 0.3]], vec![0.0], vec![1.0]).unwrap();
         let p = gp.predict_with_gradient(&[0.3, 0.3], 0.0);
         assert!(p.mean_gradient.iter().all(|g| g.is_finite()));

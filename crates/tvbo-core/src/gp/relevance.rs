@@ -35,7 +35,7 @@ use statrs::function::gamma::ln_gamma;
 
 use super::kernel::KernelKind;
 use super::linalg;
-use super::model::{Gp, GpError, squared_distance};
+use super::model::{Gp, GpError};
 use super::special::ln_power_bessel_k;
 
 const LN_PI: f64 = 1.144_729_885_849_400_2;
@@ -233,16 +233,32 @@ impl Relevance {
         let spec = gp.spec();
         let lambda2 = h.signal_variance * h.signal_variance;
         let (xs, ts) = (gp.xs(), gp.ts());
-        let dim = gp.dim();
+        // The integral over the inputs is over ℝ^{d_c} for the continuous coordinates
+        // (none: a factor 1) and a sum over every combination of choices for the
+        // categorical ones
+        // ([`super::categories::Categories::overlap_integral`]).
+        let categories = spec.categories;
+        let continuous_dim = categories.continuous_dim(gp.dim());
         let mut c = DMatrix::<f64>::zeros(n, n);
         for j in 0..n {
             for i in j..n {
-                let dist = squared_distance(&xs[i], &xs[j]).sqrt();
-                let s = spatial_factor(spec.spatial, h.spatial_lengthscale, dim, dist);
+                let (squared, _) = spec.distances(&xs[i], &xs[j]);
+                let s = if continuous_dim == 0 {
+                    1.0
+                } else {
+                    spatial_factor(
+                        spec.spatial,
+                        h.spatial_lengthscale,
+                        continuous_dim,
+                        squared.sqrt(),
+                    )
+                };
+                let categorical =
+                    categories.overlap_integral(&xs[i], &xs[j], h.categorical_lengthscale);
                 let t = spec.temporal.map_or(1.0, |k| {
                     temporal_factor(k, h.temporal_lengthscale, ts[i], ts[j], t0)
                 });
-                let v = lambda2 * s * t;
+                let v = lambda2 * s * categorical * t;
                 c[(i, j)] = v;
                 c[(j, i)] = v;
             }
@@ -621,28 +637,20 @@ mod tests {
             spatial_lengthscale: 0.1,
             temporal_lengthscale: 2.0,
             noise_variance: 0.05,
+            categorical_lengthscale: 1.0,
         };
         let t0 = 10.0;
         for (spec, seed) in [
             (
-                KernelSpec {
-                    spatial: KernelKind::Matern52,
-                    temporal: Some(KernelKind::Matern32),
-                },
+                KernelSpec::new(KernelKind::Matern52, Some(KernelKind::Matern32)),
                 1,
             ),
             (
-                KernelSpec {
-                    spatial: KernelKind::Rbf,
-                    temporal: Some(KernelKind::Matern52),
-                },
+                KernelSpec::new(KernelKind::Rbf, Some(KernelKind::Matern52)),
                 2,
             ),
             (
-                KernelSpec {
-                    spatial: KernelKind::Matern32,
-                    temporal: Some(KernelKind::Rbf),
-                },
+                KernelSpec::new(KernelKind::Matern32, Some(KernelKind::Rbf)),
                 3,
             ),
         ] {
@@ -687,6 +695,56 @@ mod tests {
         }
     }
 
+    /// With a categorical input of 3 choices beside a continuous one (static model), the
+    /// closed form against the integral over x of the sum over the choices.
+    #[test]
+    fn wasserstein_with_categories_matches_brute_force() {
+        let hyper = Hyperparameters {
+            signal_variance: 1.3,
+            spatial_lengthscale: 0.12,
+            noise_variance: 0.05,
+            categorical_lengthscale: 0.8,
+            ..Hyperparameters::default()
+        };
+        let spec = KernelSpec::new(KernelKind::Matern52, None)
+            .with_categories(crate::gp::Categories::new(&[0, 3]));
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let centre = |k: usize| (k as f64 + 0.5) / 3.0;
+        let xs: Vec<Vec<f64>> = (0..8)
+            .map(|_| vec![rng.random::<f64>(), centre(rng.random_range(0..3))])
+            .collect();
+        let ys: Vec<f64> = xs.iter().map(|x| (6.0 * x[0]).sin() + x[1]).collect();
+        let gp = Gp::new(spec, hyper, 2, xs, vec![0.0; 8], ys).unwrap();
+        let values = Relevance::new(&gp, 0.0).unwrap().values();
+        let xgrid = simpson_grid(-2.0, 3.0, 2001);
+        let points: Vec<Vec<f64>> = (0..3)
+            .flat_map(|k| xgrid.iter().map(move |&(x, _)| vec![x, centre(k)]))
+            .collect();
+        let weights: Vec<f64> = (0..3).flat_map(|_| xgrid.iter().map(|&(_, w)| w)).collect();
+        let full = gp.predict_many(&points, 0.0);
+        let empty: f64 = full
+            .iter()
+            .zip(&weights)
+            .map(|(&(mu, var), w)| w * (mu * mu + hyper.signal_variance - var))
+            .sum();
+        for (i, &value) in values.iter().enumerate() {
+            let mut reduced = gp.clone();
+            reduced.remove(i).unwrap();
+            let w2: f64 = reduced
+                .predict_many(&points, 0.0)
+                .iter()
+                .zip(&full)
+                .zip(&weights)
+                .map(|((&(mu2, var2), &(mu, var)), w)| w * ((mu - mu2).powi(2) + var2 - var))
+                .sum();
+            let expect = (w2 / empty).sqrt();
+            assert!(
+                (value - expect).abs() <= 1e-6 * expect,
+                "i={i}: {value} vs {expect}"
+            );
+        }
+    }
+
     #[test]
     fn remove_matches_rebuild() {
         let hyper = Hyperparameters {
@@ -694,24 +752,16 @@ mod tests {
             spatial_lengthscale: 0.25,
             temporal_lengthscale: 4.0,
             noise_variance: 0.01,
+            categorical_lengthscale: 1.0,
         };
         let mut rng = ChaCha8Rng::seed_from_u64(99);
         for (spec, dim) in [
             (KernelSpec::default(), 3usize),
             (
-                KernelSpec {
-                    spatial: KernelKind::Rbf,
-                    temporal: Some(KernelKind::Matern12),
-                },
+                KernelSpec::new(KernelKind::Rbf, Some(KernelKind::Matern12)),
                 2,
             ),
-            (
-                KernelSpec {
-                    spatial: KernelKind::Matern12,
-                    temporal: None,
-                },
-                4,
-            ),
+            (KernelSpec::new(KernelKind::Matern12, None), 4),
         ] {
             let mut gp = random_gp(spec, hyper, dim, 40, dim as u64);
             let t0 = 9.0;

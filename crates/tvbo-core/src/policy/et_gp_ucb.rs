@@ -39,7 +39,7 @@ impl Policy for EtGpUcb {
         ctx: &ObserveContext<'_>,
         state: &mut PolicyState,
     ) -> Result<Vec<(i64, RemovalReason)>, PolicyError> {
-        let spec = self.kernel(ctx.model);
+        let spec = self.model_kernel(ctx.model, ctx.space);
         let mut dataset: Vec<Observation> = ctx.data.to_vec();
         let mut removed = Vec::new();
         // One fit per call; each new observation then enters the model in O(n²).
@@ -89,6 +89,7 @@ impl Policy for EtGpUcb {
 mod tests {
     use super::*;
     use crate::domain::config::{FitStart, Hyperpriors, ModelConfig};
+    use crate::domain::space::SearchSpace;
     use crate::gp::KernelKind;
 
     fn model() -> ModelConfig {
@@ -131,6 +132,7 @@ mod tests {
         let removed = policy
             .observe(
                 &ObserveContext {
+                    space: &SearchSpace::unit(1),
                     model: &model(),
                     data: &data,
                     new: &new,

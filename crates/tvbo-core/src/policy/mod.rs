@@ -30,7 +30,7 @@ use crate::domain::config::{Beta, ModelConfig};
 use crate::domain::hyperpriors::FitReport;
 use crate::domain::records::ResponseTimeSummary;
 use crate::domain::space::SearchSpace;
-use crate::gp::{GpError, Hyperparameters, KernelSpec};
+use crate::gp::{Categories, GpError, Hyperparameters, KernelSpec};
 
 pub use factory::{SessionPolicy, policy_for};
 pub use prior_selection::{PriorSelection, PriorSelectionState, SelectionRule};
@@ -176,6 +176,7 @@ pub struct Proposal {
 
 /// What an observe call works from.
 pub struct ObserveContext<'a> {
+    pub space: &'a SearchSpace,
     pub model: &'a ModelConfig,
     /// Active observations before this call.
     pub data: &'a [Observation],
@@ -236,7 +237,7 @@ pub trait Policy: Send + Sync {
         rng: &mut PolicyRng,
     ) -> Result<Vec<Proposal>, PolicyError> {
         ucb_proposals(
-            self.kernel(ctx.model),
+            self.model_kernel(ctx.model, ctx.space),
             self.fixed_temporal_lengthscale(),
             self.beta(),
             ctx,
@@ -262,10 +263,14 @@ pub trait Policy: Send + Sync {
 
     /// The kernel of this algorithm's model.
     fn kernel(&self, model: &ModelConfig) -> KernelSpec {
-        KernelSpec {
-            spatial: model.spatial_kernel,
-            temporal: model.temporal_kernel,
-        }
+        KernelSpec::new(model.spatial_kernel, model.temporal_kernel)
+    }
+
+    /// [`Policy::kernel`] over the inputs of `space`: its categorical parameters under
+    /// the overlap kernel.
+    fn model_kernel(&self, model: &ModelConfig, space: &SearchSpace) -> KernelSpec {
+        self.kernel(model)
+            .with_categories(Categories::new(&space.choice_counts()))
     }
 
     /// A temporal lengthscale the algorithm holds fixed instead of fitting.

@@ -20,7 +20,7 @@ use quick_cache::sync::Cache;
 use sha2::{Digest, Sha256};
 
 use crate::domain::priors::{PriorMean, PriorSpec};
-use crate::domain::space::Arm;
+use crate::domain::space::{Arm, ParamValue};
 use crate::gp::arms::{ArmGp, ArmPrior};
 use crate::policy::priors::build_prior_matrix;
 
@@ -194,7 +194,13 @@ fn key(spec: &PriorSpec, arms: &[Arm], sign: f64) -> Key {
         for (name, value) in &arm.params {
             length(&mut hash, name.len());
             hash.update(name.as_bytes());
-            number(&mut hash, *value);
+            match value {
+                ParamValue::Number(value) => number(&mut hash, *value),
+                ParamValue::Choice(choice) => {
+                    length(&mut hash, choice.len());
+                    hash.update(choice.as_bytes());
+                }
+            }
         }
     }
     hash.finalize().into()
@@ -203,13 +209,14 @@ fn key(spec: &PriorSpec, arms: &[Arm], sign: f64) -> Key {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::space::numbers;
     use crate::gp::arms::PriorKernel;
 
     fn arms(count: usize) -> Vec<Arm> {
         (0..count)
             .map(|i| Arm {
                 name: format!("a{i}"),
-                params: [("x".to_string(), i as f64)].into(),
+                params: numbers([("x", i as f64)]),
             })
             .collect()
     }
@@ -259,7 +266,7 @@ mod tests {
         };
         assert_ne!(key(&per_arm, &arms, -1.0), base);
         let mut moved = arms.clone();
-        moved[3].params.insert("x".into(), 3.5);
+        moved[3].params.insert("x".into(), 3.5.into());
         assert_ne!(key(&spec, &moved, -1.0), base);
         assert_ne!(key(&spec, &arms[..11], -1.0), base);
     }

@@ -523,6 +523,7 @@ impl Policy for PriorSelection {
 mod tests {
     use super::*;
     use crate::domain::priors::PriorMean;
+    use crate::domain::space::numbers;
     use crate::gp::arms::{KernelPriorParams, PriorKernel};
     use nalgebra::DVector;
     use rand::SeedableRng;
@@ -542,7 +543,7 @@ mod tests {
         let arms = (0..m)
             .map(|i| Arm {
                 name: format!("a{i}"),
-                params: [("x".to_string(), 20.0 * i as f64 / (m - 1) as f64)].into(),
+                params: numbers([("x", 20.0 * i as f64 / (m - 1) as f64)]),
             })
             .collect();
         let points = (0..m).map(|i| vec![i as f64 / (m - 1) as f64]).collect();

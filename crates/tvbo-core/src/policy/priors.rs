@@ -7,7 +7,7 @@ use nalgebra::{DMatrix, DVector};
 use crate::domain::InvalidInput;
 use crate::domain::checked::{CheckedConfig, PolicySettings};
 use crate::domain::priors::{PriorMean, PriorSpec};
-use crate::domain::space::Arm;
+use crate::domain::space::{Arm, ParamValue};
 use crate::gp::arms::{ArmPrior, KernelPriorParams, PriorError};
 
 /// The prior over `arms` on the internal scale: means multiplied by `sign` (−1 for
@@ -42,7 +42,13 @@ pub fn build_prior_matrix(
             };
             let points: Vec<Vec<f64>> = arms
                 .iter()
-                .map(|a| a.params.values().copied().collect())
+                // Arms are numeric: a session with arms has no categorical parameter.
+                .map(|a| {
+                    a.params
+                        .values()
+                        .filter_map(ParamValue::as_number)
+                        .collect()
+                })
                 .collect();
             params.matrix(&points)
         }

@@ -42,6 +42,7 @@ impl Policy for RGpUcb {
 mod tests {
     use super::*;
     use crate::domain::config::{FitStart, Hyperpriors, ModelConfig};
+    use crate::domain::space::SearchSpace;
     use crate::gp::KernelKind;
     use crate::policy::Observation;
 
@@ -72,6 +73,7 @@ mod tests {
         let removed = policy
             .observe(
                 &ObserveContext {
+                    space: &SearchSpace::unit(1),
                     model: &model,
                     data: &data,
                     new: &new,

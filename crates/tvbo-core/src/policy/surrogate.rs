@@ -110,7 +110,14 @@ impl Surrogate {
                     .fixed_noise
                     .map(|v| (v / (y_scale * y_scale)).clamp(NOISE_VARIANCE_BOUNDS.0, 1e6)),
             },
-            priors: robust.then(|| HyperpriorSet::robust(dim, ts.iter().copied())),
+            priors: robust.then(|| {
+                let categories = spec.categories;
+                HyperpriorSet::robust(
+                    categories.continuous_dim(dim),
+                    !categories.is_empty(),
+                    ts.iter().copied(),
+                )
+            }),
             guard: robust,
             ..FitOptions::default()
         };

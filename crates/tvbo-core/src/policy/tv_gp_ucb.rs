@@ -163,6 +163,7 @@ impl Policy for TvGpUcbWithPrior {
             spatial_lengthscale: 1.0,
             temporal_lengthscale: lengthscale,
             noise_variance: self.noise_variance,
+            categorical_lengthscale: 1.0,
         });
         let rebuild = |observations: &[(usize, f64, f64)]| {
             TimeVaryingArmGp::new(

@@ -43,7 +43,7 @@ pub(crate) fn model_after(
 ) -> Result<(Vec<Observation>, Surrogate), PolicyError> {
     let data: Vec<Observation> = ctx.data.iter().chain(ctx.new).cloned().collect();
     let dim = data.first().map_or(0, |o| o.x.len());
-    let spec = policy.kernel(ctx.model);
+    let spec = policy.model_kernel(ctx.model, ctx.space);
     let surrogate = match state.hyperparameters {
         Some(hyper) => Surrogate::with_hyperparameters(spec, dim, &data, hyper)?,
         None => {
@@ -302,6 +302,7 @@ mod tests {
             spatial_lengthscale: 0.25,
             temporal_lengthscale: 50.0,
             noise_variance: 0.02,
+            categorical_lengthscale: 1.0,
         };
         let fit = |start| {
             fit_hyperparameters(spec, &xs, &ts, &ys, start, &FitOptions::default()).unwrap()

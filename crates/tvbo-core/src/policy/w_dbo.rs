@@ -77,6 +77,7 @@ impl Policy for WDbo {
 mod tests {
     use super::*;
     use crate::domain::config::{FitStart, Hyperpriors, ModelConfig};
+    use crate::domain::space::SearchSpace;
     use crate::gp::KernelKind;
     use crate::policy::Observation;
 
@@ -122,6 +123,7 @@ mod tests {
             let removed = policy
                 .observe(
                     &ObserveContext {
+                        space: &SearchSpace::unit(1),
                         model: &model,
                         data: &data,
                         new: &new,
@@ -209,6 +211,7 @@ mod tests {
                 spatial_lengthscale: 0.6,
                 temporal_lengthscale: 300.0,
                 noise_variance: 1e-3,
+                categorical_lengthscale: 1.0,
             }),
             steps_since_reset: 59,
             budget: 0.005,
@@ -218,6 +221,7 @@ mod tests {
         let removed = policy
             .observe(
                 &ObserveContext {
+                    space: &SearchSpace::unit(4),
                     model: &model,
                     data: &data,
                     new: &new,
