@@ -34,3 +34,38 @@ async fn the_server_serves_its_openapi_document() {
     }
     server.stop().await;
 }
+
+/// Parameter values are declared as an integer (an int parameter's), a number or a
+/// string (a categorical choice), any of them (an integer is also a number, which
+/// `oneOf` would refuse), wherever an answer or a request carries a setting.
+#[test]
+fn parameter_values_are_integers_numbers_or_choices() {
+    let document: serde_json::Value = serde_json::from_str(&tvbo::api::openapi_json()).unwrap();
+    let schemas = &document["components"]["schemas"];
+    let kinds: Vec<&str> = schemas["ParamValue"]["anyOf"]
+        .as_array()
+        .expect("anyOf")
+        .iter()
+        .map(|k| k["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["integer", "number", "string"]);
+    for (schema, property) in [
+        ("Suggestion", "params"),
+        ("Observation", "params"),
+        ("Best", "params"),
+        ("RecordedOptimum", "params"),
+        ("ObservationInput", "params"),
+        ("SuggestRequest", "fixed"),
+    ] {
+        let values = &schemas[schema]["properties"][property];
+        let reference = values["additionalProperties"]["$ref"]
+            .as_str()
+            .or_else(|| values["oneOf"][0]["additionalProperties"]["$ref"].as_str())
+            .or_else(|| values["anyOf"][0]["additionalProperties"]["$ref"].as_str());
+        assert_eq!(
+            reference,
+            Some("#/components/schemas/ParamValue"),
+            "{schema}.{property}: {values}"
+        );
+    }
+}

@@ -291,6 +291,7 @@ pub struct FittedHyperparameters {
 pub struct RecordedOptimum {
     /// Session time the optimum is for (the suggestions' target time).
     pub t: f64,
+    #[schema(value_type = std::collections::BTreeMap<String, crate::domain::space::ParamValue>)]
     pub params: Params,
     /// The arm's name (arm sessions).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -18,7 +18,7 @@ const EXACT_INTEGERS: f64 = 9_007_199_254_740_992.0;
 /// fraction when it is integral (`4`, not `4.0`), so that an int parameter's values are
 /// JSON integers in every answer (and a float parameter's integral value reads the same:
 /// JSON has one number type).
-#[derive(Clone, Debug, PartialEq, Deserialize, ToSchema)]
+#[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(untagged)]
 pub enum ParamValue {
     Number(f64),
@@ -50,6 +50,46 @@ pub fn numbers<'a>(pairs: impl IntoIterator<Item = (&'a str, f64)>) -> Params {
         .map(|(name, value)| (name.to_string(), ParamValue::Number(value)))
         .collect()
 }
+
+/// In the OpenAPI document: an integer (an int parameter's value), a number (a float
+/// parameter's) or a string (a categorical parameter's choice), any of them. Written by
+/// hand (`ComposeSchema` is what `#[derive(ToSchema)]` implements, and utoipa derives
+/// `PartialSchema` from it) because the derive would make it `oneOf`, which an integer,
+/// also a number, does not satisfy.
+impl utoipa::__dev::ComposeSchema for ParamValue {
+    fn compose(
+        _: Vec<utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>>,
+    ) -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{
+            AnyOfBuilder, KnownFormat, ObjectBuilder, SchemaFormat, Type,
+        };
+        let kind = |kind: Type, format: Option<KnownFormat>, description: &str| {
+            ObjectBuilder::new()
+                .schema_type(kind)
+                .format(format.map(SchemaFormat::KnownFormat))
+                .description(Some(description))
+        };
+        AnyOfBuilder::new()
+            .item(kind(
+                Type::Integer,
+                Some(KnownFormat::Int64),
+                "an int parameter's value (any integral value is written so)",
+            ))
+            .item(kind(
+                Type::Number,
+                Some(KnownFormat::Double),
+                "a float parameter's value",
+            ))
+            .item(kind(Type::String, None, "a categorical parameter's choice"))
+            .description(Some(
+                "A parameter's value: an integer for an int parameter, a number for a float \
+                 one, one of its choices for a categorical one.",
+            ))
+            .into()
+    }
+}
+
+impl ToSchema for ParamValue {}
 
 impl From<f64> for ParamValue {
     fn from(value: f64) -> Self {
