@@ -252,6 +252,35 @@ def test_categorical_parameters_and_int_values(client: tvbo.Client) -> None:
     assert s.model().hyperparameters is not None
 
 
+def test_optimize_catches_failures_stops_at_its_timeout_and_draws_progress(
+    client: tvbo.Client, capsys: pytest.CaptureFixture[str]
+) -> None:
+    s = make_session(client)
+
+    def flaky(p: tvbo.Params) -> float:
+        if p["x"] > 5.0:
+            raise TimeoutError("the benchmark hung")
+        return objective(p)
+
+    stored = s.optimize(flaky, 12, catch=(TimeoutError,), progress=True)
+    timeline = s.timeline()
+    failed = [r for r in timeline.ended_runs if r.kind == "failed"]
+    assert len(stored) + len(failed) == 12 and failed, (len(stored), len(failed))
+    assert all("the benchmark hung" in (r.reason or "") for r in failed)
+    assert timeline.observation_count == len(stored) == s.refresh().observation_count
+    assert "12/12" in capsys.readouterr().err
+    steps = list(s.steps(page_size=5))
+    assert len(steps) == timeline.step_count and steps[0].kind == "suggest"
+
+    def slow(p: tvbo.Params) -> float:
+        time.sleep(0.2)
+        return objective(p)
+
+    started = time.monotonic()
+    more = s.optimize(slow, 1000, timeout=1.0)
+    assert time.monotonic() - started < 2.5 and 2 <= len(more) <= 8
+
+
 def test_resume_by_name(client: tvbo.Client) -> None:
     space = [tvbo.Float("x", 0, 10)]
     results: List[str] = []

@@ -155,6 +155,22 @@ def test_connection_refused_raises_connection_failed() -> None:
     assert time.monotonic() - started < 5
 
 
+def test_a_hung_server_holds_a_call_no_longer_than_its_total() -> None:
+    # A listener that accepts and never answers: every attempt would wait for its read
+    # timeout (130 s by default); the call's total cuts each one short.
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(16)
+        port = listener.getsockname()[1]
+        started = time.monotonic()
+        policy = tvbo.RetryPolicy(total=1.5)
+        with tvbo.Client(f"http://127.0.0.1:{port}", "k", retry=policy) as client:
+            with pytest.raises(tvbo.ConnectionFailed):
+                client.session("00000000-0000-4000-8000-000000000000")
+        assert time.monotonic() - started < 3.0
+        assert tvbo.RetryPolicy().total == 180.0
+
+
 def test_409_concurrent_change_is_retried_and_other_conflicts_are_not(
     server: Server, proxy: FaultProxy
 ) -> None:

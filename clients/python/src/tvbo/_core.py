@@ -9,6 +9,7 @@ import logging
 import math
 import os
 import random
+import sys
 import time
 import uuid
 from datetime import datetime
@@ -94,7 +95,9 @@ class RetryPolicy:
     restart) and, if ``retries`` is set, at most ``retries`` times. The wait is the
     answer's ``Retry-After`` when it gives one (honoured up to ``max_retry_after``
     seconds; a longer one is raised at once), else a "full jitter" back-off: uniform in
-    ``[0, min(max_backoff, backoff * 2**attempt)]``.
+    ``[0, min(max_backoff, backoff * 2**attempt)]``. ``total`` bounds the whole call,
+    attempts and waits (default 180 s; None: unbounded): each attempt's timeout is cut to
+    what is left of it, so a server that hangs holds a call no longer.
     """
 
     retries: Optional[int] = None
@@ -102,6 +105,24 @@ class RetryPolicy:
     max_backoff: float = 5.0
     max_retry_after: float = 60.0
     deadline: float = 60.0
+    total: Optional[float] = 180.0
+
+    def attempt_timeout(self, configured: httpx.Timeout, elapsed: float) -> httpx.Timeout:
+        """The timeout of an attempt ``elapsed`` seconds into the call: ``configured``,
+        each part cut to what is left of ``total`` (at least a millisecond)."""
+        if self.total is None:
+            return configured
+        left = max(self.total - elapsed, 0.001)
+
+        def cut(part: Optional[float]) -> float:
+            return left if part is None else min(part, left)
+
+        return httpx.Timeout(
+            connect=cut(configured.connect),
+            read=cut(configured.read),
+            write=cut(configured.write),
+            pool=cut(configured.pool),
+        )
 
     def delay(
         self, attempt: int, retry_after: Optional[float], elapsed: float = 0.0
@@ -116,7 +137,8 @@ class RetryPolicy:
             wait = retry_after + random.uniform(0.0, min(0.1, self.backoff))
         else:
             wait = random.uniform(0.0, min(self.max_backoff, self.backoff * (2.0**attempt)))
-        return wait if elapsed + wait <= self.deadline else None
+        within_total = self.total is None or elapsed + wait < self.total
+        return wait if elapsed + wait <= self.deadline and within_total else None
 
 
 RETRYABLE_TRANSPORT = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
@@ -187,6 +209,36 @@ def wait_after_lost_answer(
         wait,
     )
     return wait
+
+
+class Progress:
+    """A one-line progress bar on stderr for ``optimize(progress=True)``: evaluations
+    done of all, failed runs, and the best value so far in the session's goal."""
+
+    def __init__(self, total: int, minimize: bool, enabled: bool) -> None:
+        self.total, self.minimize, self.enabled = total, minimize, enabled
+        self.done, self.failed = 0, 0
+        self.best: Optional[float] = None
+        self.started = time.monotonic()
+
+    def update(self, value: Optional[float]) -> None:
+        """One evaluation more: its value, or None for a failed run."""
+        if value is None:
+            self.failed += 1
+        elif self.best is None or (value < self.best if self.minimize else value > self.best):
+            self.best = value
+        self.done += 1
+        if self.enabled:
+            width = 30
+            filled = int(width * self.done / max(self.total, 1))
+            best = "–" if self.best is None else f"{self.best:.6g}"
+            sys.stderr.write(
+                f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total}"
+                f"  best {best}  failed {self.failed}  {time.monotonic() - self.started:.0f} s"
+            )
+            if self.done >= self.total:
+                sys.stderr.write("\n")
+            sys.stderr.flush()
 
 
 def with_unstored(error: BaseException, unstored: List[Tuple[Suggestion, float]]) -> BaseException:

@@ -42,7 +42,10 @@ from .models import (
     RegretReport,
     SessionInfo,
     SessionList,
+    Step,
+    StepList,
     Suggestion,
+    Timeline,
     TimeOptions,
     decode,
 )
@@ -65,6 +68,7 @@ class AsyncClient:
     ) -> None:
         self.base_url, headers = _core.client_settings(base_url, api_key)
         self.retry = retry or RetryPolicy()
+        self._timeout = httpx.Timeout(timeout)
         self._http = httpx.AsyncClient(
             base_url=self.base_url, headers=headers, timeout=timeout, transport=transport
         )
@@ -100,6 +104,7 @@ class AsyncClient:
                     params=call.params,
                     json=call.json,
                     headers=_core.headers(call),
+                    timeout=self.retry.attempt_timeout(self._timeout, elapsed()),
                 )
                 return _core.check(call, response, lost_answer)
             except ApiError as e:
@@ -276,6 +281,25 @@ class AsyncSession:
                 return
             after = page.next_after
 
+    async def steps(self, page_size: int = 1000) -> AsyncIterator[Step]:
+        """See :meth:`tvbo.Session.steps`."""
+        after = 0
+        while True:
+            params = {"after": str(after), "limit": str(page_size)}
+            data = await self.client.request(Call("GET", f"{self.path}/steps", params=params))
+            page = decode(StepList, data)
+            for step in page.steps:
+                yield step
+            if page.next_after is None:
+                return
+            after = page.next_after
+
+    async def timeline(self, points: Optional[int] = None) -> Timeline:
+        """See :meth:`tvbo.Session.timeline`."""
+        params = None if points is None else {"points": str(points)}
+        data = await self.client.request(Call("GET", f"{self.path}/timeline", params=params))
+        return decode(Timeline, data)
+
     async def delete(self) -> None:
         """Delete the session and everything in it."""
         await self.client.request(Call("DELETE", self.path))
@@ -294,30 +318,42 @@ class AsyncSession:
         *,
         workers: int = 1,
         callback: Optional[Callable[[Suggestion, Observation], None]] = None,
+        catch: Tuple[Type[BaseException], ...] = (),
+        timeout: Optional[float] = None,
+        progress: bool = False,
     ) -> List[Observation]:
         """:meth:`tvbo.Session.optimize` with ``workers`` tasks awaiting ``fn``; the first
         exception cancels nothing in flight but stops new work, and is raised at the end
-        (with the values measured but not stored in its ``unstored``)."""
+        (with the values measured but not stored in its ``unstored``). ``catch``,
+        ``timeout`` and ``progress`` as there."""
         if iterations < 0 or workers < 1:
             raise ValueError("iterations must be >= 0 and workers >= 1")
         left = iterations
         errors: List[BaseException] = []
         stored: List[Observation] = []
         unstored: List[Tuple[Suggestion, float]] = []
+        ends = None if timeout is None else time.monotonic() + timeout
+        bar = _core.Progress(iterations, self.info.goal == "minimize", progress)
 
         async def work() -> None:
             nonlocal left
-            while left > 0 and not errors:
+            while left > 0 and not errors and (ends is None or time.monotonic() < ends):
                 left -= 1
                 try:
                     (suggestion,) = await self.suggest(1)
-                    value = await fn(dict(suggestion.params))
+                    try:
+                        value = await fn(dict(suggestion.params))
+                    except catch as e:
+                        await self.fail(suggestion, repr(e)[:500])
+                        bar.update(None)
+                        continue
                     try:
                         observation = await self.observe(suggestion, value)
                     except Exception:
                         unstored.append((suggestion, value))
                         raise
                     stored.append(observation)
+                    bar.update(value)
                     if callback is not None:
                         callback(suggestion, observation)
                 except Exception as e:  # noqa: BLE001 - re-raised below (cancellation is not caught)

@@ -41,7 +41,10 @@ from .models import (
     RegretReport,
     SessionInfo,
     SessionList,
+    Step,
+    StepList,
     Suggestion,
+    Timeline,
     TimeOptions,
     decode,
 )
@@ -73,6 +76,7 @@ class Client:
     ) -> None:
         self.base_url, headers = _core.client_settings(base_url, api_key)
         self.retry = retry or RetryPolicy()
+        self._timeout = httpx.Timeout(timeout)
         self._http = httpx.Client(
             base_url=self.base_url, headers=headers, timeout=timeout, transport=transport
         )
@@ -108,6 +112,7 @@ class Client:
                     params=call.params,
                     json=call.json,
                     headers=_core.headers(call),
+                    timeout=self.retry.attempt_timeout(self._timeout, elapsed()),
                 )
                 return _core.check(call, response, lost_answer)
             except ApiError as e:
@@ -308,6 +313,29 @@ class Session:
                 return
             after = page.next_after
 
+    def steps(self, page_size: int = 1000) -> Iterator[Step]:
+        """The session's steps (each suggest and observe call, with the model it left),
+        oldest first, fetched a page at a time."""
+        after = 0
+        while True:
+            params = {"after": str(after), "limit": str(page_size)}
+            page = decode(
+                StepList, self.client.request(Call("GET", f"{self.path}/steps", params=params))
+            )
+            yield from page.steps
+            if page.next_after is None:
+                return
+            after = page.next_after
+
+    def timeline(self, points: Optional[int] = None) -> Timeline:
+        """What the dashboard draws (``GET …/timeline``): observations, steps,
+        forgetting, failed and abandoned runs, at most about ``points`` of each series
+        (default 2000)."""
+        params = None if points is None else {"points": str(points)}
+        return decode(
+            Timeline, self.client.request(Call("GET", f"{self.path}/timeline", params=params))
+        )
+
     def delete(self) -> None:
         """Delete the session and everything in it."""
         self.client.request(Call("DELETE", self.path))
@@ -328,8 +356,16 @@ class Session:
         *,
         workers: int = 1,
         callback: Optional[Callable[[Suggestion, Observation], None]] = None,
+        catch: Tuple[Type[BaseException], ...] = (),
+        timeout: Optional[float] = None,
+        progress: bool = False,
     ) -> List[Observation]:
         """Ask, evaluate, tell ``iterations`` times in all, ``workers`` at a time.
+
+        ``fn`` raising one of ``catch`` is a failed run: reported with :meth:`fail`
+        (the exception's ``repr`` as its reason), counted as an evaluation, and the
+        workers go on. With ``timeout`` (seconds), no evaluation starts after it; the
+        ones in hand finish and are stored. ``progress`` draws a bar on stderr.
 
         Each of ``workers`` threads loops: suggest one setting, compute
         ``fn(params)``, observe the value. Suggestions in flight are pending on the
@@ -350,10 +386,14 @@ class Session:
         state: Dict[str, Any] = {"left": iterations, "error": None}
         stored: List[Observation] = []
         unstored: List[Tuple[Suggestion, float]] = []
+        ends = None if timeout is None else _time.monotonic() + timeout
+        bar = _core.Progress(iterations, self.info.goal == "minimize", progress)
 
         def take() -> bool:
             with lock:
                 if state["left"] <= 0 or state["error"] is not None:
+                    return False
+                if ends is not None and _time.monotonic() >= ends:
                     return False
                 state["left"] -= 1
                 return True
@@ -362,7 +402,13 @@ class Session:
             try:
                 while take():
                     (suggestion,) = self.suggest(1)
-                    value = fn(dict(suggestion.params))
+                    try:
+                        value = fn(dict(suggestion.params))
+                    except catch as e:
+                        self.fail(suggestion, repr(e)[:500])
+                        with lock:
+                            bar.update(None)
+                        continue
                     try:
                         observation = self.observe(suggestion, value)
                     except BaseException:
@@ -371,6 +417,7 @@ class Session:
                         raise
                     with lock:
                         stored.append(observation)
+                        bar.update(value)
                     if callback is not None:
                         callback(suggestion, observation)
             except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread

@@ -382,6 +382,71 @@ class ResponseTime:
 
 
 @dataclasses.dataclass(frozen=True)
+class Step:
+    """A suggest or observe call: its session time, the dataset size, the server's compute
+    seconds, and ``snapshot``, the model it left (as the API gives it: hyperparameters,
+    the recorded optimum, n* or budget, the priors' standing)."""
+
+    id: int
+    kind: str
+    t: float
+    dataset_size: int
+    compute_seconds: float
+    snapshot: Optional[Dict[str, Any]] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class StepList:
+    """A page of steps (``next_after`` None on the last page)."""
+
+    steps: List[Step]
+    next_after: Optional[int] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class TimelineObservation:
+    """An observation on the timeline, with its regret (reported, or ``estimated``)."""
+
+    seq: int
+    t: float
+    value: float
+    params: Params
+    estimated: bool
+    active: bool
+    regret: Optional[float] = None
+    removed_t: Optional[float] = None
+    removed_reason: Optional[str] = None
+    metadata: Optional[Dict[str, Any]] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ForgetEvent:
+    """``count`` observations forgotten for ``reason`` at a step (or over a span)."""
+
+    t: float
+    t_end: float
+    reason: str
+    count: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Timeline:
+    """A session's history as the dashboard draws it, downsampled past a point budget."""
+
+    observation_count: int
+    step_count: int
+    reported_regrets: int
+    estimated_regrets: int
+    observations: List[TimelineObservation]
+    steps: List[Step]
+    response_time: "ResponseTime"
+    forgotten: List[ForgetEvent]
+    ended_run_count: int
+    ended_runs: List[EndedRun]
+    average_regret: Optional[float] = None
+
+
+@dataclasses.dataclass(frozen=True)
 class ComputeTime:
     """The server's own compute time per ``suggest`` or ``observe`` call."""
 
@@ -443,6 +508,11 @@ SCHEMAS: Dict[str, Any] = {
     "Observation": Observation,
     "ObservationList": ObservationList,
     "EndedRunView": EndedRun,
+    "Step": Step,
+    "StepList": StepList,
+    "TimelineObservation": TimelineObservation,
+    "ForgetEvent": ForgetEvent,
+    "Timeline": Timeline,
     "Best": Best,
     "Prediction": Prediction,
     "PredictResponse": PredictResponse,
