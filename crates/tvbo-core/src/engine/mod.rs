@@ -4,7 +4,8 @@
 //! engine checks the request, runs the session's policy and returns the change to make
 //! ([`ChangeSet`](crate::domain::records::ChangeSet)); it reads no clock and touches no
 //! store. It starts no task and keeps no thread: a suggest may lend UCB's pieces to
-//! scoped threads for the cores its caller grants ([`Cores`]), joined before it returns.
+//! scoped threads for the cores its caller grants ([`Cores`](crate::acquisition::Cores)),
+//! joined before it returns.
 //! The server's service drives it between a load and a commit; `tvbo-bench` and
 //! embedding programs drive it over an in-memory session ([`LocalSession`]), so a
 //! benchmark measures exactly the server's compute path.
