@@ -60,7 +60,7 @@ macro_rules! store_on {
             };
             use $crate::store::timeline::{Bucket, bucket_from_row, forget_spans, kept_keys};
             use $crate::store::{
-                ApiKeyRow, CallStats, ForgetSpan, History, IdempotencyRecord, ListedSession,
+                ApiKeyRow, CallStats, EndedRun, ForgetSpan, History, IdempotencyRecord, ListedSession,
                 ObservationRow, SessionCursor, SessionRow, StoreError,
                 StoredTimeline, SuggestionRow, to_micros,
             };
@@ -77,6 +77,35 @@ macro_rules! store_on {
                     .fetch_optional(&mut *c)
                     .await?;
                 row.as_ref().map(session_from_row).transpose()
+            }
+
+            /// How many runs of the session ended without a value, and the newest `limit`
+            /// of them in order of recording.
+            async fn newest_ended_runs(
+                c: &mut Connection,
+                key: &str,
+                limit: i64,
+                row_id: &str,
+            ) -> Result<(i64, Vec<EndedRun>), StoreError> {
+                let count: i64 =
+                    sqlx::query_scalar("SELECT COUNT(*) FROM ended_runs WHERE session_id = $1")
+                        .bind(key)
+                        .fetch_one(&mut *c)
+                        .await?;
+                let sql = format!(
+                    "SELECT * FROM (SELECT {row_id} AS id, suggestion_id, kind, params, t, \
+                     reason, created_micros, metadata FROM ended_runs WHERE session_id = $1 \
+                     ORDER BY {row_id} DESC LIMIT $2) newest ORDER BY id"
+                );
+                let runs = sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(key)
+                    .bind(limit)
+                    .fetch_all(&mut *c)
+                    .await?
+                    .iter()
+                    .map(ended_run_from_row)
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok((count, runs))
             }
 
             /// The tenant's newest session named `name`.
@@ -496,24 +525,8 @@ macro_rules! store_on {
                 } else {
                     forget_spans(&summaries, budget)
                 };
-                let ended_run_count: i64 =
-                    sqlx::query_scalar("SELECT COUNT(*) FROM ended_runs WHERE session_id = $1")
-                        .bind(&key)
-                        .fetch_one(&mut *c)
-                        .await?;
-                let sql = format!(
-                    "SELECT * FROM (SELECT {row_id} AS id, suggestion_id, kind, params, t, \
-                     reason, created_micros, metadata FROM ended_runs WHERE session_id = $1 \
-                     ORDER BY {row_id} DESC LIMIT $2) newest ORDER BY id"
-                );
-                let ended_runs = sqlx::query(sqlx::AssertSqlSafe(sql))
-                    .bind(&key)
-                    .bind(budget)
-                    .fetch_all(&mut *c)
-                    .await?
-                    .iter()
-                    .map(ended_run_from_row)
-                    .collect::<Result<Vec<_>, _>>()?;
+                let (ended_run_count, ended_runs) =
+                    newest_ended_runs(&mut *c, &key, budget, row_id).await?;
                 Ok(StoredTimeline {
                     ended_run_count,
                     ended_runs,
