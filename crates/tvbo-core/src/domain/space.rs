@@ -555,11 +555,6 @@ impl SearchSpace {
         self.choice_counts().iter().filter(|&&k| k == 0).count()
     }
 
-    /// Whether the session has a context parameter.
-    pub fn has_context(&self) -> bool {
-        self.parameters.iter().any(|p| p.context)
-    }
-
     /// Maps a point of `[0,1]^d` (clamped) to named values; integers are rounded, a
     /// parameter with a step goes to the nearest point of its grid, and a categorical
     /// one takes the choice whose cell holds its coordinate.
