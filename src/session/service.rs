@@ -28,7 +28,7 @@ use crate::acquisition::Cores;
 use crate::domain::InvalidInput;
 use crate::domain::config::{CreateSession, random_seed};
 use crate::domain::input::ObservationInput;
-use crate::domain::records::{ChangeSet, History, SessionRow};
+use crate::domain::records::{ChangeSet, History, SessionRow, SuggestionStatus};
 use crate::engine::{
     EngineError, Limits, ObserveSnapshot, new_session_config, new_session_row, plan_abandon,
     plan_observe, plan_suggest,
@@ -425,10 +425,15 @@ impl SessionService {
     }
 
     /// Abandons a suggestion ([`plan_abandon`]): no longer pending, recorded as
-    /// abandoned; a second abandon changes nothing.
+    /// abandoned; a second abandon changes nothing (not even the session's version,
+    /// unless it races the first).
     pub async fn abandon(&self, id: Uuid, suggestion_id: Uuid) -> Result<(), ServiceError> {
         let now = Utc::now();
         let _guard = self.lock(id).await;
+        let stored = self.store.get_suggestion(id, suggestion_id).await?;
+        if stored.is_some_and(|row| row.status == SuggestionStatus::Abandoned) {
+            return Ok(());
+        }
         self.commit_with_retry(id, None, |snapshot| async move {
             let pending = &snapshot.history.pending;
             let suggestion = match pending.iter().find(|g| g.id == suggestion_id).cloned() {

@@ -301,11 +301,11 @@ async fn failed_and_abandoned_runs_release_their_suggestions_and_never_reach_the
         async move { server.send(request).await.status().as_u16() }
     };
     assert_eq!(abandon(sid(2)).await, 204);
-    assert_eq!(
-        abandon(sid(2)).await,
-        204,
-        "abandoning twice changes nothing"
-    );
+    let version = |session: serde_json::Value| session["version"].as_i64().unwrap();
+    let before = version(server.get(&format!("/v1/sessions/{id}")).await.1);
+    assert_eq!(abandon(sid(2)).await, 204, "abandoning twice is harmless");
+    let after = version(server.get(&format!("/v1/sessions/{id}")).await.1);
+    assert_eq!(after, before, "and changes nothing");
     assert_eq!(abandon(sid(0)).await, 409, "an observed suggestion");
     assert_eq!(abandon(uuid::Uuid::new_v4().to_string()).await, 404);
     for (i, message) in [(1, "reported failed"), (2, "abandoned")] {

@@ -37,8 +37,8 @@ pub struct ObserveSnapshot {
 /// `observations[2].`), all or nothing: the change stores them, marks their suggestions
 /// observed, forgets what the policy removes (a new observation may be stored already
 /// inactive) and saves the policy's state. A failed run (`failed: true`) is recorded as
-/// an [`EndedRun`], its suggestion marked failed, and reaches no model. Its call record's `compute_seconds` is left
-/// at 0 for the caller to fill in.
+/// an [`EndedRun`], its suggestion marked failed, and reaches no model. Its call
+/// record's `compute_seconds` is left at 0 for the caller to fill in.
 pub fn plan_observe(
     snapshot: &ObserveSnapshot,
     inputs: &[(String, ObservationInput)],
