@@ -1,0 +1,161 @@
+"""Records a trace of real compression: every setting of codec × level × block size on
+blocks of four kinds of real data of this machine, each measured several times.
+
+The trace (docs/traces.md) is what a replay benchmark needs to make a time-varying
+objective of real software: the settings, the conditions (here the kind of data), and
+for each (setting, condition) the repeated measurements, whose spread is the real noise.
+What is measured, per block: the CPU seconds of compressing it (``time.process_time``
+around the call, this process only) and the bytes in and out. The codecs are Python's
+``zlib``, ``bz2`` and ``lzma`` (the C libraries, called through the standard library).
+
+The data: log files (``/var/log``), JSON documents, executables (``/usr/bin``) and files
+that are compressed already (``.gz``, ``.png``, ``.jpg``), the first files of each kind
+found on this machine, read whole and cut into blocks; the trace's header names them
+with their sizes and SHA-256.
+
+Standard library only (Python 3.11 or later):
+
+    python3 benches/traces/record_compression.py --out benchmarks/traces/compression.jsonl
+
+Takes about a minute on two cores (run it on a quiet machine: its CPU times are the
+measurements). ``--repeats`` and ``--budget`` (bytes of data per kind) trade time for
+noise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bz2
+import glob
+import hashlib
+import json
+import lzma
+import os
+import platform
+import time
+import zlib
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+CODECS: dict[str, Callable[[bytes, int], bytes]] = {
+    "zlib": lambda data, level: zlib.compress(data, level),
+    "bz2": lambda data, level: bz2.compress(data, level),
+    "lzma": lambda data, level: lzma.compress(data, preset=level - 1),
+}
+LEVELS = range(1, 10)
+BLOCK_KIB = [16, 64, 256]
+KINDS = {
+    "logs": ["/var/log/*.log", "/var/log/*/*.log"],
+    "json": ["/usr/share/**/*.json", "/root/.pyenv/versions/*/lib/python3*/test/*.json"],
+    "binaries": ["/usr/bin/*"],
+    "compressed": ["/usr/share/doc/*/*.gz", "/usr/share/**/*.png", "/usr/share/**/*.jpg"],
+}
+
+
+def sample(kind: str, budget: int) -> list[tuple[str, bytes]]:
+    """The first readable files of `kind` (sorted paths), up to `budget` bytes in all."""
+    files: list[tuple[str, bytes]] = []
+    total = 0
+    for pattern in KINDS[kind]:
+        for path in sorted(glob.glob(pattern, recursive=True)):
+            if total >= budget or not os.path.isfile(path) or os.path.islink(path):
+                continue
+            try:
+                with open(path, "rb") as f:
+                    data = f.read(budget - total)
+            except OSError:
+                continue
+            if len(data) < 4096:
+                continue
+            files.append((path, data))
+            total += len(data)
+    if total < budget // 4:
+        raise SystemExit(f"too little {kind} data on this machine ({total} bytes)")
+    return files
+
+
+def blocks(data: bytes, size: int) -> list[bytes]:
+    """`data` cut into whole blocks of `size` bytes (the last partial one dropped)."""
+    return [data[i : i + size] for i in range(0, len(data) - size + 1, size)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", required=True, help="the trace file (JSON Lines)")
+    parser.add_argument("--repeats", type=int, default=3, help="measurements per point")
+    parser.add_argument("--budget", type=int, default=1 << 20, help="bytes of data per kind")
+    args = parser.parse_args()
+    data = {kind: sample(kind, args.budget) for kind in KINDS}
+    header = {
+        "trace": "compression",
+        "version": 1,
+        "recorded_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": {
+            "cpu": platform.processor() or platform.machine(),
+            "python": platform.python_version(),
+            "zlib": zlib.ZLIB_RUNTIME_VERSION,
+        },
+        "settings": [
+            {"name": "codec", "type": "categorical", "choices": list(CODECS)},
+            {"name": "level", "type": "int", "low": 1, "high": 9},
+            {
+                "name": "block_kib",
+                "type": "int",
+                "low": 16,
+                "high": 256,
+                "scale": "log",
+                "values": BLOCK_KIB,
+            },
+        ],
+        "conditions": {"name": "data", "choices": list(KINDS)},
+        "measured": {
+            "cpu_seconds": "CPU seconds compressing the blocks (this process)",
+            "bytes_in": "bytes of data compressed",
+            "bytes_out": "bytes after compression",
+        },
+        "data": {
+            kind: [
+                {"path": path, "bytes": len(raw), "sha256": hashlib.sha256(raw).hexdigest()}
+                for path, raw in files
+            ]
+            for kind, files in data.items()
+        },
+        "repeats": args.repeats,
+    }
+    started = time.monotonic()
+    with open(args.out, "w", encoding="utf-8") as out:
+        out.write(json.dumps(header) + "\n")
+        for kind, files in data.items():
+            joined = b"".join(raw for _, raw in files)
+            for block_kib in BLOCK_KIB:
+                chunks = blocks(joined, block_kib * 1024)
+                for codec, compress in CODECS.items():
+                    for level in LEVELS:
+                        measurements = []
+                        for _ in range(args.repeats):
+                            cpu = time.process_time()
+                            size = sum(len(compress(chunk, level)) for chunk in chunks)
+                            cpu = time.process_time() - cpu
+                            measurements.append(
+                                {
+                                    "cpu_seconds": round(cpu, 6),
+                                    "bytes_in": len(chunks) * block_kib * 1024,
+                                    "bytes_out": size,
+                                }
+                            )
+                        setting = {"codec": codec, "level": level, "block_kib": block_kib}
+                        out.write(
+                            json.dumps(
+                                {
+                                    "setting": setting,
+                                    "condition": kind,
+                                    "measurements": measurements,
+                                }
+                            )
+                            + "\n"
+                        )
+            print(f"{kind}: done after {time.monotonic() - started:.0f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main()
