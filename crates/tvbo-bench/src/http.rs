@@ -5,6 +5,7 @@
 
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
+use tvbo_core::domain::space::choice_centre;
 
 use super::error::BenchError;
 use super::options::ServerTime;
@@ -180,7 +181,7 @@ impl Driver for HttpDriver<'_> {
                     Coordinate::Box(low, high) => value.as_f64().map(|v| (v - low) / (high - low)),
                     Coordinate::Choices(choices) => {
                         let k = choices.iter().position(|c| value.as_str() == Some(c));
-                        k.map(|k| (k as f64 + 0.5) / choices.len() as f64)
+                        k.map(|k| choice_centre(k, choices.len()))
                     }
                 }
                 .ok_or_else(|| BenchError::Http(format!("suggestion without {name}: {answer}")))

@@ -17,6 +17,8 @@
 
 use std::f64::consts::TAU;
 
+use tvbo_core::domain::space::choice_at;
+
 use super::objective::Objective;
 
 /// The choices of the categorical coordinate.
@@ -45,11 +47,6 @@ impl Mixed {
     }
 }
 
-/// The choice a unit coordinate stands for: the cell of [0, 1] that holds it.
-fn choice_of(u: f64) -> usize {
-    ((u * CHOICES as f64) as usize).min(CHOICES - 1)
-}
-
 impl Objective for Mixed {
     fn dim(&self) -> usize {
         3
@@ -68,7 +65,7 @@ impl Objective for Mixed {
     }
 
     fn value(&self, x: &[f64], t: f64) -> f64 {
-        let choice = choice_of(x[0]);
+        let choice = choice_at(x[0], CHOICES);
         let m = self.centre(choice, t);
         let squared = (x[1] - m[0]).powi(2) + (x[2] - m[1]).powi(2);
         self.depth(choice, t) + 3.0 * squared
@@ -84,6 +81,7 @@ impl Objective for Mixed {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tvbo_core::domain::space::choice_centre;
 
     /// The minimum is reached at the deepest choice's centre, no grid point is lower,
     /// and each choice is the best for about a third of the run.
@@ -99,10 +97,10 @@ mod tests {
                 .unwrap();
             best_counts[best] += 1;
             let m = mixed.centre(best, t);
-            let u = (best as f64 + 0.5) / CHOICES as f64;
+            let u = choice_centre(best, CHOICES);
             assert!((mixed.value(&[u, m[0], m[1]], t) - optimum).abs() < 1e-12);
             for c in 0..CHOICES {
-                let u = (c as f64 + 0.5) / CHOICES as f64;
+                let u = choice_centre(c, CHOICES);
                 for i in 0..=20 {
                     for j in 0..=20 {
                         let x = [u, f64::from(i) / 20.0, f64::from(j) / 20.0];

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rand::Rng;
 
+use crate::domain::space::{choice_at, choice_centre};
 use crate::gp::{Categories, Gp};
 use crate::optim::{BoundedOptions, BoundedSearch, Minimum, Request};
 
@@ -365,8 +366,8 @@ const CHOICE_SEARCH_ROUNDS: usize = 8;
 /// (⌊u·K⌋ + ½)/K, so that uniform points give uniform choices.
 fn to_choices(point: &mut [f64], categories: &Categories) {
     for i in categories.categorical(point.len()) {
-        let k = categories.choices(i) as f64;
-        point[i] = ((point[i] * k).floor().min(k - 1.0) + 0.5) / k;
+        let k = categories.choices(i);
+        point[i] = choice_centre(choice_at(point[i], k), k);
     }
 }
 
@@ -436,7 +437,7 @@ fn search_choices(
             }
             let k = categories.choices(i);
             for choice in 0..k {
-                let u = (choice as f64 + 0.5) / k as f64;
+                let u = choice_centre(choice, k);
                 if (u - best[i]).abs() > 1e-12 {
                     let mut x = best.clone();
                     x[i] = u;

@@ -43,6 +43,16 @@ impl ParamValue {
     }
 }
 
+/// The unit coordinate of choice `k` of `choices`: the centre of its cell, (k + ½)/K.
+pub fn choice_centre(k: usize, choices: usize) -> f64 {
+    (k as f64 + 0.5) / choices as f64
+}
+
+/// The choice of `choices` whose cell of [0, 1] holds `u` (1 in the last).
+pub fn choice_at(u: f64, choices: usize) -> usize {
+    ((u * choices as f64) as usize).min(choices - 1)
+}
+
 /// Named numbers as [`Params`].
 pub fn numbers<'a>(pairs: impl IntoIterator<Item = (&'a str, f64)>) -> Params {
     pairs
@@ -252,7 +262,7 @@ impl ParameterSpec {
             let k = choices.iter().position(|c| c == choice).ok_or_else(|| {
                 InvalidInput::new(name, format!("{choice:?} is not one of {choices:?}"))
             })?;
-            return Ok((k as f64 + 0.5) / choices.len() as f64);
+            return Ok(choice_centre(k, choices.len()));
         }
         let value = value
             .as_number()
@@ -302,8 +312,7 @@ impl ParameterSpec {
         let value = match (self.step, self.kind) {
             (_, ParameterType::Categorical) => {
                 let choices = self.choice_list();
-                let k = ((u * choices.len() as f64) as usize).min(choices.len() - 1);
-                return ParamValue::Choice(choices[k].clone());
+                return ParamValue::Choice(choices[choice_at(u, choices.len())].clone());
             }
             (Some(step), _) => self.nearest_on_grid(step, raw),
             (None, ParameterType::Float) => raw.clamp(low, high),
@@ -553,6 +562,11 @@ impl SearchSpace {
     /// The number of float and int parameters.
     pub fn continuous_dim(&self) -> usize {
         self.choice_counts().iter().filter(|&&k| k == 0).count()
+    }
+
+    /// Whether a parameter is categorical.
+    pub fn has_categorical(&self) -> bool {
+        self.continuous_dim() < self.dim()
     }
 
     /// Maps a point of `[0,1]^d` (clamped) to named values; integers are rounded, a

@@ -209,7 +209,9 @@ pub fn fitted_hyperparameters(
                 AlgorithmConfig::TvGpUcb { .. } => temporal.map(epsilon_of_temporal_lengthscale),
                 _ => None,
             },
-            categorical_lengthscale: (config.space().continuous_dim() < config.parameters.len())
+            categorical_lengthscale: config
+                .space()
+                .has_categorical()
                 .then_some(h.categorical_lengthscale),
         }
     })

@@ -142,7 +142,7 @@ pub fn model_reading(history: &History) -> Result<ModelReading, EngineError> {
             let space = config.space();
             HyperpriorSet::robust(
                 space.continuous_dim(),
-                space.continuous_dim() < space.dim(),
+                space.has_categorical(),
                 history.active.iter().map(|o| o.t),
             )
         });
