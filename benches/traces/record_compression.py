@@ -19,23 +19,21 @@ Standard library only (Python 3.11 or later):
 
 Takes about a minute on two cores (run it on a quiet machine: its CPU times are the
 measurements). ``--repeats`` and ``--budget`` (bytes of data per kind) trade time for
-noise.
+noise; ``--quick`` records a tiny subset (benches/traces/tracekit.py).
 """
 
 from __future__ import annotations
 
-import argparse
 import bz2
 import glob
 import hashlib
-import json
 import lzma
 import os
-import platform
 import time
 import zlib
 from collections.abc import Callable
-from datetime import UTC, datetime
+
+import tracekit
 
 CODECS: dict[str, Callable[[bytes, int], bytes]] = {
     "zlib": lambda data, level: zlib.compress(data, level),
@@ -79,82 +77,67 @@ def blocks(data: bytes, size: int) -> list[bytes]:
     return [data[i : i + size] for i in range(0, len(data) - size + 1, size)]
 
 
+def compressed_blocks(data: dict[str, list[tuple[str, bytes]]]):
+    """The measurement of one repeat: CPU seconds compressing a kind's data block by block
+    with a codec at a level, and the bytes in and out."""
+    chunks: dict[tuple[str, int], list[bytes]] = {}
+
+    def measure(setting: dict, kind: str, _repeat: int) -> dict[str, int | float]:
+        block_kib = setting["block_kib"]
+        if (kind, block_kib) not in chunks:
+            joined = b"".join(raw for _, raw in data[kind])
+            chunks[kind, block_kib] = blocks(joined, block_kib * 1024)
+        compress, level = CODECS[setting["codec"]], setting["level"]
+        cpu = time.process_time()
+        size = sum(len(compress(chunk, level)) for chunk in chunks[kind, block_kib])
+        cpu = time.process_time() - cpu
+        return {
+            "cpu_seconds": round(cpu, 6),
+            "bytes_in": len(chunks[kind, block_kib]) * block_kib * 1024,
+            "bytes_out": size,
+        }
+
+    return measure
+
+
+def described(files: list[tuple[str, bytes]]) -> list[dict[str, int | str]]:
+    """The header's account of a kind's files: path, bytes, SHA-256."""
+    return [
+        {"path": path, "bytes": len(raw), "sha256": hashlib.sha256(raw).hexdigest()}
+        for path, raw in files
+    ]
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", required=True, help="the trace file (JSON Lines)")
-    parser.add_argument("--repeats", type=int, default=3, help="measurements per point")
+    parser = tracekit.arguments(__doc__.split("\n\n")[0])
     parser.add_argument("--budget", type=int, default=1 << 20, help="bytes of data per kind")
     args = parser.parse_args()
     data = {kind: sample(kind, args.budget) for kind in KINDS}
-    header = {
-        "trace": "compression",
-        "version": 1,
-        "recorded_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": {
-            "cpu": platform.processor() or platform.machine(),
-            "python": platform.python_version(),
-            "zlib": zlib.ZLIB_RUNTIME_VERSION,
-        },
-        "settings": [
-            {"name": "codec", "type": "categorical", "choices": list(CODECS)},
-            {"name": "level", "type": "int", "low": 1, "high": 9},
-            {
-                "name": "block_kib",
-                "type": "int",
-                "low": 16,
-                "high": 256,
-                "scale": "log",
-                "values": BLOCK_KIB,
-            },
+    trace = tracekit.Trace(
+        name="compression",
+        machine=tracekit.machine(zlib=zlib.ZLIB_RUNTIME_VERSION),
+        settings=[
+            tracekit.categorical("codec", list(CODECS)),
+            tracekit.integer("level", low=LEVELS[0], high=LEVELS[-1]),
+            tracekit.integer("block_kib", BLOCK_KIB, scale="log"),
         ],
-        "conditions": {"name": "data", "choices": list(KINDS)},
-        "measured": {
+        condition="data",
+        conditions=list(KINDS),
+        measured={
             "cpu_seconds": "CPU seconds compressing the blocks (this process)",
             "bytes_in": "bytes of data compressed",
             "bytes_out": "bytes after compression",
         },
-        "data": {
-            kind: [
-                {"path": path, "bytes": len(raw), "sha256": hashlib.sha256(raw).hexdigest()}
-                for path, raw in files
-            ]
-            for kind, files in data.items()
-        },
-        "repeats": args.repeats,
-    }
-    started = time.monotonic()
-    with open(args.out, "w", encoding="utf-8") as out:
-        out.write(json.dumps(header) + "\n")
-        for kind, files in data.items():
-            joined = b"".join(raw for _, raw in files)
-            for block_kib in BLOCK_KIB:
-                chunks = blocks(joined, block_kib * 1024)
-                for codec, compress in CODECS.items():
-                    for level in LEVELS:
-                        measurements = []
-                        for _ in range(args.repeats):
-                            cpu = time.process_time()
-                            size = sum(len(compress(chunk, level)) for chunk in chunks)
-                            cpu = time.process_time() - cpu
-                            measurements.append(
-                                {
-                                    "cpu_seconds": round(cpu, 6),
-                                    "bytes_in": len(chunks) * block_kib * 1024,
-                                    "bytes_out": size,
-                                }
-                            )
-                        setting = {"codec": codec, "level": level, "block_kib": block_kib}
-                        out.write(
-                            json.dumps(
-                                {
-                                    "setting": setting,
-                                    "condition": kind,
-                                    "measurements": measurements,
-                                }
-                            )
-                            + "\n"
-                        )
-            print(f"{kind}: done after {time.monotonic() - started:.0f} s", flush=True)
+        data={kind: described(files) for kind, files in data.items()},
+        order=("block_kib", "codec"),
+    )
+    tracekit.record(
+        trace,
+        compressed_blocks(data),
+        out=args.out,
+        repeats=args.repeats,
+        quick=args.quick,
+    )
 
 
 if __name__ == "__main__":
