@@ -5,7 +5,7 @@
 
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
-use tvbo_core::domain::space::choice_centre;
+use tvbo_core::domain::space::{ParameterSpec, Params, SearchSpace};
 
 use super::error::BenchError;
 use super::options::ServerTime;
@@ -82,21 +82,12 @@ impl Client {
 pub struct HttpDriver<'a> {
     client: &'a Client,
     session: String,
-    /// The session's parameters by name: suggestions are mapped back onto the unit cube
-    /// the objectives take.
-    parameters: Vec<(String, Coordinate)>,
+    /// The session's search space: suggestions are mapped back onto the unit cube the
+    /// objectives take.
+    space: SearchSpace,
     time: ServerTime,
     /// When the outstanding suggestion was handed out (wall-clock sessions).
     handed_at: DateTime<Utc>,
-}
-
-/// How a parameter maps onto its unit coordinate.
-#[derive(Clone, Debug)]
-enum Coordinate {
-    /// Linearly from [low, high].
-    Box(f64, f64),
-    /// Choice k of K at (k + ½)/K.
-    Choices(Vec<String>),
 }
 
 impl<'a> HttpDriver<'a> {
@@ -111,37 +102,13 @@ impl<'a> HttpDriver<'a> {
             .as_str()
             .ok_or_else(|| BenchError::Http("created session without an id".into()))?
             .to_string();
-        let parameters = request["parameters"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|p| {
-                let choices = p["choices"].as_array().map(|choices| {
-                    choices
-                        .iter()
-                        .filter_map(|c| c.as_str().map(str::to_string))
-                        .collect()
-                });
-                match (
-                    p["name"].as_str(),
-                    p["low"].as_f64(),
-                    p["high"].as_f64(),
-                    choices,
-                ) {
-                    (Some(name), _, _, Some(choices)) => {
-                        Ok((name.to_string(), Coordinate::Choices(choices)))
-                    }
-                    (Some(name), Some(low), Some(high), None) => {
-                        Ok((name.to_string(), Coordinate::Box(low, high)))
-                    }
-                    _ => Err(BenchError::Config(format!("parameter without a box: {p}"))),
-                }
-            })
-            .collect::<Result<_, _>>()?;
+        let parameters: Vec<ParameterSpec> = serde_json::from_value(request["parameters"].clone())
+            .map_err(|e| BenchError::Config(format!("parameters: {e}")))?;
+        let space = SearchSpace::new(parameters).map_err(|e| BenchError::Config(e.to_string()))?;
         Ok(HttpDriver {
             client,
             session: id,
-            parameters,
+            space,
             time,
             handed_at: Utc::now(),
         })
@@ -172,21 +139,12 @@ impl Driver for HttpDriver<'_> {
         let id = suggestion["id"]
             .as_str()
             .ok_or_else(|| BenchError::Http(format!("suggestion without an id: {answer}")))?;
+        let params: Params = serde_json::from_value(suggestion["params"].clone())
+            .map_err(|e| BenchError::Http(format!("suggestion's params: {e}: {answer}")))?;
         let x = self
-            .parameters
-            .iter()
-            .map(|(name, coordinate)| {
-                let value = &suggestion["params"][name];
-                match coordinate {
-                    Coordinate::Box(low, high) => value.as_f64().map(|v| (v - low) / (high - low)),
-                    Coordinate::Choices(choices) => {
-                        let k = choices.iter().position(|c| value.as_str() == Some(c));
-                        k.map(|k| choice_centre(k, choices.len()))
-                    }
-                }
-                .ok_or_else(|| BenchError::Http(format!("suggestion without {name}: {answer}")))
-            })
-            .collect::<Result<Vec<f64>, _>>()?;
+            .space
+            .to_unit(&params, "params")
+            .map_err(|e| BenchError::Http(format!("{e}: {answer}")))?;
         Ok(Handed {
             x,
             id: Some(id.to_string()),

@@ -63,6 +63,7 @@ pub mod session;
 pub mod stats;
 pub mod suites;
 pub mod synthetic;
+pub mod trace;
 pub mod tvgp;
 pub mod wells;
 

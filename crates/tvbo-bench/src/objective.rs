@@ -8,7 +8,11 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use rand::RngExt;
+use rand_chacha::ChaCha8Rng;
+use rand_distr::StandardNormal;
 use tvbo_core::domain::priors::PriorSpec;
+use tvbo_core::domain::space::ParameterSpec;
 use tvbo_core::optim::{BoundedOptions, minimize_bounded};
 
 use super::synthetic::SyntheticFunction;
@@ -36,8 +40,23 @@ pub trait Objective: Send + Sync {
     fn priors(&self) -> Option<&[PriorSpec]> {
         None
     }
+    /// The session's parameters in the API's form, for an objective over a system's own
+    /// settings (a trace replay); `None` for x1…xd over [`Objective::parameter_range`].
+    fn parameters(&self) -> Option<Vec<ParameterSpec>> {
+        None
+    }
     /// Variance of the Gaussian noise added to each evaluation.
     fn noise_variance(&self) -> f64;
+    /// A noisy evaluation at `x` and `t` whose noise-free value is `clean`: by default
+    /// `clean` plus Gaussian noise of [`Objective::noise_variance`], drawn from `rng`.
+    fn measure(&self, _x: &[f64], _t: f64, clean: f64, rng: &mut ChaCha8Rng) -> f64 {
+        clean + self.noise_variance().sqrt() * rng.sample::<f64, _>(StandardNormal)
+    }
+    /// The fraction of the per-moment optimum that noise-free `value` achieves, for an
+    /// objective in real units (a trace replay); `None` for the synthetic ones.
+    fn achieved(&self, _value: f64, _optimum: f64) -> Option<f64> {
+        None
+    }
     /// Seconds one evaluation takes (the simulated clock advances by it).
     fn cost(&self) -> f64;
     /// The noise-free value at unit point `x` and time `t` (seconds).

@@ -194,7 +194,7 @@ mod tests {
             );
         }
         let kinds = |suite: &Suite| -> Vec<ObjectiveKind> {
-            suite.objectives.iter().map(|o| o.kind).collect()
+            suite.objectives.iter().map(|o| o.kind.clone()).collect()
         };
         let quick_kinds = kinds(&quick);
         assert!(
@@ -241,7 +241,11 @@ mod tests {
         assert_eq!(mixed.objectives.len(), 1);
         let algorithms: Vec<&str> = mixed.algorithms.iter().map(|a| a.name).collect();
         assert_eq!(algorithms, ["bolt", "random"]);
-        assert_eq!(suite("all").unwrap().objectives.len(), 24);
+        let real = suite("real").unwrap();
+        let names: Vec<&str> = real.objectives.iter().map(|o| o.name.as_str()).collect();
+        assert_eq!(names, ["trace-compression"]);
+        assert_eq!((real.horizon, real.replications), (7200.0, 5));
+        assert_eq!(suite("all").unwrap().objectives.len(), 25);
         assert!(suite("nope").is_err());
     }
 

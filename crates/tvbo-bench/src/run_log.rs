@@ -143,6 +143,7 @@ mod tests {
             iterations: vec![runner::Iteration {
                 t: 1.0,
                 regret: 0.5,
+                achieved: None,
                 dataset_size: 1,
                 compute: 0.01,
             }],

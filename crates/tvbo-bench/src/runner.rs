@@ -4,7 +4,8 @@
 //! 1. at clock time s the client asks for a suggestion (`t = s`);
 //! 2. the suggest computes for δ seconds (fit, acquisition): the suggestion is handed
 //!    out at t_h = s + δ, and the objective is evaluated at t_h (noise-free value for the
-//!    regret, plus Gaussian noise for the observation);
+//!    regret, and a noisy measurement of it for the observation: Gaussian noise, or a
+//!    trace's repeat);
 //! 3. the evaluation takes c seconds: the value is observed at s + δ + c, carrying its
 //!    measurement time t_h; the observe call computes (removal) for δ' seconds;
 //! 4. the next suggest starts at s' = s + δ + c + δ'.
@@ -19,7 +20,6 @@ use chrono::{DateTime, TimeDelta, Utc};
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use rand_distr::{Distribution, Normal};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
@@ -112,6 +112,10 @@ pub struct Iteration {
     pub t: f64,
     /// f(x, t) − min_x f(x, t), noise-free.
     pub regret: f64,
+    /// The fraction of the per-moment optimum reached, for objectives in real units
+    /// ([`Objective::achieved`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub achieved: Option<f64>,
     /// Active dataset size after the observation.
     pub dataset_size: usize,
     /// Seconds of suggest plus observe compute charged to the clock.
@@ -128,8 +132,12 @@ pub fn run(
     noise_seed: u64,
     mut progress: impl FnMut(f64),
 ) -> Result<Vec<Iteration>, BenchError> {
-    let noise = Normal::new(0.0, objective.noise_variance().sqrt())
-        .map_err(|e| BenchError::Objective(format!("noise: {e}")))?;
+    if !(objective.noise_variance() >= 0.0) {
+        return Err(BenchError::Objective(format!(
+            "noise variance {}",
+            objective.noise_variance()
+        )));
+    }
     let mut noise_rng = ChaCha8Rng::seed_from_u64(noise_seed);
     let compute_clock = match clock_mode {
         ClockMode::Simulated { .. } => driver.compute_clock(),
@@ -163,8 +171,10 @@ pub fn run(
         let clean = objective.value(&handed.x, t_handed);
         // The query itself bounds the minimum: where the search missed a lower point
         // than x, min(search, f(x)) is the better estimate, and the regret is 0.
-        let regret = (clean - objective.optimum(t_handed)).max(0.0);
-        let measured = clean + noise.sample(&mut noise_rng);
+        let optimum = objective.optimum(t_handed);
+        let regret = (clean - optimum).max(0.0);
+        let achieved = objective.achieved(clean, optimum).map(|a| a.min(1.0));
+        let measured = objective.measure(&handed.x, t_handed, clean, &mut noise_rng);
         if clock_mode == ClockMode::Wall {
             // The measurement arrives c seconds after the hand-out; the bench's own work
             // since then (the regret's minimum search) is not charged to the session.
@@ -198,6 +208,7 @@ pub fn run(
         iterations.push(Iteration {
             t: t_handed,
             regret,
+            achieved,
             dataset_size,
             compute,
         });

@@ -43,8 +43,8 @@ pub(super) fn algorithm_request(
     Ok(request)
 }
 
-/// The create-session request of a run: the objective's parameters (x1…xd over its
-/// [`Objective::parameter_range`]) or arms, the algorithm with its defaults and `options`
+/// The create-session request of a run: the objective's parameters (its own
+/// [`Objective::parameters`], or x1…xd over its [`Objective::parameter_range`]) or arms, the algorithm with its defaults and `options`
 /// (and, for the algorithms that select among priors, the objective's priors and noise
 /// variance), the `model` settings (`fit_start`, `hyperpriors`), client time, the run's
 /// seed, minimisation.
@@ -59,16 +59,22 @@ pub fn session_request(
 ) -> Result<Value, BenchError> {
     let parameter = |i: usize| format!("x{}", i + 1);
     let (low, high) = objective.parameter_range();
-    let parameters: Vec<Value> = (0..objective.dim())
-        .map(|i| match objective.choices(i) {
-            0 => json!({"name": parameter(i), "low": low, "high": high}),
-            k => json!({
-                "name": parameter(i),
-                "type": "categorical",
-                "choices": (0..k).map(|c| format!("c{c}")).collect::<Vec<_>>(),
-            }),
-        })
-        .collect();
+    let parameters: Vec<Value> = match objective.parameters() {
+        Some(specs) => specs
+            .iter()
+            .map(|p| serde_json::to_value(p).map_err(|e| BenchError::Config(e.to_string())))
+            .collect::<Result<_, _>>()?,
+        None => (0..objective.dim())
+            .map(|i| match objective.choices(i) {
+                0 => json!({"name": parameter(i), "low": low, "high": high}),
+                k => json!({
+                    "name": parameter(i),
+                    "type": "categorical",
+                    "choices": (0..k).map(|c| format!("c{c}")).collect::<Vec<_>>(),
+                }),
+            })
+            .collect(),
+    };
     let mut algorithm_request = algorithm_request(algorithm, options)?;
     let source = match time {
         ServerTime::Client => "client",

@@ -2,6 +2,7 @@
 //! replications; and the objectives a suite names ([`ObjectiveSpec`]), every one the
 //! bench knows.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::algorithms::{ALGORITHMS, AlgorithmEntry, algorithm};
@@ -13,11 +14,12 @@ use super::objective::{Objective, SyntheticObjective};
 use super::prior_setup::PriorSetupObjective;
 use super::reference;
 use super::synthetic::SyntheticFunction;
+use super::trace::{self, Replay, Scenario, Trace};
 use super::tvgp::{self, TvGpKernel, TvGpSample};
 use super::wells::{WELLS_DIMS, Wells};
 
 /// The kinds of benchmark objective.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum ObjectiveKind {
     /// A synthetic function of 002 Appendix F; the last input is time.
     Synthetic(SyntheticFunction),
@@ -31,6 +33,33 @@ pub enum ObjectiveKind {
     Multimodal(MultimodalKind),
     /// One categorical and two continuous settings, of [`super::mixed`].
     Mixed,
+    /// A trace of real software replayed under its scenario, of [`super::trace`].
+    Trace(TraceSource),
+}
+
+/// Where a replayed trace comes from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TraceSource {
+    /// A committed one: an index of [`trace::BUILTIN`].
+    Builtin(usize),
+    /// A scenario file (its trace named relative to it).
+    File(PathBuf),
+}
+
+impl TraceSource {
+    /// The scenario and the trace's text.
+    fn load(&self) -> Result<(Scenario, String), BenchError> {
+        match self {
+            TraceSource::Builtin(k) => {
+                let builtin = &trace::BUILTIN[*k];
+                Ok((
+                    Scenario::parse(builtin.scenario)?,
+                    builtin.trace.to_string(),
+                ))
+            }
+            TraceSource::File(path) => Scenario::read(path),
+        }
+    }
 }
 
 /// A named objective of a suite; [`ObjectiveSpec::instantiate`] makes the function a run
@@ -84,6 +113,27 @@ impl ObjectiveSpec {
         }
     }
 
+    /// A replayed trace: `trace-NAME` for a committed one, `trace:PATH` for a file's.
+    pub fn trace(source: TraceSource) -> Result<Self, BenchError> {
+        let (scenario, _) = source.load()?;
+        let name = match &source {
+            TraceSource::Builtin(_) => format!("trace-{}", scenario.name),
+            TraceSource::File(path) => format!("trace:{}", path.display()),
+        };
+        Ok(ObjectiveSpec {
+            name,
+            label: scenario.label,
+            kind: ObjectiveKind::Trace(source),
+        })
+    }
+
+    /// The committed traces' objectives.
+    pub fn builtin_traces() -> Vec<Self> {
+        (0..trace::BUILTIN.len())
+            .map(|k| Self::trace(TraceSource::Builtin(k)).expect("committed scenarios parse"))
+            .collect()
+    }
+
     pub fn prior_setup(kind: SetupKind) -> Self {
         ObjectiveSpec {
             name: format!("prior-{}", kind.name()),
@@ -101,6 +151,7 @@ impl ObjectiveSpec {
                 | ObjectiveKind::Wells(_)
                 | ObjectiveKind::Multimodal(_)
                 | ObjectiveKind::Mixed
+                | ObjectiveKind::Trace(_)
         )
     }
 
@@ -111,17 +162,21 @@ impl ObjectiveSpec {
 
     /// The function of replication `seed` over `[0, horizon]` seconds.
     pub fn instantiate(&self, horizon: f64, seed: u64) -> Result<Arc<dyn Objective>, BenchError> {
-        Ok(match self.kind {
+        Ok(match &self.kind {
             ObjectiveKind::Synthetic(function) => {
-                Arc::new(SyntheticObjective::new(function, horizon))
+                Arc::new(SyntheticObjective::new(*function, horizon))
             }
             ObjectiveKind::TvGp { kernel, epsilon } => {
-                Arc::new(TvGpSample::new(kernel, epsilon, horizon, seed)?)
+                Arc::new(TvGpSample::new(*kernel, *epsilon, horizon, seed)?)
             }
-            ObjectiveKind::PriorSetup(kind) => Arc::new(PriorSetupObjective::new(kind, seed)?),
-            ObjectiveKind::Wells(dim) => Arc::new(Wells::new(dim, horizon)),
-            ObjectiveKind::Multimodal(kind) => Arc::new(Multimodal::new(kind, horizon)),
+            ObjectiveKind::PriorSetup(kind) => Arc::new(PriorSetupObjective::new(*kind, seed)?),
+            ObjectiveKind::Wells(dim) => Arc::new(Wells::new(*dim, horizon)),
+            ObjectiveKind::Multimodal(kind) => Arc::new(Multimodal::new(*kind, horizon)),
             ObjectiveKind::Mixed => Arc::new(Mixed::new(horizon)),
+            ObjectiveKind::Trace(source) => {
+                let (scenario, text) = source.load()?;
+                Arc::new(Replay::new(scenario, Trace::parse(&text)?)?)
+            }
         })
     }
 }
@@ -155,6 +210,7 @@ pub fn all_objectives() -> Vec<ObjectiveSpec> {
             .map(ObjectiveSpec::multimodal),
     );
     all.push(ObjectiveSpec::mixed());
+    all.extend(ObjectiveSpec::builtin_traces());
     all
 }
 
@@ -163,6 +219,9 @@ pub(super) fn objectives_named(names: &[&str]) -> Result<Vec<ObjectiveSpec>, Ben
     names
         .iter()
         .map(|name| {
+            if let Some(path) = name.strip_prefix("trace:") {
+                return ObjectiveSpec::trace(TraceSource::File(PathBuf::from(path)));
+            }
             all.iter()
                 .find(|o| o.name == *name)
                 .cloned()
@@ -195,6 +254,9 @@ pub(super) fn objectives_named(names: &[&str]) -> Result<Vec<ObjectiveSpec>, Ben
 /// - `mixed`: the mixed objective (a categorical setting of three choices and two
 ///   continuous ones; the best choice changes during the run) × BOLT and random search,
 ///   150 s, 5 replications;
+/// - `real`: the committed traces of real software replayed (docs/traces.md) × BOLT,
+///   W-DBO, GP-UCB and random search, 7200 s (two hours of a drifting day), 5
+///   replications;
 /// - `all`: every objective × every algorithm, 600 s, 10 replications.
 pub fn suite(name: &str) -> Result<Suite, BenchError> {
     let every: Vec<&'static AlgorithmEntry> = ALGORITHMS.iter().collect();
@@ -259,10 +321,19 @@ pub fn suite(name: &str) -> Result<Suite, BenchError> {
             150.0,
             5,
         ),
+        "real" => (
+            ObjectiveSpec::builtin_traces(),
+            ["bolt", "w-dbo", "gp-ucb", "random"]
+                .into_iter()
+                .map(algorithm)
+                .collect::<Result<_, _>>()?,
+            7200.0,
+            5,
+        ),
         "all" => (all_objectives(), every, 600.0, 10),
         other => {
             return Err(BenchError::Options(format!(
-                "unknown suite {other:?} (known: paper, gp, priors, quick, wdbo, multimodal, mixed, all)"
+                "unknown suite {other:?} (known: paper, gp, priors, quick, wdbo, multimodal, mixed, real, all)"
             )));
         }
     };
