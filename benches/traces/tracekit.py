@@ -27,7 +27,7 @@ import os
 import platform
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -58,9 +58,7 @@ def integer(
     return _numeric(name, "int", values, low, high, scale)
 
 
-def real(
-    name: str, values: Sequence[float], *, scale: str | None = None
-) -> dict[str, Any]:
+def real(name: str, values: Sequence[float], *, scale: str | None = None) -> dict[str, Any]:
     """A float parameter, measured at `values` (its `low` and `high` are their ends)."""
     return _numeric(name, "float", values, None, None, scale)
 
@@ -106,7 +104,7 @@ def grid(settings: list[dict[str, Any]], order: Sequence[str] = ()) -> list[Sett
     by_name = {p["name"]: values_of(p) for p in settings}
     points = []
     for combination in itertools.product(*(by_name[name] for name in nesting)):
-        chosen = dict(zip(nesting, combination))
+        chosen = dict(zip(nesting, combination, strict=True))
         points.append({name: chosen[name] for name in names})
     return points
 
@@ -191,12 +189,13 @@ def record(
     repeats: int,
     quick: bool = False,
     before_condition: Callable[[str], None] | None = None,
+    progress: bool = True,
 ) -> dict[str, Any]:
     """Measures every (setting, condition) `repeats` times (`measure(setting, condition,
     repeat)` returns one measurement), conditions outermost, and writes the trace to
     `out`. `before_condition(condition)` runs before a condition's first point (to load
-    its data). Returns the header. The points go to `out`.part as they are measured and
-    the file is complete only at the end, header first."""
+    its data); `progress` reports on stderr. Returns the header. The points go to
+    `out`.part as they are measured; `out` is written, header first, at the end."""
     if quick:
         trace = trace.quick()
         repeats = min(repeats, QUICK_REPEATS)
@@ -208,7 +207,7 @@ def record(
     started = time.monotonic()
     partial = out + ".part"
     with open(partial, "w", encoding="utf-8") as points:
-        progress = Progress(trace.name, len(settings) * len(trace.conditions), started)
+        report = Progress(trace.name, len(settings) * len(trace.conditions), started, progress)
         for condition in trace.conditions:
             if before_condition is not None:
                 before_condition(condition)
@@ -218,14 +217,14 @@ def record(
                     for repeat in range(repeats)
                 ]
                 points.write(json.dumps(point(setting, condition, measurements)) + "\n")
-                progress.step(condition)
+                report.step(condition)
     header["load"] = {
         "before": [round(x, 2) for x in load_before],
         "after": [round(x, 2) for x in os.getloadavg()],
         "seconds": round(time.monotonic() - started, 1),
     }
     write(out, header, partial)
-    progress.done(header["load"]["seconds"])
+    report.done(header["load"]["seconds"])
     return header
 
 
@@ -260,14 +259,17 @@ class Progress:
 
     EVERY_SECONDS = 5.0
 
-    def __init__(self, name: str, total: int, started: float):
+    def __init__(self, name: str, total: int, started: float, enabled: bool = True):
         self.name, self.total, self.started = name, total, started
+        self.enabled = enabled
         self.done_points = 0
         self.last_report = started
         self.condition: str | None = None
 
     def step(self, condition: str) -> None:
         self.done_points += 1
+        if not self.enabled:
+            return
         now = time.monotonic()
         if condition != self.condition or now - self.last_report >= self.EVERY_SECONDS:
             self.condition, self.last_report = condition, now
@@ -281,7 +283,8 @@ class Progress:
             )
 
     def done(self, seconds: float) -> None:
-        print(f"[{self.name}] {self.total} points in {seconds:.0f} s", file=sys.stderr)
+        if self.enabled:
+            print(f"[{self.name}] {self.total} points in {seconds:.0f} s", file=sys.stderr)
 
 
 def read(path: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -289,9 +292,3 @@ def read(path: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     with open(path, encoding="utf-8") as trace:
         lines = [json.loads(line) for line in trace if line.strip()]
     return lines[0], lines[1:]
-
-
-def iter_quantity(points: list[dict[str, Any]], quantity: str) -> Iterator[list[float]]:
-    """Each point's repeated values of `quantity`."""
-    for p in points:
-        yield [m[quantity] for m in p["measurements"]]
