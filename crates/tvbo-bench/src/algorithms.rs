@@ -7,7 +7,7 @@ use super::error::BenchError;
 
 /// An algorithm the bench can run: its API name and create-request object. Adding an
 /// algorithm is one line here.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AlgorithmEntry {
     /// The `algorithm.name` of the API.
     pub name: &'static str,
@@ -17,66 +17,157 @@ pub struct AlgorithmEntry {
     /// objectives that come with priors, which it receives in `algorithm.priors` (and
     /// the noise variance in `model.noise`).
     pub needs_priors: bool,
+    /// How the bench runs it: a session of the service, or a peer.
+    pub kind: AlgorithmKind,
 }
 
-/// Every algorithm, in report order (002's Table 3 order, the floor, then 003's rules).
+/// How the bench runs an algorithm.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum AlgorithmKind {
+    /// A session of the service with the entry's `request`.
+    Session,
+    /// Tuning once ([`crate::peers::TuneOnce`]): a session of the entry's `request` for
+    /// the first `seconds`, then its best observed setting, kept.
+    TuneOnce { seconds: f64 },
+    /// Optuna's `sampler` through ask/tell ([`crate::peers::Optuna`]), one study for the
+    /// run or a new one every `restart_every` seconds.
+    Optuna {
+        sampler: &'static str,
+        restart_every: Option<f64>,
+    },
+}
+
+impl AlgorithmEntry {
+    /// Whether the algorithm is one of the service's (not a peer).
+    pub fn is_session(&self) -> bool {
+        self.kind == AlgorithmKind::Session
+    }
+}
+
+/// Minutes of tuning of `tune-once` (the issue's "10-minute tuning at the start").
+const TUNE_ONCE_SECONDS: f64 = 600.0;
+/// Optuna's restart period of the `-restart` peers: every 30 minutes of the clock.
+const OPTUNA_RESTART_SECONDS: f64 = 1800.0;
+
+/// Every algorithm, in report order (002's Table 3 order, the floor, then 003's rules,
+/// then the peers: what people use today).
 pub const ALGORITHMS: &[AlgorithmEntry] = &[
     AlgorithmEntry {
         name: "gp-ucb",
         request: r#"{"name":"gp-ucb"}"#,
         needs_priors: false,
+        kind: AlgorithmKind::Session,
     },
     AlgorithmEntry {
         name: "et-gp-ucb",
         request: r#"{"name":"et-gp-ucb"}"#,
         needs_priors: false,
+        kind: AlgorithmKind::Session,
     },
     AlgorithmEntry {
         name: "r-gp-ucb",
         request: r#"{"name":"r-gp-ucb"}"#,
         needs_priors: false,
+        kind: AlgorithmKind::Session,
     },
     AlgorithmEntry {
         name: "tv-gp-ucb",
         request: r#"{"name":"tv-gp-ucb"}"#,
         needs_priors: false,
+        kind: AlgorithmKind::Session,
     },
     AlgorithmEntry {
         name: "w-dbo",
         request: r#"{"name":"w-dbo"}"#,
         needs_priors: false,
+        kind: AlgorithmKind::Session,
     },
     AlgorithmEntry {
         name: "bolt",
         request: r#"{"name":"bolt"}"#,
         needs_priors: false,
+        kind: AlgorithmKind::Session,
     },
     AlgorithmEntry {
         name: "random",
         request: r#"{"name":"random"}"#,
         needs_priors: false,
+        kind: AlgorithmKind::Session,
     },
     AlgorithmEntry {
         name: "pe-gp-ucb",
         request: r#"{"name":"pe-gp-ucb"}"#,
         needs_priors: true,
+        kind: AlgorithmKind::Session,
     },
     AlgorithmEntry {
         name: "pe-gp-ts",
         request: r#"{"name":"pe-gp-ts"}"#,
         needs_priors: true,
+        kind: AlgorithmKind::Session,
     },
     AlgorithmEntry {
         name: "hp-gp-ts",
         request: r#"{"name":"hp-gp-ts"}"#,
         needs_priors: true,
+        kind: AlgorithmKind::Session,
     },
     AlgorithmEntry {
         name: "map-gp-ts",
         request: r#"{"name":"map-gp-ts"}"#,
         needs_priors: true,
+        kind: AlgorithmKind::Session,
+    },
+    AlgorithmEntry {
+        name: "tune-once",
+        request: r#"{"name":"gp-ucb"}"#,
+        needs_priors: false,
+        kind: AlgorithmKind::TuneOnce {
+            seconds: TUNE_ONCE_SECONDS,
+        },
+    },
+    AlgorithmEntry {
+        name: "optuna-tpe",
+        request: r#"{"name":"random"}"#,
+        needs_priors: false,
+        kind: AlgorithmKind::Optuna {
+            sampler: "tpe",
+            restart_every: None,
+        },
+    },
+    AlgorithmEntry {
+        name: "optuna-tpe-restart",
+        request: r#"{"name":"random"}"#,
+        needs_priors: false,
+        kind: AlgorithmKind::Optuna {
+            sampler: "tpe",
+            restart_every: Some(OPTUNA_RESTART_SECONDS),
+        },
+    },
+    AlgorithmEntry {
+        name: "optuna-gp",
+        request: r#"{"name":"random"}"#,
+        needs_priors: false,
+        kind: AlgorithmKind::Optuna {
+            sampler: "gp",
+            restart_every: None,
+        },
+    },
+    AlgorithmEntry {
+        name: "optuna-gp-restart",
+        request: r#"{"name":"random"}"#,
+        needs_priors: false,
+        kind: AlgorithmKind::Optuna {
+            sampler: "gp",
+            restart_every: Some(OPTUNA_RESTART_SECONDS),
+        },
     },
 ];
+
+/// The service's own algorithms, in report order (the suites' "every algorithm").
+pub fn session_algorithms() -> impl Iterator<Item = &'static AlgorithmEntry> {
+    ALGORITHMS.iter().filter(|a| a.is_session())
+}
 
 /// The algorithm entry of an API name.
 pub fn algorithm(name: &str) -> Result<&'static AlgorithmEntry, BenchError> {

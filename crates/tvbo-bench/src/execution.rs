@@ -10,10 +10,12 @@ use std::time::Instant;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use super::algorithms::AlgorithmKind;
 use super::error::BenchError;
 use super::http;
 use super::objective::Objective;
 use super::options::{BenchOptions, ServerTime};
+use super::peers::{Optuna, TuneOnce};
 use super::plan::{Plan, RunSpec};
 use super::report;
 use super::run_log::{RUN_LOG, RunResult, recorded_for_plan, recorded_runs};
@@ -21,6 +23,10 @@ use super::runner::{self, ClockMode, Driver, InProcess};
 use super::seeds::{derive_seed, name_hash};
 use super::session::{session_config, session_request};
 use tvbo_core::domain::config::MAX_SEED;
+
+/// Optuna's random trials before its samplers model (`n_startup_trials`, the default of
+/// both TPE and GP): the warm-up of an Optuna run.
+const OPTUNA_STARTUP_TRIALS: usize = 10;
 
 /// Objective instances shared by the runs that need them: made on first use, dropped
 /// after the last run that uses them (a GP sample holds ~12 MB).
@@ -126,20 +132,35 @@ fn run_one(
         plan.model_settings(),
     )?;
     let config = session_config(&request, session_seed)?;
-    let warmup = config.model.warmup as usize;
-    let started = Instant::now();
-    let simulated = ClockMode::Simulated {
-        fixed_compute: options.fixed_compute,
+    let warmup = match run.algorithm.kind {
+        AlgorithmKind::Optuna { .. } => OPTUNA_STARTUP_TRIALS,
+        _ => config.model.warmup as usize,
     };
-    let (mut driver, clock): (Box<dyn Driver + '_>, ClockMode) = match http {
-        None => (Box::new(InProcess::new(config)?), simulated),
-        Some(client) => (
-            Box::new(http::HttpDriver::create(client, &request, time)?),
-            match time {
-                ServerTime::Client => simulated,
-                ServerTime::Wall => ClockMode::Wall,
-            },
-        ),
+    let started = Instant::now();
+    let clock = match (http, time) {
+        (Some(_), ServerTime::Wall) => ClockMode::Wall,
+        _ => ClockMode::Simulated {
+            fixed_compute: options.fixed_compute,
+        },
+    };
+    let session = || -> Result<Box<dyn Driver + '_>, BenchError> {
+        Ok(match http {
+            None => Box::new(InProcess::new(config.clone())?),
+            Some(client) => Box::new(http::HttpDriver::create(client, &request, time)?),
+        })
+    };
+    let mut driver: Box<dyn Driver + '_> = match run.algorithm.kind {
+        AlgorithmKind::Session => session()?,
+        AlgorithmKind::TuneOnce { seconds } => Box::new(TuneOnce::new(session()?, seconds)),
+        AlgorithmKind::Optuna {
+            sampler,
+            restart_every,
+        } => Box::new(Optuna::start(
+            &request["parameters"],
+            sampler,
+            session_seed,
+            restart_every,
+        )?),
     };
     let iterations = runner::run(
         driver.as_mut(),

@@ -25,7 +25,9 @@
 //! - The objectives: [`synthetic`] (002's eight functions), [`objective`] (the
 //!   [`Objective`](objective::Objective) trait, and a synthetic function as one), [`tvgp`]
 //!   (000's time-varying GP samples), [`prior_setup`] (003's setups), [`wells`] (the
-//!   drifting wells), [`multimodal`] (basins whose depths change).
+//!   drifting wells), [`multimodal`] (basins whose depths change), [`mixed`] (a
+//!   categorical setting beside two continuous ones), [`trace`] (real software's
+//!   measurements replayed).
 //! - [`stats`] — mean ± standard error of a sample ([`MeanSe`](stats::MeanSe)).
 //! - [`reference`](mod@reference) — 002's published Table 3.
 //! - [`suites`] — the suites ([`suite`]) and the objectives they name
@@ -35,6 +37,7 @@
 //! - [`session`] — a run's create-session request and the configuration made of it.
 //! - [`runner`] — one run, a session driven on a clock; the policies in-process.
 //! - [`http`] — the driver of a running server.
+//! - [`peers`] — what people use today as drivers: tuning once, Optuna.
 //! - [`plan`] — the plan of a benchmark ([`Plan`], its [`RunSpec`]s).
 //! - [`run_log`] — the outcome of a run ([`RunResult`]) and the run log ([`RUN_LOG`]) that
 //!   `--resume` and `--report-only` read.
@@ -52,6 +55,7 @@ pub mod mixed;
 pub mod multimodal;
 pub mod objective;
 pub mod options;
+pub mod peers;
 pub mod plan;
 pub mod prior_setup;
 pub mod reference;

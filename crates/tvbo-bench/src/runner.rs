@@ -58,6 +58,9 @@ pub enum ComputeClock {
     /// The wall-clock time of the call: for a server, whose compute happens elsewhere and
     /// includes the transport and the store.
     Wall,
+    /// What the driver reports ([`Driver::reported_compute`]): for a peer in a process of
+    /// its own, which measures its own CPU time.
+    Reported,
 }
 
 /// A running measurement of one call's compute.
@@ -72,7 +75,7 @@ impl Stopwatch {
             ComputeClock::ThreadCpu => {
                 Stopwatch::ThreadCpu(cpu_time::ThreadTime::try_now().map_err(BenchError::Clock)?)
             }
-            ComputeClock::Wall => Stopwatch::Wall(Instant::now()),
+            ComputeClock::Wall | ComputeClock::Reported => Stopwatch::Wall(Instant::now()),
         })
     }
 
@@ -103,6 +106,24 @@ pub trait Driver {
     ) -> Result<(), BenchError>;
     /// The active dataset size (asked after each observe, outside its timing).
     fn dataset_size(&mut self) -> Result<usize, BenchError>;
+    /// The compute of the last call as the driver measured it, for
+    /// [`ComputeClock::Reported`].
+    fn reported_compute(&self) -> Option<f64> {
+        None
+    }
+}
+
+/// The compute of the call just made: the driver's report where its clock is
+/// [`ComputeClock::Reported`], else the stopwatch's.
+fn compute_of(
+    driver: &dyn Driver,
+    clock: ComputeClock,
+    call: &Stopwatch,
+) -> Result<f64, BenchError> {
+    match (clock, driver.reported_compute()) {
+        (ComputeClock::Reported, Some(seconds)) => Ok(seconds),
+        _ => call.seconds(),
+    }
 }
 
 /// What happened in one iteration.
@@ -157,7 +178,7 @@ pub fn run(
         }
         let call = Stopwatch::start(compute_clock)?;
         let handed = driver.suggest(s)?;
-        let suggest_compute = call.seconds()?;
+        let suggest_compute = compute_of(driver, compute_clock, &call)?;
         let (t_handed, charged) = match clock_mode {
             ClockMode::Simulated { fixed_compute } => {
                 let d = fixed_compute.unwrap_or(suggest_compute);
@@ -185,7 +206,7 @@ pub fn run(
         }
         let call = Stopwatch::start(compute_clock)?;
         driver.observe(&handed, t_handed, measured, regret)?;
-        let observe_compute = call.seconds()?;
+        let observe_compute = compute_of(driver, compute_clock, &call)?;
         let dataset_size = driver.dataset_size()?;
         clock = match clock_mode {
             ClockMode::Simulated { fixed_compute } => {

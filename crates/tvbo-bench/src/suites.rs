@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::algorithms::{ALGORITHMS, AlgorithmEntry, algorithm};
+use super::algorithms::{AlgorithmEntry, algorithm, session_algorithms};
 use super::error::BenchError;
 use super::experiments::SetupKind;
 use super::mixed::Mixed;
@@ -255,11 +255,12 @@ pub(super) fn objectives_named(names: &[&str]) -> Result<Vec<ObjectiveSpec>, Ben
 ///   continuous ones; the best choice changes during the run) × BOLT and random search,
 ///   150 s, 5 replications;
 /// - `real`: the committed traces of real software replayed (docs/traces.md) × BOLT,
-///   W-DBO, GP-UCB and random search, 7200 s (two hours of a drifting day), 5
-///   replications;
+///   W-DBO, GP-UCB, random search and the peers (tuning once; Optuna's TPE, run
+///   continuously and restarted every 30 minutes; its GP sampler restarted), 7200 s
+///   (two hours of a drifting day), 5 replications;
 /// - `all`: every objective × every algorithm, 600 s, 10 replications.
 pub fn suite(name: &str) -> Result<Suite, BenchError> {
-    let every: Vec<&'static AlgorithmEntry> = ALGORITHMS.iter().collect();
+    let every: Vec<&'static AlgorithmEntry> = session_algorithms().collect();
     let paper: Vec<&'static AlgorithmEntry> = reference::TABLE_3_ALGORITHMS
         .iter()
         .map(|n| algorithm(n))
@@ -323,10 +324,19 @@ pub fn suite(name: &str) -> Result<Suite, BenchError> {
         ),
         "real" => (
             ObjectiveSpec::builtin_traces(),
-            ["bolt", "w-dbo", "gp-ucb", "random"]
-                .into_iter()
-                .map(algorithm)
-                .collect::<Result<_, _>>()?,
+            [
+                "bolt",
+                "w-dbo",
+                "gp-ucb",
+                "random",
+                "tune-once",
+                "optuna-tpe",
+                "optuna-tpe-restart",
+                "optuna-gp-restart",
+            ]
+            .into_iter()
+            .map(algorithm)
+            .collect::<Result<_, _>>()?,
             7200.0,
             5,
         ),

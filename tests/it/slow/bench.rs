@@ -39,8 +39,13 @@ fn options(output: &std::path::Path) -> BenchOptions {
 /// The runs of the tiny suite: the algorithms without priors on all three objectives,
 /// those that select among priors on 003's setup only.
 fn tiny_suite_runs() -> usize {
-    let without_priors = bench::ALGORITHMS.iter().filter(|a| !a.needs_priors).count();
-    3 * without_priors + (bench::ALGORITHMS.len() - without_priors)
+    let without_priors = session_algorithms().filter(|a| !a.needs_priors).count();
+    3 * without_priors + (session_algorithms().count() - without_priors)
+}
+
+/// The service's algorithms (the suites' "every algorithm"; the peers run where named).
+fn session_algorithms() -> impl Iterator<Item = &'static bench::AlgorithmEntry> {
+    bench::ALGORITHMS.iter().filter(|a| a.is_session())
 }
 
 fn regrets(run: &RunResult) -> Vec<f64> {
@@ -64,9 +69,9 @@ fn a_tiny_suite_runs_end_to_end_and_writes_its_report() {
         assert_eq!(s.iterations, 20.0, "{} {}", s.objective, s.algorithm);
         assert!(s.final_dataset_size >= 1.0);
     }
-    assert_eq!(report.normalised.len(), bench::ALGORITHMS.len());
+    assert_eq!(report.normalised.len(), session_algorithms().count());
     let markdown = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
-    for entry in bench::ALGORITHMS {
+    for entry in session_algorithms() {
         assert!(markdown.contains(entry.name), "report lacks {}", entry.name);
     }
     for file in [
@@ -316,4 +321,64 @@ async fn the_server_mode_drives_a_real_server_like_the_in_process_mode() {
     let points = regret["points"].as_array().unwrap();
     assert_eq!(points.len(), 20);
     assert!(points.iter().all(|p| p["estimated"] == false));
+}
+
+/// A trace of real software replayed (the compression trace, 70 evaluations of 10 s):
+/// every run reaches a fraction of the per-moment optimum in (0, 1] at every query; the
+/// tuning-once peer stops learning after its 600 s; and the HTTP mode, where the
+/// session's int, log-scale and categorical settings travel as values, agrees with the
+/// in-process one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trace_replays_in_process_and_over_http() {
+    let server = TestServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut local = options(dir.path());
+    local.suite = "real".into();
+    local.objectives = Some(vec!["trace-compression".into()]);
+    local.algorithms = Some(vec!["bolt".into(), "random".into(), "tune-once".into()]);
+    local.horizon = Some(700.0);
+    local.hyperpriors = Hyperpriors::Robust;
+    let mut remote = local.clone();
+    remote.server = Some(server.base.clone());
+    remote.algorithms = Some(vec!["bolt".into()]);
+    let (local_runs, remote_runs) = tokio::task::spawn_blocking(move || {
+        let local_runs = bench::execute(&Plan::new(&local).unwrap(), &local).unwrap();
+        let remote_runs = bench::execute(&Plan::new(&remote).unwrap(), &remote).unwrap();
+        (local_runs, remote_runs)
+    })
+    .await
+    .unwrap();
+    assert_eq!(local_runs.len(), 3);
+    for run in &local_runs {
+        // Hand-outs at 10.05 k + 0.05 s up to 700 s.
+        assert_eq!(run.iterations.len(), 70, "{}", run.algorithm);
+        for i in &run.iterations {
+            let achieved = i.achieved.expect("a trace's fraction of the optimum");
+            assert!(
+                achieved > 0.0 && achieved <= 1.0,
+                "{}: {achieved}",
+                run.algorithm
+            );
+        }
+    }
+    let tune_once = local_runs
+        .iter()
+        .find(|r| r.algorithm == "tune-once")
+        .unwrap();
+    let tuned: Vec<usize> = tune_once
+        .iterations
+        .iter()
+        .filter(|i| i.t > 600.0)
+        .map(|i| i.dataset_size)
+        .collect();
+    assert!(
+        tuned.len() > 5 && tuned.iter().all(|&n| n == tuned[0]),
+        "{tuned:?}"
+    );
+    let bolt = local_runs.iter().find(|r| r.algorithm == "bolt").unwrap();
+    assert_eq!(remote_runs.len(), 1);
+    for (x, y) in bolt.iterations.iter().zip(&remote_runs[0].iterations) {
+        assert_eq!(x.t, y.t);
+        assert!((x.regret - y.regret).abs() <= 1e-9 * x.regret.abs().max(1.0));
+    }
 }
