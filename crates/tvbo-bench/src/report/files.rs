@@ -9,16 +9,20 @@ use super::aggregate::{Report, Series};
 impl Report {
     fn summary_csv(&self) -> String {
         let mut csv = String::from(
-            "objective,algorithm,replications,average_regret_mean,average_regret_se,after_warmup_mean,after_warmup_se,iterations,final_dataset_size,mean_dataset_size,compute_per_iteration_s,published_mean,published_se\n",
+            "objective,algorithm,replications,average_regret_mean,average_regret_se,after_warmup_mean,after_warmup_se,iterations,final_dataset_size,mean_dataset_size,compute_per_iteration_s,published_mean,published_se,achieved_mean,achieved_se\n",
         );
         for s in &self.summaries {
             let (published_mean, published_se) =
                 s.published.map_or((String::new(), String::new()), |p| {
                     (p.mean.to_string(), p.se.to_string())
                 });
+            let (achieved_mean, achieved_se) =
+                s.achieved.map_or((String::new(), String::new()), |a| {
+                    (a.mean.to_string(), a.se.to_string())
+                });
             let _ = writeln!(
                 csv,
-                "{},{},{},{},{},{},{},{},{},{},{},{published_mean},{published_se}",
+                "{},{},{},{},{},{},{},{},{},{},{},{published_mean},{published_se},{achieved_mean},{achieved_se}",
                 s.objective,
                 s.algorithm,
                 s.replications,
@@ -37,12 +41,12 @@ impl Report {
 
     fn runs_csv(&self) -> String {
         let mut csv = String::from(
-            "objective,algorithm,replication,seed,iterations,average_regret,after_warmup,final_dataset_size,mean_dataset_size,compute_per_iteration_s,wall_s\n",
+            "objective,algorithm,replication,seed,iterations,average_regret,after_warmup,final_dataset_size,mean_dataset_size,compute_per_iteration_s,wall_s,achieved\n",
         );
         for r in &self.runs {
             let _ = writeln!(
                 csv,
-                "{},{},{},{},{},{},{},{},{},{},{}",
+                "{},{},{},{},{},{},{},{},{},{},{},{}",
                 r.objective,
                 r.algorithm,
                 r.replication,
@@ -53,7 +57,8 @@ impl Report {
                 r.final_dataset_size,
                 r.mean_dataset_size,
                 r.compute_per_iteration,
-                r.wall_seconds
+                r.wall_seconds,
+                r.achieved.map_or(String::new(), |a| a.to_string())
             );
         }
         csv

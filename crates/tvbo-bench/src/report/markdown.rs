@@ -19,6 +19,7 @@ impl Report {
         let mut md = String::new();
         self.settings(&mut md);
         self.regret_table(&mut md);
+        self.achieved_table(&mut md);
         md.push_str(&self.published_comparison());
         self.details_table(&mut md);
         md
@@ -136,6 +137,48 @@ impl Report {
             }
         }
         let _ = writeln!(md, "\n");
+    }
+
+    /// For the objectives in real units (trace replays): the mean fraction of the
+    /// per-moment optimum reached, mean ± standard error over replications, best in bold.
+    /// Nothing when no objective has it.
+    fn achieved_table(&self, md: &mut String) {
+        let rows: Vec<&(String, String)> = self
+            .objectives
+            .iter()
+            .filter(|(name, _)| {
+                self.algorithms
+                    .iter()
+                    .any(|a| self.summary(name, a).is_some_and(|s| s.achieved.is_some()))
+            })
+            .collect();
+        if rows.is_empty() {
+            return;
+        }
+        let _ = writeln!(
+            md,
+            "Fraction of the per-moment optimum achieved (mean over queries; mean ± standard error over replications; higher is better):\n"
+        );
+        self.algorithm_columns(md);
+        for (name, label) in rows {
+            let achieved = |a: &String| self.summary(name, a).and_then(|s| s.achieved);
+            let best = self
+                .algorithms
+                .iter()
+                .filter_map(achieved)
+                .map(|m| m.mean)
+                .fold(f64::NEG_INFINITY, f64::max);
+            let _ = write!(md, "| {label} |");
+            for a in &self.algorithms {
+                let _ = match achieved(a) {
+                    Some(m) if m.mean == best => write!(md, " **{:.3} ± {:.3}** |", m.mean, m.se),
+                    Some(m) => write!(md, " {:.3} ± {:.3} |", m.mean, m.se),
+                    None => write!(md, " – |"),
+                };
+            }
+            let _ = writeln!(md);
+        }
+        let _ = writeln!(md);
     }
 
     /// The details per (objective, algorithm), means over replications.
