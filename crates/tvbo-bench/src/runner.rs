@@ -153,11 +153,9 @@ pub fn run(
     noise_seed: u64,
     mut progress: impl FnMut(f64),
 ) -> Result<Vec<Iteration>, BenchError> {
-    if !(objective.noise_variance() >= 0.0) {
-        return Err(BenchError::Objective(format!(
-            "noise variance {}",
-            objective.noise_variance()
-        )));
+    let variance = objective.noise_variance();
+    if !variance.is_finite() || variance < 0.0 {
+        return Err(BenchError::Objective(format!("noise variance {variance}")));
     }
     let mut noise_rng = ChaCha8Rng::seed_from_u64(noise_seed);
     let compute_clock = match clock_mode {

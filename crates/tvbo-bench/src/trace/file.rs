@@ -27,7 +27,7 @@ pub enum Axis {
 
 impl Axis {
     /// How many values the axis has.
-    pub fn len(&self) -> usize {
+    pub fn count(&self) -> usize {
         match self {
             Axis::Choices(choices) => choices.len(),
             Axis::Grid { values, .. } => values.len(),
@@ -116,7 +116,7 @@ impl Trace {
         let (specs, axes) = settings(&header.settings)?;
         let space = SearchSpace::new(specs).map_err(|e| invalid(1, e))?;
         let quantities: Vec<String> = header.measured.keys().cloned().collect();
-        let points: usize = axes.iter().map(Axis::len).product();
+        let points: usize = axes.iter().map(Axis::count).product();
         let mut measurements = vec![vec![Vec::new(); points]; header.conditions.choices.len()];
         for (index, line) in lines {
             let line_number = index + 1;
@@ -178,7 +178,7 @@ impl Trace {
 
     /// The number of grid points (settings) per condition.
     pub fn points(&self) -> usize {
-        self.axes.iter().map(Axis::len).product()
+        self.axes.iter().map(Axis::count).product()
     }
 
     /// The index of a quantity, or an error naming the known ones.
@@ -280,7 +280,7 @@ fn point_index(
         let k = axis
             .index_of(value)
             .ok_or_else(|| format!("{} = {value} is not on its axis", spec.name))?;
-        index = index * axis.len() + k;
+        index = index * axis.count() + k;
     }
     Ok(index)
 }

@@ -91,7 +91,7 @@ impl Replay {
                 .flat_map(|&(index, weight)| {
                     around
                         .iter()
-                        .map(move |&(k, w)| (index * axis.len() + k, weight * w))
+                        .map(move |&(k, w)| (index * axis.count() + k, weight * w))
                 })
                 .filter(|&(_, w)| w > 0.0)
                 .collect();
