@@ -28,7 +28,7 @@ Standard library only:
 
     python3 benches/traces/record_sqlite.py --out benchmarks/traces/sqlite.jsonl
 
-Takes about 9 minutes (162 settings × 4 workloads × 3 repeats of 0.25 s). Run it on a
+Takes about 8 minutes (162 settings × 4 workloads × 3 repeats of 0.2 s). Run it on a
 quiet machine: the times are the measurements.
 """
 
@@ -195,7 +195,7 @@ class Recorder:
 
 def main() -> None:
     parser = tracekit.arguments(__doc__.split("\n\n")[0])
-    parser.add_argument("--seconds", type=float, default=0.25, help="how long a measurement runs")
+    parser.add_argument("--seconds", type=float, default=0.2, help="how long a measurement runs")
     args = parser.parse_args()
     seconds = 0.02 if args.quick else args.seconds
     trace = tracekit.Trace(
