@@ -7,7 +7,12 @@ per objective and algorithm, the mean average regret ± its standard error and t
 dataset size under each variant; then every BOLT run beside uniform random search on the
 same objective and seed. Variants: `none` (exact likelihood), `robust_lt_fifth` (the
 first robust priors, l_T's mode at a fifth of the data's span), `robust_no_lt` (no prior
-on l_T), `robust` (l_T's mode at the span: the default). Standard library only:
+on l_T), `robust` (l_T's mode at the span: the default). Then the reduced paper suite
+(BOLT, W-DBO, GP-UCB × 002's eight functions × 3 replications, 600 s): `none` from
+benchmarks/paper-reduced/runs-*.jsonl.gz, `robust` from paper-reduced-robust.jsonl.gz,
+each cell the mean average regret ± its standard error (the replications in parentheses
+where fewer than 3), with the difference in standard errors of the difference. Standard
+library only:
 
     python3 benchmarks/hyperpriors/table.py
 """
@@ -15,6 +20,8 @@ on l_T), `robust` (l_T's mode at the span: the default). Standard library only:
 from __future__ import annotations
 
 import csv
+import gzip
+import json
 import math
 from collections import defaultdict
 from pathlib import Path
@@ -74,5 +81,48 @@ def main() -> None:
         print(f"| {objective} | {replication} | {'–' if same is None else f'{same:.3g}'} | " + " | ".join(values) + " |")
 
 
+def paper_runs(paths: list[Path]) -> dict[tuple[str, str], list[float]]:
+    """Each (objective, algorithm)'s average regrets, one per replication."""
+    regrets: dict[tuple[str, str], dict[int, float]] = defaultdict(dict)
+    for path in paths:
+        with gzip.open(path, "rt") as f:
+            for line in f:
+                run = json.loads(line)
+                iterations = run["iterations"]
+                regret = sum(i["regret"] for i in iterations) / len(iterations)
+                regrets[(run["objective"], run["algorithm"])][run["replication"]] = regret
+    return {key: [by_rep[r] for r in sorted(by_rep)] for key, by_rep in regrets.items()}
+
+
+def stats(values: list[float]) -> tuple[float, float]:
+    m = sum(values) / len(values)
+    if len(values) < 2:
+        return m, float("nan")
+    sd = math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1))
+    return m, sd / math.sqrt(len(values))
+
+
+def paper_reduced() -> None:
+    none = paper_runs(sorted((HERE.parent / "paper-reduced").glob("runs-*.jsonl.gz")))
+    robust = paper_runs([HERE / "paper-reduced-robust.jsonl.gz"])
+    algorithms = ["bolt", "w-dbo", "gp-ucb"]
+    print("| objective | " + " | ".join(f"{a}: none → robust (Δ/SE)" for a in algorithms) + " |")
+    print("|---|" + "---|" * len(algorithms))
+    for objective in sorted({o for o, _ in none}):
+        cells = []
+        for algorithm in algorithms:
+            a, b = none.get((objective, algorithm)), robust.get((objective, algorithm))
+            if not a or not b:
+                cells.append("–")
+                continue
+            (ma, sa), (mb, sb) = stats(a), stats(b)
+            count = "" if len(b) == 3 else f" ({len(b)})"
+            z = (mb - ma) / math.sqrt(sa**2 + sb**2) if sa > 0 or sb > 0 else float("nan")
+            cells.append(f"{ma:.3g} ± {sa:.2g} → {mb:.3g} ± {sb:.2g}{count} ({z:+.1f})")
+        print(f"| {objective} | " + " | ".join(cells) + " |")
+
+
 if __name__ == "__main__":
     main()
+    print()
+    paper_reduced()

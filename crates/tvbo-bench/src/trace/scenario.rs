@@ -52,6 +52,9 @@ pub struct Scenario {
     pub name: String,
     /// Label in reports.
     pub label: String,
+    /// What the scenario stands for (JSON has no comments).
+    #[serde(default)]
+    pub description: String,
     /// The trace file, relative to the scenario's directory.
     pub trace: String,
     pub goal: Goal,
