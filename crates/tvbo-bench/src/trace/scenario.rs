@@ -78,10 +78,16 @@ pub struct BuiltinScenario {
 }
 
 /// The scenarios of the committed traces.
-pub const BUILTIN: &[BuiltinScenario] = &[BuiltinScenario {
-    scenario: include_str!("../../../../benchmarks/traces/compression.scenario.json"),
-    trace: include_str!("../../../../benchmarks/traces/compression.jsonl"),
-}];
+pub const BUILTIN: &[BuiltinScenario] = &[
+    BuiltinScenario {
+        scenario: include_str!("../../../../benchmarks/traces/compression.scenario.json"),
+        trace: include_str!("../../../../benchmarks/traces/compression.jsonl"),
+    },
+    BuiltinScenario {
+        scenario: include_str!("../../../../benchmarks/traces/sqlite.scenario.json"),
+        trace: include_str!("../../../../benchmarks/traces/sqlite.jsonl"),
+    },
+];
 
 impl Scenario {
     /// Reads a scenario from its text, checking its numbers.
