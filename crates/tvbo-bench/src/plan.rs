@@ -243,9 +243,12 @@ mod tests {
         assert_eq!(algorithms, ["bolt", "random"]);
         let real = suite("real").unwrap();
         let names: Vec<&str> = real.objectives.iter().map(|o| o.name.as_str()).collect();
-        assert_eq!(names, ["trace-compression", "trace-sqlite"]);
+        assert_eq!(
+            names,
+            ["trace-compression", "trace-sqlite", "trace-postgres"]
+        );
         assert_eq!((real.horizon, real.replications), (7200.0, 5));
-        assert_eq!(suite("all").unwrap().objectives.len(), 26);
+        assert_eq!(suite("all").unwrap().objectives.len(), 27);
         assert!(suite("nope").is_err());
     }
 

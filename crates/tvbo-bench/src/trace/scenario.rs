@@ -87,6 +87,10 @@ pub const BUILTIN: &[BuiltinScenario] = &[
         scenario: include_str!("../../../../benchmarks/traces/sqlite.scenario.json"),
         trace: include_str!("../../../../benchmarks/traces/sqlite.jsonl"),
     },
+    BuiltinScenario {
+        scenario: include_str!("../../../../benchmarks/traces/postgres.scenario.json"),
+        trace: include_str!("../../../../benchmarks/traces/postgres.jsonl"),
+    },
 ];
 
 impl Scenario {
