@@ -113,15 +113,12 @@ impl ObjectiveSpec {
         }
     }
 
-    /// A replayed trace: `trace-NAME` for a committed one, `trace:PATH` for a file's.
+    /// A replayed trace, named `trace-NAME` by its scenario's name (a committed one's,
+    /// or that of the scenario file given as `trace:PATH`).
     pub fn trace(source: TraceSource) -> Result<Self, BenchError> {
         let (scenario, _) = source.load()?;
-        let name = match &source {
-            TraceSource::Builtin(_) => format!("trace-{}", scenario.name),
-            TraceSource::File(path) => format!("trace:{}", path.display()),
-        };
         Ok(ObjectiveSpec {
-            name,
+            name: format!("trace-{}", scenario.name),
             label: scenario.label,
             kind: ObjectiveKind::Trace(source),
         })
