@@ -78,7 +78,7 @@ impl Driver for TuneOnce<'_> {
 const OPTUNA_PEER: &str = include_str!("../../../benches/peers/optuna_peer.py");
 
 /// The interpreter that runs Optuna: `TVBO_BENCH_PYTHON`, else `python3`.
-pub fn python() -> String {
+fn python() -> String {
     std::env::var("TVBO_BENCH_PYTHON").unwrap_or_else(|_| "python3".to_string())
 }
 

@@ -107,11 +107,6 @@ impl Replay {
             .map(|&(i, w)| w * ((1.0 - blend) * table(phase, i) + blend * table(next, i)))
             .sum()
     }
-
-    /// The scenario replayed.
-    pub fn scenario(&self) -> &Scenario {
-        &self.scenario
-    }
 }
 
 /// A term with its quantities' indices.
