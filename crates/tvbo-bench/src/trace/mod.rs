@@ -1,4 +1,4 @@
-//! Real software replayed: a trace of measurements ([`file`]), the scenario that makes it
+//! Real software replayed: a trace of measurements ([`mod@file`]), the scenario that makes it
 //! drift ([`scenario`]), and the objective of the two ([`replay`]). docs/traces.md
 //! describes the files.
 
