@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""The table of docs/real-systems.md: every algorithm on every replayed trace.
+
+Reads benchmarks/real/runs.jsonl.gz (the run log of `tvbo bench --suite real`) and prints,
+per system and algorithm, the fraction of the per-moment optimum achieved (the mean over a
+run's queries; mean ± standard error over the seeds) and the average regret in the
+objective's own units, with the number of seeds; then the live runs of
+benchmarks/live/*.jsonl beside the replay's runs of the same algorithm. Standard library
+only:
+
+    python3 benchmarks/real/table.py
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+from collections import defaultdict
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ORDER = ["bolt", "w-dbo", "gp-ucb", "tune-once", "optuna-tpe", "optuna-tpe-restart",
+         "optuna-gp-restart", "random"]
+
+
+def mean_se(values: list[float]) -> tuple[float, float]:
+    m = sum(values) / len(values)
+    if len(values) < 2:
+        return m, float("nan")
+    return m, math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1) / len(values))
+
+
+def main() -> None:
+    achieved: dict[tuple[str, str], list[float]] = defaultdict(list)
+    regret: dict[tuple[str, str], list[float]] = defaultdict(list)
+    with gzip.open(HERE / "runs.jsonl.gz", "rt") as f:
+        for line in f:
+            run = json.loads(line)
+            its = run["iterations"]
+            key = (run["objective"].removeprefix("trace-"), run["algorithm"])
+            achieved[key].append(sum(i["achieved"] for i in its) / len(its))
+            regret[key].append(sum(i["regret"] for i in its) / len(its))
+    systems = [s for s in ["compression", "sqlite", "postgres"] if any(k[0] == s for k in achieved)]
+    print("| algorithm | " + " | ".join(systems) + " |")
+    print("|---|" + "---|" * len(systems))
+    for algorithm in ORDER:
+        cells = []
+        for system in systems:
+            values = achieved.get((system, algorithm))
+            if not values:
+                cells.append("–")
+                continue
+            m, se = mean_se(values)
+            r, rse = mean_se(regret[(system, algorithm)])
+            seeds = "" if len(values) >= 5 else f", {len(values)} seeds"
+            cells.append(f"{m:.3f} ± {se:.3f} (regret {r:.3g} ± {rse:.2g}{seeds})")
+        print(f"| {algorithm} | " + " | ".join(cells) + " |")
+    print()
+    print("| live run | fraction live | replay, same algorithm (seeds) |")
+    print("|---|---|---|")
+    for path in sorted((HERE.parent / "live").glob("*.jsonl")):
+        system, algorithm = path.stem.split("-", 1)
+        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        live = sum(r["fraction"] for r in rows) / len(rows)
+        values = achieved.get((system, algorithm))
+        replay = "–" if not values else f"{mean_se(values)[0]:.3f} ± {mean_se(values)[1]:.3f} ({len(values)})"
+        print(f"| {system}, {algorithm}, {len(rows)} evaluations | {live:.3f} | {replay} |")
+
+
+if __name__ == "__main__":
+    main()
