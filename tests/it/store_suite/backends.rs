@@ -204,8 +204,7 @@ async fn sessions_stored_by_an_earlier_binary_read_and_continue() {
         .map(|s| s["algorithm"]["name"].as_str().unwrap())
         .collect();
     names.sort_unstable();
-    let mut expected: Vec<&str> = tvbo_bench::algorithms::ALGORITHMS
-        .iter()
+    let mut expected: Vec<&str> = tvbo_bench::algorithms::session_algorithms()
         .map(|a| a.name)
         .collect();
     expected.sort_unstable();
@@ -244,7 +243,7 @@ async fn write_stored_fixture(path: &std::path::Path) {
     }
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     let server = common::TestServer::start_on(path.to_path_buf()).await;
-    for entry in tvbo_bench::algorithms::ALGORITHMS {
+    for entry in tvbo_bench::algorithms::session_algorithms() {
         let algorithm: serde_json::Value = serde_json::from_str(entry.request).unwrap();
         let body = if entry.needs_priors {
             let arms: Vec<_> = (0..8)
