@@ -42,11 +42,8 @@ def runs(suite: str) -> dict[str, list[dict]]:
 def mean_se(values: list[float]) -> str:
     if not values:
         return "–"
-    m = sum(values) / len(values)
-    if len(values) < 2:
-        return f"{m:.3g}"
-    sd = math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1))
-    return f"{m:.3g} ± {sd / math.sqrt(len(values)):.2g}"
+    m, se = stats(values)
+    return f"{m:.3g}" if len(values) < 2 else f"{m:.3g} ± {se:.2g}"
 
 
 def main() -> None:

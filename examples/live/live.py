@@ -108,7 +108,13 @@ class Scenario:
         self.spec: Dict[str, Any] = json.loads(path.read_text())
         lines = (path.parent / self.spec["trace"]).read_text().splitlines()
         self.header: Dict[str, Any] = json.loads(lines[0])
-        self.points = [json.loads(line) for line in lines[1:] if line.strip()]
+        # Each measured setting's points, by condition.
+        self.by_setting: Dict[str, Dict[str, Dict[str, Any]]] = {}
+        for line in lines[1:]:
+            if line.strip():
+                point = json.loads(line)
+                key = json.dumps(point["setting"], sort_keys=True)
+                self.by_setting.setdefault(key, {})[point["condition"]] = point
         self.sign = 1.0 if self.spec["goal"] == "minimize" else -1.0
         self.phases: List[Dict[str, Any]] = self.spec["phases"]
         self.period = sum(p["seconds"] for p in self.phases)
@@ -155,17 +161,11 @@ class Scenario:
         phase, following, blend = self.at(t)
 
         def mean(point: Dict[str, Any], k: int) -> float:
-            if point["condition"] != self.phases[k]["condition"]:
-                return float("nan")
             values = [self.value(k, m) for m in point["measurements"]]
             return sum(values) / len(values)
 
         best = float("inf")
-        by_setting: Dict[str, Dict[str, Dict[str, Any]]] = {}
-        for point in self.points:
-            key = json.dumps(point["setting"], sort_keys=True)
-            by_setting.setdefault(key, {})[point["condition"]] = point
-        for conditions in by_setting.values():
+        for conditions in self.by_setting.values():
             a = conditions[self.phases[phase]["condition"]]
             b = conditions[self.phases[following]["condition"]]
             blended = (1 - blend) * mean(a, phase) + blend * mean(b, following)

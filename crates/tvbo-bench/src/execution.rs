@@ -145,7 +145,7 @@ fn run_one(
     };
     let session = || -> Result<Box<dyn Driver + '_>, BenchError> {
         Ok(match http {
-            None => Box::new(InProcess::new(config.clone())?),
+            None => Box::new(InProcess::new(config)?),
             Some(client) => Box::new(http::HttpDriver::create(client, &request, time)?),
         })
     };

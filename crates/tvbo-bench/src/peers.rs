@@ -21,7 +21,10 @@ pub struct TuneOnce<'a> {
     seconds: f64,
     /// The best observed value and its setting.
     best: Option<(f64, Vec<f64>)>,
+    /// The tuner's dataset size, asked after each of its observations and kept after.
     tuned: usize,
+    /// Whether the last observation went to the tuner.
+    tuning: bool,
 }
 
 impl<'a> TuneOnce<'a> {
@@ -31,6 +34,7 @@ impl<'a> TuneOnce<'a> {
             seconds,
             best: None,
             tuned: 0,
+            tuning: false,
         }
     }
 }
@@ -57,11 +61,11 @@ impl Driver for TuneOnce<'_> {
         value: f64,
         regret: f64,
     ) -> Result<(), BenchError> {
-        if handed.id.is_none() {
+        self.tuning = handed.id.is_some();
+        if !self.tuning {
             return Ok(());
         }
         self.tuner.observe(handed, t, value, regret)?;
-        self.tuned = self.tuner.dataset_size()?;
         if self.best.as_ref().is_none_or(|(best, _)| value < *best) {
             self.best = Some((value, handed.x.clone()));
         }
@@ -70,6 +74,9 @@ impl Driver for TuneOnce<'_> {
 
     /// The observations the tuning made (kept after it ends).
     fn dataset_size(&mut self) -> Result<usize, BenchError> {
+        if self.tuning {
+            self.tuned = self.tuner.dataset_size()?;
+        }
         Ok(self.tuned)
     }
 }

@@ -48,6 +48,20 @@ fn session_algorithms() -> impl Iterator<Item = &'static bench::AlgorithmEntry> 
     bench::ALGORITHMS.iter().filter(|a| a.is_session())
 }
 
+/// The runs of the plans of `local` and `remote`, one after the other, off the runtime.
+async fn execute_both(
+    local: BenchOptions,
+    remote: BenchOptions,
+) -> (Vec<RunResult>, Vec<RunResult>) {
+    tokio::task::spawn_blocking(move || {
+        let local_runs = bench::execute(&Plan::new(&local).unwrap(), &local).unwrap();
+        let remote_runs = bench::execute(&Plan::new(&remote).unwrap(), &remote).unwrap();
+        (local_runs, remote_runs)
+    })
+    .await
+    .unwrap()
+}
+
 fn regrets(run: &RunResult) -> Vec<f64> {
     run.iterations.iter().map(|i| i.regret).collect()
 }
@@ -285,13 +299,7 @@ async fn the_server_mode_drives_a_real_server_like_the_in_process_mode() {
     local.algorithms = Some(vec!["bolt".into(), "gp-ucb".into(), "hp-gp-ts".into()]);
     let mut remote = local.clone();
     remote.server = Some(server.base.clone());
-    let (local_runs, remote_runs) = tokio::task::spawn_blocking(move || {
-        let local_runs = bench::execute(&Plan::new(&local).unwrap(), &local).unwrap();
-        let remote_runs = bench::execute(&Plan::new(&remote).unwrap(), &remote).unwrap();
-        (local_runs, remote_runs)
-    })
-    .await
-    .unwrap();
+    let (local_runs, remote_runs) = execute_both(local, remote).await;
     assert_eq!(local_runs.len(), 5);
     for (a, b) in local_runs.iter().zip(&remote_runs) {
         assert_eq!(a.iterations.len(), b.iterations.len());
@@ -341,13 +349,7 @@ async fn a_trace_replays_in_process_and_over_http() {
     let mut remote = local.clone();
     remote.server = Some(server.base.clone());
     remote.algorithms = Some(vec!["bolt".into()]);
-    let (local_runs, remote_runs) = tokio::task::spawn_blocking(move || {
-        let local_runs = bench::execute(&Plan::new(&local).unwrap(), &local).unwrap();
-        let remote_runs = bench::execute(&Plan::new(&remote).unwrap(), &remote).unwrap();
-        (local_runs, remote_runs)
-    })
-    .await
-    .unwrap();
+    let (local_runs, remote_runs) = execute_both(local, remote).await;
     assert_eq!(local_runs.len(), 3);
     for run in &local_runs {
         // Hand-outs at 10.05 k + 0.05 s up to 700 s.

@@ -143,15 +143,9 @@ impl Report {
     /// per-moment optimum reached, mean ± standard error over replications, best in bold.
     /// Nothing when no objective has it.
     fn achieved_table(&self, md: &mut String) {
-        let rows: Vec<&(String, String)> = self
-            .objectives
-            .iter()
-            .filter(|(name, _)| {
-                self.algorithms
-                    .iter()
-                    .any(|a| self.summary(name, a).is_some_and(|s| s.achieved.is_some()))
-            })
-            .collect();
+        let rows = self.objectives_where(|name, a| {
+            self.summary(name, a).is_some_and(|s| s.achieved.is_some())
+        });
         if rows.is_empty() {
             return;
         }
@@ -211,6 +205,14 @@ impl Report {
         }
     }
 
+    /// The objectives (name, label) for which `has` holds with at least one algorithm.
+    fn objectives_where(&self, has: impl Fn(&str, &str) -> bool) -> Vec<&(String, String)> {
+        self.objectives
+            .iter()
+            .filter(|(name, _)| self.algorithms.iter().any(|a| has(name, a)))
+            .collect()
+    }
+
     /// The header of a table with one column per algorithm.
     fn algorithm_columns(&self, md: &mut String) {
         let _ = writeln!(
@@ -230,15 +232,7 @@ impl Report {
         if self.horizon != reference::TABLE_3_HORIZON {
             return String::new();
         }
-        let rows: Vec<&(String, String)> = self
-            .objectives
-            .iter()
-            .filter(|(name, _)| {
-                self.algorithms
-                    .iter()
-                    .any(|a| reference::table_3(name, a).is_some())
-            })
-            .collect();
+        let rows = self.objectives_where(|name, a| reference::table_3(name, a).is_some());
         if rows.is_empty() {
             return String::new();
         }

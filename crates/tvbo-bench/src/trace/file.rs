@@ -183,31 +183,23 @@ impl Trace {
 
     /// The index of a quantity, or an error naming the known ones.
     pub fn quantity(&self, name: &str) -> Result<usize, BenchError> {
-        self.quantities
-            .iter()
-            .position(|q| q == name)
-            .ok_or_else(|| {
-                BenchError::Objective(format!(
-                    "trace {} measures no {name:?} (it measures {})",
-                    self.name,
-                    self.quantities.join(", ")
-                ))
-            })
+        self.index_in(&self.quantities, name, "quantity")
     }
 
     /// The index of a condition, or an error naming the known ones.
     pub fn condition(&self, name: &str) -> Result<usize, BenchError> {
-        self.conditions
-            .iter()
-            .position(|c| c == name)
-            .ok_or_else(|| {
-                BenchError::Objective(format!(
-                    "trace {} has no {} {name:?} (it has {})",
-                    self.name,
-                    self.condition_name,
-                    self.conditions.join(", ")
-                ))
-            })
+        self.index_in(&self.conditions, name, &self.condition_name)
+    }
+
+    /// The index of `name` in `known`, or an error naming `what` and the known ones.
+    fn index_in(&self, known: &[String], name: &str, what: &str) -> Result<usize, BenchError> {
+        known.iter().position(|k| k == name).ok_or_else(|| {
+            BenchError::Objective(format!(
+                "trace {} has no {what} {name:?} (it has {})",
+                self.name,
+                known.join(", ")
+            ))
+        })
     }
 }
 
