@@ -20,8 +20,28 @@ pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'
      form-action 'none'; frame-ancestors 'none'";
 
 const PAGE: &str = include_str!("assets/page.html");
-const SCRIPT: &str = include_str!("assets/dashboard.js");
-const STYLE: &str = include_str!("assets/dashboard.css");
+/// The pages' scripts and style sheet under `/assets/`, by file name. The scripts are
+/// plain (no modules) and run in this order (page.html): helpers first, pages last.
+const ASSETS: [(&str, &str, &str); 8] = [
+    ("core.js", include_str!("assets/core.js"), JS),
+    ("charts.js", include_str!("assets/charts.js"), JS),
+    ("maps.js", include_str!("assets/maps.js"), JS),
+    ("list.js", include_str!("assets/list.js"), JS),
+    (
+        "observations.js",
+        include_str!("assets/observations.js"),
+        JS,
+    ),
+    (
+        "session_charts.js",
+        include_str!("assets/session_charts.js"),
+        JS,
+    ),
+    ("session.js", include_str!("assets/session.js"), JS),
+    ("dashboard.css", include_str!("assets/dashboard.css"), CSS),
+];
+const JS: &str = "text/javascript; charset=utf-8";
+const CSS: &str = "text/css; charset=utf-8";
 
 /// The path prefix under which a reverse proxy serves tvbo (`/tvbo`, say; empty at the
 /// root): the pages prefix every link and request with it. The proxy strips it before
@@ -86,12 +106,18 @@ pub fn router<S: Clone + Send + Sync + 'static>(
             ),
         )
         .route(
-            "/assets/dashboard.js",
-            get(|| async { asset(SCRIPT, "text/javascript; charset=utf-8") }),
-        )
-        .route(
-            "/assets/dashboard.css",
-            get(|| async { asset(STYLE, "text/css; charset=utf-8") }),
+            "/assets/{file}",
+            get(
+                move |params: Result<RawPathParams, RawPathParamsRejection>| async move {
+                    let params = params.ok();
+                    let file = params.iter().flatten().find(|(name, _)| *name == "file");
+                    ASSETS
+                        .iter()
+                        .find(|(name, _, _)| Some(*name) == file.map(|(_, f)| f))
+                        .map(|(_, body, content_type)| asset(body, content_type))
+                        .unwrap_or_else(not_found)
+                },
+            ),
         )
 }
 
@@ -164,7 +190,8 @@ mod tests {
         let html = String::from_utf8(body.to_vec()).unwrap();
         for expected in [
             r#"href="/tvbo/assets/dashboard.css""#,
-            r#"src="/tvbo/assets/dashboard.js""#,
+            r#"src="/tvbo/assets/core.js""#,
+            r#"src="/tvbo/assets/session.js""#,
             r#"data-base="/tvbo""#,
             r#"data-auth="on""#,
             r#"href="/tvbo/" class="brand""#,

@@ -3,15 +3,18 @@
 //! model, the response-time samples and the forgetting events; downsampled by the
 //! store, keeping extremes, past a point budget.
 
+use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::error::ServiceError;
 use super::service::SessionService;
+use super::tracking::{TrackingInput, tracking};
 use super::views::{
     ForgetEvent, ResponseTimeSampleView, ResponseTimeView, Step, StepList, Timeline,
     TimelineObservation,
 };
 use crate::domain::InvalidInput;
+use crate::domain::config::TimeSource;
 use crate::store::StoredTimeline;
 
 /// Most points a timeline returns per series when the client asks for no other budget.
@@ -58,43 +61,58 @@ impl SessionService {
             )
             .into());
         }
-        self.session_row(id).await?;
+        let session = self.session_row(id).await?;
         let stored = self.store.timeline(id, points).await?;
-        Ok(timeline_view(stored))
+        Ok(timeline_view(
+            stored,
+            session.config.time.source,
+            Utc::now(),
+        ))
     }
 }
 
 /// The API's view of a stored timeline: each observation's regret as reported, else as
-/// estimated; the response-time fit of the newest step kept that holds one.
-fn timeline_view(stored: StoredTimeline) -> Timeline {
+/// estimated; the response-time fit of the newest step kept that holds one; whether the
+/// session tracks at `now` ([`tracking`]).
+fn timeline_view(stored: StoredTimeline, time_source: TimeSource, now: DateTime<Utc>) -> Timeline {
     let regrets = stored.reported_regrets + stored.estimated_regrets;
     let coefficients = stored
         .calls
         .iter()
         .rev()
         .find_map(|c| c.snapshot.as_ref()?.response_time_fit);
+    let observations: Vec<TimelineObservation> = stored
+        .observations
+        .into_iter()
+        .map(|row| TimelineObservation {
+            seq: row.seq,
+            t: row.t,
+            value: row.value,
+            params: row.params,
+            regret: row.regret.or(row.regret_estimate),
+            estimated: row.regret.is_none() && row.regret_estimate.is_some(),
+            active: row.active,
+            removed_t: row.removed_t,
+            removed_reason: row.removed_reason,
+            metadata: row.metadata,
+        })
+        .collect();
+    let tracking = tracking(&TrackingInput {
+        observations: &observations,
+        groups: &stored.regret_groups,
+        recent: &stored.recent_regrets,
+        last_step_at: stored.last_step_at,
+        time_source,
+        now,
+    });
     Timeline {
+        tracking,
         observation_count: stored.observation_count,
         step_count: stored.step_count,
         reported_regrets: stored.reported_regrets,
         estimated_regrets: stored.estimated_regrets,
         average_regret: (regrets > 0).then(|| stored.regret_sum / regrets as f64),
-        observations: stored
-            .observations
-            .into_iter()
-            .map(|row| TimelineObservation {
-                seq: row.seq,
-                t: row.t,
-                value: row.value,
-                params: row.params,
-                regret: row.regret.or(row.regret_estimate),
-                estimated: row.regret.is_none() && row.regret_estimate.is_some(),
-                active: row.active,
-                removed_t: row.removed_t,
-                removed_reason: row.removed_reason,
-                metadata: row.metadata,
-            })
-            .collect(),
+        observations,
         steps: stored.calls.into_iter().map(Step::from).collect(),
         response_time: ResponseTimeView {
             samples: stored

@@ -6,7 +6,7 @@
 //! plus the rows it keeps, whatever the session's age.
 
 use super::rows::Columns;
-use super::{ForgetSpan, StoreError};
+use super::{ForgetSpan, RegretGroup, StoreError};
 
 /// Rows per bucket summary.
 pub(crate) const BUCKET_ROWS: i64 = 64;
@@ -72,17 +72,25 @@ pub(crate) fn bucket_from_row(row: &impl Columns) -> Result<Bucket, StoreError> 
     })
 }
 
-/// The keys of the rows a series (its buckets, in order) keeps within `budget`: None
-/// when all its rows fit; else, merging consecutive buckets into at most
-/// `budget / per_group` groups, each group's first and last row and the first rows
-/// holding its minimum and maximum value and regret (at most `per_group` per group).
-pub(crate) fn kept_keys(buckets: &[&Bucket], budget: i64, per_group: i64) -> Option<Vec<i64>> {
+/// How many consecutive buckets of a series (its buckets, in order) one downsampled
+/// group merges: None when all its rows fit `budget`; else enough for at most
+/// `budget / per_group` groups.
+fn group_size(buckets: &[&Bucket], budget: i64, per_group: i64) -> Option<usize> {
     let rows: i64 = buckets.iter().map(|b| b.count).sum();
     if rows <= budget {
         return None;
     }
     let groups = (budget / per_group).max(1) as usize;
-    let size = buckets.len().div_ceil(groups);
+    Some(buckets.len().div_ceil(groups))
+}
+
+/// The keys of the rows a series (its buckets, in order) keeps within `budget`: None
+/// when all its rows fit; else, merging consecutive buckets into at most
+/// `budget / per_group` groups ([`group_size`]), each group's first and last row and the
+/// first rows holding its minimum and maximum value and regret (at most `per_group` per
+/// group).
+pub(crate) fn kept_keys(buckets: &[&Bucket], budget: i64, per_group: i64) -> Option<Vec<i64>> {
+    let size = group_size(buckets, budget, per_group)?;
     let mut keys = Vec::new();
     for group in buckets.chunks(size) {
         keys.push(group[0].first_key);
@@ -109,6 +117,24 @@ pub(crate) fn kept_keys(buckets: &[&Bucket], budget: i64, per_group: i64) -> Opt
     keys.sort_unstable();
     keys.dedup();
     Some(keys)
+}
+
+/// The regrets of the observations' downsampled groups, the same groups as
+/// [`kept_keys`] (so each group's last row is kept): empty when every observation fits
+/// `budget`.
+pub(crate) fn regret_groups(observed: &[&Bucket], budget: i64, per_group: i64) -> Vec<RegretGroup> {
+    let Some(size) = group_size(observed, budget, per_group) else {
+        return Vec::new();
+    };
+    observed
+        .chunks(size)
+        .map(|group| RegretGroup {
+            last_seq: group[group.len() - 1].last_key,
+            observations: group.iter().map(|b| b.count).sum(),
+            regrets: group.iter().map(|b| b.n_valued).sum(),
+            regret_sum: group.iter().map(|b| b.total).sum(),
+        })
+        .collect()
 }
 
 /// Forgetting as spans from the `f:<reason>` summaries (in bucket order): consecutive

@@ -8,6 +8,7 @@
 #[path = "../it/common/mod.rs"]
 mod common;
 
+mod dashboard_list;
 mod fairness;
 mod metrics;
 

@@ -50,7 +50,7 @@ fn time_model_work() {
 
 /// GETs `url` and parses it as Prometheus text (checking the content type); the families
 /// by name.
-async fn scrape(client: &reqwest::Client, url: &str) -> BTreeMap<String, Metric> {
+pub(crate) async fn scrape(client: &reqwest::Client, url: &str) -> BTreeMap<String, Metric> {
     let response = client.get(url).send().await.unwrap();
     assert_eq!(response.status(), 200, "GET {url}");
     let content_type = response.headers()["content-type"]
@@ -105,6 +105,17 @@ fn value(scrape: &BTreeMap<String, Metric>, metric: &str, labels: &[(&str, &str)
 /// A histogram's number of observations, summed over the matching label sets.
 fn observations(scrape: &BTreeMap<String, Metric>, metric: &str, labels: &[(&str, &str)]) -> f64 {
     sum_of(scrape, metric, ValueType::Count, labels)
+}
+
+/// Requests answered on the API's routes (under `/v1`), whatever their method and status.
+pub(crate) fn v1_requests(scrape: &BTreeMap<String, Metric>) -> f64 {
+    scrape.get("tvbo_http_requests_total").map_or(0.0, |m| {
+        m.samples
+            .iter()
+            .filter(|s| label(s, "route").is_some_and(|r| r.starts_with("/v1/")))
+            .map(|s| s.value.value.as_f64())
+            .sum()
+    })
 }
 
 /// Whether `text` holds a UUID (hyphenated or simple).

@@ -128,3 +128,58 @@ fn observation(
     };
     (String::new(), input)
 }
+
+/// A step taken before a model chose any suggestion (the warm-up's uniform draws)
+/// records no hyperparameters and no posterior optimum, though BOLT and W-DBO fit one at
+/// each observe for their forgetting; the first suggestion past the warm-up records
+/// both (docs/dashboard.md).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn warm_up_steps_record_no_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("tvbo.db").display());
+    let store = SqliteStore::connect(&url, &PoolSettings::default())
+        .await
+        .unwrap();
+    let service = SessionService::new(Arc::new(store), Limits::default());
+    for algorithm in ["bolt", "w-dbo", "gp-ucb"] {
+        let request = serde_json::from_value(json!({
+            "parameters": [{"name": "x", "low": 0.0, "high": 1.0}],
+            "algorithm": {"name": algorithm},
+            "model": {"warmup": 4},
+            "time": {"source": "client"},
+            "seed": 3
+        }))
+        .unwrap();
+        let id = service
+            .create_session("default", request, None)
+            .await
+            .unwrap()
+            .id;
+        for step in 0..6 {
+            let t = step as f64;
+            let request = SuggestRequest {
+                count: Some(1),
+                t: Some(t),
+                fixed: None,
+            };
+            let suggested = service.suggest(id, request, None).await.unwrap();
+            let first = &suggested.suggestions[0];
+            let x = first.params["x"].as_number().unwrap();
+            let inputs = vec![observation(Some(first.id), None, (6.0 * x).sin(), t + 0.5)];
+            service.observe(id, inputs, None).await.unwrap();
+        }
+        let steps = service.list_steps(id, 0, 100).await.unwrap().steps;
+        assert_eq!(steps.len(), 12, "{algorithm}");
+        for (i, step) in steps.iter().enumerate() {
+            let snapshot = step.snapshot.as_ref().expect("every step has a snapshot");
+            // Steps 0–7: four suggests of the warm-up and their observes; step 8 is the
+            // first suggest a model made, and its observe (9) keeps that model.
+            let modelled = i >= 8;
+            let what = format!("{algorithm}, step {i} ({})", step.kind);
+            assert_eq!(snapshot.hyperparameters.is_some(), modelled, "{what}");
+            if step.kind == "suggest" {
+                assert_eq!(snapshot.optimum.is_some(), modelled, "{what}");
+            }
+        }
+    }
+}

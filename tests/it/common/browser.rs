@@ -224,17 +224,63 @@ impl Browser {
         .to_string()
     }
 
-    pub fn screenshot(&mut self, path: &str) {
+    /// Sets the page's viewport to `width` × `height` CSS pixels.
+    pub fn viewport(&mut self, width: u32, height: u32) {
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": width, "height": height, "deviceScaleFactor": 1, "mobile": false}),
+            true,
+        );
+    }
+
+    /// Lets the page download files into `dir` (as a person's browser would, to their
+    /// downloads folder).
+    pub fn download_to(&mut self, dir: &std::path::Path) {
+        self.call(
+            "Browser.setDownloadBehavior",
+            json!({"behavior": "allow", "downloadPath": dir.display().to_string()}),
+            false,
+        );
+    }
+
+    /// Clicks the element `selector` and returns the text of the file `name` it
+    /// downloads into `dir` (within 10 s).
+    pub fn download(&mut self, selector: &str, dir: &std::path::Path, name: &str) -> String {
+        let path = dir.join(name);
+        let _ = std::fs::remove_file(&path);
+        self.eval(&format!("document.querySelector('{selector}').click()"));
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(10) {
+            if let Ok(text) = std::fs::read_to_string(&path) {
+                return text;
+            }
+            // The download's events arrive while the browser is spoken to.
+            self.eval("1");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!(
+            "{selector} downloaded no {name} within 10 s; errors: {:?}; in {dir:?}: {:?}",
+            self.errors,
+            std::fs::read_dir(dir).map(|d| d.flatten().map(|e| e.file_name()).collect::<Vec<_>>())
+        );
+    }
+
+    /// Takes a screenshot of the page as it is laid out (its whole height when `full`).
+    pub fn screenshot_page(&mut self, path: &str, full: bool) {
         self.eval("window.scrollTo(0, 0)");
         let shot = self.call(
             "Page.captureScreenshot",
-            json!({"format": "png", "captureBeyondViewport": false}),
+            json!({"format": "png", "captureBeyondViewport": full}),
             true,
         );
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(shot["data"].as_str().unwrap())
             .unwrap();
         std::fs::write(path, bytes).unwrap();
+    }
+
+    pub fn screenshot(&mut self, path: &str) {
+        self.screenshot_page(path, false);
     }
 }
 

@@ -61,6 +61,8 @@ pub struct TestServer {
     /// Headers every in-process call carries unless it sets them (the key of
     /// [`Self::with_key`]), as `client` does.
     headers: HeaderMap,
+    /// The key of [`Self::with_key`].
+    key: Option<String>,
     backend: Backend,
     shutdown: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<()>>,
@@ -169,6 +171,7 @@ impl TestServer {
             client: reqwest::Client::new(),
             router,
             headers: HeaderMap::new(),
+            key: None,
             backend,
             shutdown: Some(tx),
             task: Some(task),
@@ -213,11 +216,17 @@ impl TestServer {
             bearer.parse().expect("a key is a header value"),
         );
         self.headers = headers.clone();
+        self.key = Some(made.key.clone());
         self.client = reqwest::Client::builder()
             .default_headers(headers)
             .build()
             .expect("a client");
         self
+    }
+
+    /// The key of [`Self::with_key`], as a person would paste it.
+    pub fn key(&self) -> Option<&str> {
+        self.key.as_deref()
     }
 
     pub fn url(&self, path: &str) -> String {

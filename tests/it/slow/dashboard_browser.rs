@@ -1,16 +1,19 @@
 //! The dashboard in real headless Chromium, driven over the DevTools protocol: against a
-//! live server holding a BOLT session of a few hundred observations made through the API
-//! in client time (with forgetting and some reported regret), an empty session, a
-//! one-observation session, a 1-D session without reported regret, and an arm session
-//! with priors. Each page loads without a console error, every chart that should have
-//! data has it, hovering a chart reads a value out, and a new observation appears on an
-//! open page without a reload, within 2 s.
+//! live server holding a BOLT session of about 350 observations made through the API in
+//! client time (forgetting at about 310 steps, with some reported regret), an empty
+//! session, a one-observation session, a 1-D session without reported regret, an arm
+//! session with priors, a session of four parameters (two on a log scale) and one with
+//! a categorical parameter. Each page loads without a console error, every chart that
+//! should have data has it, forgetting is drawn as a strip of a few marks, hovering a
+//! chart reads a value out, a new observation appears on an open page without a reload
+//! within 2 s and without moving the page, and at 400 px nothing scrolls sideways.
 //!
-//! With keys required, the pages ask for one before any request, and signed in they show
-//! only the key's tenant's sessions.
+//! With keys required, the pages ask for one before any request, signed in they show
+//! only the key's tenant's sessions, the exports download with the key, and a revoked
+//! key brings the sign-in form back.
 //!
 //! Needs Chromium (tests/it/common/browser.rs: without it the test skips, except under CI).
-//! With `TVBO_SCREENSHOT=path.png` it saves the BOLT session page (docs/dashboard.png).
+//! With `TVBO_SCREENSHOTS=dir` it saves the pages docs/dashboard.md shows there.
 
 use crate::common;
 
@@ -44,9 +47,9 @@ async fn suggest(server: &TestServer, id: &str, t: f64) -> Value {
     answer["suggestions"][0].clone()
 }
 
-/// A BOLT session of about 300 observations in client time: batches of client-chosen
-/// settings (half with reported regret) between suggest/observe rounds; n* capped at
-/// 60 so that BOLT forgets.
+/// A BOLT session of about 350 observations in client time: client-chosen settings one
+/// per observe (half with reported regret) between suggest/observe rounds; n* capped at
+/// 40, so that BOLT forgets at nearly every observe past the first 40.
 async fn bolt_session(server: &TestServer) -> String {
     let id = server
         .create(json!({
@@ -55,29 +58,26 @@ async fn bolt_session(server: &TestServer) -> String {
                 {"name": "power", "low": 0, "high": 10},
                 {"name": "channel", "low": 1, "high": 5}
             ],
-            "algorithm": {"name": "bolt", "max_dataset_size": 60},
+            "algorithm": {"name": "bolt", "max_dataset_size": 40},
             "model": {"warmup": 5},
             "time": {"source": "client"},
             "seed": 11
         }))
         .await;
     let mut t = 0.0;
-    for round in 0..27 {
-        let batch: Vec<Value> = (0..10)
-            .map(|i| {
-                t += 7.0;
-                let power = ((round * 10 + i) as f64 * 0.618).fract() * 10.0;
-                let channel = 1.0 + ((round * 10 + i) as f64 * 0.377).fract() * 4.0;
-                let (value, regret) = drifting(power, channel, t);
-                let mut o =
-                    json!({"params": {"power": power, "channel": channel}, "value": value, "t": t});
-                if i % 2 == 0 {
-                    o["regret"] = json!(regret);
-                }
-                o
-            })
-            .collect();
-        observe(server, &id, json!({"observations": batch})).await;
+    for round in 0..32 {
+        for i in 0..10 {
+            t += 7.0;
+            let power = ((round * 10 + i) as f64 * 0.618).fract() * 10.0;
+            let channel = 1.0 + ((round * 10 + i) as f64 * 0.377).fract() * 4.0;
+            let (value, regret) = drifting(power, channel, t);
+            let mut o =
+                json!({"params": {"power": power, "channel": channel}, "value": value, "t": t});
+            if i % 2 == 0 {
+                o["regret"] = json!(regret);
+            }
+            observe(server, &id, o).await;
+        }
         t += 7.0;
         let s = suggest(server, &id, t).await;
         let (value, _) = drifting(
@@ -95,6 +95,93 @@ async fn bolt_session(server: &TestServer) -> String {
     id
 }
 
+/// A session tuned by its own suggestions for `rounds` rounds in client time, measuring
+/// `objective`.
+async fn tuned_session(
+    server: &TestServer,
+    request: Value,
+    rounds: usize,
+    objective: impl Fn(&Value, f64) -> f64,
+) -> String {
+    let id = server.create(request).await;
+    for round in 0..rounds {
+        let t = round as f64 * 10.0;
+        let s = suggest(server, &id, t).await;
+        let value = objective(&s["params"], t);
+        observe(
+            server,
+            &id,
+            json!({"suggestion_id": s["id"], "value": value, "t": t + 1.0}),
+        )
+        .await;
+    }
+    id
+}
+
+/// Four knobs, two on a log scale, whose best thread count drifts.
+async fn four_knob_session(server: &TestServer) -> String {
+    let request = json!({
+        "name": "four-knobs",
+        "parameters": [
+            {"name": "threads", "type": "int", "low": 1, "high": 64, "scale": "log"},
+            {"name": "cache_mb", "low": 16, "high": 4096, "scale": "log"},
+            {"name": "ratio", "low": 0, "high": 1},
+            {"name": "batch", "type": "int", "low": 1, "high": 100}
+        ],
+        "algorithm": {"name": "bolt"},
+        "model": {"warmup": 8},
+        "time": {"source": "client"},
+        "seed": 5
+    });
+    tuned_session(server, request, 40, |p, t| {
+        let number = |name: &str| p[name].as_f64().unwrap();
+        let best_threads = 8.0 + 6.0 * (t / 200.0).sin();
+        -(number("threads").ln() - best_threads.ln()).powi(2)
+            - 0.3 * (number("cache_mb").ln() - 6.0).powi(2)
+            - (number("ratio") - 0.3).powi(2)
+            - 1e-4 * (number("batch") - 40.0).powi(2)
+    })
+    .await
+}
+
+/// A codec (categorical) and its level, minimising a cost.
+async fn codec_session(server: &TestServer) -> String {
+    let request = json!({
+        "name": "codec",
+        "goal": "minimize",
+        "parameters": [
+            {"name": "codec", "type": "categorical", "choices": ["zstd", "lz4", "gzip", "none"]},
+            {"name": "level", "type": "int", "low": 1, "high": 9}
+        ],
+        "algorithm": {"name": "gp-ucb"},
+        "model": {"warmup": 6},
+        "time": {"source": "client"},
+        "seed": 6
+    });
+    tuned_session(server, request, 30, |p, _| {
+        let base = match p["codec"].as_str().unwrap() {
+            "zstd" => 1.0,
+            "lz4" => 1.4,
+            "gzip" => 1.8,
+            _ => 3.0,
+        };
+        base + 0.05 * (p["level"].as_f64().unwrap() - 4.0).powi(2)
+    })
+    .await
+}
+
+/// Saves a screenshot of the page as `name` in `TVBO_SCREENSHOTS`, when it is set.
+fn screenshot(browser: &mut Browser, name: &str) {
+    if let Ok(dir) = std::env::var("TVBO_SCREENSHOTS") {
+        browser.screenshot_page(&format!("{dir}/{name}"), false);
+    }
+}
+
+/// Every chart of the page: [id, how many drawn marks of data, whether it says empty].
+const CHARTS: &str = "[...document.querySelectorAll('[data-chart]')].map(c => [c.dataset.chart, \
+     c.querySelectorAll('circle, polyline').length + [...c.querySelectorAll('path')].filter(p => p.getAttribute('d')).length, \
+     !!c.querySelector('.empty')])";
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_dashboard_draws_every_kind_of_session_live_in_chromium() {
     let Some(mut browser) = Browser::launch("dashboard_browser") else {
@@ -103,10 +190,10 @@ async fn the_dashboard_draws_every_kind_of_session_live_in_chromium() {
     let server = TestServer::start().await;
     let bolt = bolt_session(&server).await;
     let (_, timeline) = server.get(&format!("/v1/sessions/{bolt}/timeline")).await;
+    let forgetting_steps = timeline["forgotten"].as_array().unwrap().len();
     assert!(
-        !timeline["forgotten"].as_array().unwrap().is_empty(),
-        "BOLT forgot: {}",
-        timeline["forgotten"]
+        forgetting_steps >= 300,
+        "BOLT forgot at {forgetting_steps} steps"
     );
     let empty = server
         .create(json!({
@@ -194,23 +281,34 @@ async fn the_dashboard_draws_every_kind_of_session_live_in_chromium() {
         .await;
     }
 
+    let four = four_knob_session(&server).await;
+    let codec = codec_session(&server).await;
+
     // The list: every session, linked, no error.
     tokio::task::block_in_place(|| {
         browser.open(
             &server.url("/"),
-            "document.querySelectorAll('#sessions tbody tr[data-session]').length === 5 && \
-             !document.body.innerText.includes('…')",
+            "document.querySelectorAll('#sessions tbody tr[data-session]').length === 7",
         );
         assert!(browser.errors.is_empty(), "{:?}", browser.errors);
         let names = browser
             .eval("[...document.querySelectorAll('#sessions tbody tr a')].map(a => a.textContent)");
-        for name in ["radio-link", "empty", "single", "one-dimension", "arms"] {
+        for name in [
+            "radio-link",
+            "empty",
+            "single",
+            "one-dimension",
+            "arms",
+            "four-knobs",
+            "codec",
+        ] {
             assert!(names.as_array().unwrap().contains(&json!(name)), "{names}");
         }
         assert_eq!(
             browser.eval("document.querySelectorAll('#sessions svg.sparkline path').length >= 3"),
             json!(true)
         );
+        screenshot(&mut browser, "dashboard-list.png");
     });
 
     // Each session page: drawn, no error, charts with data, hover reads a value.
@@ -220,6 +318,8 @@ async fn the_dashboard_draws_every_kind_of_session_live_in_chromium() {
         (&single, "single", false),
         (&estimated, "one-dimension", true),
         (&with_priors, "arms", true),
+        (&four, "four-knobs", true),
+        (&codec, "codec", true),
     ];
     for (id, name, full) in pages {
         tokio::task::block_in_place(|| {
@@ -228,11 +328,7 @@ async fn the_dashboard_draws_every_kind_of_session_live_in_chromium() {
                 "document.body.dataset.rendered !== undefined",
             );
             assert!(browser.errors.is_empty(), "{name}: {:?}", browser.errors);
-            let charts = browser.eval(
-                "[...document.querySelectorAll('[data-chart]')].map(c => [c.dataset.chart, \
-                 c.querySelectorAll('circle').length + [...c.querySelectorAll('path')].filter(p => p.getAttribute('d')).length, \
-                 !!c.querySelector('.empty')])",
-            );
+            let charts = browser.eval(CHARTS);
             let charts = charts.as_array().unwrap();
             assert!(charts.len() >= 5, "{name}: {charts:?}");
             if full {
@@ -250,7 +346,7 @@ async fn the_dashboard_draws_every_kind_of_session_live_in_chromium() {
                 );
             }
             if name == "one-dimension" {
-                assert!(charts.iter().any(|c| c[0] == "posterior"), "{charts:?}");
+                assert!(charts.iter().any(|c| c[0] == "slice-x"), "{charts:?}");
                 assert_eq!(
                     browser.eval(
                         "[...document.querySelectorAll('#ended-runs tbody tr')].map(r => r.className)"
@@ -270,15 +366,63 @@ async fn the_dashboard_draws_every_kind_of_session_live_in_chromium() {
                 for heat_map in ["posterior-mean", "posterior-std"] {
                     assert!(charts.iter().any(|c| c[0] == heat_map), "{charts:?}");
                 }
+                // About 310 forgetting steps, drawn as a strip of a few paths (one per
+                // reason and chart), not a line per step.
+                let marks =
+                    browser.eval("document.querySelectorAll('.forget-mark, line.mark').length");
+                assert!(marks.as_u64().unwrap() < 50, "{marks} forgetting marks");
+                assert!(
+                    browser.eval("document.querySelectorAll('.forget-mark').length > 0")
+                        == json!(true)
+                );
+            }
+            if name == "four-knobs" {
+                assert!(charts.iter().any(|c| c[0] == "parallel"), "{charts:?}");
+                // A log-scale parameter's axis is logarithmic: its ticks are powers of ten.
+                let ticks = browser.eval(
+                    "[...document.querySelectorAll('[data-chart=\"param-cache_mb\"] .axis text')].map(t => t.textContent)",
+                );
+                for tick in ["100", "1000"] {
+                    assert!(ticks.as_array().unwrap().contains(&json!(tick)), "{ticks}");
+                }
+            }
+            if name == "codec" {
+                // The categorical parameter's axis names its choices.
+                let ticks = browser.eval(
+                    "[...document.querySelectorAll('[data-chart=\"slice-codec\"] .axis text')].map(t => t.textContent)",
+                );
+                for choice in ["zstd", "lz4", "gzip", "none"] {
+                    assert!(
+                        ticks.as_array().unwrap().contains(&json!(choice)),
+                        "{ticks}"
+                    );
+                }
+            }
+            if name == "empty" {
+                assert_eq!(
+                    browser.eval(&format!("document.body.innerText.includes('{id}')")),
+                    json!(true),
+                    "an empty session shows its id"
+                );
+            }
+            let shot = match name {
+                "radio-link" => Some("dashboard.png"),
+                "four-knobs" => Some("dashboard-four-parameters.png"),
+                "codec" => Some("dashboard-categorical.png"),
+                _ => None,
+            };
+            if let Some(shot) = shot {
+                screenshot(&mut browser, shot);
             }
             if name == "arms" {
                 assert!(charts.iter().any(|c| c[0] == "priors"), "{charts:?}");
             }
-            if name == "radio-link"
-                && let Ok(path) = std::env::var("TVBO_SCREENSHOT")
-            {
-                browser.screenshot(&path);
-            }
+        });
+        // Scrolled down the page, before the update.
+        let layout = "[document.documentElement.scrollHeight, window.scrollY]";
+        let before = tokio::task::block_in_place(|| {
+            browser.eval("window.scrollTo(0, 1200)");
+            browser.eval(layout)
         });
         // Live: an observation made through the API shows without a reload.
         let seq = server.get(&format!("/v1/sessions/{id}")).await.1["observation_count"]
@@ -291,6 +435,10 @@ async fn the_dashboard_draws_every_kind_of_session_live_in_chromium() {
             json!({"x": 0.25})
         } else if name == "arms" {
             json!({"x": 0.4})
+        } else if name == "four-knobs" {
+            json!({"threads": 8, "cache_mb": 256.0, "ratio": 0.5, "batch": 10})
+        } else if name == "codec" {
+            json!({"codec": "lz4", "level": 3})
         } else {
             json!({"x": 0.75})
         };
@@ -309,8 +457,38 @@ async fn the_dashboard_draws_every_kind_of_session_live_in_chromium() {
             );
             assert!(shown, "{name}: observation {seq} not shown within 2 s");
             assert!(browser.errors.is_empty(), "{name}: {:?}", browser.errors);
+            // Updated in place: the page keeps its height and the reader's place (an
+            // empty session's page becomes a full one).
+            if name != "empty" {
+                assert_eq!(browser.eval(layout), before, "{name}: the page moved");
+            }
         });
     }
+    // A phone's width: nothing scrolls sideways, the list nor a session.
+    tokio::task::block_in_place(|| {
+        browser.viewport(400, 900);
+        for (path, drawn) in [
+            (
+                format!("/sessions/{bolt}"),
+                "document.body.dataset.rendered !== undefined",
+            ),
+            (
+                "/".to_string(),
+                "document.querySelectorAll('#sessions tbody tr[data-session]').length === 7",
+            ),
+        ] {
+            browser.open(&server.url(&path), drawn);
+            std::thread::sleep(Duration::from_millis(300));
+            let widths = browser.eval("[document.documentElement.scrollWidth, window.innerWidth]");
+            assert!(
+                widths[0].as_u64() <= widths[1].as_u64(),
+                "{path} at 400 px: {widths}"
+            );
+            assert!(browser.errors.is_empty(), "{path}: {:?}", browser.errors);
+        }
+        screenshot(&mut browser, "dashboard-narrow.png");
+        browser.viewport(1400, 2600);
+    });
     server.stop().await;
 }
 
@@ -336,13 +514,31 @@ async fn the_dashboard_asks_for_a_key_and_shows_only_its_tenant() {
     };
     let server = TestServer::start_configured(RouterSettings::default(), Default::default()).await;
     let mut keys = Vec::new();
+    let mut key_ids = Vec::new();
     for tenant in ["team-a", "team-b"] {
         let made = tvbo::keys::new_key(tenant, None, false).unwrap();
         server.store().insert_api_key(&made.row).await.unwrap();
         keys.push(made.key);
+        key_ids.push(made.row.id);
     }
     let mine = session_of(&server, &keys[0], "mine").await;
     let theirs = session_of(&server, &keys[1], "theirs").await;
+    // Three observations, one with metadata holding a comma and a quote (for the CSV).
+    let observations = json!({"observations": [
+        {"params": {"x": 0.25}, "value": 1.0},
+        {"params": {"x": 0.5}, "value": 2.0, "metadata": {"host": "a, \"b\""}},
+        {"params": {"x": 0.75}, "value": 1.5}
+    ]});
+    let response = server
+        .client
+        .post(server.url(&format!("/v1/sessions/{mine}/observations")))
+        .bearer_auth(&keys[0])
+        .json(&observations)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
+    let downloads = tempfile::tempdir().unwrap();
     tokio::task::block_in_place(|| {
         // No key yet: the sign-in form, and no request for data.
         browser.open(&server.url("/"), "document.querySelector('#api-key')");
@@ -380,6 +576,27 @@ async fn the_dashboard_asks_for_a_key_and_shows_only_its_tenant() {
             &server.url(&format!("/sessions/{theirs}")),
             "document.querySelector('h1')?.textContent === 'Session not found'",
         );
+        // The exports fetch with the key and save files a person can open.
+        browser.download_to(downloads.path());
+        browser.open(
+            &server.url(&format!("/sessions/{mine}")),
+            "document.body.dataset.rendered !== undefined",
+        );
+        let exported = browser.download("#export-json", downloads.path(), "mine-timeline.json");
+        let exported: Value = serde_json::from_str(&exported).unwrap();
+        assert_eq!(exported["observation_count"], json!(3), "{exported}");
+        assert_eq!(exported["observations"].as_array().unwrap().len(), 3);
+        let csv = browser.download("#export-csv", downloads.path(), "mine-observations.csv");
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(lines.len(), 4, "{csv}");
+        assert!(
+            lines[0].starts_with("kind,seq,t,x,value,regret,active"),
+            "{csv}"
+        );
+        // The metadata {"host":"a, \"b\""} as one CSV field: quoted, quotes doubled.
+        let field = r#""{""host"":""a, \""b\""""}""#;
+        assert!(lines[2].ends_with(field), "metadata quoted: {csv}");
+        assert!(browser.errors.is_empty(), "{:?}", browser.errors);
         // Signing out forgets the key.
         browser.eval("document.getElementById('sign-out').click()");
         std::thread::sleep(Duration::from_secs(1));
@@ -387,6 +604,27 @@ async fn the_dashboard_asks_for_a_key_and_shows_only_its_tenant() {
         assert_eq!(
             browser.eval("localStorage.getItem('tvbo.apiKey')"),
             Value::Null
+        );
+        // Signed in again, watching a session, when the key is revoked: the page asks
+        // for a key instead of polling on as "offline".
+        browser.eval(&format!(
+            "localStorage.setItem('tvbo.apiKey', '{}')",
+            keys[0]
+        ));
+        browser.open(
+            &server.url(&format!("/sessions/{mine}")),
+            "document.body.dataset.rendered !== undefined",
+        );
+    });
+    server.store().revoke_api_key(key_ids[0]).await.unwrap();
+    tokio::task::block_in_place(|| {
+        assert!(
+            browser.wait_for(
+                "document.querySelector('#api-key') && document.body.innerText.includes('refused')",
+                Duration::from_secs(5)
+            ),
+            "no sign-in form after the key was revoked: {}",
+            browser.eval("document.body.innerText.slice(0, 300)")
         );
     });
     server.stop().await;

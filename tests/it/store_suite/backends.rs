@@ -3,6 +3,8 @@
 
 use super::*;
 
+use tvbo::store::{SessionQuery, SessionSort};
+
 /// A history committed in a few changes, with regrets reported and estimated, for the
 /// backfill test; its timeline at a budget small enough to downsample.
 async fn history_for_backfill(store: &dyn Store) -> (Uuid, StoredTimeline) {
@@ -147,6 +149,100 @@ async fn the_postgres_backfill_matches_commits() {
     store.pool().close().await;
 }
 
+/// The part of the session listing's migration that fills in the columns of existing
+/// sessions (SQLite's 0009, PostgreSQL's 0010).
+fn listing_backfill_sql(backend: &str) -> String {
+    let file = match backend {
+        "sqlite" => "0009_session_listing.sql",
+        _ => "0010_session_listing.sql",
+    };
+    let path = format!("{}/migrations/{backend}/{file}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(path).unwrap();
+    let start = text.find("-- Existing sessions.").unwrap();
+    let end = text.find("-- A tenant's sessions").unwrap();
+    format!(
+        "UPDATE sessions SET algorithm = NULL, observation_count = 0, \
+         last_activity_micros = 0, last_activity_t = NULL; {}",
+        &text[start..end]
+    )
+}
+
+/// What a listing says of each session in every order: position, activity, id.
+async fn listings(store: &dyn Store) -> Vec<String> {
+    let mut seen = Vec::new();
+    for sort in SessionSort::ALL {
+        for algorithm in [None, Some("gp-ucb")] {
+            let query = SessionQuery {
+                sort,
+                algorithm,
+                ..SessionQuery::newest_first(100, None, None)
+            };
+            for listed in store.list_sessions(&query).await.unwrap() {
+                seen.push(format!(
+                    "{sort:?} {algorithm:?} {:?} {} {:?} {}",
+                    listed.cursor.key,
+                    listed.last_activity_at,
+                    listed.last_activity_t,
+                    listed.cursor.id
+                ));
+            }
+        }
+    }
+    seen
+}
+
+/// The listing migration's backfill gives existing sessions the columns commits keep: with
+/// them wiped and filled in again, every listing reads the same.
+async fn check_listing_backfill_matches_commits(
+    store: &dyn Store,
+    wipe_and_backfill: impl AsyncFnOnce(),
+) {
+    history_for_backfill(store).await;
+    let idle = created(store, "idle", 7).await;
+    let before = listings(store).await;
+    assert!(before.iter().any(|l| l.contains(&idle.id.to_string())));
+    wipe_and_backfill().await;
+    assert_eq!(listings(store).await, before);
+}
+
+#[tokio::test]
+async fn the_sqlite_listing_backfill_matches_commits() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("tvbo.db").display());
+    let store = SqliteStore::connect(&url, &PoolSettings::default())
+        .await
+        .unwrap();
+    let pool = store.pool().clone();
+    check_listing_backfill_matches_commits(&store, async || {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(listing_backfill_sql("sqlite")))
+            .execute(&pool)
+            .await
+            .unwrap();
+    })
+    .await;
+    store.pool().close().await;
+}
+
+#[tokio::test]
+async fn the_postgres_listing_backfill_matches_commits() {
+    let test = "the_postgres_listing_backfill_matches_commits";
+    let Some(db) = common::PgDatabase::create(test).await else {
+        return;
+    };
+    let store = PostgresStore::connect(&db.url, &PoolSettings::default())
+        .await
+        .unwrap();
+    let pool = store.pool().clone();
+    check_listing_backfill_matches_commits(&store, async || {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(listing_backfill_sql("postgres")))
+            .execute(&pool)
+            .await
+            .unwrap();
+    })
+    .await;
+    store.pool().close().await;
+}
+
 /// `open_store` opens SQLite for `sqlite:` URLs, PostgreSQL for `postgres://` and
 /// `postgresql://`, and rejects other schemes.
 #[tokio::test]
@@ -216,6 +312,24 @@ async fn sessions_stored_by_an_earlier_binary_read_and_continue() {
             let (status, body) = server.get(&format!("/v1/sessions/{id}{read}")).await;
             assert_eq!(status, 200, "{algorithm} {read}: {body}");
         }
+        // The listing's migration filled in what its filters, orders and summary read.
+        let (_, timeline) = server.get(&format!("/v1/sessions/{id}/timeline")).await;
+        let summary = &session["summary"];
+        for count in ["reported_regrets", "estimated_regrets"] {
+            assert_eq!(summary[count], timeline[count], "{algorithm} {count}");
+        }
+        let newest = timeline["steps"].as_array().unwrap().last().unwrap();
+        assert_eq!(summary["last_activity_t"], newest["t"], "{algorithm}");
+        let (_, same) = server
+            .get(&format!(
+                "/v1/sessions?algorithm={}",
+                algorithm.as_str().unwrap()
+            ))
+            .await;
+        assert_eq!(
+            same["sessions"][0]["id"], session["id"],
+            "{algorithm}: {same}"
+        );
         let (status, body) = server
             .post(
                 &format!("/v1/sessions/{id}/suggestions"),

@@ -17,8 +17,8 @@ use tvbo::domain::space::numbers;
 use tvbo::server::open_store;
 use tvbo::store::{
     CallRecord, ChangeSet, Deactivation, IdempotencyRecord, ObservationRow, PoolSettings,
-    PostgresStore, ResponseTimeSample, ResponseTimeSummary, SessionRow, SqliteStore, Store,
-    StoreError, StoredTimeline, SuggestionRow, SuggestionStatus,
+    PostgresStore, RECENT_REGRETS, ResponseTimeSample, ResponseTimeSummary, SessionRow,
+    SqliteStore, Store, StoreError, StoredTimeline, SuggestionRow, SuggestionStatus,
 };
 use uuid::Uuid;
 

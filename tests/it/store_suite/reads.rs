@@ -306,4 +306,29 @@ async fn check_timeline_downsampling(store: &dyn Store) {
     );
     assert!(small.forgotten.windows(2).all(|w| w[0].t <= w[1].t));
     assert!(small.forgotten.iter().all(|f| f.t <= f.t_end));
+    // The newest regrets, exact at any budget; the downsampled groups' regrets add up
+    // to every observation's and each ends at a kept row; the newest step's time.
+    let newest: Vec<(f64, f64)> = all
+        .iter()
+        .filter_map(|o| Some((o.t, o.regret.or(o.regret_estimate)?)))
+        .collect();
+    let newest = &newest[newest.len().saturating_sub(RECENT_REGRETS as usize)..];
+    assert_eq!(
+        (
+            whole.recent_regrets.as_slice(),
+            small.recent_regrets.as_slice()
+        ),
+        (newest, newest)
+    );
+    assert!(whole.regret_groups.is_empty(), "every observation returned");
+    let groups = &small.regret_groups;
+    assert_eq!(groups.iter().map(|g| g.observations).sum::<i64>(), 3000);
+    let grouped: f64 = groups.iter().map(|g| g.regret_sum).sum();
+    assert!((grouped - whole.regret_sum).abs() <= 1e-9 * whole.regret_sum.abs());
+    assert!(
+        groups
+            .iter()
+            .all(|g| small.observations.iter().any(|o| o.seq == g.last_seq))
+    );
+    assert!(small.last_step_at.is_some() && whole.last_step_at == small.last_step_at);
 }

@@ -2,11 +2,28 @@
 
 use super::*;
 
+use tvbo::store::{
+    ListedSession, ObservationQuery, ObservationSort, ObservationState, SessionCursor,
+    SessionQuery, SessionSort, SortKey, SortOrder,
+};
+
 store_tests!(
     check_tenants_and_keys,
     check_session_create_get_list_delete,
     check_delete_cascades,
+    check_listing_follows_commits,
 );
+
+/// The listing's first `limit` sessions after `after`, newest first.
+async fn newest(
+    store: &dyn Store,
+    limit: i64,
+    after: Option<SessionCursor>,
+    tenant: Option<&str>,
+) -> Vec<ListedSession> {
+    let query = SessionQuery::newest_first(limit, after, tenant);
+    store.list_sessions(&query).await.unwrap()
+}
 
 /// Sessions keep their tenant, list and count by it; keys read back as stored, list
 /// oldest first, and are revoked once.
@@ -26,15 +43,13 @@ async fn check_tenants_and_keys(store: &dyn Store) {
         Some("red")
     );
     assert_eq!(store.session_tenant(Uuid::new_v4()).await.unwrap(), None);
-    let red: Vec<Uuid> = store
-        .list_sessions(10, None, Some("red"))
+    let red: Vec<Uuid> = newest(store, 10, None, Some("red"))
         .await
-        .unwrap()
         .iter()
         .map(|r| r.cursor.id)
         .collect();
     assert_eq!(red, vec![ids[2], ids[0]]);
-    assert_eq!(store.list_sessions(10, None, None).await.unwrap().len(), 3);
+    assert_eq!(newest(store, 10, None, None).await.len(), 3);
     // The cap on a tenant's sessions counts its own sessions only.
     let mut green = session("green", base + 3);
     green.tenant = "green".into();
@@ -52,7 +67,7 @@ async fn check_tenants_and_keys(store: &dyn Store) {
         store.create_session(&red, None, Some(2), false).await,
         Err(StoreError::TooManySessions(2))
     ));
-    assert_eq!(store.list_sessions(10, None, None).await.unwrap().len(), 4);
+    assert_eq!(newest(store, 10, None, None).await.len(), 4);
 
     let first = tvbo::keys::new_key("alice", Some("red"), false)
         .unwrap()
@@ -97,13 +112,7 @@ async fn check_tenants_and_keys(store: &dyn Store) {
 /// its cursor pages through every session once; deleting answers whether there was one.
 async fn check_session_create_get_list_delete(store: &dyn Store) {
     assert!(store.get_session(Uuid::new_v4()).await.unwrap().is_none());
-    assert!(
-        store
-            .list_sessions(10, None, None)
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(newest(store, 10, None, None).await.is_empty());
     // Two sessions share a creation time: the id breaks the tie.
     let base = 1_700_000_000_000_000;
     let mut rows = [
@@ -128,10 +137,8 @@ async fn check_session_create_get_list_delete(store: &dyn Store) {
     // Newest first, ties by id descending; pages of two follow the cursor.
     rows.sort_by_key(|r| std::cmp::Reverse((r.created_at, r.id.to_string())));
     let expected: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
-    let all: Vec<Uuid> = store
-        .list_sessions(10, None, None)
+    let all: Vec<Uuid> = newest(store, 10, None, None)
         .await
-        .unwrap()
         .iter()
         .map(|r| r.cursor.id)
         .collect();
@@ -139,12 +146,12 @@ async fn check_session_create_get_list_delete(store: &dyn Store) {
     let mut paged = Vec::new();
     let mut cursor = None;
     loop {
-        let page = store.list_sessions(2, cursor, None).await.unwrap();
+        let page = newest(store, 2, cursor, None).await;
         if page.is_empty() {
             break;
         }
         assert!(page.len() <= 2);
-        cursor = Some(page.last().unwrap().cursor);
+        cursor = Some(page.last().unwrap().cursor.clone());
         paged.extend(page.iter().map(|r| r.cursor.id));
     }
     assert_eq!(paged, expected);
@@ -152,7 +159,7 @@ async fn check_session_create_get_list_delete(store: &dyn Store) {
     assert!(store.delete_session(rows[1].id).await.unwrap());
     assert!(!store.delete_session(rows[1].id).await.unwrap());
     assert!(store.get_session(rows[1].id).await.unwrap().is_none());
-    assert_eq!(store.list_sessions(10, None, None).await.unwrap().len(), 3);
+    assert_eq!(newest(store, 10, None, None).await.len(), 3);
 }
 
 /// Deleting a session deletes its suggestions, observations, response times, calls and
@@ -196,4 +203,137 @@ async fn check_delete_cascades(store: &dyn Store) {
         let idem = store.get_idempotency(scope, &row.id.to_string()).await;
         assert_eq!(idem.unwrap().is_some(), present);
     }
+}
+
+/// What the listing sorts and summarises by follows each commit: the observation count
+/// (the largest seq), the newest call's time and session time (a change without a call
+/// leaves them), the algorithm; the regret slices sum the regrets, reported or
+/// estimated; the observation page filters, orders and counts.
+async fn check_listing_follows_commits(store: &dyn Store) {
+    let row = created(store, "Listed", 1_700_000_000_000_000).await;
+    let other = created(store, "other", 1_700_000_000_000_001).await;
+    let by = |sort, order| SessionQuery {
+        sort,
+        order,
+        ..SessionQuery::newest_first(10, None, None)
+    };
+    let listed = store
+        .list_sessions(&by(SessionSort::LastActivity, SortOrder::Desc))
+        .await
+        .unwrap();
+    assert_eq!(listed[0].cursor.id, other.id);
+    assert_eq!(listed[1].last_activity_at, row.created_at);
+    assert_eq!(listed[1].last_activity_t, None);
+    let mut change = ChangeSet {
+        new_observations: (1..=3)
+            .map(|seq| observation(seq, None, seq as f64))
+            .collect(),
+        calls: vec![call("observe", 0.01)],
+        ..ChangeSet::default()
+    };
+    change.calls[0].t = 7.5;
+    store.commit(row.id, 0, &change, None).await.unwrap();
+    // A change without a call (an abandoned suggestion's) is no step.
+    let quiet = ChangeSet {
+        new_observations: vec![observation(4, None, 9.0)],
+        ..ChangeSet::default()
+    };
+    store.commit(row.id, 1, &quiet, None).await.unwrap();
+    let listed = store
+        .list_sessions(&by(SessionSort::LastActivity, SortOrder::Desc))
+        .await
+        .unwrap();
+    assert_eq!(listed[0].cursor.id, row.id);
+    assert_eq!(listed[0].last_activity_t, Some(7.5));
+    assert!(listed[0].last_activity_at > row.created_at);
+    assert_eq!(
+        listed[0].cursor.key,
+        SortKey::Int(tvbo::store::to_micros(listed[0].last_activity_at))
+    );
+    let listed = store
+        .list_sessions(&by(SessionSort::Observations, SortOrder::Desc))
+        .await
+        .unwrap();
+    assert_eq!(
+        (listed[0].cursor.id, &listed[0].cursor.key),
+        (row.id, &SortKey::Int(4))
+    );
+    assert_eq!(listed[1].cursor.key, SortKey::Int(0));
+    let listed = store
+        .list_sessions(&by(SessionSort::Name, SortOrder::Asc))
+        .await
+        .unwrap();
+    assert_eq!(listed[0].cursor.key, SortKey::Text("listed".into()));
+    let gp = SessionQuery {
+        algorithm: Some("gp-ucb"),
+        name: Some("LIST"),
+        ..by(SessionSort::Created, SortOrder::Asc)
+    };
+    let listed = store.list_sessions(&gp).await.unwrap();
+    assert_eq!(
+        listed.iter().map(|l| l.cursor.id).collect::<Vec<_>>(),
+        [row.id]
+    );
+    let bolt = SessionQuery {
+        algorithm: Some("bolt"),
+        ..by(SessionSort::Created, SortOrder::Asc)
+    };
+    assert!(store.list_sessions(&bolt).await.unwrap().is_empty());
+
+    // observation(seq): regret reported for even seqs (0.5 seq), estimated for odd (0.25 seq).
+    let slices = store.regret_slices(&[row.id, other.id], 40).await.unwrap();
+    assert_eq!(
+        slices.len(),
+        1,
+        "one bucket, one slice; none for a session without any"
+    );
+    assert_eq!((slices[0].valued, slices[0].reported), (4, 2));
+    assert_eq!(slices[0].total, 0.25 + 1.0 + 0.75 + 2.0);
+    assert!(store.regret_slices(&[], 40).await.unwrap().is_empty());
+
+    let page = |sort, order, state, offset, limit| ObservationQuery {
+        after: 0,
+        state,
+        sort,
+        order,
+        offset,
+        limit,
+    };
+    let all = page(
+        ObservationSort::Regret,
+        SortOrder::Desc,
+        ObservationState::All,
+        1,
+        2,
+    );
+    let got = store.observation_page(row.id, &all).await.unwrap();
+    assert_eq!(got.total, 4);
+    assert_eq!(got.rows.iter().map(|o| o.seq).collect::<Vec<_>>(), [2, 3]);
+    let forgotten = page(
+        ObservationSort::Seq,
+        SortOrder::Asc,
+        ObservationState::Forgotten,
+        0,
+        9,
+    );
+    let got = store.observation_page(row.id, &forgotten).await.unwrap();
+    assert_eq!((got.total, got.rows.len()), (0, 0));
+    let after = ObservationQuery {
+        after: 3,
+        ..page(
+            ObservationSort::T,
+            SortOrder::Asc,
+            ObservationState::Active,
+            0,
+            9,
+        )
+    };
+    let got = store.observation_page(row.id, &after).await.unwrap();
+    assert_eq!(
+        (
+            got.total,
+            got.rows.iter().map(|o| o.seq).collect::<Vec<_>>()
+        ),
+        (1, vec![4])
+    );
 }

@@ -192,18 +192,26 @@ pub(crate) fn saved_state(
 }
 
 /// What a step leaves, as stored: the policy's state ([`saved_state`]) and the record of
-/// the model ([`step_snapshot`] with `response_time_fit`, the state's note and the fit's
-/// report when it is notable), reduced to what reads back ([`storable_snapshot`]).
+/// the model ([`step_snapshot`], the session having `issued` suggestions after the step,
+/// with `response_time_fit`, the state's note and the fit's report when it is notable),
+/// reduced to what reads back ([`storable_snapshot`]).
 pub(crate) fn step_outcome(
     session: &SessionRow,
     mut state: PolicyState,
     dataset_size: usize,
     optimum_at: Option<OptimumAt<'_>>,
     response_time_fit: Option<[f64; 4]>,
+    issued: u64,
 ) -> Result<(serde_json::Value, StepSnapshot), EngineError> {
     let fit = state.last_fit.take().filter(FitReport::is_notable);
     let saved = saved_state(session, state)?;
-    let mut snapshot = step_snapshot(&session.config, &saved.state, dataset_size, optimum_at)?;
+    let mut snapshot = step_snapshot(
+        &session.config,
+        &saved.state,
+        dataset_size,
+        optimum_at,
+        issued,
+    )?;
     snapshot.response_time_fit = response_time_fit;
     snapshot.state_not_saved = saved.not_saved;
     snapshot.fit = fit;

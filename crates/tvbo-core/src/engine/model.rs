@@ -217,13 +217,6 @@ pub fn fitted_hyperparameters(
     })
 }
 
-/// What a step leaves the model as ([`StepSnapshot`]): the dataset size after it
-/// (`dataset_size`), the algorithm's n* or budget, the fitted hyperparameters, the
-/// priors' standing, and, when `optimum_at` gives the active observations, a time and
-/// the cores the search may use, and the policy has fitted a model (not during the
-/// warm-up, not for random search), the posterior mean's maximiser at that time. The
-/// maximiser costs a model built from the saved hyperparameters (no refit) and a search
-/// of its mean.
 /// Where a step records the posterior's optimum: over the active observations, at time
 /// `t`, with the suggest's `fixed` coordinates held, on the threads `cores` allows.
 #[derive(Clone, Copy)]
@@ -234,15 +227,27 @@ pub struct OptimumAt<'a> {
     pub cores: &'a dyn Cores,
 }
 
+/// What a step leaves the model as ([`StepSnapshot`]): the dataset size after it
+/// (`dataset_size`), the algorithm's n* or budget, the priors' standing, and, once the
+/// session has `issued` more suggestions than its `model.warmup` (a model chose one),
+/// the fitted hyperparameters and, when `optimum_at` gives the active observations, a
+/// time and the cores the search may use, the posterior mean's maximiser at that time
+/// (none for random search, which fits no model). The maximiser costs a model built
+/// from the saved hyperparameters (no refit) and a search of its mean.
 pub fn step_snapshot(
     config: &CheckedConfig,
     state: &PolicyState,
     dataset_size: usize,
     optimum_at: Option<OptimumAt<'_>>,
+    issued: u64,
 ) -> Result<StepSnapshot, PolicyError> {
-    let hyperparameters = fitted_hyperparameters(config, state);
+    // During the warm-up the suggestions are uniform random and no model chose them; a
+    // fit made meanwhile (BOLT's and W-DBO's relevance needs one at each observe) starts
+    // from the defaults on a handful of points, and would read as the model's belief.
+    let past_warmup = issued > u64::from(config.model.warmup);
+    let hyperparameters = fitted_hyperparameters(config, state).filter(|_| past_warmup);
     let selection = state.prior_selection.as_ref();
-    let has_model = state.hyperparameters.is_some() || selection.is_some();
+    let has_model = past_warmup && (state.hyperparameters.is_some() || selection.is_some());
     let optimum = match optimum_at {
         Some(at) if has_model && !at.active.is_empty() => {
             CurrentModel::of(config, at.active, state)?

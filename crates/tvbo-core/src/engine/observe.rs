@@ -116,7 +116,14 @@ pub fn plan_observe(
     let t_last = rows.last().map_or(0.0, |r| r.t);
     let dataset_size = history.active.len() as i64;
     let response_time_fit = fit_response_time(&snapshot.response_times);
-    let (state, snapshot) = step_outcome(session, state, active_after, None, response_time_fit)?;
+    let (state, snapshot) = step_outcome(
+        session,
+        state,
+        active_after,
+        None,
+        response_time_fit,
+        session.suggest_count as u64,
+    )?;
     Ok(ChangeSet {
         suggestion_status,
         new_observations: rows,

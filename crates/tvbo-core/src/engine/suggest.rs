@@ -114,6 +114,7 @@ pub fn plan_suggest(
             cores,
         }),
         None,
+        ordinal + rows.len() as u64,
     )?;
     let response_time = session
         .last_suggest

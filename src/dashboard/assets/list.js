@@ -1,0 +1,137 @@
+// tvbo dashboard: the sessions list. One request per page of rows (the list answers
+// each row's summary and sparkline), sorted and filtered by the server, kept live.
+"use strict";
+
+const ALGORITHMS = ["bolt", "w-dbo", "gp-ucb", "r-gp-ucb", "tv-gp-ucb", "et-gp-ucb", "pe-gp-ucb", "pe-gp-ts", "hp-gp-ts", "map-gp-ts", "random"];
+/// The list's columns: heading, and the server's sort key where it sorts.
+const LIST_COLUMNS = [
+  ["name", "name"], ["tenant", null], ["algorithm", null], ["status", null], ["observations", "observations"],
+  ["dataset / n*", null], ["avg regret", null], ["last activity", "last_activity"], ["regret", null],
+];
+const PAGE_ROWS = 50;
+const LIST_POLL_MS = 5000;
+
+async function sessionsView(main) {
+  document.getElementById("crumb").textContent = "sessions";
+  const name = el("input", { type: "search", placeholder: "filter by name", "aria-label": "filter by name" });
+  const algorithm = el("select", { "aria-label": "filter by algorithm" }, el("option", { value: "", text: "all algorithms" }),
+    ...ALGORITHMS.map(a => el("option", { value: a, text: a })));
+  const count = el("span", { class: "muted", "aria-live": "polite" });
+  const table = el("table", { id: "sessions" });
+  const more = el("button", { type: "button", text: "More sessions", hidden: true });
+  main.replaceChildren(el("h1", { text: "Sessions" }), el("div", { class: "filters" }, name, algorithm, count), el("div", { class: "scroll" }, table), more);
+  const state = { sort: "created", order: null, cursor: null, rows: new Map(), tenants: false, loading: null };
+  const head = el("tr");
+  table.append(el("thead", {}, head));
+  const body = el("tbody");
+  table.append(body);
+  const drawHead = () => {
+    head.replaceChildren(...LIST_COLUMNS.filter(([h]) => h !== "tenant" || state.tenants).map(([heading, key]) => {
+      if (!key) return el("th", { text: heading });
+      const active = state.sort === key;
+      const arrow = active ? (state.order === "asc" ? " ▲" : " ▼") : "";
+      const button = el("button", { type: "button", class: "link sort", text: heading + arrow, "aria-label": `sort by ${heading}` });
+      button.addEventListener("click", () => {
+        state.order = active ? (state.order === "asc" ? "desc" : "asc") : (key === "name" ? "asc" : "desc");
+        state.sort = key;
+        reload();
+      });
+      return el("th", { "aria-sort": active ? (state.order === "asc" ? "ascending" : "descending") : "none" }, button);
+    }));
+  };
+  const query = cursor => {
+    const q = new URLSearchParams({ limit: String(PAGE_ROWS) });
+    if (name.value.trim()) q.set("name", name.value.trim());
+    if (algorithm.value) q.set("algorithm", algorithm.value);
+    if (state.sort !== "created") q.set("sort", state.sort);
+    if (state.order) q.set("order", state.order);
+    if (cursor) q.set("cursor", cursor);
+    return "/v1/sessions?" + q;
+  };
+  const load = async () => {
+    const page = await api(query(state.cursor));
+    state.cursor = page.next_cursor;
+    more.hidden = !state.cursor;
+    if (page.sessions.some(s => s.tenant !== undefined) && !state.tenants) { state.tenants = true; drawHead(); }
+    for (const u of page.unreadable || []) {
+      body.append(el("tr", { "data-session": u.id, class: "unreadable" },
+        el("td", { colspan: "9", class: "muted", text: `session ${u.id}: its stored row does not read back (run tvbo check; it can still be deleted)` })));
+    }
+    for (const s of page.sessions) upsertRow(s, false);
+    if (!state.rows.size && !(page.unreadable || []).length) {
+      const filtered = name.value.trim() || algorithm.value;
+      body.append(el("tr", { class: "empty-row" }, el("td", { colspan: "9", class: "muted", text: filtered ? "No session matches the filter." : "No sessions yet. Create one with POST /v1/sessions (see /docs)." })));
+    }
+    count.textContent = `${state.rows.size} shown` + (state.cursor ? ", more below" : "");
+  };
+  const rowCells = s => {
+    const sum = s.summary || {};
+    const provenance = regretProvenance(sum.reported_regrets, sum.estimated_regrets);
+    const avg = el("td", {}, fmt(sum.average_regret ?? null), provenance ? el("span", { class: "tag" + (provenance === "reported" ? "" : " est"), text: provenance }) : null);
+    const cells = [el("td", {}, el("a", { href: base() + "/sessions/" + s.id, text: s.name }))];
+    if (state.tenants) cells.push(el("td", { text: s.tenant ?? "" }));
+    cells.push(el("td", { text: algorithmName(s) }), el("td", { text: s.status }), el("td", { class: "num", text: String(s.observation_count) }),
+      el("td", { class: "num", text: s.dataset_size + (s.max_dataset_size !== null ? " / " + s.max_dataset_size : "") }), avg,
+      el("td", {}, sum.last_activity_at ? fmtAgo(sum.last_activity_at) : fmtAgo(s.created_at)),
+      el("td", {}, sparkline(sum.sparkline || [])));
+    return cells;
+  };
+  const upsertRow = (s, fresh) => {
+    const known = state.rows.get(s.id);
+    if (known) {
+      if (known.version !== s.version) { known.node.replaceChildren(...rowCells(s)); known.version = s.version; }
+      return;
+    }
+    const node = el("tr", { "data-session": s.id }, ...rowCells(s));
+    if (fresh) body.prepend(node); else body.append(node);
+    state.rows.set(s.id, { node, version: s.version });
+  };
+  const reload = () => {
+    state.cursor = null;
+    state.rows.clear();
+    body.replaceChildren();
+    drawHead();
+    state.loading = load().catch(showError);
+  };
+  const showError = e => { if (e.status !== 401) count.textContent = "error: " + e.message; };
+  let typing = null;
+  name.addEventListener("input", () => { clearTimeout(typing); typing = setTimeout(reload, 300); });
+  algorithm.addEventListener("change", reload);
+  more.addEventListener("click", () => { more.disabled = true; load().catch(showError).finally(() => { more.disabled = false; }); });
+  drawHead();
+  await load();
+  // Live: the first page again, its rows updated in place; new sessions appear on top
+  // when the list is newest first.
+  const live = document.getElementById("live");
+  live.textContent = "live"; live.classList.add("on");
+  let stopped = false;
+  pageStoppers.push(() => { stopped = true; });
+  const poll = async () => {
+    if (stopped) return;
+    if (!document.hidden) {
+      try {
+        const page = await api(query(null));
+        const newestFirst = state.sort === "created" && state.order !== "asc";
+        const fresh = page.sessions.filter(s => !state.rows.has(s.id));
+        for (const s of page.sessions) if (state.rows.has(s.id)) upsertRow(s, false);
+        if (newestFirst) {
+          body.querySelector(".empty-row")?.remove();
+          for (const s of fresh.reverse()) upsertRow(s, true);
+        }
+        live.textContent = "live"; live.classList.add("on");
+      } catch (e) { live.classList.remove("on"); live.textContent = "offline: " + e.message; }
+    }
+    setTimeout(poll, LIST_POLL_MS);
+  };
+  setTimeout(poll, LIST_POLL_MS);
+}
+
+function sparkline(values) {
+  const W = 120, H = 24;
+  const root = svg("svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}`, class: "sparkline", role: "img", "aria-label": values.length ? `regret from ${fmt(values[0])} to ${fmt(values[values.length - 1])}` : "no regret yet" });
+  if (values.length < 2) return root;
+  const lo = Math.min(...values), hi = Math.max(...values);
+  const d = values.map((v, i) => `${i ? "L" : "M"}${(i / (values.length - 1) * W).toFixed(1)},${(H - 2 - (hi > lo ? (v - lo) / (hi - lo) : 0.5) * (H - 4)).toFixed(1)}`).join("");
+  root.append(svg("path", { d, fill: "none", stroke: "var(--blue)", "stroke-width": 1.2 }));
+  return root;
+}

@@ -1,0 +1,147 @@
+// tvbo dashboard: the posterior over two parameters as heat maps, and every observation
+// across all parameters as parallel coordinates. Both are cards drawn again in place.
+"use strict";
+
+/// Where a parameter's value sits in its box, in [0, 1] (log-scaled on a log scale; a
+/// categorical value at its choice's band middle).
+function unitOf(p, v) {
+  if (p.type === "categorical") return (p.choices.indexOf(v) + 0.5) / p.choices.length;
+  if (p.scale === "log") return Math.log(v / p.low) / Math.log(p.high / p.low);
+  return (v - p.low) / (p.high - p.low);
+}
+
+/// Ticks of a parameter's axis as [unit position, label].
+function parameterTicks(p, count) {
+  if (p.type === "categorical") return p.choices.map((c, i) => [(i + 0.5) / p.choices.length, c]);
+  const scale = axisScale(p.scale === "log" ? "log" : "linear", p.low, p.high, 0, 1);
+  return scale.ticks(count).filter(v => v >= p.low && v <= p.high).map(v => [unitOf(p, v), fmt(v, 3)]);
+}
+
+/// A card drawing `draw(root, width)` into an SVG as wide as the card, again on resize
+/// and on `update`. spec: {id, title, note, height}.
+class SvgCard {
+  constructor(container, spec, draw) {
+    this.card = el("div", { class: "card chart" + (spec.wide ? " wide" : "") });
+    this.card.dataset.chart = spec.id;
+    this.heading = el("h2", { text: spec.title });
+    this.holder = el("div", { class: "plot" });
+    this.noteNode = el("p", { class: "note" });
+    this.card.append(el("div", { class: "card-head" }, this.heading), this.holder, this.noteNode);
+    container.append(this.card);
+    this.width = 0;
+    new ResizeObserver(() => {
+      const width = Math.round(this.holder.clientWidth);
+      if (width && width !== this.width) this.redraw();
+    }).observe(this.holder);
+    this.update(spec, draw);
+  }
+  update(spec, draw) {
+    this.spec = spec; this.drawInto = draw;
+    this.heading.textContent = spec.title;
+    this.noteNode.textContent = spec.note || "";
+    this.redraw();
+  }
+  redraw() {
+    this.width = Math.round(this.holder.clientWidth) || 640;
+    const H = this.spec.height || 300;
+    const root = svg("svg", { viewBox: `0 0 ${this.width} ${H}`, width: this.width, height: H, role: "img", "aria-label": this.spec.title });
+    this.drawInto(root, this.width, H);
+    this.holder.replaceChildren(root);
+  }
+  remove() { this.card.remove(); }
+}
+
+/// The posterior `key` ("mean" or "std") over the grid `xs` × `ys` of parameters px, py
+/// (prediction.predictions row-major in y), with the active observations and the
+/// recommendation. A minimised session's mean map shows the objective itself: low is
+/// good there, and the colour bar says so.
+function heatMapDrawer(session, px, py, xs, ys, prediction, key, timeline, best) {
+  return (root, W, H) => {
+    const n = xs.length;
+    const L = 62, R = 78, T = 10, B = 34;
+    const values = prediction.predictions.map(q => q[key]);
+    const lo = Math.min(...values), hi = Math.max(...values);
+    const cw = (W - L - R) / n, ch = (H - T - B) / n;
+    const cells = svg("g");
+    values.forEach((v, k) => {
+      const i = k % n, j = Math.floor(k / n);
+      cells.append(svg("rect", { x: (L + i * cw).toFixed(1), y: (H - B - (j + 1) * ch).toFixed(1), width: (cw + 0.5).toFixed(1), height: (ch + 0.5).toFixed(1), fill: ramp(hi > lo ? (v - lo) / (hi - lo) : 0.5) }));
+    });
+    root.append(cells);
+    const sx = v => L + unitOf(px, v) * (W - L - R);
+    const sy = v => H - B - unitOf(py, v) * (H - T - B);
+    const dots = svg("g", { fill: "#fff", stroke: "#111827", "stroke-width": 0.8 });
+    for (const o of timeline.observations.filter(o => o.active)) dots.append(svg("circle", { cx: sx(o.params[px.name]).toFixed(1), cy: sy(o.params[py.name]).toFixed(1), r: 2.5 }));
+    root.append(dots);
+    if (best) {
+      const bx = sx(best.params[px.name]), by = sy(best.params[py.name]);
+      root.append(svg("path", { d: `M${bx - 7},${by}H${bx + 7}M${bx},${by - 7}V${by + 7}`, stroke: "#dc2626", "stroke-width": 2.5 }));
+    }
+    const axis = svg("g", { class: "axis" });
+    for (const [u, label] of parameterTicks(px, Math.max(2, Math.floor((W - L - R) / 80)))) {
+      const t = svg("text", { x: L + u * (W - L - R), y: H - B + 14, "text-anchor": "middle" }); t.textContent = label; axis.append(t);
+    }
+    for (const [u, label] of parameterTicks(py, 5)) {
+      const t = svg("text", { x: L - 6, y: H - B - u * (H - T - B) + 4, "text-anchor": "end" }); t.textContent = label; axis.append(t);
+    }
+    const xl = svg("text", { x: (L + W - R) / 2, y: H - 4, "text-anchor": "middle" }); xl.textContent = px.name + (px.scale === "log" ? " (log)" : "");
+    const yl = svg("text", { x: 12, y: (T + H - B) / 2, "text-anchor": "middle", transform: `rotate(-90 12 ${(T + H - B) / 2})` }); yl.textContent = py.name + (py.scale === "log" ? " (log)" : "");
+    axis.append(xl, yl);
+    for (let k = 0; k <= 10; k++) axis.append(svg("rect", { x: W - R + 14, y: (H - B - (k + 1) * (H - T - B) / 11).toFixed(1), width: 12, height: ((H - T - B) / 11 + 0.5).toFixed(1), fill: ramp(k / 10) }));
+    const good = key === "mean" ? (session.goal === "minimize" ? " (worst)" : " (best)") : "";
+    const bad = key === "mean" ? (session.goal === "minimize" ? " (best)" : " (worst)") : "";
+    const top = svg("text", { x: W - R + 30, y: T + 10 }); top.textContent = fmt(hi, 3);
+    const topWord = svg("text", { x: W - R + 30, y: T + 22 }); topWord.textContent = good.trim();
+    const bottom = svg("text", { x: W - R + 30, y: H - B - 12 }); bottom.textContent = fmt(lo, 3);
+    const bottomWord = svg("text", { x: W - R + 30, y: H - B }); bottomWord.textContent = bad.trim();
+    axis.append(top, topWord, bottom, bottomWord);
+    root.append(axis);
+    const overlay = svg("rect", { x: L, y: T, width: W - L - R, height: H - T - B, fill: "transparent", class: "overlay" });
+    overlay.addEventListener("mousemove", event => {
+      const box = root.getBoundingClientRect();
+      const u = ((event.clientX - box.left) / box.width * W - L) / (W - L - R);
+      const w = (H - B - (event.clientY - box.top) / box.height * H) / (H - T - B);
+      const i = Math.min(n - 1, Math.max(0, Math.floor(u * n))), j = Math.min(n - 1, Math.max(0, Math.floor(w * n)));
+      const q = prediction.predictions[j * n + i];
+      showTip(event, `${px.name} = ${fmt(xs[i])}, ${py.name} = ${fmt(ys[j])}\nmean: ${fmt(q.mean)}\nstd: ${fmt(q.std)}`);
+    });
+    overlay.addEventListener("mouseleave", hideTip);
+    root.append(overlay);
+  };
+}
+
+/// Parallel coordinates: one vertical axis per parameter and one for the value, each
+/// observation a line across them, coloured by its value (yellow = better), the newest
+/// drawn strongest.
+function parallelDrawer(session, observations) {
+  return (root, W, H) => {
+    const params = session.parameters;
+    const axes = params.length + 1;
+    const L = 40, R = 40, T = 24, B = 30;
+    const gap = (W - L - R) / (axes - 1);
+    const values = observations.map(o => o.value);
+    const lo = Math.min(...values), hi = Math.max(...values);
+    const better = v => hi > lo ? (session.goal === "minimize" ? (hi - v) : (v - lo)) / (hi - lo) : 0.5;
+    const y = u => H - B - Math.min(Math.max(u, 0), 1) * (H - T - B);
+    const lines = svg("g", { fill: "none" });
+    observations.forEach((o, k) => {
+      const points = params.map((p, i) => `${(L + i * gap).toFixed(1)},${y(unitOf(p, o.params[p.name])).toFixed(1)}`);
+      points.push(`${(L + params.length * gap).toFixed(1)},${y(hi > lo ? (o.value - lo) / (hi - lo) : 0.5).toFixed(1)}`);
+      const recent = k >= observations.length - Math.max(10, observations.length / 10);
+      lines.append(svg("polyline", { points: points.join(" "), stroke: ramp(better(o.value)), "stroke-opacity": recent ? 0.95 : 0.25, "stroke-width": recent ? 1.6 : 0.8 }));
+    });
+    root.append(lines);
+    const axis = svg("g", { class: "axis" });
+    [...params, { name: "value", low: lo, high: hi }].forEach((p, i) => {
+      const x = L + i * gap;
+      axis.append(svg("line", { x1: x, x2: x, y1: T, y2: H - B, class: "pc-axis" }));
+      const name = svg("text", { x, y: T - 8, "text-anchor": "middle" }); name.textContent = p.name;
+      axis.append(name);
+      const ticks = i < params.length ? parameterTicks(p, 4) : [[0, fmt(lo, 3)], [1, fmt(hi, 3)]];
+      for (const [u, label] of ticks) {
+        const t = svg("text", { x: x + 4, y: y(u) + 4, class: "pc-tick" }); t.textContent = label; axis.append(t);
+      }
+    });
+    root.append(axis);
+  };
+}

@@ -1,0 +1,209 @@
+// tvbo dashboard: one session's page. It is built once and updated in place when the
+// session's version moves (polled every second), so the page keeps its height, scroll
+// position, zoom and read-out across updates.
+"use strict";
+
+const POLL_MS = 1000;
+const STATUS_WORDS = { "tracking": "tracking", "lagging": "lagging", "no-recent-data": "no recent data" };
+
+async function sessionView(main, id) {
+  let session;
+  try {
+    session = await api("/v1/sessions/" + id);
+  } catch (e) {
+    if (e.status === 401) return;
+    main.replaceChildren(el("h1", { text: "Session not found" }), el("p", { class: "muted", text: e.message }),
+      el("p", {}, el("a", { href: base() + "/", text: "All sessions" }), storedKey() ? " · or sign in with another key: " : null,
+        storedKey() ? signInAgainButton() : null));
+    return;
+  }
+  document.title = session.name + " · tvbo";
+  document.getElementById("crumb").textContent = "/ " + session.name;
+  const page = new SessionPage(main, session);
+  let version = -1;
+  const refresh = async () => {
+    const current = await api("/v1/sessions/" + id);
+    if (current.version === version) return;
+    version = current.version;
+    await page.render(current);
+  };
+  await refresh();
+  const live = document.getElementById("live");
+  live.textContent = "live";
+  live.classList.add("on");
+  let delay = POLL_MS, stopped = false;
+  pageStoppers.push(() => { stopped = true; });
+  const poll = async () => {
+    if (stopped) return;
+    if (!document.hidden) {
+      try { await refresh(); delay = POLL_MS; live.classList.add("on"); live.textContent = "live"; }
+      catch (e) {
+        if (e.status === 401) return;
+        delay = Math.min(delay * 2, 30000); live.classList.remove("on"); live.textContent = "offline: " + e.message;
+      }
+    }
+    setTimeout(poll, document.hidden ? 4 * POLL_MS : delay);
+  };
+  setTimeout(poll, delay);
+  document.addEventListener("visibilitychange", () => { if (!document.hidden && !stopped) refresh().catch(() => {}); });
+}
+
+function signInAgainButton() {
+  const button = el("button", { type: "button", class: "link", text: "sign in again" });
+  button.addEventListener("click", () => { localStorage.removeItem(KEY_STORAGE); location.reload(); });
+  return button;
+}
+
+class SessionPage {
+  constructor(main, session) {
+    this.id = session.id;
+    this.title = el("h1", { text: session.name });
+    this.status = el("span", { class: "status", id: "tracking-status" });
+    this.summary = el("div", { class: "summary" });
+    this.recommendation = el("span", { class: "recommendation" });
+    const exportJson = el("button", { type: "button", id: "export-json", text: "Export JSON" });
+    exportJson.addEventListener("click", () => this.exportJson(exportJson));
+    const exportCsv = el("button", { type: "button", id: "export-csv", text: "Export CSV" });
+    exportCsv.addEventListener("click", () => exportObservationsCsv(this.session, exportCsv));
+    this.toolbar = el("div", { class: "toolbar" }, this.recommendation, exportJson, exportCsv,
+      el("span", { class: "muted hint", text: "Drag across a time chart to zoom; double-click to reset." }));
+    this.empty = el("div", { class: "card empty-session", hidden: true });
+    this.gridNode = el("div", { class: "grid" });
+    this.board = new Board(this.gridNode);
+    this.observations = new ObservationTable(session);
+    this.ended = el("div", { class: "card wide", hidden: true });
+    main.replaceChildren(el("div", { class: "title-row" }, this.title, this.status), this.summary, this.toolbar, this.empty, this.gridNode, this.observations.card, this.ended);
+  }
+
+  async render(session) {
+    this.session = session;
+    const id = session.id;
+    const [timeline, best] = await Promise.all([
+      api(`/v1/sessions/${id}/timeline`),
+      // Without active observations (and no prior) there is nothing to recommend: 409.
+      session.dataset_size > 0 || session.algorithm.priors ? api(`/v1/sessions/${id}/best`).catch(() => null) : null,
+    ]);
+    this.renderSummary(session, timeline);
+    this.renderRecommendation(best);
+    const fresh = timeline.observation_count === 0 && timeline.step_count === 0;
+    this.empty.hidden = !fresh;
+    this.gridNode.hidden = fresh;
+    if (fresh) {
+      this.renderEmpty(session);
+    } else {
+      this.board.start();
+      sessionCharts(this.board, session, timeline);
+      await modelViews(this.board, session, timeline, best);
+      this.board.done();
+    }
+    this.observations.refresh(session, timeline.observation_count);
+    this.renderEnded(session, timeline);
+    document.body.dataset.rendered = String(session.version);
+  }
+
+  renderSummary(session, timeline) {
+    this.title.textContent = session.name;
+    const tracking = timeline.tracking;
+    this.status.className = "status " + tracking.status;
+    this.status.textContent = STATUS_WORDS[tracking.status] || tracking.status;
+    this.status.title = tracking.reason;
+    const provenance = regretProvenance(timeline.reported_regrets, timeline.estimated_regrets);
+    const facts = [
+      ["algorithm", algorithmName(session)],
+      ["goal", session.goal],
+      ["observations", String(session.observation_count)],
+      ["active dataset", session.dataset_size + (session.max_dataset_size !== null ? " of n* " + session.max_dataset_size : "")],
+      ["pending", String(session.pending_count)],
+    ];
+    const ended = kind => timeline.ended_runs.filter(r => r.kind === kind).length;
+    if (timeline.ended_run_count > 0) facts.push(["failed · abandoned", `${ended("failed")} · ${ended("abandoned")}` + (timeline.ended_runs.length < timeline.ended_run_count ? ` (newest ${timeline.ended_runs.length} of ${timeline.ended_run_count})` : "")]);
+    facts.push([`regret, last ${tracking.window}` + (provenance ? ` (${provenance})` : ""), fmt(tracking.recent_regret)]);
+    facts.push(["regret, all time", fmt(timeline.average_regret)]);
+    facts.push(["time", session.time.source === "client" ? "client time" : "wall clock"]);
+    facts.push(["last step", tracking.last_step_at ? fmtAgo(tracking.last_step_at) : "–"]);
+    this.summary.replaceChildren(...facts.map(([label, value]) => el("div", {}, el("b", {}, value), el("span", { class: "muted", text: label }))));
+  }
+
+  renderRecommendation(best) {
+    if (best) {
+      const params = Object.entries(best.params).map(([k, v]) => `${k} = ${fmt(v)}`).join(", ");
+      this.recommendation.replaceChildren(el("b", { text: "Run now: " }), (best.arm ? best.arm + ": " : "") + params,
+        el("span", { class: "muted", text: `  (posterior mean ${fmt(best.mean)} ± ${fmt(best.std)} at ${fmtTime(best.t)})` }));
+    } else {
+      this.recommendation.replaceChildren(el("span", { class: "muted", text: "No recommendation yet: the session has no active observations." }));
+    }
+  }
+
+  /// A session without a step: its id and a first client loop, instead of empty charts.
+  renderEmpty(session) {
+    const origin = location.origin + base();
+    const first = session.parameters.map(p => p.name).join(", ");
+    const snippet = [
+      "import tvbo",
+      "",
+      `client = tvbo.Client("${origin}", api_key="tvbo_…")`,
+      `session = client.session("${session.id}")`,
+      "while True:",
+      "    suggestion = session.suggest()",
+      `    value = measure(**suggestion.params)  # ${first}`,
+      "    session.observe(suggestion, value)",
+    ].join("\n");
+    const curl = `curl -X POST ${origin}/v1/sessions/${session.id}/suggest -H "authorization: Bearer $TVBO_KEY"`;
+    this.empty.replaceChildren(el("h2", { text: "No observations yet" }),
+      el("p", {}, "Session id ", el("code", { text: session.id }), ". Point a client at it; this page fills in as it observes."),
+      el("pre", { text: snippet }), el("p", { class: "muted", text: "Or from a shell:" }), el("pre", { text: curl }));
+  }
+
+  renderEnded(session, timeline) {
+    this.ended.hidden = !timeline.ended_runs.length;
+    if (!timeline.ended_runs.length) return;
+    const head = el("tr", {}, ...["time", ...session.parameters.map(p => p.name), "ended", "reason"].map(h => el("th", { text: h })));
+    const rows = timeline.ended_runs.slice(-20).reverse().map(r => el("tr", { class: r.kind },
+      el("td", { text: fmtTime(r.t) }), ...session.parameters.map(p => el("td", { text: fmt(r.params[p.name]) })),
+      el("td", { text: r.kind + (r.suggestion_id ? "" : " (own setting)") }), el("td", { text: r.reason ?? "–" })));
+    this.ended.replaceChildren(el("h2", { text: "Failed and abandoned runs" }),
+      el("div", { class: "scroll" }, el("table", { id: "ended-runs" }, el("thead", {}, head), el("tbody", {}, ...rows))),
+      el("p", { class: "note", text: "Recorded and kept from the model: a failed run's suggestion and an abandoned one are no longer pending." }));
+  }
+
+  /// The timeline (at most 20,000 points of each series) as a JSON file, fetched with the
+  /// key.
+  async exportJson(button) {
+    button.disabled = true;
+    try {
+      const response = await apiResponse(`/v1/sessions/${this.id}/timeline?points=20000`);
+      download(await response.blob(), `${this.session.name}-timeline.json`);
+    } catch (e) {
+      if (e.status !== 401) notice("Export failed: " + e.message);
+    } finally { button.disabled = false; }
+  }
+}
+
+/// Every observation (`kind` observation), then the runs that ended without a value
+/// (`failed`, `abandoned`: the newest 20,000, as the timeline keeps them), as CSV.
+async function exportObservationsCsv(session, button) {
+  button.disabled = true;
+  try {
+    const names = session.parameters.map(p => p.name);
+    const header = ["kind", "seq", "t", ...names, "value", "regret", "active", "removed_t", "removed_reason", "reason", "metadata"];
+    const json = metadata => metadata ? JSON.stringify(metadata) : null;
+    const rows = [];
+    let after = 0;
+    for (;;) {
+      const page = await api(`/v1/sessions/${session.id}/observations?include_pruned=true&limit=10000&after=${after}`);
+      for (const o of page.observations) {
+        rows.push(["observation", o.seq, o.t, ...names.map(n => o.params[n]), o.value, o.regret, o.active, o.removed_t, o.removed_reason, null, json(o.metadata)]);
+      }
+      if (page.next_after === undefined || page.next_after === null) break;
+      after = page.next_after;
+    }
+    const timeline = await api(`/v1/sessions/${session.id}/timeline?points=20000`);
+    for (const r of timeline.ended_runs) {
+      rows.push([r.kind, null, r.t, ...names.map(n => r.params[n]), null, null, false, null, null, r.reason, json(r.metadata)]);
+    }
+    const lines = [header, ...rows].map(row => row.map(csvField).join(","));
+    download(new Blob([lines.join("\n") + "\n"], { type: "text/csv" }), session.name + "-observations.csv");
+  } catch (e) {
+    if (e.status !== 401) notice("Export failed: " + e.message);
+  } finally { button.disabled = false; }
+}

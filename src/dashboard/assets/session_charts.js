@@ -1,0 +1,231 @@
+// tvbo dashboard: the charts of one session, as specs placed on the page's board (drawn
+// again in place at each update), and the model's views at the current time.
+"use strict";
+
+const BOUND_WORDS = {
+  spatial_lengthscale_lower: "l_S at its lower bound", spatial_lengthscale_upper: "l_S at its upper bound (flat in space)",
+  temporal_lengthscale_lower: "l_T at its lower bound", temporal_lengthscale_upper: "l_T at its upper bound (no drift seen)",
+  signal_variance_lower: "signal variance at its lower bound", signal_variance_upper: "signal variance at its upper bound",
+  noise_variance_lower: "noise variance at its lower bound", noise_variance_upper: "noise variance at its upper bound",
+  categorical_lengthscale_lower: "l_C at its lower bound", categorical_lengthscale_upper: "l_C at its upper bound",
+};
+
+/// A parameter's value as a chart coordinate (a categorical one at its choice's index),
+/// and the chart options that draw its axis (log scale, categories, box).
+function parameterAxis(p) {
+  const choices = p.type === "categorical" ? p.choices : null;
+  return {
+    value: v => choices ? choices.indexOf(v) : v,
+    categories: choices,
+    log: p.scale === "log",
+    extra: choices ? [] : [p.low, p.high],
+    describe: choices ? "" : `Box [${fmt(p.low)}, ${fmt(p.high)}]${p.scale === "log" ? ", log scale" : ""}.`,
+  };
+}
+
+/// The failed (red) and abandoned (grey) runs as point series at [t, y(run)]; none
+/// when the session has none.
+function endedSeries(timeline, y) {
+  return [["failed", "#dc2626"], ["abandoned", "#9aa3ad"]]
+    .map(([kind, color]) => ({ name: kind, mode: "points", color, points: timeline.ended_runs.filter(r => r.kind === kind).map(r => [r.t, y(r), { label: kind + (r.reason ? ": " + r.reason : ""), color }]) }))
+    .filter(series => series.points.length);
+}
+
+function sessionCharts(board, session, timeline) {
+  const alg = algorithmName(session);
+  const tracking = timeline.tracking;
+  const regrets = timeline.observations.filter(o => o.regret !== null);
+  const provenance = regretProvenance(timeline.reported_regrets, timeline.estimated_regrets);
+  const downsampled = timeline.observations.length < timeline.observation_count
+    ? ` Showing ${timeline.observations.length} of ${timeline.observation_count} observations (each bucket's extremes kept).` : "";
+  // The cumulative average over every observation, at each drawn point: exact from the
+  // rolling windows' sums when every observation is drawn, else the drawn points'.
+  let running = 0;
+  const cumulative = regrets.map((o, i) => { running += o.regret; return [o.t, running / (i + 1)]; });
+  const strip = timeline.forgotten;
+  // 1. Regret.
+  board.chart({
+    id: "regret", title: "Dynamic regret" + (provenance ? ` (${provenance})` : ""), time: true, wide: true, yLabel: "regret", strip,
+    series: [
+      { name: "reported", mode: "points", color: "#2563eb", points: regrets.filter(o => !o.estimated).map(o => [o.t, o.regret, { label: "reported" }]) },
+      { name: "estimated", mode: "points", color: "#ea580c", points: regrets.filter(o => o.estimated).map(o => [o.t, o.regret, { label: "estimated" }]) },
+      { name: `rolling (last ${tracking.window})`, color: "#16a34a", width: 2.2, points: tracking.rolling.map(r => [r.t, r.regret, { label: `mean of ${r.observations}` }]) },
+      { name: downsampled ? "cumulative (points drawn)" : "cumulative", color: "var(--fg)", width: 1.4, dash: "5 3", points: cumulative },
+    ].filter(s => s.points.length || s.name === "rolling (last " + tracking.window + ")"),
+    note: "Regret r = f*(t) − f(x_t) at each observation: as the client reported it (blue), else estimated (orange) from the posterior optimum the model recorded at the last suggest. The green line is the rolling mean over every observation (the server's), the dashed one the average since the start. The strip under the axis counts observations forgotten per slice of time (red reset, purple budget, orange relevance)." + downsampled,
+  });
+  // 2. Values and the posterior optimum's value.
+  const optimumSteps = timeline.steps.filter(s => s.snapshot && s.snapshot.optimum);
+  board.chart({
+    id: "values", title: "Observed values and the posterior optimum", time: true, yLabel: "value",
+    series: [
+      { name: "observed (active)", mode: "points", points: timeline.observations.filter(o => o.active).map(o => [o.t, o.value]) },
+      { name: "observed (forgotten)", mode: "points", color: "#9aa3ad", points: timeline.observations.filter(o => !o.active).map(o => [o.t, o.value, { label: o.removed_reason }]) },
+      { name: "posterior optimum", mode: "line", color: "#16a34a", points: optimumSteps.map(s => [s.snapshot.optimum.t, s.snapshot.optimum.mean]) },
+    ],
+    note: "The green line is the posterior mean at its maximiser, recorded when each suggestion was made (none during the warm-up, before a model chose a suggestion): where the model believed the best value was.",
+  });
+  // 3. Parameters and the moving optimum.
+  for (const p of session.parameters) {
+    const axis = parameterAxis(p);
+    board.chart({
+      id: "param-" + p.name, title: `Parameter ${p.name}: suggestions and the moving optimum`, time: true, yLabel: p.name,
+      logY: axis.log, yCategories: axis.categories,
+      series: [
+        { name: "observed at", mode: "points", points: timeline.observations.map(o => [o.t, axis.value(o.params[p.name]), { label: String(o.params[p.name]) }]) },
+        { name: "moving optimum", mode: "step", color: "#16a34a", width: 2, points: optimumSteps.map(s => [s.snapshot.optimum.t, axis.value(s.snapshot.optimum.params[p.name])]) },
+        ...endedSeries(timeline, r => axis.value(r.params[p.name])),
+      ],
+      extraY: axis.extra,
+      note: `${axis.describe} ${p.context ? "A context parameter: given at every suggest." : "The step line is the posterior argmax as it was at each suggest."}`.trim(),
+    });
+  }
+  // 4. Dataset size.
+  const snap = timeline.steps.filter(s => s.snapshot);
+  const datasetSeries = [{ name: "active dataset", mode: "step", points: snap.map(s => [s.t, s.snapshot.dataset_size]) }];
+  if (snap.some(s => s.snapshot.max_dataset_size !== undefined)) datasetSeries.push({ name: "n* (BOLT)", mode: "step", color: "#dc2626", dash: "5 3", points: snap.filter(s => s.snapshot.max_dataset_size !== undefined).map(s => [s.t, s.snapshot.max_dataset_size]) });
+  board.chart({ id: "dataset", title: "Active dataset size", time: true, yLabel: "observations", yMin: 0, series: datasetSeries, strip,
+    note: alg === "bolt" ? "BOLT keeps at most n* observations: the size whose response time maximises its regret bound." : "What the model still remembers; drops are forgetting." });
+  if (alg === "w-dbo") {
+    board.chart({ id: "budget", title: "W-DBO removal budget", time: true, yLabel: "budget", series: [{ name: "budget", mode: "step", points: snap.filter(s => s.snapshot.budget !== undefined).map(s => [s.t, s.snapshot.budget]) }],
+      note: "Grows with time (Δt/l_T · ln(1+α)); spent by each removal (its relevance)." });
+  }
+  // 5. Response time R(n): BOLT's, which it chooses n* from.
+  if (alg === "bolt") responseTimeChart(board, session, timeline);
+  // 6. Hyperparameters.
+  hyperparameterCharts(board, session, snap);
+  // 7. Priors.
+  const priorSteps = snap.filter(s => s.snapshot.prior_probabilities || s.snapshot.priors_active);
+  if (priorSteps.length && session.algorithm.priors) {
+    const names = session.algorithm.priors.map((p, i) => p.name || `prior-${i}`);
+    const series = names.map((name, p) => ({
+      name, mode: "step",
+      points: priorSteps.map(s => [s.t, s.snapshot.prior_probabilities ? s.snapshot.prior_probabilities[p] : (s.snapshot.priors_active[p] ? 1 : 0)]),
+    }));
+    const eliminates = priorSteps.some(s => s.snapshot.priors_active);
+    board.chart({ id: "priors", title: eliminates ? "Priors still active (1) or eliminated (0)" : "Prior probabilities", time: true, yLabel: eliminates ? "active" : "P(prior)", yMin: 0, series,
+      note: eliminates ? "PE-GP: a prior leaves the active set when its prediction errors exceed their confidence." : "HP/MAP-GP-TS: the hyperposterior over the priors." });
+  }
+}
+
+function responseTimeChart(board, session, timeline) {
+  const rt = timeline.response_time;
+  const series = [{ name: "measured", mode: "points", points: rt.samples.map(s => [s.n, s.seconds]) }];
+  if (rt.coefficients) {
+    const hi = Math.max(...rt.samples.map(s => s.n), session.max_dataset_size || 0, 1);
+    const c = rt.coefficients;
+    series.push({ name: "fitted cubic", color: "#16a34a", points: Array.from({ length: 60 }, (_, i) => { const n = i / 59 * hi; return [n, c[0] + c[1] * n + c[2] * n * n + c[3] * n * n * n]; }) });
+  }
+  const clientTime = session.time.source === "client";
+  board.chart({ id: "response-time", title: "Response time R(n)", xLabel: "dataset size n", yLabel: "seconds", xMin: 0, series,
+    marks: session.max_dataset_size !== null ? [{ x: session.max_dataset_size, label: "n* = " + session.max_dataset_size, color: "#dc2626" }] : [],
+    note: "Seconds between consecutive suggests against the dataset size: BOLT fits the cubic and picks n* from it." + (clientTime ? " In a client-time session these are the client's time steps, so R(n) is flat and n* sits at its maximum." : ""),
+    empty: "no samples yet (two suggests make one)" });
+}
+
+function hyperparameterCharts(board, session, snap) {
+  const hyper = snap.filter(s => s.snapshot.hyperparameters);
+  // Bounds the newest fits reached, said in words (a flat line at a bound is not a
+  // stable estimate).
+  const recentFits = snap.slice(-20).filter(s => s.snapshot.fit && s.snapshot.fit.at_bound);
+  const bounds = [...new Set(recentFits.flatMap(s => s.snapshot.fit.at_bound))];
+  const boundNote = bounds.length ? ` Recent fits ended at a bound: ${bounds.map(b => BOUND_WORDS[b] || b).join("; ")}.` : "";
+  const h = s => s.snapshot.hyperparameters;
+  if (hyper.length || !session.algorithm.priors) {
+    board.chart({ id: "hyperparameters", title: "Hyperparameters", time: true, logY: true, yLabel: "value (log)",
+      series: [
+        { name: "l_S (space)", points: hyper.map(s => [s.t, h(s).spatial_lengthscale]) },
+        { name: "signal var", points: hyper.map(s => [s.t, h(s).signal_variance]) },
+        { name: "noise var", points: hyper.map(s => [s.t, h(s).noise_variance]) },
+      ],
+      note: "Fitted at each step on standardised values; none during the warm-up." + boundNote, empty: "not fitted yet (warm-up or random search)" });
+  }
+  if (hyper.some(s => h(s).temporal_lengthscale !== null)) {
+    const temporal = [{ name: "l_T (seconds)", points: hyper.map(s => [s.t, h(s).temporal_lengthscale]) }];
+    if (hyper.some(s => h(s).epsilon !== null)) temporal.push({ name: "ε", color: "#ea580c", points: hyper.map(s => [s.t, h(s).epsilon]) });
+    board.chart({ id: "temporal", title: "Temporal lengthscale", time: true, logY: true, yLabel: "value (log)", series: temporal,
+      note: "How fast the model believes the objective drifts: a short l_T forgets quickly." + (bounds.some(b => b.startsWith("temporal")) ? boundNote : "") });
+  }
+}
+
+/// The model at the current time: per parameter, the observed values against it (newest
+/// strongest) and the posterior through the recommendation; at d = 2 the posterior as
+/// heat maps; at d > 2 every observation in parallel coordinates.
+async function modelViews(board, session, timeline, best) {
+  const params = session.parameters;
+  const active = timeline.observations.filter(o => o.active);
+  const slices = !session.arms && best && active.length ? await posteriorSlices(session, best) : null;
+  const recentFrom = timeline.observations.length - Math.max(10, Math.floor(timeline.observations.length / 10));
+  for (const p of params) {
+    const axis = parameterAxis(p);
+    const series = [
+      { name: "observed (newest strongest)", mode: "points", color: "#475569", points: timeline.observations.map((o, k) => [axis.value(o.params[p.name]), o.value,
+        { label: "at " + fmtTime(o.t), color: k >= recentFrom ? "#2563eb" : "#94a3b8", radius: k >= recentFrom ? 3 : 2, opacity: k >= recentFrom ? 0.95 : 0.45 }]) },
+    ];
+    if (slices && slices[p.name]) {
+      const rows = slices[p.name];
+      series.push({ name: "posterior mean now", color: "#16a34a", width: 2, points: rows.map(r => [axis.value(r.v), r.mean]) },
+        { name: "± 2σ", color: "#86efac", dash: "4 3", points: rows.map(r => [axis.value(r.v), r.mean + 2 * r.std]) },
+        { name: " ", color: "#86efac", dash: "4 3", points: rows.map(r => [axis.value(r.v), r.mean - 2 * r.std]) });
+    }
+    board.chart({
+      id: "slice-" + p.name, title: `Value against ${p.name}` + (slices ? " and the posterior through the recommendation" : ""),
+      xLabel: p.name, yLabel: "value", logX: axis.log, xCategories: axis.categories, extraX: axis.extra, series,
+      marks: best && !axis.categories ? [{ x: best.params[p.name], label: "recommendation", color: "#dc2626" }] : [],
+      note: slices ? `The posterior now (t = ${fmtTime(best.t)}) along ${p.name}, the other parameters held at the recommendation (red).` : "Every observation drawn (blue: the newest tenth).",
+    });
+  }
+  const numeric = params.filter(p => p.type !== "categorical");
+  if (!session.arms && best && active.length && numeric.length === 2 && params.length === 2) await heatMaps(board, session, timeline, best);
+  if (params.length > 2 && timeline.observations.length) {
+    const spec = { id: "parallel", title: "Every observation across the parameters", wide: true, height: 280,
+      note: "Parallel coordinates: one line per observation through its setting and value; yellow is better, the newest drawn strongest." };
+    const draw = parallelDrawer(session, timeline.observations.slice(-1000));
+    const card = board.place("parallel", container => new SvgCard(container, spec, draw));
+    card.update(spec, draw);
+  }
+}
+
+/// The posterior mean and standard deviation along each parameter through the
+/// recommendation (one predict for all of them), by parameter name.
+async function posteriorSlices(session, best) {
+  const points = [], owners = [];
+  for (const p of session.parameters) {
+    if (p.context) continue;
+    const values = p.type === "categorical" ? p.choices : parameterGrid(p, 40);
+    for (const v of values) { points.push(Object.assign({}, best.params, { [p.name]: v })); owners.push([p.name, v]); }
+  }
+  if (!points.length) return null;
+  const prediction = await api(`/v1/sessions/${session.id}/predict`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ points, t: best.t }) }).catch(() => null);
+  if (!prediction) return null;
+  const slices = {};
+  prediction.predictions.forEach((q, k) => { const [name, v] = owners[k]; (slices[name] = slices[name] || []).push({ v, mean: q.mean, std: q.std }); });
+  return slices;
+}
+
+/// Evenly spaced values of a parameter over its box (log-spaced on a log scale).
+function parameterGrid(p, n) {
+  return Array.from({ length: n }, (_, i) => {
+    const u = i / (n - 1);
+    const v = p.scale === "log" ? Math.exp(Math.log(p.low) + u * (Math.log(p.high) - Math.log(p.low))) : p.low + u * (p.high - p.low);
+    return p.type === "int" ? Math.round(v) : v;
+  });
+}
+
+async function heatMaps(board, session, timeline, best) {
+  const [px, py] = session.parameters;
+  const n = 24;
+  const xs = parameterGrid(px, n), ys = parameterGrid(py, n);
+  const points = ys.flatMap(y => xs.map(x => ({ [px.name]: x, [py.name]: y })));
+  const prediction = await api(`/v1/sessions/${session.id}/predict`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ points }) });
+  const minimise = session.goal === "minimize";
+  for (const [key, label] of [["mean", "Posterior mean"], ["std", "Posterior standard deviation"]]) {
+    const spec = { id: "posterior-" + key, title: `${label} now (t = ${fmtTime(prediction.t)})`,
+      note: key === "mean"
+        ? `Where the model believes the objective is ${minimise ? "low (the goal: dark)" : "high (the goal: yellow)"} now; white dots: active observations; red cross: the recommendation.`
+        : "Where the model is unsure now (yellow): forgotten or never-sampled regions." };
+    const draw = heatMapDrawer(session, px, py, xs, ys, prediction, key, timeline, best);
+    const card = board.place(spec.id, container => new SvgCard(container, spec, draw));
+    card.update(spec, draw);
+  }
+}
