@@ -6,6 +6,9 @@
 //! - `session_page/100000`: what the page fetches (the session, its timeline at the
 //!   default point budget and its recommendation), one after the other.
 //! - `session/100000`, `best/100000`, `timeline/100000`: each alone.
+//! - `page_in_chromium/100000`: the session page in headless Chromium (Debian's
+//!   `chromium`; skipped without one), from navigation to the page drawn (the time the
+//!   page itself records when its first draw is done), served by a real server.
 //!
 //! The session is built once through `Store::commit`, one commit per observation as a
 //! live session makes them (a few minutes); the figure is in docs/performance.md.
@@ -29,6 +32,11 @@ use tvbo::session::service::SessionService;
 use tvbo::session::timeline::DEFAULT_TIMELINE_POINTS;
 use tvbo::store::{PoolSettings, SqliteStore, Store};
 use uuid::Uuid;
+
+// The browser tests' DevTools driver; this bench opens pages only.
+#[allow(dead_code)]
+#[path = "../tests/it/common/browser.rs"]
+mod browser;
 
 const OBSERVATIONS: i64 = 100_000;
 const ACTIVE: i64 = 200;
@@ -181,7 +189,48 @@ fn bench_session_page(c: &mut Criterion) {
             runtime.block_on(async { service.timeline(id, DEFAULT_TIMELINE_POINTS).await.unwrap() })
         })
     });
+    bench_page_in_chromium(&mut group, &runtime, Arc::new(store.clone()), id);
     group.finish();
+}
+
+/// The session page in Chromium, served over HTTP with keys off: from navigation to the
+/// end of its first draw, as the page measures it (`performance.now()` then).
+fn bench_page_in_chromium(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    runtime: &tokio::runtime::Runtime,
+    store: Arc<dyn Store>,
+    id: Uuid,
+) {
+    let Some(mut browser) = browser::Browser::launch("dashboard/page_in_chromium") else {
+        return;
+    };
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let url = format!("http://{}/sessions/{id}", listener.local_addr().unwrap());
+    let settings = tvbo::api::RouterSettings {
+        access: tvbo::api::auth::AccessSettings::open(),
+        ..Default::default()
+    };
+    let router = tvbo::api::router(store, settings);
+    runtime.spawn(async move {
+        let connections = tvbo::server::ConnectionSettings::default();
+        tvbo::server::serve_router(listener, router, connections, std::future::pending())
+            .await
+            .unwrap()
+    });
+    group.bench_function(format!("page_in_chromium/{OBSERVATIONS}"), |b| {
+        b.iter_custom(|iterations| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iterations {
+                browser.open(&url, "document.body.dataset.renderedMs !== undefined");
+                assert!(browser.errors.is_empty(), "{:?}", browser.errors);
+                let ms = browser.eval("Number(document.body.dataset.renderedMs)");
+                total += Duration::from_secs_f64(ms.as_f64().unwrap() / 1000.0);
+            }
+            total
+        })
+    });
 }
 
 criterion_group!(benches, bench_session_page);

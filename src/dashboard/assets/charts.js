@@ -76,7 +76,7 @@ function logTicks(lo, hi, count) {
 
 /// A chart card on `container`. spec: {id, title, xLabel, yLabel, time (x is session
 /// time: linked zoom), series: [{name, points: [[x, y, extra?]], mode:
-/// "line"|"points"|"step", color, dash, width, radius}], strip (forgetting events under
+/// "line"|"points"|"step", color, dash, width, radius, unscaled}], strip (forgetting events under
 /// the time axis), note, logX, logY, xCategories, yCategories, xMin, yMin, extraX,
 /// extraY, wide, empty}. `update(spec)` draws it again in place.
 class Chart {
@@ -149,10 +149,22 @@ class Chart {
     const W = this.width;
     const narrow = W < 480;
     const stripH = spec.strip ? 26 : 0;
-    const H = (narrow ? 210 : 250) + stripH, L = narrow ? 48 : 62, R = 12, T = 22, B = 34 + stripH;
+    const L = narrow ? 48 : 62, R = 12;
+    // The legend, laid out first: its rows push the plot down.
+    const legendItems = [];
+    let lx = L, row = 0;
+    spec.series.forEach((s, i) => {
+      if (!s.name.trim()) return;
+      const width = 24 + s.name.length * 6;
+      if (lx + width > W - R && lx > L) { lx = L; row += 1; }
+      legendItems.push({ s, x: lx, y: 6 + 12 * row, color: s.color || COLORS[i % COLORS.length] });
+      lx += width;
+    });
+    const T = 22 + 12 * row, B = 34 + stripH, H = (narrow ? 210 : 250) + stripH + 12 * row;
     const root = svg("svg", { viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img", "aria-label": spec.title });
     const finite = p => Number.isFinite(p[0]) && Number.isFinite(p[1]) && (!spec.logY || p[1] > 0) && (!spec.logX || p[0] > 0);
-    const all = spec.series.flatMap(s => s.points.filter(finite));
+    // A series marked `unscaled` is drawn but does not set the axes' ranges.
+    const all = spec.series.filter(s => !s.unscaled).flatMap(s => s.points.filter(finite));
     let xs = all.map(p => p[0]).concat(spec.extraX || []);
     let [x0, x1] = xs.length ? [Math.min(...xs), Math.max(...xs)] : [0, 1];
     if (spec.time && timeWindow.range) [x0, x1] = timeWindow.range;
@@ -246,18 +258,11 @@ class Chart {
     const binsAt = spec.strip ? this.drawStrip(root, spec.strip, X, x0, x1, L, W - R, plotBottom + 36, stripH - 6) : null;
     // Legend, wrapped to the width.
     const legend = svg("g", { class: "legend" });
-    let lx = L, ly = 6;
-    spec.series.forEach((s, i) => {
-      if (!s.name.trim()) return;
-      const width = 24 + s.name.length * 6;
-      if (lx + width > W - R && lx > L) { lx = L; ly -= 12; }
-      const color = s.color || COLORS[i % COLORS.length];
-      legend.append(svg(s.mode === "points" ? "circle" : "rect", s.mode === "points" ? { cx: lx + 5, cy: ly + 5, r: 4, fill: color } : { x: lx, y: ly + 3, width: 10, height: 4, fill: color }));
-      const text = svg("text", { x: lx + 14, y: ly + 9 }); text.textContent = s.name;
+    for (const { s, x, y, color } of legendItems) {
+      legend.append(svg(s.mode === "points" ? "circle" : "rect", s.mode === "points" ? { cx: x + 5, cy: y + 5, r: 4, fill: color } : { x, y: y + 3, width: 10, height: 4, fill: color }));
+      const text = svg("text", { x: x + 14, y: y + 9 }); text.textContent = s.name;
       legend.append(text);
-      lx += width;
-    });
-    if (ly < 6) legend.setAttribute("transform", `translate(0 ${6 - ly})`);
+    }
     root.append(legend);
     // Hover read-out and drag-to-zoom.
     const cursor = svg("line", { class: "cursor", y1: T, y2: plotBottom, visibility: "hidden" });

@@ -80,7 +80,7 @@ class ObservationTable {
     this.body.replaceChildren(...rows);
     this.total = page.total ?? page.observations.length;
     const first = page.observations.length ? this.offset + 1 : 0;
-    this.range.textContent = `rows ${first}–${this.offset + page.observations.length} of ${this.total}`;
+    this.range.textContent = first ? `rows ${first}–${this.offset + page.observations.length} of ${this.total}` : "no rows";
     this.prev.disabled = this.offset === 0;
     this.next.disabled = this.offset + page.observations.length >= this.total;
   }

@@ -88,6 +88,7 @@ class SessionPage {
     const fresh = timeline.observation_count === 0 && timeline.step_count === 0;
     this.empty.hidden = !fresh;
     this.gridNode.hidden = fresh;
+    this.observations.card.hidden = fresh;
     if (fresh) {
       this.renderEmpty(session);
     } else {
@@ -99,6 +100,8 @@ class SessionPage {
     this.observations.refresh(session, timeline.observation_count);
     this.renderEnded(session, timeline);
     document.body.dataset.rendered = String(session.version);
+    // Milliseconds from the page's navigation to this draw (benches/dashboard.rs).
+    document.body.dataset.renderedMs = String(performance.now());
   }
 
   renderSummary(session, timeline) {
@@ -107,7 +110,6 @@ class SessionPage {
     this.status.className = "status " + tracking.status;
     this.status.textContent = STATUS_WORDS[tracking.status] || tracking.status;
     this.status.title = tracking.reason;
-    const provenance = regretProvenance(timeline.reported_regrets, timeline.estimated_regrets);
     const facts = [
       ["algorithm", algorithmName(session)],
       ["goal", session.goal],
@@ -117,7 +119,7 @@ class SessionPage {
     ];
     const ended = kind => timeline.ended_runs.filter(r => r.kind === kind).length;
     if (timeline.ended_run_count > 0) facts.push(["failed · abandoned", `${ended("failed")} · ${ended("abandoned")}` + (timeline.ended_runs.length < timeline.ended_run_count ? ` (newest ${timeline.ended_runs.length} of ${timeline.ended_run_count})` : "")]);
-    facts.push([`regret, last ${tracking.window}` + (provenance ? ` (${provenance})` : ""), fmt(tracking.recent_regret)]);
+    facts.push([`regret, last ${tracking.window}`, fmt(tracking.recent_regret)]);
     facts.push(["regret, all time", fmt(timeline.average_regret)]);
     facts.push(["time", session.time.source === "client" ? "client time" : "wall clock"]);
     facts.push(["last step", tracking.last_step_at ? fmtAgo(tracking.last_step_at) : "–"]);
@@ -127,8 +129,10 @@ class SessionPage {
   renderRecommendation(best) {
     if (best) {
       const params = Object.entries(best.params).map(([k, v]) => `${k} = ${fmt(v)}`).join(", ");
+      const detail = `  (posterior mean ${fmt(best.mean)} ± ${fmt(best.std)} at ${fmtTime(best.t)})`;
+      this.recommendation.title = "Run now: " + (best.arm ? best.arm + ": " : "") + params + detail;
       this.recommendation.replaceChildren(el("b", { text: "Run now: " }), (best.arm ? best.arm + ": " : "") + params,
-        el("span", { class: "muted", text: `  (posterior mean ${fmt(best.mean)} ± ${fmt(best.std)} at ${fmtTime(best.t)})` }));
+        el("span", { class: "muted", text: detail }));
     } else {
       this.recommendation.replaceChildren(el("span", { class: "muted", text: "No recommendation yet: the session has no active observations." }));
     }
@@ -141,14 +145,14 @@ class SessionPage {
     const snippet = [
       "import tvbo",
       "",
-      `client = tvbo.Client("${origin}", api_key="tvbo_…")`,
+      `client = tvbo.Client("${origin}", api_key="tvbo_…")  # or $TVBO_API_KEY`,
       `session = client.session("${session.id}")`,
-      "while True:",
-      "    suggestion = session.suggest()",
-      `    value = measure(**suggestion.params)  # ${first}`,
+      "for _ in range(100):",
+      "    (suggestion,) = session.suggest()",
+      `    value = measure(suggestion.params)  # {${first}}: your system`,
       "    session.observe(suggestion, value)",
     ].join("\n");
-    const curl = `curl -X POST ${origin}/v1/sessions/${session.id}/suggest -H "authorization: Bearer $TVBO_KEY"`;
+    const curl = `curl -X POST ${origin}/v1/sessions/${session.id}/suggestions -H "authorization: Bearer $TVBO_API_KEY"`;
     this.empty.replaceChildren(el("h2", { text: "No observations yet" }),
       el("p", {}, "Session id ", el("code", { text: session.id }), ". Point a client at it; this page fills in as it observes."),
       el("pre", { text: snippet }), el("p", { class: "muted", text: "Or from a shell:" }), el("pre", { text: curl }));

@@ -51,7 +51,7 @@ function sessionCharts(board, session, timeline) {
       { name: "estimated", mode: "points", color: "#ea580c", points: regrets.filter(o => o.estimated).map(o => [o.t, o.regret, { label: "estimated" }]) },
       { name: `rolling (last ${tracking.window})`, color: "#16a34a", width: 2.2, points: tracking.rolling.map(r => [r.t, r.regret, { label: `mean of ${r.observations}` }]) },
       { name: downsampled ? "cumulative (points drawn)" : "cumulative", color: "var(--fg)", width: 1.4, dash: "5 3", points: cumulative },
-    ].filter(s => s.points.length || s.name === "rolling (last " + tracking.window + ")"),
+    ].filter(s => (s.name !== "reported" || timeline.reported_regrets) && (s.name !== "estimated" || timeline.estimated_regrets)),
     note: "Regret r = f*(t) − f(x_t) at each observation: as the client reported it (blue), else estimated (orange) from the posterior optimum the model recorded at the last suggest. The green line is the rolling mean over every observation (the server's), the dashed one the average since the start. The strip under the axis counts observations forgotten per slice of time (red reset, purple budget, orange relevance)." + downsampled,
   });
   // 2. Values and the posterior optimum's value.
@@ -83,9 +83,15 @@ function sessionCharts(board, session, timeline) {
   // 4. Dataset size.
   const snap = timeline.steps.filter(s => s.snapshot);
   const datasetSeries = [{ name: "active dataset", mode: "step", points: snap.map(s => [s.t, s.snapshot.dataset_size]) }];
-  if (snap.some(s => s.snapshot.max_dataset_size !== undefined)) datasetSeries.push({ name: "n* (BOLT)", mode: "step", color: "#dc2626", dash: "5 3", points: snap.filter(s => s.snapshot.max_dataset_size !== undefined).map(s => [s.t, s.snapshot.max_dataset_size]) });
+  const nStar = snap.filter(s => s.snapshot.max_dataset_size !== undefined).map(s => [s.t, s.snapshot.max_dataset_size]);
+  // An n* far above the dataset (a young session, or client time: R(n) flat) would
+  // squash the dataset into the axis: it is then drawn off the scale and said in words.
+  const largest = Math.max(1, ...datasetSeries[0].points.map(p => p[1]));
+  const nStarAbove = nStar.length && Math.max(...nStar.map(p => p[1])) > 3 * largest;
+  if (nStar.length) datasetSeries.push({ name: "n* (BOLT)", mode: "step", color: "#dc2626", dash: "5 3", points: nStar, unscaled: nStarAbove });
   board.chart({ id: "dataset", title: "Active dataset size", time: true, yLabel: "observations", yMin: 0, series: datasetSeries, strip,
-    note: alg === "bolt" ? "BOLT keeps at most n* observations: the size whose response time maximises its regret bound." : "What the model still remembers; drops are forgetting." });
+    note: (alg === "bolt" ? "BOLT keeps at most n* observations: the size whose response time maximises its regret bound." : "What the model still remembers; drops are forgetting.")
+      + (nStarAbove ? ` n* (now ${nStar[nStar.length - 1][1]}) is above the chart where it leaves the dataset's scale.` : "") });
   if (alg === "w-dbo") {
     board.chart({ id: "budget", title: "W-DBO removal budget", time: true, yLabel: "budget", series: [{ name: "budget", mode: "step", points: snap.filter(s => s.snapshot.budget !== undefined).map(s => [s.t, s.snapshot.budget]) }],
       note: "Grows with time (Δt/l_T · ln(1+α)); spent by each removal (its relevance)." });
@@ -164,9 +170,11 @@ async function modelViews(board, session, timeline, best) {
     ];
     if (slices && slices[p.name]) {
       const rows = slices[p.name];
-      series.push({ name: "posterior mean now", color: "#16a34a", width: 2, points: rows.map(r => [axis.value(r.v), r.mean]) },
-        { name: "± 2σ", color: "#86efac", dash: "4 3", points: rows.map(r => [axis.value(r.v), r.mean + 2 * r.std]) },
-        { name: " ", color: "#86efac", dash: "4 3", points: rows.map(r => [axis.value(r.v), r.mean - 2 * r.std]) });
+      // Over choices, points: a line between categories would read as an order.
+      const mode = axis.categories ? "points" : "line";
+      series.push({ name: "posterior mean now", mode, radius: 4.5, opacity: 0.95, color: "#16a34a", width: 2, points: rows.map(r => [axis.value(r.v), r.mean]) },
+        { name: "± 2σ", mode, radius: 2.5, color: "#86efac", dash: "4 3", points: rows.map(r => [axis.value(r.v), r.mean + 2 * r.std]) },
+        { name: " ", mode, radius: 2.5, color: "#86efac", dash: "4 3", points: rows.map(r => [axis.value(r.v), r.mean - 2 * r.std]) });
     }
     board.chart({
       id: "slice-" + p.name, title: `Value against ${p.name}` + (slices ? " and the posterior through the recommendation" : ""),
@@ -203,12 +211,14 @@ async function posteriorSlices(session, best) {
   return slices;
 }
 
-/// Evenly spaced values of a parameter over its box (log-spaced on a log scale).
+/// Evenly spaced values of a parameter over its box (log-spaced on a log scale), its
+/// bounds exactly (the arithmetic would leave them an ulp outside the box).
 function parameterGrid(p, n) {
   return Array.from({ length: n }, (_, i) => {
     const u = i / (n - 1);
     const v = p.scale === "log" ? Math.exp(Math.log(p.low) + u * (Math.log(p.high) - Math.log(p.low))) : p.low + u * (p.high - p.low);
-    return p.type === "int" ? Math.round(v) : v;
+    const inside = Math.min(Math.max(v, p.low), p.high);
+    return p.type === "int" ? Math.round(inside) : inside;
   });
 }
 
