@@ -291,9 +291,19 @@ impl<'de> Deserializer<'de> for QueryValue {
         visitor.visit_f64(self.parse("a number")?)
     }
 
+    /// A unit variant named by the text (`sort=name`).
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, ValueError> {
+        visitor.visit_enum(self.0.into_deserializer())
+    }
+
     serde::forward_to_deserialize_any! {
         i8 i16 i32 i128 u8 u16 u32 u64 u128 f32 char str string bytes byte_buf unit
-        unit_struct newtype_struct seq tuple tuple_struct map struct enum identifier
+        unit_struct newtype_struct seq tuple tuple_struct map struct identifier
         ignored_any
     }
 }

@@ -16,12 +16,14 @@ use crate::api::extract::{
 };
 use crate::domain::config::CreateSession;
 use crate::session::idempotency::Once;
+use crate::session::listing::{AlgorithmName, ListCursor, ListingQuery, ObservationListing};
 use crate::session::resume::Resumed;
 use crate::session::timeline::DEFAULT_TIMELINE_POINTS;
 use crate::session::views::{
     Best, ModelView, ObservationList, ObservationRequest, PredictRequest, PredictResponse,
     RegretReport, Session, SessionList, StepList, SuggestRequest, SuggestResponse, Timeline,
 };
+use crate::store::{ObservationSort, ObservationState, SessionSort, SortOrder};
 
 type ApiResult<T> = Result<T, ApiError>;
 
@@ -94,32 +96,58 @@ pub struct ListSessionsQuery {
     /// Page size (default 50).
     #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<i64>,
-    /// `next_cursor` of the previous page.
+    /// `next_cursor` of the previous page, of the same `sort` and `order` (another
+    /// order's is a 422); one that does not parse is a 400.
     #[param(
-        pattern = "^-?[0-9]{1,18}_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+        value_type = Option<String>,
+        pattern = r"^(-?[0-9]{1,18}_|(created|observations|last_activity)\.(asc|desc)\.-?[0-9]{1,18}\.|name\.(asc|desc)\.([0-9a-f]{2})*\.)[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
     )]
-    pub cursor: Option<String>,
+    pub cursor: Option<ListCursor>,
+    /// Only sessions whose name contains this, ignoring case (ASCII letters on SQLite,
+    /// every letter on PostgreSQL).
+    pub name: Option<String>,
+    /// Only sessions of this algorithm.
+    #[param(inline)]
+    pub algorithm: Option<AlgorithmName>,
+    /// The order: `created` (default; newest first by default), `name` (case folded; A to Z
+    /// by default), `observations` (observations ever recorded; most first by default),
+    /// `last_activity` (the newest suggest or observe call, else the creation; most recent
+    /// first by default). Ties go by id, in the same direction.
+    #[param(inline)]
+    pub sort: Option<SessionSort>,
+    /// The direction, `asc` or `desc` (default: the sort's own).
+    #[param(inline)]
+    pub order: Option<SortOrder>,
 }
 
-/// List sessions, newest first.
+/// List sessions, each with its summary.
+///
+/// Newest first by default; filtered by name and algorithm, sorted by creation, name,
+/// observations or last activity. Each session's `summary` gives its regret as the
+/// timeline reports it, a sparkline of the mean regret over its history and its last
+/// activity.
 #[utoipa::path(get, path = "/v1/sessions", tag = "sessions", params(ListSessionsQuery),
     responses(
         (status = 200, description = "A page of sessions", body = SessionList),
-        (status = 422, description = "`limit` out of range, or a `cursor` this server did not hand out", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "`limit` out of range, or a `cursor` of another `sort` or `order` (or not one this server handed out)", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn list_sessions(
     State(state): State<AppState>,
     Authenticated(caller): Authenticated,
     QueryParams(query): QueryParams<ListSessionsQuery>,
 ) -> ApiResult<Json<SessionList>> {
+    let listing = ListingQuery {
+        limit: query.limit,
+        cursor: query.cursor,
+        name: query.name,
+        algorithm: query.algorithm,
+        sort: query.sort,
+        order: query.order,
+    };
     Ok(Json(
         state
             .service
-            .list_sessions(
-                query.limit.unwrap_or(50),
-                query.cursor.as_deref(),
-                caller.listing_tenant(),
-            )
+            .list_sessions(listing, caller.listing_tenant())
             .await?,
     ))
 }
@@ -246,34 +274,54 @@ pub struct ListObservationsQuery {
     /// Page size (default 1000).
     #[param(minimum = 1, maximum = 10000)]
     pub limit: Option<i64>,
-    /// Include observations the algorithm has forgotten (default false).
+    /// Rows of the order skipped before the page (default 0): how the orders other than
+    /// `seq` ascending page (with `total`, "rows 51–100 of N").
+    #[param(minimum = 0)]
+    pub offset: Option<i64>,
+    /// Which observations: `active` (default), `all`, or `forgotten` (those the algorithm
+    /// removed from its dataset).
+    #[param(inline)]
+    pub state: Option<ObservationState>,
+    /// The older spelling of `state`: true is `all`, false `active`; `state` wins when
+    /// both are given.
     pub include_pruned: Option<bool>,
+    /// The order: `seq` (default: as recorded), `value`, `regret` (reported, else
+    /// estimated when it arrived; observations with neither last in either direction) or
+    /// `t` (session time). Ties go by seq, in the same direction.
+    #[param(inline)]
+    pub sort: Option<ObservationSort>,
+    /// The direction, `asc` (default) or `desc`.
+    #[param(inline)]
+    pub order: Option<SortOrder>,
 }
 
-/// List observations in the order they were recorded.
+/// List a session's observations.
+///
+/// Active ones (default), all or the forgotten ones; in the order they were recorded
+/// (paged by `after`) or by value, regret or time (paged by `offset`); with `total`, how
+/// many match.
 #[utoipa::path(get, path = "/v1/sessions/{id}/observations", tag = "optimisation",
     params(SessionId, ListObservationsQuery),
     responses(
-        (status = 200, description = "A page of observations", body = ObservationList),
+        (status = 200, description = "A page of observations, with `total`", body = ObservationList),
         (status = 404, description = "No such session", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "`limit` out of range", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "`limit` or `offset` out of range", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn list_observations(
     State(state): State<AppState>,
     SessionId(id): SessionId,
     QueryParams(query): QueryParams<ListObservationsQuery>,
 ) -> ApiResult<Json<ObservationList>> {
-    Ok(Json(
-        state
-            .service
-            .list_observations(
-                id,
-                query.after.unwrap_or(0),
-                query.limit.unwrap_or(1000),
-                query.include_pruned.unwrap_or(false),
-            )
-            .await?,
-    ))
+    let listing = ObservationListing {
+        after: query.after,
+        limit: query.limit,
+        offset: query.offset,
+        state: query.state,
+        include_pruned: query.include_pruned,
+        sort: query.sort,
+        order: query.order,
+    };
+    Ok(Json(state.service.list_observations(id, listing).await?))
 }
 
 /// Query of the step listing.

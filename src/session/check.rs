@@ -8,7 +8,7 @@
 use uuid::Uuid;
 
 use crate::engine::policy_state;
-use crate::store::{SessionCursor, Store, StoreError};
+use crate::store::{SessionCursor, SessionQuery, Store, StoreError};
 
 /// Sessions read per page of the listing.
 const PAGE: i64 = 200;
@@ -39,11 +39,13 @@ pub async fn check_sessions(store: &dyn Store) -> Result<CheckReport, StoreError
     let mut report = CheckReport::default();
     let mut before: Option<SessionCursor> = None;
     loop {
-        let page = store.list_sessions(PAGE, before, None).await?;
+        let page = store
+            .list_sessions(&SessionQuery::newest_first(PAGE, before, None))
+            .await?;
         let Some(last) = page.last() else {
             return Ok(report);
         };
-        before = Some(last.cursor);
+        before = Some(last.cursor.clone());
         for listed in page {
             report.sessions += 1;
             let mut problems = Vec::new();

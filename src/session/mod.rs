@@ -4,6 +4,7 @@
 pub mod check;
 pub mod error;
 pub mod idempotency;
+pub mod listing;
 mod read_model;
 mod reads;
 pub mod resume;

@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::error::ServiceError;
+use super::listing::ObservationListing;
 use super::read_model::cached_model;
 use super::service::{MAX_PREDICT_POINTS, SessionService};
 use crate::domain::InvalidInput;
@@ -15,39 +16,47 @@ use crate::engine::lead;
 use crate::engine::reads::{model_reading, relevance};
 use crate::policy::response_time::fit_response_time;
 use crate::session::views::{
-    Best, ComputeTimeView, ModelView, ObservationList, PredictRequest, PredictResponse, Prediction,
-    RegretReport, ResponseTimeSampleView, ResponseTimeView,
+    Best, ComputeTimeView, ModelView, Observation, ObservationList, PredictRequest,
+    PredictResponse, Prediction, RegretReport, ResponseTimeSampleView, ResponseTimeView,
 };
+use crate::store::{ObservationQuery, ObservationSort, SortOrder};
 
 impl SessionService {
-    /// A page of observations with seq > `after`.
+    /// A page of the session's observations as `listing` filters, orders and places it,
+    /// with how many match the filter.
     pub async fn list_observations(
         &self,
         id: Uuid,
-        after: i64,
-        limit: i64,
-        include_pruned: bool,
+        listing: ObservationListing,
     ) -> Result<ObservationList, ServiceError> {
-        if !(1..=10_000).contains(&limit) {
-            return Err(InvalidInput::new("limit", "must be between 1 and 10000").into());
-        }
+        let query = listing.query()?;
         self.session_row(id).await?;
-        let rows = self
+        let limit = query.limit;
+        let page = self
             .store
-            .list_observations(id, after, limit + 1, include_pruned)
+            .observation_page(
+                id,
+                &ObservationQuery {
+                    limit: limit + 1,
+                    ..query.clone()
+                },
+            )
             .await?;
-        let more = rows.len() as i64 > limit;
-        let observations: Vec<_> = rows.iter().take(limit as usize).map(Into::into).collect();
-        let next_after = more
-            .then(|| {
-                observations
-                    .last()
-                    .map(|o: &crate::session::views::Observation| o.seq)
-            })
+        let more = page.rows.len() as i64 > limit;
+        let observations: Vec<Observation> = page
+            .rows
+            .iter()
+            .take(limit as usize)
+            .map(Into::into)
+            .collect();
+        let in_seq_order = (query.sort, query.order) == (ObservationSort::Seq, SortOrder::Asc);
+        let next_after = (more && in_seq_order)
+            .then(|| observations.last().map(|o| o.seq))
             .flatten();
         Ok(ObservationList {
             observations,
             next_after,
+            total: Some(page.total),
             failed: Vec::new(),
         })
     }

@@ -20,10 +20,7 @@ use super::read_model::ModelCache;
 use super::resume::{Resumed, first_difference};
 use super::scheduler::FairScheduler;
 use super::snapshots::{SessionSnapshot, SnapshotCache};
-use super::views::{
-    ObservationList, Session, SessionList, SuggestRequest, SuggestResponse, Suggestion,
-    UnreadableSession,
-};
+use super::views::{ObservationList, Session, SuggestRequest, SuggestResponse, Suggestion};
 use crate::acquisition::Cores;
 use crate::domain::InvalidInput;
 use crate::domain::config::{CreateSession, random_seed};
@@ -33,7 +30,7 @@ use crate::engine::{
     EngineError, Limits, ObserveSnapshot, new_session_config, new_session_row, plan_abandon,
     plan_observe, plan_suggest,
 };
-use crate::store::{Creation, SessionCursor, Store, StoreError};
+use crate::store::{Creation, Store, StoreError};
 use crate::telemetry;
 
 /// Largest `count` of one suggest call.
@@ -332,48 +329,12 @@ impl SessionService {
         Ok(self.session_row(id).await?.into())
     }
 
-    /// A page of sessions, newest first: `tenant`'s, or every tenant's when None.
-    /// `cursor` is the `next_cursor` of the last page.
-    pub async fn list_sessions(
-        &self,
-        limit: i64,
-        cursor: Option<&str>,
-        tenant: Option<&str>,
-    ) -> Result<SessionList, ServiceError> {
-        if !(1..=1000).contains(&limit) {
-            return Err(InvalidInput::new("limit", "must be between 1 and 1000").into());
+    /// Logs a stored session that does not read back, once per replica.
+    pub(super) fn log_unreadable(&self, id: Uuid, error: &StoreError) {
+        if self.unreadable_logged.get(&id).is_none() {
+            self.unreadable_logged.insert(id, ());
+            tracing::error!(session = %id, error = %error, "a stored session does not read back (run `tvbo check`)");
         }
-        let before = cursor.map(parse_cursor).transpose()?;
-        let mut rows = self.store.list_sessions(limit + 1, before, tenant).await?;
-        let more = rows.len() as i64 > limit;
-        rows.truncate(limit as usize);
-        let next_cursor = more
-            .then(|| rows.last())
-            .flatten()
-            .map(|row| format!("{}_{}", row.cursor.created_micros, row.cursor.id));
-        let mut sessions = Vec::with_capacity(rows.len());
-        let mut unreadable = Vec::new();
-        for row in rows {
-            match row.session {
-                Ok(session) => sessions.push(Session::from(session)),
-                Err(e) => {
-                    let id = row.cursor.id;
-                    if self.unreadable_logged.get(&id).is_none() {
-                        self.unreadable_logged.insert(id, ());
-                        tracing::error!(session = %id, error = %e, "a stored session does not read back (run `tvbo check`)");
-                    }
-                    unreadable.push(UnreadableSession {
-                        id,
-                        unreadable: true,
-                    });
-                }
-            }
-        }
-        Ok(SessionList {
-            sessions,
-            unreadable,
-            next_cursor,
-        })
     }
 
     pub async fn delete_session(&self, id: Uuid) -> Result<(), ServiceError> {
@@ -566,6 +527,7 @@ impl SessionService {
                 let response = ObservationList {
                     observations: change.new_observations.iter().map(Into::into).collect(),
                     next_after: None,
+                    total: None,
                     failed: change.ended_runs.iter().cloned().map(Into::into).collect(),
                 };
                 Ok((change, response, snapshot))
@@ -573,13 +535,4 @@ impl SessionService {
         })
         .await
     }
-}
-
-fn parse_cursor(cursor: &str) -> Result<SessionCursor, ServiceError> {
-    let invalid = || InvalidInput::new("cursor", "is not a cursor this server handed out");
-    let (micros, id) = cursor.split_once('_').ok_or_else(invalid)?;
-    Ok(SessionCursor {
-        created_micros: micros.parse().map_err(|_| invalid())?,
-        id: Uuid::parse_str(id).map_err(|_| invalid())?,
-    })
 }

@@ -14,7 +14,7 @@ use crate::domain::space::{Arm, ParameterSpec, Params};
 pub use crate::engine::reads::{PriorSelectionView, PriorStatusView, RelevanceView};
 pub use crate::engine::regret::{RegretPoint, RegretReport};
 use crate::policy::PolicyState;
-use crate::store::{ObservationRow, SessionRow, StoredCall, SuggestionRow};
+use crate::store::{ObservationRow, RegretSlice, SessionRow, StoredCall, SuggestionRow};
 
 /// A session: its filled-in configuration, status and counts.
 #[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
@@ -78,11 +78,11 @@ impl From<SessionRow> for Session {
     }
 }
 
-/// A page of sessions, newest first.
+/// A page of sessions, in the order asked for (newest first by default).
 #[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
 pub struct SessionList {
-    /// The sessions of the page whose stored rows read back.
-    pub sessions: Vec<Session>,
+    /// The sessions of the page whose stored rows read back, each with its summary.
+    pub sessions: Vec<SessionListEntry>,
     /// The sessions of the page whose stored rows do not (damaged by hand or by a failing
     /// disk; `tvbo check` says what): listed so that a damaged row hides nothing else.
     #[serde(default)]
@@ -97,6 +97,65 @@ pub struct UnreadableSession {
     pub id: Uuid,
     /// Always true.
     pub unreadable: bool,
+}
+
+/// A listed session: the session, its tenant for an admin's listing, and its summary.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+pub struct SessionListEntry {
+    #[serde(flatten)]
+    pub session: Session,
+    /// The tenant that owns it; only in a listing of every tenant (an admin key's, or any
+    /// caller's with authentication off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
+    pub summary: SessionSummary,
+}
+
+/// What a row of the dashboard's list shows of a session, besides its counts.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct SessionSummary {
+    /// Mean regret over every observation that has one, reported else estimated when it
+    /// arrived, active or forgotten: the timeline's `average_regret`. Null without any.
+    pub average_regret: Option<f64>,
+    /// Observations whose regret the client reported.
+    pub reported_regrets: i64,
+    /// Observations whose regret the model estimated.
+    pub estimated_regrets: i64,
+    /// The mean regret of consecutive slices of the whole history (at most 40, each a
+    /// whole number of 64-observation buckets), oldest first; slices without a regret
+    /// are left out; empty without any regret.
+    #[schema(max_items = 40)]
+    pub sparkline: Vec<f64>,
+    /// When the newest step (a suggest or an observe call) was recorded; the creation
+    /// time before any.
+    pub last_activity_at: DateTime<Utc>,
+    /// The session time of that step; null before any.
+    pub last_activity_t: Option<f64>,
+}
+
+impl SessionSummary {
+    /// The summary of a session's regret slices (in order) and last activity.
+    pub fn of(
+        slices: &[RegretSlice],
+        last_activity_at: DateTime<Utc>,
+        last_activity_t: Option<f64>,
+    ) -> SessionSummary {
+        let valued: i64 = slices.iter().map(|s| s.valued).sum();
+        let reported: i64 = slices.iter().map(|s| s.reported).sum();
+        let total: f64 = slices.iter().map(|s| s.total).sum();
+        SessionSummary {
+            average_regret: (valued > 0).then(|| total / valued as f64),
+            reported_regrets: reported,
+            estimated_regrets: valued - reported,
+            sparkline: slices
+                .iter()
+                .filter(|s| s.valued > 0)
+                .map(|s| s.total / s.valued as f64)
+                .collect(),
+            last_activity_at,
+            last_activity_t,
+        }
+    }
 }
 
 /// Body of `POST /v1/sessions/{id}/suggestions`.
@@ -189,6 +248,10 @@ pub struct Observation {
     pub t: f64,
     pub measured_at: Option<DateTime<Utc>>,
     pub regret: Option<f64>,
+    /// The regret the model estimated when it arrived (against the optimum the last
+    /// suggest recorded), where the client reported none; null otherwise.
+    #[serde(default)]
+    pub estimated_regret: Option<f64>,
     /// Whether it is in the model's dataset.
     pub active: bool,
     pub removed_at: Option<DateTime<Utc>>,
@@ -211,6 +274,11 @@ impl From<&ObservationRow> for Observation {
             t: row.t,
             measured_at: row.measured_at,
             regret: row.regret,
+            estimated_regret: row
+                .regret
+                .is_none()
+                .then_some(row.regret_estimate)
+                .flatten(),
             active: row.active,
             removed_at: row.removed_at,
             removed_t: row.removed_t,
@@ -224,9 +292,14 @@ impl From<&ObservationRow> for Observation {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct ObservationList {
     pub observations: Vec<Observation>,
-    /// For listings: pass as `after` for the next page; null on the last page.
+    /// For listings in seq order, ascending: pass as `after` for the next page; null on
+    /// the last page (and in every other order, which pages by `offset`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_after: Option<i64>,
+    /// For listings: how many observations the filter (`state`, `after`) matches, on
+    /// every page; absent from an observe call's answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<i64>,
     /// An observe call's failed runs (`failed: true`), recorded and kept from the model;
     /// absent when there were none, and from listings.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -93,14 +93,20 @@ pub(crate) trait Statements: Send {
 }
 
 /// Bumps the version of the session if it is still `$2` (the optimistic-concurrency
-/// check), and returns the counts of calls and samples after the change.
+/// check), and returns the counts of calls and samples after the change. What the
+/// session listing sorts by follows: the largest seq (`$10`, 0 without new
+/// observations), and the time of the newest step (`$11`, `$12`: null without a call).
 const BUMP_VERSION: &str = "UPDATE sessions SET version = version + 1, \
      state = COALESCE($3, state), \
      suggest_count = suggest_count + $4, \
      last_suggest_t = COALESCE($5, last_suggest_t), \
      last_suggest_n = COALESCE($6, last_suggest_n), \
      last_optimum_mean = COALESCE($7, last_optimum_mean), \
-     call_count = call_count + $8, sample_count = sample_count + $9 \
+     call_count = call_count + $8, sample_count = sample_count + $9, \
+     observation_count = CASE WHEN $10 > observation_count \
+       THEN $10 ELSE observation_count END, \
+     last_activity_micros = COALESCE($11, last_activity_micros), \
+     last_activity_t = COALESCE($12, last_activity_t) \
      WHERE id = $1 AND version = $2 RETURNING call_count, sample_count";
 
 const INSERT_SUGGESTION: &str = "INSERT INTO suggestions (id, session_id, ordinal, params, \
@@ -168,7 +174,7 @@ pub(crate) async fn apply_change(
 ) -> Result<(), StoreError> {
     let key = id.to_string();
     let now = to_micros(Utc::now());
-    let (call_count, sample_count) = bump_version(s, &key, expected_version, change).await?;
+    let (call_count, sample_count) = bump_version(s, &key, expected_version, change, now).await?;
     // Forgetting done by this change is placed at its last call's ordinal.
     let step = call_count - 1;
     write_suggestions(s, &key, change).await?;
@@ -209,7 +215,9 @@ async fn bump_version(
     key: &str,
     expected_version: i64,
     change: &ChangeSet,
+    now: i64,
 ) -> Result<(i64, i64), StoreError> {
+    let newest_call = change.calls.last();
     let bump = vec![
         Arg::from(key),
         expected_version.into(),
@@ -220,6 +228,15 @@ async fn bump_version(
         change.last_optimum_mean.into(),
         (change.calls.len() as i64).into(),
         i64::from(change.response_time.is_some()).into(),
+        change
+            .new_observations
+            .iter()
+            .map(|o| o.seq)
+            .max()
+            .unwrap_or(0)
+            .into(),
+        newest_call.map(|_| now).into(),
+        newest_call.map(|call| call.t).into(),
     ];
     let Some(counts) = s.fetch_integers(BUMP_VERSION, bump).await? else {
         let exists = s

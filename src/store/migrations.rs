@@ -47,6 +47,10 @@ const SQLITE: &[MigrationFile] = &[
         "0008_run_metadata.sql",
         include_str!("../../migrations/sqlite/0008_run_metadata.sql"),
     ),
+    (
+        "0009_session_listing.sql",
+        include_str!("../../migrations/sqlite/0009_session_listing.sql"),
+    ),
 ];
 
 const POSTGRES: &[MigrationFile] = &[
@@ -85,6 +89,10 @@ const POSTGRES: &[MigrationFile] = &[
     (
         "0009_run_metadata.sql",
         include_str!("../../migrations/postgres/0009_run_metadata.sql"),
+    ),
+    (
+        "0010_session_listing.sql",
+        include_str!("../../migrations/postgres/0010_session_listing.sql"),
     ),
 ];
 

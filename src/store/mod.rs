@@ -7,6 +7,7 @@
 //! database never interleave two changes of one session.
 
 mod commit;
+mod listing;
 mod migrations;
 pub mod postgres;
 mod queries;
@@ -24,6 +25,10 @@ pub use crate::domain::records::{
     ResponseTimeSummary, RunEnd, SessionRow, StepSnapshot, SuggestionRow, SuggestionStatus,
 };
 
+pub use listing::{
+    ListedSession, ObservationPage, ObservationQuery, ObservationSort, ObservationState,
+    RegretSlice, SessionCursor, SessionQuery, SessionSort, SortKey, SortOrder,
+};
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 
@@ -213,21 +218,6 @@ pub struct StoredTimeline {
     pub ended_runs: Vec<EndedRun>,
 }
 
-/// Cursor of the session listing: sessions created strictly before this point.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SessionCursor {
-    pub created_micros: i64,
-    pub id: Uuid,
-}
-
-/// One row of a session listing: where it sorts, and the session or why it could not be
-/// decoded (a damaged row is listed, not fatal to the listing).
-#[derive(Debug)]
-pub struct ListedSession {
-    pub cursor: SessionCursor,
-    pub session: Result<SessionRow, StoreError>,
-}
-
 /// What [`Store::create_session`] did.
 #[derive(Debug)]
 pub enum Creation {
@@ -254,14 +244,22 @@ pub trait Store: Send + Sync + 'static {
         resume: bool,
     ) -> Result<Creation, StoreError>;
     async fn get_session(&self, id: Uuid) -> Result<Option<SessionRow>, StoreError>;
-    /// Newest first; every tenant's when `tenant` is None. A row that does not decode is
-    /// listed with its error; only a row whose id or creation time does not is an error.
+    /// The sessions `query` selects, in its order. A row that does not decode is listed
+    /// with its error; only a row whose id, sort key or activity time does not is an
+    /// error.
     async fn list_sessions(
         &self,
-        limit: i64,
-        before: Option<SessionCursor>,
-        tenant: Option<&str>,
+        query: &SessionQuery<'_>,
     ) -> Result<Vec<ListedSession>, StoreError>;
+    /// The regrets of each session's observations (every one, active or forgotten),
+    /// summed by at most `slices` slices of consecutive observations per session, in the
+    /// order of `sessions` as stored and of the slices: read from the timeline's bucket
+    /// summaries, one query for all the sessions, whatever their age.
+    async fn regret_slices(
+        &self,
+        sessions: &[Uuid],
+        slices: i64,
+    ) -> Result<Vec<RegretSlice>, StoreError>;
     /// The tenant owning the session, if there is one.
     async fn session_tenant(&self, id: Uuid) -> Result<Option<String>, StoreError>;
     async fn insert_api_key(&self, key: &ApiKeyRow) -> Result<(), StoreError>;
@@ -302,6 +300,13 @@ pub trait Store: Send + Sync + 'static {
         limit: i64,
         include_inactive: bool,
     ) -> Result<Vec<ObservationRow>, StoreError>;
+    /// A page of the session's observations as `query` filters, orders and places it,
+    /// with how many the filter matches, read in one snapshot.
+    async fn observation_page(
+        &self,
+        session_id: Uuid,
+        query: &ObservationQuery,
+    ) -> Result<ObservationPage, StoreError>;
     /// The session's response-time samples summed per dataset size, ascending in n: one
     /// row per distinct n, whatever the number of samples.
     async fn response_time_summaries(

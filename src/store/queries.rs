@@ -67,6 +67,12 @@ macro_rules! store_on {
 
             type Connection = $connection;
 
+            use $crate::store::listing::contains_pattern;
+            use $crate::store::{
+                ObservationPage, ObservationQuery, ObservationState, RegretSlice, SessionQuery,
+                SortKey,
+            };
+
             pub(super) async fn get_session(
                 c: &mut Connection,
                 id: Uuid,
@@ -127,30 +133,110 @@ macro_rules! store_on {
                 row.as_ref().map(session_from_row).transpose()
             }
 
-            /// Newest first; strictly before `before` if given; only `tenant`'s if given.
+            /// [`Store::list_sessions`](crate::store::Store::list_sessions). The filters
+            /// that are given, then the position: the sort key past the cursor's (the
+            /// index's range) and the row comparison with the id (its exact start).
             pub(super) async fn list_sessions(
                 c: &mut Connection,
-                limit: i64,
-                before: Option<SessionCursor>,
-                tenant: Option<&str>,
+                query: &SessionQuery<'_>,
             ) -> Result<Vec<ListedSession>, StoreError> {
-                // The row comparison follows the indexes' order, (created_micros, id),
-                // after the tenant's equality; the first page starts past every row.
-                let sql = format!(
-                    "SELECT {SESSION_COLUMNS} FROM sessions s \
-                     WHERE (s.created_micros, s.id) < ($1, $2) \
-                     AND ($4 IS NULL OR s.tenant = $4) \
-                     ORDER BY s.created_micros DESC, s.id DESC LIMIT $3"
+                let key = query.sort.key_sql();
+                let (direction, after) = query.order.sql();
+                let mut sql = format!(
+                    "SELECT {SESSION_COLUMNS}, s.last_activity_micros, s.last_activity_t, \
+                     {key} AS sort_key FROM sessions s WHERE TRUE"
                 );
-                sqlx::query(sqlx::AssertSqlSafe(sql))
-                    .bind(before.map_or(i64::MAX, |cursor| cursor.created_micros))
-                    .bind(before.map_or_else(String::new, |cursor| cursor.id.to_string()))
-                    .bind(limit)
-                    .bind(tenant)
+                let mut n = 0;
+                let mut placeholder = || {
+                    n += 1;
+                    format!("${n}")
+                };
+                if query.tenant.is_some() {
+                    sql += &format!(" AND s.tenant = {}", placeholder());
+                }
+                if query.name.is_some() {
+                    let p = placeholder();
+                    sql += &format!(" AND lower(s.name) LIKE lower({p}) ESCAPE '\\'");
+                }
+                if query.algorithm.is_some() {
+                    sql += &format!(" AND s.algorithm = {}", placeholder());
+                }
+                if query.after.is_some() {
+                    let (k, id) = (placeholder(), placeholder());
+                    sql += &format!(
+                        " AND {key} {after}= {k} AND ({key}, s.id) {after} ({k}, {id})"
+                    );
+                }
+                sql += &format!(
+                    " ORDER BY {key} {direction}, s.id {direction} LIMIT {}",
+                    placeholder()
+                );
+                let mut statement = sqlx::query(sqlx::AssertSqlSafe(sql));
+                if let Some(tenant) = query.tenant {
+                    statement = statement.bind(tenant);
+                }
+                if let Some(name) = query.name {
+                    statement = statement.bind(contains_pattern(name));
+                }
+                if let Some(algorithm) = query.algorithm {
+                    statement = statement.bind(algorithm);
+                }
+                if let Some(SessionCursor { key, id }) = &query.after {
+                    statement = match key {
+                        SortKey::Int(value) => statement.bind(*value),
+                        SortKey::Text(value) => statement.bind(value.clone()),
+                    };
+                    statement = statement.bind(id.to_string());
+                }
+                statement
+                    .bind(query.limit)
                     .fetch_all(&mut *c)
                     .await?
                     .iter()
-                    .map(listed_session_from_row)
+                    .map(|row| listed_session_from_row(row, query.sort))
+                    .collect()
+            }
+
+            /// [`Store::regret_slices`](crate::store::Store::regret_slices): each 'o'
+            /// bucket goes to the slice `bucket · slices / buckets`, so that consecutive
+            /// buckets share a slice and there are at most `slices`.
+            pub(super) async fn regret_slices(
+                c: &mut Connection,
+                sessions: &[Uuid],
+                slices: i64,
+            ) -> Result<Vec<RegretSlice>, StoreError> {
+                if sessions.is_empty() {
+                    return Ok(Vec::new());
+                }
+                let placeholders: Vec<String> =
+                    (0..sessions.len()).map(|i| format!("${}", i + 2)).collect();
+                let sql = format!(
+                    "SELECT session_id, slice, CAST(SUM(total) AS DOUBLE PRECISION) AS total, \
+                     CAST(SUM(n_valued) AS BIGINT) AS valued, \
+                     CAST(SUM(n_reported) AS BIGINT) AS reported \
+                     FROM (SELECT session_id, total, n_valued, n_reported, \
+                     bucket * $1 / (MAX(bucket) OVER (PARTITION BY session_id) + 1) AS slice \
+                     FROM timeline_buckets WHERE series = 'o' AND session_id IN ({})) b \
+                     GROUP BY session_id, slice ORDER BY session_id, slice",
+                    placeholders.join(", ")
+                );
+                let mut statement = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(slices);
+                for id in sessions {
+                    statement = statement.bind(id.to_string());
+                }
+                statement
+                    .fetch_all(&mut *c)
+                    .await?
+                    .iter()
+                    .map(|r| {
+                        Ok(RegretSlice {
+                            session_id: parse_uuid(r.try_get("session_id")?)?,
+                            slice: r.try_get("slice")?,
+                            total: r.try_get("total")?,
+                            valued: r.try_get("valued")?,
+                            reported: r.try_get("reported")?,
+                        })
+                    })
                     .collect()
             }
 
@@ -161,8 +247,8 @@ macro_rules! store_on {
                 sqlx::query(
                     "INSERT INTO sessions (id, name, config, created_micros, status, version, \
                      state, suggest_count, last_suggest_t, last_suggest_n, last_optimum_mean, \
-                     tenant) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+                     tenant, algorithm, last_activity_micros) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $4)",
                 )
                 .bind(session.id.to_string())
                 .bind(&session.config.name)
@@ -176,6 +262,7 @@ macro_rules! store_on {
                 .bind(session.last_suggest.map(|(_, n)| n))
                 .bind(session.last_optimum_mean)
                 .bind(&session.tenant)
+                .bind(session.config.algorithm.name())
                 .execute(&mut *c)
                 .await?;
                 Ok(())
@@ -429,6 +516,53 @@ macro_rules! store_on {
                 .collect()
             }
 
+            /// [`Store::observation_page`](crate::store::Store::observation_page), on a
+            /// connection that sees one snapshot. The total counts the active rows (their
+            /// partial index) and takes the rest from the largest seq: observations are
+            /// numbered 1, 2, … and never deleted one by one.
+            pub(super) async fn observation_page(
+                c: &mut Connection,
+                session_id: Uuid,
+                query: &ObservationQuery,
+            ) -> Result<ObservationPage, StoreError> {
+                let key = session_id.to_string();
+                let sql = format!(
+                    "SELECT * FROM observations WHERE session_id = $1 AND seq > $2{} \
+                     ORDER BY {} LIMIT $3 OFFSET $4",
+                    query.state_sql(),
+                    query.order_sql()
+                );
+                let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(&key)
+                    .bind(query.after)
+                    .bind(query.limit)
+                    .bind(query.offset)
+                    .fetch_all(&mut *c)
+                    .await?
+                    .iter()
+                    .map(observation_from_row)
+                    .collect::<Result<Vec<_>, _>>()?;
+                let counts = sqlx::query(
+                    "SELECT (SELECT COALESCE(MAX(seq), 0) FROM observations \
+                     WHERE session_id = $1) AS recorded, \
+                     (SELECT COUNT(*) FROM observations \
+                     WHERE session_id = $1 AND active AND seq > $2) AS active",
+                )
+                .bind(&key)
+                .bind(query.after)
+                .fetch_one(&mut *c)
+                .await?;
+                let recorded: i64 = counts.try_get("recorded")?;
+                let active: i64 = counts.try_get("active")?;
+                let all = (recorded - query.after.max(0)).max(0);
+                let total = match query.state {
+                    ObservationState::All => all,
+                    ObservationState::Active => active,
+                    ObservationState::Forgotten => all - active,
+                };
+                Ok(ObservationPage { rows, total })
+            }
+
             /// [`Store::timeline`](crate::store::Store::timeline), on a connection that
             /// sees one snapshot; `row_id` orders samples and calls by insertion.
             pub(super) async fn timeline(
@@ -650,8 +784,8 @@ macro_rules! store_on {
             use $crate::store::rows::{call_from_row, response_time_summary_from_row};
             use $crate::store::{
                 ApiKeyRow, CallStats, ChangeSet, History, IdempotencyRecord, ObservationRow,
-                ResponseTimeSummary, SessionCursor, SessionRow, StoreError, StoredCall,
-                StoredTimeline, SuggestionRow,
+                ResponseTimeSummary, SessionRow, StoreError, StoredCall, StoredTimeline,
+                SuggestionRow,
             };
 
             #[async_trait::async_trait]
@@ -700,12 +834,19 @@ macro_rules! store_on {
 
                 async fn list_sessions(
                     &self,
-                    limit: i64,
-                    before: Option<SessionCursor>,
-                    tenant: Option<&str>,
+                    query: &$crate::store::SessionQuery<'_>,
                 ) -> Result<Vec<$crate::store::ListedSession>, StoreError> {
                     let c = &mut *self.pool.acquire().await?;
-                    queries::list_sessions(c, limit, before, tenant).await
+                    queries::list_sessions(c, query).await
+                }
+
+                async fn regret_slices(
+                    &self,
+                    sessions: &[Uuid],
+                    slices: i64,
+                ) -> Result<Vec<$crate::store::RegretSlice>, StoreError> {
+                    let c = &mut *self.pool.acquire().await?;
+                    queries::regret_slices(c, sessions, slices).await
                 }
 
                 async fn session_tenant(&self, id: Uuid) -> Result<Option<String>, StoreError> {
@@ -788,6 +929,17 @@ macro_rules! store_on {
                     let mut c = self.pool.acquire().await?;
                     queries::list_observations(&mut c, session_id, after, limit, include_inactive)
                         .await
+                }
+
+                async fn observation_page(
+                    &self,
+                    session_id: Uuid,
+                    query: &$crate::store::ObservationQuery,
+                ) -> Result<$crate::store::ObservationPage, StoreError> {
+                    let mut tx = self.begin_snapshot().await?;
+                    let page = queries::observation_page(&mut tx, session_id, query).await?;
+                    tx.commit().await?;
+                    Ok(page)
                 }
 
                 async fn response_time_summaries(

@@ -8,8 +8,8 @@ use uuid::Uuid;
 
 use super::{
     ApiKeyRow, EndedRun, ListedSession, ObservationRow, ResponseTimeSample, ResponseTimeSummary,
-    RunEnd, SessionCursor, SessionRow, StoreError, StoredCall, SuggestionRow, SuggestionStatus,
-    from_micros,
+    RunEnd, SessionCursor, SessionRow, SessionSort, SortKey, StoreError, StoredCall, SuggestionRow,
+    SuggestionStatus, from_micros,
 };
 
 use crate::domain::input::Metadata;
@@ -94,14 +94,23 @@ pub(crate) fn session_from_row(row: &impl Columns) -> Result<SessionRow, StoreEr
     })
 }
 
-/// A row of the session listing: its cursor, which must decode, and the session or why
-/// it does not.
-pub(crate) fn listed_session_from_row(row: &impl Columns) -> Result<ListedSession, StoreError> {
+/// A row of a session listing in the order `sort`: its position (`sort_key`, the id) and
+/// activity, which must decode, and the session or why it does not.
+pub(crate) fn listed_session_from_row(
+    row: &impl Columns,
+    sort: SessionSort,
+) -> Result<ListedSession, StoreError> {
+    let key = match sort {
+        SessionSort::Name => SortKey::Text(row.text("sort_key")?.to_string()),
+        _ => SortKey::Int(row.int("sort_key")?),
+    };
     Ok(ListedSession {
         cursor: SessionCursor {
-            created_micros: row.int("created_micros")?,
+            key,
             id: parse_uuid(row.text("id")?)?,
         },
+        last_activity_at: from_micros(row.int("last_activity_micros")?)?,
+        last_activity_t: row.opt_real("last_activity_t")?,
         session: session_from_row(row),
     })
 }

@@ -10,8 +10,8 @@ use uuid::Uuid;
 use super::STORE_SECONDS;
 use crate::store::{
     ApiKeyRow, CallStats, ChangeSet, Creation, History, IdempotencyRecord, ListedSession,
-    ObservationRow, PoolUsage, ResponseTimeSummary, SessionCursor, SessionRow, Store, StoreError,
-    StoredCall, StoredTimeline, SuggestionRow,
+    ObservationPage, ObservationQuery, ObservationRow, PoolUsage, RegretSlice, ResponseTimeSummary,
+    SessionQuery, SessionRow, Store, StoreError, StoredCall, StoredTimeline, SuggestionRow,
 };
 
 /// Wraps a store and records the seconds of each operation, failed ones included, into
@@ -58,15 +58,17 @@ impl Store for MeteredStore {
 
     async fn list_sessions(
         &self,
-        limit: i64,
-        before: Option<SessionCursor>,
-        tenant: Option<&str>,
+        query: &SessionQuery<'_>,
     ) -> Result<Vec<ListedSession>, StoreError> {
-        timed(
-            "list_sessions",
-            self.inner.list_sessions(limit, before, tenant),
-        )
-        .await
+        timed("list_sessions", self.inner.list_sessions(query)).await
+    }
+
+    async fn regret_slices(
+        &self,
+        sessions: &[Uuid],
+        slices: i64,
+    ) -> Result<Vec<RegretSlice>, StoreError> {
+        timed("regret_slices", self.inner.regret_slices(sessions, slices)).await
     }
 
     async fn session_tenant(&self, id: Uuid) -> Result<Option<String>, StoreError> {
@@ -138,6 +140,18 @@ impl Store for MeteredStore {
             "list_observations",
             self.inner
                 .list_observations(session_id, after, limit, include_inactive),
+        )
+        .await
+    }
+
+    async fn observation_page(
+        &self,
+        session_id: Uuid,
+        query: &ObservationQuery,
+    ) -> Result<ObservationPage, StoreError> {
+        timed(
+            "observation_page",
+            self.inner.observation_page(session_id, query),
         )
         .await
     }

@@ -218,10 +218,21 @@ fn parameters_sit_where_their_paths_can_hold_them() {
         }
     }
     for (id, names) in [
-        ("list_sessions", &["limit", "cursor"][..]),
+        (
+            "list_sessions",
+            &["limit", "cursor", "name", "algorithm", "sort", "order"][..],
+        ),
         (
             "list_observations",
-            &["after", "limit", "include_pruned"][..],
+            &[
+                "after",
+                "limit",
+                "offset",
+                "state",
+                "include_pruned",
+                "sort",
+                "order",
+            ][..],
         ),
         ("best", &["t"][..]),
     ] {
@@ -341,6 +352,37 @@ fn request_schemas_state_the_servers_bounds() {
         assert_eq!(key["schema"]["pattern"], IDEMPOTENCY_KEY_PATTERN, "{id}");
         assert_eq!(key["schema"]["maxLength"], MAX_KEY_LEN, "{id}");
     }
+    // The listing's cursor is described by the pattern the server parses by, and its
+    // algorithm filter names every algorithm a session can have.
+    let (_, _, list) = operation(&doc, "list_sessions");
+    let parameter = |name: &str| {
+        list["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(
+        parameter("cursor")["schema"]["pattern"],
+        tvbo::session::listing::CURSOR_PATTERN
+    );
+    let algorithm = parameter("algorithm");
+    let filter = resolve(&doc, &algorithm["schema"]);
+    let mut filtered: Vec<&str> = filter["enum"]
+        .as_array()
+        .map(|names| names.iter().map(|n| n.as_str().unwrap()).collect())
+        .unwrap_or_else(|| panic!("{filter}"));
+    let mut algorithms: Vec<&str> = schemas["AlgorithmConfig"]["oneOf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|variant| variant["properties"]["name"]["enum"][0].as_str().unwrap())
+        .collect();
+    filtered.sort_unstable();
+    algorithms.sort_unstable();
+    assert_eq!(filtered, algorithms);
 }
 
 #[test]

@@ -25,6 +25,7 @@ mod idempotent_retries;
 mod key_checks;
 mod layering;
 mod lifecycle;
+mod listing;
 mod openapi;
 mod prior_selection;
 mod slow;

@@ -255,6 +255,7 @@ class Observation:
     suggestion_id: Optional[str] = None
     measured_at: Optional[datetime] = None
     regret: Optional[float] = None
+    estimated_regret: Optional[float] = None
     removed_at: Optional[datetime] = None
     removed_reason: Optional[str] = None
     removed_t: Optional[float] = None
@@ -282,6 +283,7 @@ class ObservationList:
 
     observations: List[Observation]
     next_after: Optional[int] = None
+    total: Optional[int] = None
     failed: List[EndedRun] = dataclasses.field(default_factory=list)
 
 
