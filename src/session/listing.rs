@@ -169,11 +169,18 @@ impl ListCursor {
                 ),
             ));
         }
+        let not_handed_out =
+            || InvalidInput::new("cursor", "is not a cursor this server handed out");
         let key = match self.key {
             CursorKey::Int(value) => SortKey::Int(value),
-            CursorKey::Bytes(bytes) => SortKey::Text(String::from_utf8(bytes).map_err(|_| {
-                InvalidInput::new("cursor", "is not a cursor this server handed out")
-            })?),
+            // A folded name holds no NUL (names hold no control character), and PostgreSQL
+            // takes no text with one.
+            CursorKey::Bytes(bytes) => SortKey::Text(
+                String::from_utf8(bytes)
+                    .ok()
+                    .filter(|text| !text.contains('\0'))
+                    .ok_or_else(not_handed_out)?,
+            ),
         };
         Ok(SessionCursor { key, id: self.id })
     }
@@ -247,7 +254,17 @@ impl SessionService {
             order,
             after,
         };
-        let mut rows = self.store.list_sessions(&selected).await?;
+        // No name holds a NUL (names hold no control character), and PostgreSQL takes no
+        // text with one: such a filter matches nothing, asked or not.
+        let mut rows = if query
+            .name
+            .as_deref()
+            .is_some_and(|name| name.contains('\0'))
+        {
+            Vec::new()
+        } else {
+            self.store.list_sessions(&selected).await?
+        };
         let more = rows.len() as i64 > limit;
         rows.truncate(limit as usize);
         let next_cursor = more
@@ -431,9 +448,15 @@ mod tests {
         ] {
             assert!(text.parse::<ListCursor>().is_err(), "{text}");
         }
-        // In the pattern, but not UTF-8: refused by the listing (422), not the parse.
-        let cursor: ListCursor = format!("name.asc.ff.{id}").parse().unwrap();
-        assert!(cursor.position(SessionSort::Name, SortOrder::Asc).is_err());
+        // In the pattern, but not UTF-8, or with a NUL no name holds: refused by the
+        // listing (422), not the parse.
+        for key in ["ff", "00", "6100"] {
+            let cursor: ListCursor = format!("name.asc.{key}.{id}").parse().unwrap();
+            assert!(
+                cursor.position(SessionSort::Name, SortOrder::Asc).is_err(),
+                "{key}"
+            );
+        }
     }
 
     #[test]

@@ -379,6 +379,12 @@ async fn bad_listing_parameters_are_refused_naming_them(server: TestServer) {
             422,
             "cursor",
         ),
+        // In the pattern, but with a NUL, which no name holds (nor PostgreSQL's text).
+        (
+            format!("/v1/sessions?sort=name&cursor=name.asc.00.{id}"),
+            422,
+            "cursor",
+        ),
         (format!("{observations}?sort=size"), 400, "sort"),
         (format!("{observations}?order=down"), 400, "order"),
         (format!("{observations}?state=gone"), 400, "state"),
@@ -391,6 +397,8 @@ async fn bad_listing_parameters_are_refused_naming_them(server: TestServer) {
             "{path}"
         );
     }
+    let (status, none) = server.get("/v1/sessions?name=a%00").await;
+    assert_eq!((status, &none["sessions"]), (200, &json!([])), "{none}");
     for fine in [
         format!("/v1/sessions?sort=name&cursor={by_name}"),
         format!("/v1/sessions?sort=created&order=desc&cursor={by_creation}"),
