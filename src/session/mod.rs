@@ -12,4 +12,5 @@ pub mod scheduler;
 pub mod service;
 pub mod snapshots;
 pub mod timeline;
+pub mod tracking;
 pub mod views;

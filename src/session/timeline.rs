@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::error::ServiceError;
 use super::service::SessionService;
-use super::tracking::{TrackingInput, tracking};
+use super::tracking::{RegretAt, TrackingInput, tracking};
 use super::views::{
     ForgetEvent, ResponseTimeSampleView, ResponseTimeView, Step, StepList, Timeline,
     TimelineObservation,
@@ -97,8 +97,16 @@ fn timeline_view(stored: StoredTimeline, time_source: TimeSource, now: DateTime<
             metadata: row.metadata,
         })
         .collect();
+    let regrets_at: Vec<RegretAt> = observations
+        .iter()
+        .map(|o| RegretAt {
+            seq: o.seq,
+            t: o.t,
+            regret: o.regret,
+        })
+        .collect();
     let tracking = tracking(&TrackingInput {
-        observations: &observations,
+        observations: &regrets_at,
         groups: &stored.regret_groups,
         recent: &stored.recent_regrets,
         last_step_at: stored.last_step_at,

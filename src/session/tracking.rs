@@ -13,8 +13,6 @@ use utoipa::ToSchema;
 use crate::domain::config::TimeSource;
 use crate::store::{RECENT_REGRETS, RegretGroup};
 
-use super::views::TimelineObservation;
-
 /// Observations per window of the rolling regret and of the status.
 pub const WINDOW: usize = (RECENT_REGRETS / 2) as usize;
 
@@ -68,10 +66,19 @@ pub struct Tracking {
     pub rolling: Vec<RollingRegret>,
 }
 
+/// An observation of the timeline as [`tracking`] reads it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RegretAt {
+    pub seq: i64,
+    pub t: f64,
+    /// Reported, else estimated; None before any model.
+    pub regret: Option<f64>,
+}
+
 /// What [`tracking`] reads: the timeline's observations (all of them, or the kept ones
 /// with their `groups`), the newest regrets, and the clocks.
 pub struct TrackingInput<'a> {
-    pub observations: &'a [TimelineObservation],
+    pub observations: &'a [RegretAt],
     pub groups: &'a [RegretGroup],
     /// (session time, regret) of the newest observations with a regret, newest last.
     pub recent: &'a [(f64, f64)],
@@ -183,7 +190,7 @@ fn duration(seconds: f64) -> String {
 
 /// Every observation's window mean ([`WINDOW`] regrets up to it) when `groups` is empty
 /// (the timeline holds them all); else each group's mean, at its last observation's time.
-fn rolling(observations: &[TimelineObservation], groups: &[RegretGroup]) -> Vec<RollingRegret> {
+fn rolling(observations: &[RegretAt], groups: &[RegretGroup]) -> Vec<RollingRegret> {
     if groups.is_empty() {
         let regrets: Vec<(f64, f64)> = observations
             .iter()
@@ -227,28 +234,21 @@ fn rolling(observations: &[TimelineObservation], groups: &[RegretGroup]) -> Vec<
 mod tests {
     use super::*;
 
-    fn observation(seq: i64, regret: Option<f64>) -> TimelineObservation {
-        TimelineObservation {
+    fn observation(seq: i64, regret: Option<f64>) -> RegretAt {
+        RegretAt {
             seq,
             t: seq as f64 * 2.0,
-            value: 0.0,
-            params: Default::default(),
             regret,
-            estimated: false,
-            active: true,
-            removed_t: None,
-            removed_reason: None,
-            metadata: None,
         }
     }
 
     #[test]
     fn the_rolling_regret_is_the_mean_of_the_last_window_at_every_observation() {
-        let observations: Vec<TimelineObservation> = (1..=300)
+        let observations: Vec<RegretAt> = (1..=300)
             .map(|i| observation(i, (i % 7 != 0).then(|| (i as f64 * 0.37).sin().abs())))
             .collect();
         let rolled = rolling(&observations, &[]);
-        let with_regret: Vec<&TimelineObservation> =
+        let with_regret: Vec<&RegretAt> =
             observations.iter().filter(|o| o.regret.is_some()).collect();
         assert_eq!(rolled.len(), with_regret.len());
         // Brute force: the mean of up to WINDOW regrets ending at each.

@@ -16,6 +16,8 @@ pub use crate::engine::regret::{RegretPoint, RegretReport};
 use crate::policy::PolicyState;
 use crate::store::{ObservationRow, RegretSlice, SessionRow, StoredCall, SuggestionRow};
 
+use super::tracking::Tracking;
+
 /// A session: its filled-in configuration, status and counts.
 #[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
 pub struct Session {
@@ -521,6 +523,9 @@ pub struct Timeline {
     pub estimated_regrets: i64,
     /// Mean regret over every observation that has one (reported, else estimated).
     pub average_regret: Option<f64>,
+    /// The regret now: the rolling regret over every observation and whether the
+    /// session keeps up.
+    pub tracking: Tracking,
     pub observations: Vec<TimelineObservation>,
     pub steps: Vec<Step>,
     /// Response-time samples (downsampled like the rest), and the cubic fitted to all of

@@ -216,6 +216,27 @@ pub struct StoredTimeline {
     pub ended_run_count: i64,
     /// The newest of them, at most the budget, in order of recording.
     pub ended_runs: Vec<EndedRun>,
+    /// Past the budget, the regrets of each downsampled group of observations (whose
+    /// last row `observations` keeps); empty while every observation is returned.
+    pub regret_groups: Vec<RegretGroup>,
+    /// The newest [`RECENT_REGRETS`] observations with a regret, newest last, as
+    /// (session time, regret reported or else estimated).
+    pub recent_regrets: Vec<(f64, f64)>,
+    /// When the newest step was recorded (wall clock); None before any.
+    pub last_step_at: Option<DateTime<Utc>>,
+}
+
+/// How many of the newest regrets a timeline reads, whatever its budget.
+pub const RECENT_REGRETS: i64 = 128;
+
+/// The regrets of a group of consecutive observations, ending at `last_seq`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RegretGroup {
+    pub last_seq: i64,
+    pub observations: i64,
+    /// Observations with a regret (reported, or else estimated), and their sum.
+    pub regrets: i64,
+    pub regret_sum: f64,
 }
 
 /// What [`Store::create_session`] did.
@@ -252,9 +273,10 @@ pub trait Store: Send + Sync + 'static {
         query: &SessionQuery<'_>,
     ) -> Result<Vec<ListedSession>, StoreError>;
     /// The regrets of each session's observations (every one, active or forgotten),
-    /// summed by at most `slices` slices of consecutive observations per session, in the
-    /// order of `sessions` as stored and of the slices: read from the timeline's bucket
-    /// summaries, one query for all the sessions, whatever their age.
+    /// summed by at most `slices` slices of consecutive observations per session, each
+    /// session's in the order of its slices: read from the timeline's bucket summaries
+    /// (and, for sessions of at most 128 observations, from the observations), two
+    /// queries for all the sessions, whatever their age.
     async fn regret_slices(
         &self,
         sessions: &[Uuid],

@@ -58,11 +58,13 @@ macro_rules! store_on {
                 observation_from_row, parse_uuid,
                 response_time_from_row, session_from_row, suggestion_from_row, to_json,
             };
-            use $crate::store::timeline::{Bucket, bucket_from_row, forget_spans, kept_keys};
+            use $crate::store::timeline::{
+                BUCKET_ROWS, Bucket, bucket_from_row, forget_spans, kept_keys, regret_groups,
+            };
             use $crate::store::{
                 ApiKeyRow, CallStats, EndedRun, ForgetSpan, History, IdempotencyRecord, ListedSession,
-                ObservationRow, SessionCursor, SessionRow, StoreError,
-                StoredTimeline, SuggestionRow, to_micros,
+                ObservationRow, RECENT_REGRETS, SessionCursor, SessionRow, StoreError,
+                StoredTimeline, SuggestionRow, from_micros, to_micros,
             };
 
             type Connection = $connection;
@@ -199,7 +201,8 @@ macro_rules! store_on {
 
             /// [`Store::regret_slices`](crate::store::Store::regret_slices): each 'o'
             /// bucket goes to the slice `bucket · slices / buckets`, so that consecutive
-            /// buckets share a slice and there are at most `slices`.
+            /// buckets share a slice and there are at most `slices`; a session of at most
+            /// two buckets' observations, each observation to `(seq - 1) · slices / n`.
             pub(super) async fn regret_slices(
                 c: &mut Connection,
                 sessions: &[Uuid],
@@ -224,20 +227,46 @@ macro_rules! store_on {
                 for id in sessions {
                     statement = statement.bind(id.to_string());
                 }
-                statement
-                    .fetch_all(&mut *c)
-                    .await?
-                    .iter()
-                    .map(|r| {
-                        Ok(RegretSlice {
-                            session_id: parse_uuid(r.try_get("session_id")?)?,
-                            slice: r.try_get("slice")?,
-                            total: r.try_get("total")?,
-                            valued: r.try_get("valued")?,
-                            reported: r.try_get("reported")?,
-                        })
+                let from_buckets = statement.fetch_all(&mut *c).await?;
+                // A young session (two buckets or fewer) is sliced by its observations
+                // themselves: a bucket of 64 would give it one point, no line.
+                let young = BUCKET_ROWS * 2;
+                let sql = format!(
+                    "SELECT session_id, slice, CAST(COALESCE(SUM(r), 0) AS DOUBLE PRECISION) AS total, \
+                     CAST(COUNT(r) AS BIGINT) AS valued, CAST(COUNT(regret) AS BIGINT) AS reported \
+                     FROM (SELECT o.session_id, o.regret, COALESCE(o.regret, o.regret_estimate) AS r, \
+                     (o.seq - 1) * $1 / MAX(o.seq) OVER (PARTITION BY o.session_id) AS slice \
+                     FROM observations o WHERE o.session_id IN ({}) AND o.seq <= $2 \
+                     AND NOT EXISTS (SELECT 1 FROM observations x \
+                     WHERE x.session_id = o.session_id AND x.seq = $2 + 1)) b \
+                     GROUP BY session_id, slice ORDER BY session_id, slice",
+                    (0..sessions.len()).map(|i| format!("${}", i + 3)).collect::<Vec<_>>().join(", ")
+                );
+                let mut statement = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(slices).bind(young);
+                for id in sessions {
+                    statement = statement.bind(id.to_string());
+                }
+                let from_observations = statement.fetch_all(&mut *c).await?;
+                let slice = |r: &<$database as sqlx::Database>::Row| -> Result<RegretSlice, StoreError> {
+                    Ok(RegretSlice {
+                        session_id: parse_uuid(r.try_get("session_id")?)?,
+                        slice: r.try_get("slice")?,
+                        total: r.try_get("total")?,
+                        valued: r.try_get("valued")?,
+                        reported: r.try_get("reported")?,
                     })
-                    .collect()
+                };
+                let fine = from_observations.iter().map(slice).collect::<Result<Vec<_>, _>>()?;
+                let sliced_finely: std::collections::HashSet<Uuid> =
+                    fine.iter().map(|s| s.session_id).collect();
+                let mut all = fine;
+                for row in &from_buckets {
+                    let coarse = slice(row)?;
+                    if !sliced_finely.contains(&coarse.session_id) {
+                        all.push(coarse);
+                    }
+                }
+                Ok(all)
             }
 
             pub(super) async fn insert_session(
@@ -661,7 +690,40 @@ macro_rules! store_on {
                 };
                 let (ended_run_count, ended_runs) =
                     newest_ended_runs(&mut *c, &key, budget, row_id).await?;
+                // The newest regrets, exact at any age, for the status of "now".
+                let mut recent_regrets = sqlx::query(
+                    "SELECT t, COALESCE(regret, regret_estimate) AS regret FROM observations \
+                     WHERE session_id = $1 AND COALESCE(regret, regret_estimate) IS NOT NULL \
+                     ORDER BY seq DESC LIMIT $2",
+                )
+                .bind(&key)
+                .bind(RECENT_REGRETS)
+                .fetch_all(&mut *c)
+                .await?
+                .iter()
+                .map(|r| Ok((r.try_get::<f64, _>("t")?, r.try_get::<f64, _>("regret")?)))
+                .collect::<Result<Vec<_>, StoreError>>()?;
+                recent_regrets.reverse();
+                // The newest step's row is its series' last key.
+                let last_step_at = match calls.last() {
+                    None => None,
+                    Some(bucket) => {
+                        let sql = format!(
+                            "SELECT recorded_micros FROM calls \
+                             WHERE session_id = $1 AND {row_id} = $2"
+                        );
+                        let micros: Option<i64> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+                            .bind(&key)
+                            .bind(bucket.last_key)
+                            .fetch_optional(&mut *c)
+                            .await?;
+                        micros.map(from_micros).transpose()?
+                    }
+                };
                 Ok(StoredTimeline {
+                    regret_groups: regret_groups(&observed, budget, 6),
+                    recent_regrets,
+                    last_step_at,
                     ended_run_count,
                     ended_runs,
                     observation_count,

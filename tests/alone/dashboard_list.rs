@@ -89,8 +89,9 @@ async fn the_list_of_500_sessions_loads_every_row_in_a_few_requests_per_page() {
     });
     let after = scrape(&server.client, &server.url("/metrics")).await;
     let requests = v1_requests(&after) - v1_requests(&before);
+    // At least one per page (the metrics do count), at most three.
     assert!(
-        requests <= (3 * pages) as f64,
+        (pages as f64..=(3 * pages) as f64).contains(&requests),
         "{requests} API requests for {pages} pages of rows"
     );
     server.stop().await;

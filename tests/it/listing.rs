@@ -165,14 +165,21 @@ async fn a_listed_summary_says_what_the_timeline_says(server: TestServer) {
             close(mine.as_f64().unwrap(), theirs.as_f64().unwrap()),
             "{mine} {theirs}"
         );
-        // The brute force: buckets of 64 by seq, bucket b in slice b·40/B.
+        // The brute force: buckets of 64 by seq, bucket b in slice b·40/B; at most 128
+        // observations, observation seq in slice (seq − 1)·40/n.
         let observations = all_observations(&server, id).await;
-        let buckets = (observations.len() as i64 + 63) / 64;
+        let n = observations.len() as i64;
+        let buckets = (n + 63) / 64;
         let mut slices = vec![(0.0, 0); 40];
         for o in &observations {
-            let bucket = (o["seq"].as_i64().unwrap() - 1) / 64;
+            let seq = o["seq"].as_i64().unwrap();
+            let at = if n <= 128 {
+                (seq - 1) * 40 / n
+            } else {
+                (seq - 1) / 64 * 40 / buckets
+            };
             if let Some(r) = regret(o) {
-                let slice = &mut slices[(bucket * 40 / buckets) as usize];
+                let slice = &mut slices[at as usize];
                 slice.0 += r;
                 slice.1 += 1;
             }

@@ -77,8 +77,9 @@ function logTicks(lo, hi, count) {
 /// A chart card on `container`. spec: {id, title, xLabel, yLabel, time (x is session
 /// time: linked zoom), series: [{name, points: [[x, y, extra?]], mode:
 /// "line"|"points"|"step", color, dash, width, radius, unscaled}], strip (forgetting events under
-/// the time axis), note, logX, logY, xCategories, yCategories, xMin, yMin, extraX,
-/// extraY, wide, empty}. `update(spec)` draws it again in place.
+/// the time axis), note, caption (drawn in the plot's corner), logX, logY, xCategories,
+/// yCategories, xMin, yMin, extraX, extraY, wide, empty}. `update(spec)` draws it again
+/// in place.
 class Chart {
   constructor(container, spec) {
     this.card = el("div", { class: "card chart" + (spec.wide ? " wide" : "") });
@@ -255,6 +256,13 @@ class Chart {
         plot.append(svg("path", { d, fill: "none", stroke: color, "stroke-width": s.width || 1.6, "stroke-dasharray": s.dash || "" }));
       }
     });
+    // A caption in the plot's corner: words that change with the data, kept out of the
+    // note so that the card keeps its height.
+    if (spec.caption) {
+      const caption = svg("text", { x: W - R - 4, y: T + 12, "text-anchor": "end", class: "caption" });
+      caption.textContent = spec.caption;
+      root.append(caption);
+    }
     const binsAt = spec.strip ? this.drawStrip(root, spec.strip, X, x0, x1, L, W - R, plotBottom + 36, stripH - 6) : null;
     // Legend, wrapped to the width.
     const legend = svg("g", { class: "legend" });

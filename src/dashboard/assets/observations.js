@@ -27,7 +27,7 @@ class ObservationTable {
     this.body = el("tbody");
     this.card.append(el("div", { class: "card-head" }, el("h2", { text: "Observations" })),
       el("div", { class: "toolbar" }, filter, this.prev, this.next, this.range),
-      el("div", { class: "scroll" }, el("table", { id: "observations" }, this.head, this.body)),
+      el("div", { class: "scroll rows" }, el("table", { id: "observations" }, this.head, this.body)),
       el("p", { class: "note", text: "Every observation, active or forgotten (with why and when), and its metadata; click a heading to sort." }));
     this.count = -1;
   }
@@ -73,7 +73,7 @@ class ObservationTable {
     const rows = page.observations.map(o => el("tr", { class: o.active ? "" : "forgotten", "data-seq": String(o.seq) },
       el("td", { text: String(o.seq) }), el("td", { text: fmtTime(o.t) }),
       ...params.map(p => el("td", { text: fmt(o.params[p.name]) })),
-      el("td", { text: fmt(o.value) }), el("td", { text: o.regret === null || o.regret === undefined ? "–" : fmt(o.regret) + (o.regret_estimated ? " (est.)" : "") }),
+      el("td", { text: fmt(o.value) }), el("td", { text: regretText(o) }),
       el("td", { text: o.active ? "active" : `forgotten (${o.removed_reason || "?"}${o.removed_t !== null && o.removed_t !== undefined ? " at " + fmtTime(o.removed_t) : ""})` }),
       el("td", { class: "metadata", text: o.metadata ? JSON.stringify(o.metadata) : "" })));
     if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: String(params.length + 6), class: "muted", text: "No observations." })));
@@ -84,4 +84,11 @@ class ObservationTable {
     this.prev.disabled = this.offset === 0;
     this.next.disabled = this.offset + page.observations.length >= this.total;
   }
+}
+
+/// An observation's regret as reported, else as estimated (marked), else a dash.
+function regretText(o) {
+  if (o.regret !== null && o.regret !== undefined) return fmt(o.regret);
+  if (o.estimated_regret !== null && o.estimated_regret !== undefined) return fmt(o.estimated_regret) + " (est.)";
+  return "–";
 }

@@ -37,7 +37,7 @@ function sessionCharts(board, session, timeline) {
   const regrets = timeline.observations.filter(o => o.regret !== null);
   const provenance = regretProvenance(timeline.reported_regrets, timeline.estimated_regrets);
   const downsampled = timeline.observations.length < timeline.observation_count
-    ? ` Showing ${timeline.observations.length} of ${timeline.observation_count} observations (each bucket's extremes kept).` : "";
+    ? `${timeline.observations.length} of ${timeline.observation_count} observations drawn` : "";
   // The cumulative average over every observation, at each drawn point: exact from the
   // rolling windows' sums when every observation is drawn, else the drawn points'.
   let running = 0;
@@ -52,7 +52,8 @@ function sessionCharts(board, session, timeline) {
       { name: `rolling (last ${tracking.window})`, color: "#16a34a", width: 2.2, points: tracking.rolling.map(r => [r.t, r.regret, { label: `mean of ${r.observations}` }]) },
       { name: downsampled ? "cumulative (points drawn)" : "cumulative", color: "var(--fg)", width: 1.4, dash: "5 3", points: cumulative },
     ].filter(s => (s.name !== "reported" || timeline.reported_regrets) && (s.name !== "estimated" || timeline.estimated_regrets)),
-    note: "Regret r = f*(t) − f(x_t) at each observation: as the client reported it (blue), else estimated (orange) from the posterior optimum the model recorded at the last suggest. The green line is the rolling mean over every observation (the server's), the dashed one the average since the start. The strip under the axis counts observations forgotten per slice of time (red reset, purple budget, orange relevance)." + downsampled,
+    caption: downsampled,
+    note: "Regret r = f*(t) − f(x_t) at each observation: as the client reported it (blue), else estimated (orange) from the posterior optimum the model recorded at the last suggest. The green line is the rolling mean over every observation (the server's), the dashed one the average since the start. The strip under the axis counts observations forgotten per slice of time (red reset, purple budget, orange relevance). Past 2,000 observations each bucket's extremes are drawn.",
   });
   // 2. Values and the posterior optimum's value.
   const optimumSteps = timeline.steps.filter(s => s.snapshot && s.snapshot.optimum);
@@ -90,8 +91,8 @@ function sessionCharts(board, session, timeline) {
   const nStarAbove = nStar.length && Math.max(...nStar.map(p => p[1])) > 3 * largest;
   if (nStar.length) datasetSeries.push({ name: "n* (BOLT)", mode: "step", color: "#dc2626", dash: "5 3", points: nStar, unscaled: nStarAbove });
   board.chart({ id: "dataset", title: "Active dataset size", time: true, yLabel: "observations", yMin: 0, series: datasetSeries, strip,
-    note: (alg === "bolt" ? "BOLT keeps at most n* observations: the size whose response time maximises its regret bound." : "What the model still remembers; drops are forgetting.")
-      + (nStarAbove ? ` n* (now ${nStar[nStar.length - 1][1]}) is above the chart where it leaves the dataset's scale.` : "") });
+    caption: nStarAbove ? `n* = ${nStar[nStar.length - 1][1]}, above the chart` : "",
+    note: alg === "bolt" ? "BOLT keeps at most n* observations: the size whose response time maximises its regret bound (far above the dataset, its line leaves the chart)." : "What the model still remembers; drops are forgetting." });
   if (alg === "w-dbo") {
     board.chart({ id: "budget", title: "W-DBO removal budget", time: true, yLabel: "budget", series: [{ name: "budget", mode: "step", points: snap.filter(s => s.snapshot.budget !== undefined).map(s => [s.t, s.snapshot.budget]) }],
       note: "Grows with time (Δt/l_T · ln(1+α)); spent by each removal (its relevance)." });
@@ -135,7 +136,7 @@ function hyperparameterCharts(board, session, snap) {
   // stable estimate).
   const recentFits = snap.slice(-20).filter(s => s.snapshot.fit && s.snapshot.fit.at_bound);
   const bounds = [...new Set(recentFits.flatMap(s => s.snapshot.fit.at_bound))];
-  const boundNote = bounds.length ? ` Recent fits ended at a bound: ${bounds.map(b => BOUND_WORDS[b] || b).join("; ")}.` : "";
+  const boundNote = bounds.length ? `at a bound: ${bounds.map(b => BOUND_WORDS[b] || b).join("; ")}` : "";
   const h = s => s.snapshot.hyperparameters;
   if (hyper.length || !session.algorithm.priors) {
     board.chart({ id: "hyperparameters", title: "Hyperparameters", time: true, logY: true, yLabel: "value (log)",
@@ -144,13 +145,15 @@ function hyperparameterCharts(board, session, snap) {
         { name: "signal var", points: hyper.map(s => [s.t, h(s).signal_variance]) },
         { name: "noise var", points: hyper.map(s => [s.t, h(s).noise_variance]) },
       ],
-      note: "Fitted at each step on standardised values; none during the warm-up." + boundNote, empty: "not fitted yet (warm-up or random search)" });
+      caption: boundNote,
+      note: "Fitted at each step on standardised values; none during the warm-up. The corner says when the newest fits ended at an end of their box.", empty: "not fitted yet (warm-up or random search)" });
   }
   if (hyper.some(s => h(s).temporal_lengthscale !== null)) {
     const temporal = [{ name: "l_T (seconds)", points: hyper.map(s => [s.t, h(s).temporal_lengthscale]) }];
     if (hyper.some(s => h(s).epsilon !== null)) temporal.push({ name: "ε", color: "#ea580c", points: hyper.map(s => [s.t, h(s).epsilon]) });
     board.chart({ id: "temporal", title: "Temporal lengthscale", time: true, logY: true, yLabel: "value (log)", series: temporal,
-      note: "How fast the model believes the objective drifts: a short l_T forgets quickly." + (bounds.some(b => b.startsWith("temporal")) ? boundNote : "") });
+      caption: bounds.some(b => b.startsWith("temporal")) ? boundNote : "",
+      note: "How fast the model believes the objective drifts: a short l_T forgets quickly." });
   }
 }
 
@@ -177,10 +180,11 @@ async function modelViews(board, session, timeline, best) {
         { name: " ", mode, radius: 2.5, color: "#86efac", dash: "4 3", points: rows.map(r => [axis.value(r.v), r.mean - 2 * r.std]) });
     }
     board.chart({
-      id: "slice-" + p.name, title: `Value against ${p.name}` + (slices ? " and the posterior through the recommendation" : ""),
+      id: "slice-" + p.name, title: `Value against ${p.name}`,
       xLabel: p.name, yLabel: "value", logX: axis.log, xCategories: axis.categories, extraX: axis.extra, series,
       marks: best && !axis.categories ? [{ x: best.params[p.name], label: "recommendation", color: "#dc2626" }] : [],
-      note: slices ? `The posterior now (t = ${fmtTime(best.t)}) along ${p.name}, the other parameters held at the recommendation (red).` : "Every observation drawn (blue: the newest tenth).",
+      caption: slices ? `posterior at t = ${fmtTime(best.t)}` : "",
+      note: `Every observation (blue: the newest tenth); once there is a model, the posterior now along ${p.name}, the other parameters held at the recommendation (red).`,
     });
   }
   const numeric = params.filter(p => p.type !== "categorical");
@@ -230,7 +234,7 @@ async function heatMaps(board, session, timeline, best) {
   const prediction = await api(`/v1/sessions/${session.id}/predict`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ points }) });
   const minimise = session.goal === "minimize";
   for (const [key, label] of [["mean", "Posterior mean"], ["std", "Posterior standard deviation"]]) {
-    const spec = { id: "posterior-" + key, title: `${label} now (t = ${fmtTime(prediction.t)})`,
+    const spec = { id: "posterior-" + key, title: `${label} now`,
       note: key === "mean"
         ? `Where the model believes the objective is ${minimise ? "low (the goal: dark)" : "high (the goal: yellow)"} now; white dots: active observations; red cross: the recommendation.`
         : "Where the model is unsure now (yellow): forgotten or never-sampled regions." };

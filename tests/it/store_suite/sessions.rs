@@ -281,14 +281,14 @@ async fn check_listing_follows_commits(store: &dyn Store) {
     assert!(store.list_sessions(&bolt).await.unwrap().is_empty());
 
     // observation(seq): regret reported for even seqs (0.5 seq), estimated for odd (0.25 seq).
+    // Four observations: a slice each (a young session is sliced by observation); none
+    // for a session without any.
     let slices = store.regret_slices(&[row.id, other.id], 40).await.unwrap();
-    assert_eq!(
-        slices.len(),
-        1,
-        "one bucket, one slice; none for a session without any"
-    );
-    assert_eq!((slices[0].valued, slices[0].reported), (4, 2));
-    assert_eq!(slices[0].total, 0.25 + 1.0 + 0.75 + 2.0);
+    assert_eq!(slices.len(), 4, "{slices:?}");
+    let valued: Vec<(i64, i64)> = slices.iter().map(|s| (s.valued, s.reported)).collect();
+    assert_eq!(valued, [(1, 0), (1, 1), (1, 0), (1, 1)]);
+    let totals: Vec<f64> = slices.iter().map(|s| s.total).collect();
+    assert_eq!(totals, [0.25, 1.0, 0.75, 2.0]);
     assert!(store.regret_slices(&[], 40).await.unwrap().is_empty());
 
     let page = |sort, order, state, offset, limit| ObservationQuery {

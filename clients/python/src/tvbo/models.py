@@ -28,6 +28,7 @@ TimeSource = Literal["wall", "client"]
 FitStart = Literal["fixed", "previous"]
 Hyperpriors = Literal["none", "robust"]
 RunEnd = Literal["failed", "abandoned"]
+TrackingStatus = Literal["tracking", "lagging", "no-recent-data"]
 AlgorithmName = Literal[
     "bolt",
     "w-dbo",
@@ -432,6 +433,30 @@ class ForgetEvent:
 
 
 @dataclasses.dataclass(frozen=True)
+class RollingRegret:
+    """The mean of ``observations`` regrets ending at session time ``t``."""
+
+    t: float
+    regret: float
+    observations: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Tracking:
+    """Whether the session keeps up now: ``status`` and why, the mean regret of the
+    newest ``window`` observations and of the ``window`` before, and the rolling regret
+    over every observation (docs/dashboard.md, "Is it tracking now?")."""
+
+    status: TrackingStatus
+    reason: str
+    window: int
+    rolling: List[RollingRegret]
+    recent_regret: Optional[float] = None
+    previous_regret: Optional[float] = None
+    last_step_at: Optional[datetime] = None
+
+
+@dataclasses.dataclass(frozen=True)
 class Timeline:
     """A session's history as the dashboard draws it, downsampled past a point budget."""
 
@@ -439,6 +464,7 @@ class Timeline:
     step_count: int
     reported_regrets: int
     estimated_regrets: int
+    tracking: Tracking
     observations: List[TimelineObservation]
     steps: List[Step]
     response_time: "ResponseTime"
@@ -515,6 +541,8 @@ SCHEMAS: Dict[str, Any] = {
     "TimelineObservation": TimelineObservation,
     "ForgetEvent": ForgetEvent,
     "Timeline": Timeline,
+    "Tracking": Tracking,
+    "RollingRegret": RollingRegret,
     "Best": Best,
     "Prediction": Prediction,
     "PredictResponse": PredictResponse,
@@ -539,6 +567,7 @@ ENUMS: Dict[str, Any] = {
     "FitStart": FitStart,
     "Hyperpriors": Hyperpriors,
     "RunEnd": RunEnd,
+    "TrackingStatus": TrackingStatus,
 }
 """OpenAPI enum schema name → the Literal type listing its values."""
 
