@@ -279,6 +279,25 @@ impl Browser {
         std::fs::write(path, bytes).unwrap();
     }
 
+    /// Takes a screenshot of `height` pixels of the page from the top of the element
+    /// `selector` (its full width), wherever it is.
+    pub fn screenshot_from(&mut self, path: &str, selector: &str, height: u32) {
+        let top = self.eval(&format!(
+            "document.querySelector('{selector}').getBoundingClientRect().top + window.scrollY - 8"
+        ));
+        let width = self.eval("document.documentElement.clientWidth");
+        let shot = self.call(
+            "Page.captureScreenshot",
+            json!({"format": "png", "captureBeyondViewport": true,
+                   "clip": {"x": 0, "y": top, "width": width, "height": height, "scale": 1}}),
+            true,
+        );
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(shot["data"].as_str().unwrap())
+            .unwrap();
+        std::fs::write(path, bytes).unwrap();
+    }
+
     pub fn screenshot(&mut self, path: &str) {
         self.screenshot_page(path, false);
     }

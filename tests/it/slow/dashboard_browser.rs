@@ -170,10 +170,16 @@ async fn codec_session(server: &TestServer) -> String {
     .await
 }
 
-/// Saves a screenshot of the page as `name` in `TVBO_SCREENSHOTS`, when it is set.
-fn screenshot(browser: &mut Browser, name: &str) {
+/// Saves a screenshot of the page's first `height` pixels as `name` in
+/// `TVBO_SCREENSHOTS`, when it is set.
+fn screenshot(browser: &mut Browser, name: &str, height: u32) {
     if let Ok(dir) = std::env::var("TVBO_SCREENSHOTS") {
+        let width = browser.eval("window.innerWidth").as_u64().unwrap() as u32;
+        let full = browser.eval("window.innerHeight").as_u64().unwrap() as u32;
+        browser.viewport(width, height);
+        std::thread::sleep(Duration::from_millis(300));
         browser.screenshot_page(&format!("{dir}/{name}"), false);
+        browser.viewport(width, full);
     }
 }
 
@@ -308,7 +314,7 @@ async fn the_dashboard_draws_every_kind_of_session_live_in_chromium() {
             browser.eval("document.querySelectorAll('#sessions svg.sparkline path').length >= 3"),
             json!(true)
         );
-        screenshot(&mut browser, "dashboard-list.png");
+        screenshot(&mut browser, "dashboard-list.png", 520);
     });
 
     // Each session page: drawn, no error, charts with data, hover reads a value.
@@ -332,7 +338,11 @@ async fn the_dashboard_draws_every_kind_of_session_live_in_chromium() {
             let charts = charts.as_array().unwrap();
             // A session without a step shows its id and a first client instead of
             // empty charts.
-            let expected = if name == "empty" { 0..=0 } else { 5..=usize::MAX };
+            let expected = if name == "empty" {
+                0..=0
+            } else {
+                5..=usize::MAX
+            };
             assert!(expected.contains(&charts.len()), "{name}: {charts:?}");
             if full {
                 for chart in charts {
@@ -410,12 +420,18 @@ async fn the_dashboard_draws_every_kind_of_session_live_in_chromium() {
             }
             let shot = match name {
                 "radio-link" => Some("dashboard.png"),
-                "four-knobs" => Some("dashboard-four-parameters.png"),
                 "codec" => Some("dashboard-categorical.png"),
                 _ => None,
             };
             if let Some(shot) = shot {
-                screenshot(&mut browser, shot);
+                screenshot(&mut browser, shot, 2000);
+            }
+            if name == "four-knobs"
+                && let Ok(dir) = std::env::var("TVBO_SCREENSHOTS")
+            {
+                // Its model views: the slices and the parallel coordinates.
+                let path = format!("{dir}/dashboard-four-parameters.png");
+                browser.screenshot_from(&path, "[data-chart=\"slice-threads\"]", 1100);
             }
             if name == "arms" {
                 assert!(charts.iter().any(|c| c[0] == "priors"), "{charts:?}");
@@ -497,8 +513,10 @@ async fn the_dashboard_draws_every_kind_of_session_live_in_chromium() {
                 "{path} at 400 px: {widths}"
             );
             assert!(browser.errors.is_empty(), "{path}: {:?}", browser.errors);
+            if path.starts_with("/sessions/") {
+                screenshot(&mut browser, "dashboard-narrow.png", 900);
+            }
         }
-        screenshot(&mut browser, "dashboard-narrow.png");
         browser.viewport(1400, 2600);
     });
     server.stop().await;
