@@ -20,7 +20,7 @@ from collections import defaultdict
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ORDER = ["bolt", "w-dbo", "gp-ucb", "tune-once", "optuna-tpe", "optuna-tpe-restart",
+ORDER = ["bolt", "w-dbo", "gp-ucb", "tune-once", "optuna-tpe", "optuna-tpe-restart", "optuna-gp",
          "optuna-gp-restart", "random"]
 
 
