@@ -13,14 +13,22 @@ and drives it as it drives a session: one line per request, one line per answer.
 `parameters` are the session's, in the API's form (float, int, categorical; log scale).
 The study minimises. With `restart_every` (seconds of the clock) a new study, with a new
 seed, replaces the old one at the first ask past each multiple: what a careful user does
-to forget a stale past. `compute` is this process's CPU seconds for the request.
+to forget a stale past. `compute` is this process's CPU seconds for the request, on one
+thread: the GP sampler's torch would otherwise run a pool of threads whose waiting, on a
+busy machine, is counted as CPU time (an ask at 230 trials measured 1-4 s so, 0.1-0.8 s
+on one thread), and a session's policy computes on one thread too.
 """
 
 import json
+import os
 import sys
 import time
 
-import optuna
+# Before torch is imported (by Optuna's GP sampler): one intra-op thread.
+os.environ["OMP_NUM_THREADS"] = "1"
+os.environ["MKL_NUM_THREADS"] = "1"
+
+import optuna  # noqa: E402
 
 
 def distributions(parameters):
