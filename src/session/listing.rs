@@ -7,14 +7,13 @@
 
 use std::collections::HashMap;
 
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::error::ServiceError;
 use super::service::SessionService;
 use super::views::{Session, SessionList, SessionListEntry, SessionSummary, UnreadableSession};
 use crate::domain::InvalidInput;
+pub use crate::domain::algorithm::AlgorithmName;
 use crate::store::{
     ObservationQuery, ObservationSort, ObservationState, RegretSlice, SessionCursor, SessionQuery,
     SessionSort, SortKey, SortOrder,
@@ -27,42 +26,6 @@ pub const SPARKLINE_POINTS: i64 = 40;
 /// and id (newest first, the default order), or the order, its direction, the sort key
 /// (an integer, or the folded name's UTF-8 in hex) and the id.
 pub const CURSOR_PATTERN: &str = r"^(-?[0-9]{1,18}_|(created|observations|last_activity)\.(asc|desc)\.-?[0-9]{1,18}\.|name\.(asc|desc)\.([0-9a-f]{2})*\.)[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$";
-
-/// The algorithms a listing may be filtered by, by their API names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum AlgorithmName {
-    Bolt,
-    WDbo,
-    Random,
-    GpUcb,
-    RGpUcb,
-    TvGpUcb,
-    EtGpUcb,
-    PeGpUcb,
-    PeGpTs,
-    HpGpTs,
-    MapGpTs,
-}
-
-impl AlgorithmName {
-    /// The name, as `AlgorithmConfig::name` gives it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AlgorithmName::Bolt => "bolt",
-            AlgorithmName::WDbo => "w-dbo",
-            AlgorithmName::Random => "random",
-            AlgorithmName::GpUcb => "gp-ucb",
-            AlgorithmName::RGpUcb => "r-gp-ucb",
-            AlgorithmName::TvGpUcb => "tv-gp-ucb",
-            AlgorithmName::EtGpUcb => "et-gp-ucb",
-            AlgorithmName::PeGpUcb => "pe-gp-ucb",
-            AlgorithmName::PeGpTs => "pe-gp-ts",
-            AlgorithmName::HpGpTs => "hp-gp-ts",
-            AlgorithmName::MapGpTs => "map-gp-ts",
-        }
-    }
-}
 
 /// A listing cursor as written ([`CURSOR_PATTERN`]); whether it belongs to the order
 /// asked for is checked by the listing. Parsing refuses anything else, as a query value
@@ -128,7 +91,7 @@ impl std::str::FromStr for ListCursor {
     }
 }
 
-impl<'de> Deserialize<'de> for ListCursor {
+impl<'de> serde::Deserialize<'de> for ListCursor {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let text = String::deserialize(deserializer)?;
         text.parse().map_err(serde::de::Error::custom)

@@ -162,22 +162,64 @@ impl Default for AlgorithmConfig {
     }
 }
 
+/// Which algorithm a configuration is, by its API name (`bolt`, `w-dbo`, …): what a
+/// session listing filters by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum AlgorithmName {
+    Bolt,
+    WDbo,
+    Random,
+    GpUcb,
+    RGpUcb,
+    TvGpUcb,
+    EtGpUcb,
+    PeGpUcb,
+    PeGpTs,
+    HpGpTs,
+    MapGpTs,
+}
+
+impl AlgorithmName {
+    /// The name used in the API (as serialised).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AlgorithmName::Bolt => "bolt",
+            AlgorithmName::WDbo => "w-dbo",
+            AlgorithmName::Random => "random",
+            AlgorithmName::GpUcb => "gp-ucb",
+            AlgorithmName::RGpUcb => "r-gp-ucb",
+            AlgorithmName::TvGpUcb => "tv-gp-ucb",
+            AlgorithmName::EtGpUcb => "et-gp-ucb",
+            AlgorithmName::PeGpUcb => "pe-gp-ucb",
+            AlgorithmName::PeGpTs => "pe-gp-ts",
+            AlgorithmName::HpGpTs => "hp-gp-ts",
+            AlgorithmName::MapGpTs => "map-gp-ts",
+        }
+    }
+}
+
 impl AlgorithmConfig {
+    /// Which algorithm this is.
+    pub fn kind(&self) -> AlgorithmName {
+        match self {
+            AlgorithmConfig::Bolt { .. } => AlgorithmName::Bolt,
+            AlgorithmConfig::WDbo { .. } => AlgorithmName::WDbo,
+            AlgorithmConfig::Random {} => AlgorithmName::Random,
+            AlgorithmConfig::GpUcb { .. } => AlgorithmName::GpUcb,
+            AlgorithmConfig::RGpUcb { .. } => AlgorithmName::RGpUcb,
+            AlgorithmConfig::TvGpUcb { .. } => AlgorithmName::TvGpUcb,
+            AlgorithmConfig::EtGpUcb { .. } => AlgorithmName::EtGpUcb,
+            AlgorithmConfig::PeGpUcb { .. } => AlgorithmName::PeGpUcb,
+            AlgorithmConfig::PeGpTs { .. } => AlgorithmName::PeGpTs,
+            AlgorithmConfig::HpGpTs { .. } => AlgorithmName::HpGpTs,
+            AlgorithmConfig::MapGpTs { .. } => AlgorithmName::MapGpTs,
+        }
+    }
+
     /// The name used in the API.
     pub fn name(&self) -> &'static str {
-        match self {
-            AlgorithmConfig::Bolt { .. } => "bolt",
-            AlgorithmConfig::WDbo { .. } => "w-dbo",
-            AlgorithmConfig::Random {} => "random",
-            AlgorithmConfig::GpUcb { .. } => "gp-ucb",
-            AlgorithmConfig::RGpUcb { .. } => "r-gp-ucb",
-            AlgorithmConfig::TvGpUcb { .. } => "tv-gp-ucb",
-            AlgorithmConfig::EtGpUcb { .. } => "et-gp-ucb",
-            AlgorithmConfig::PeGpUcb { .. } => "pe-gp-ucb",
-            AlgorithmConfig::PeGpTs { .. } => "pe-gp-ts",
-            AlgorithmConfig::HpGpTs { .. } => "hp-gp-ts",
-            AlgorithmConfig::MapGpTs { .. } => "map-gp-ts",
-        }
+        self.kind().as_str()
     }
 
     /// Whether the algorithm ever removes observations from its dataset (BOLT, W-DBO and
@@ -349,4 +391,29 @@ fn validate_dataset_floor(min_dataset_size: u64) -> Result<(), InvalidInput> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn algorithm_names_serialise_as_their_api_names() {
+        use AlgorithmName::*;
+        let every = [
+            Bolt, WDbo, Random, GpUcb, RGpUcb, TvGpUcb, EtGpUcb, PeGpUcb, PeGpTs, HpGpTs, MapGpTs,
+        ];
+        for kind in every {
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
+            let back: AlgorithmName = serde_json::from_value(kind.as_str().into()).unwrap();
+            assert_eq!(back, kind);
+        }
+        // A configuration is named as its kind (the tag the API reads).
+        let config: AlgorithmConfig =
+            serde_json::from_value(serde_json::json!({"name": "w-dbo"})).unwrap();
+        assert_eq!(
+            serde_json::to_value(&config).unwrap()["name"],
+            config.name()
+        );
+    }
 }
