@@ -422,6 +422,7 @@ def test_to_pandas(client: tvbo.Client) -> None:
         "suggestion_id",
         "measured_at",
         "regret",
+        "estimated_regret",
         "removed_at",
         "removed_reason",
         "removed_t",
