@@ -59,7 +59,8 @@ macro_rules! store_on {
                 response_time_from_row, session_from_row, suggestion_from_row, to_json,
             };
             use $crate::store::timeline::{
-                BUCKET_ROWS, Bucket, bucket_from_row, forget_spans, kept_keys, regret_groups,
+                BUCKET_ROWS, Bucket, bucket_from_row, forget_spans, kept_keys, newest_holding,
+                regret_groups,
             };
             use $crate::store::{
                 ApiKeyRow, CallStats, EndedRun, ForgetSpan, History, IdempotencyRecord, ListedSession,
@@ -690,19 +691,27 @@ macro_rules! store_on {
                 };
                 let (ended_run_count, ended_runs) =
                     newest_ended_runs(&mut *c, &key, budget, row_id).await?;
-                // The newest regrets, exact at any age, for the status of "now".
-                let mut recent_regrets = sqlx::query(
-                    "SELECT t, COALESCE(regret, regret_estimate) AS regret FROM observations \
-                     WHERE session_id = $1 AND COALESCE(regret, regret_estimate) IS NOT NULL \
-                     ORDER BY seq DESC LIMIT $2",
-                )
-                .bind(&key)
-                .bind(RECENT_REGRETS)
-                .fetch_all(&mut *c)
-                .await?
-                .iter()
-                .map(|r| Ok((r.try_get::<f64, _>("t")?, r.try_get::<f64, _>("regret")?)))
-                .collect::<Result<Vec<_>, StoreError>>()?;
+                // The newest regrets, exact at any age, for the status of "now": read from
+                // the newest buckets that hold them (none when no bucket does), so that a
+                // long history with few regrets is not scanned at every read.
+                let from_seq = newest_holding(&observed, RECENT_REGRETS);
+                let mut recent_regrets = match from_seq {
+                    None => Vec::new(),
+                    Some(from_seq) => sqlx::query(
+                        "SELECT t, COALESCE(regret, regret_estimate) AS regret FROM observations \
+                         WHERE session_id = $1 AND seq >= $3 \
+                         AND COALESCE(regret, regret_estimate) IS NOT NULL \
+                         ORDER BY seq DESC LIMIT $2",
+                    )
+                    .bind(&key)
+                    .bind(RECENT_REGRETS)
+                    .bind(from_seq)
+                    .fetch_all(&mut *c)
+                    .await?
+                    .iter()
+                    .map(|r| Ok((r.try_get::<f64, _>("t")?, r.try_get::<f64, _>("regret")?)))
+                    .collect::<Result<Vec<_>, StoreError>>()?,
+                };
                 recent_regrets.reverse();
                 // The newest step's row is its series' last key.
                 let last_step_at = match calls.last() {

@@ -137,6 +137,21 @@ pub(crate) fn regret_groups(observed: &[&Bucket], budget: i64, per_group: i64) -
         .collect()
 }
 
+/// The first key of the newest buckets (in order) that together hold at least `regrets`
+/// regrets, or the first bucket's when all of them hold fewer; None when none holds any.
+pub(crate) fn newest_holding(buckets: &[&Bucket], regrets: i64) -> Option<i64> {
+    let mut held = 0;
+    let mut from = None;
+    for bucket in buckets.iter().rev().filter(|b| b.n_valued > 0) {
+        held += bucket.n_valued;
+        from = Some(bucket.first_key);
+        if held >= regrets {
+            break;
+        }
+    }
+    from
+}
+
 /// Forgetting as spans from the `f:<reason>` summaries (in bucket order): consecutive
 /// buckets of one reason merged so that at most about `budget` spans come back; each
 /// span's counts add up to the observations it forgot. In time order.
@@ -215,6 +230,31 @@ mod tests {
         let min = (0..values.len()).fold(0, |a, i| if values[i] < values[a] { i } else { a });
         assert!(keys.contains(&(min as i64 + 1)));
         assert_eq!(kept_keys(&refs, 200_000, 6), None, "all rows fit");
+    }
+
+    #[test]
+    fn the_newest_regrets_are_read_from_the_buckets_that_hold_them() {
+        let bucket = |first_key: i64, n_valued: i64| Bucket {
+            first_key,
+            n_valued,
+            ..summaries(&[0.0])[0].clone()
+        };
+        let all = [
+            bucket(1, 64),
+            bucket(65, 0),
+            bucket(129, 64),
+            bucket(193, 10),
+        ];
+        let refs: Vec<&Bucket> = all.iter().collect();
+        assert_eq!(
+            newest_holding(&refs, 128),
+            Some(1),
+            "64 + 64 + 10 ≥ 128 from seq 1"
+        );
+        assert_eq!(newest_holding(&refs, 70), Some(129));
+        assert_eq!(newest_holding(&refs, 5), Some(193));
+        let none = [bucket(1, 0), bucket(65, 0)];
+        assert_eq!(newest_holding(&none.iter().collect::<Vec<_>>(), 128), None);
     }
 
     #[test]

@@ -109,7 +109,7 @@ function fmtAgo(timestamp) {
   if (!timestamp) return el("span", { text: "–" });
   const at = new Date(timestamp);
   const seconds = (Date.now() - at.getTime()) / 1000;
-  const text = seconds < 10 ? "just now" : fmtTime(Math.round(seconds)).replace(/\.\d+ /, " ").replace(/^(\d+) /, "$1 ") + " ago";
+  const text = seconds < 10 ? "just now" : fmtTime(Math.round(seconds)).replace(/\.\d+ /, " ") + " ago";
   return el("span", { text, title: at.toLocaleString() });
 }
 

@@ -18,7 +18,8 @@ function parameterTicks(p, count) {
 }
 
 /// A card drawing `draw(root, width)` into an SVG as wide as the card, again on resize
-/// and on `update`. spec: {id, title, note, height}.
+/// and on `update` (`redrawWith` when the data may be the card's own). spec: {id,
+/// title, note, height}.
 class SvgCard {
   constructor(container, spec, draw) {
     this.card = el("div", { class: "card chart" + (spec.wide ? " wide" : "") });
@@ -34,6 +35,10 @@ class SvgCard {
       if (width && width !== this.width) this.redraw();
     }).observe(this.holder);
     this.update(spec, draw);
+  }
+  /// Draws again with new data, unless this card was just made from it.
+  redrawWith(spec, draw) {
+    if (this.drawInto !== draw) this.update(spec, draw);
   }
   update(spec, draw) {
     this.spec = spec; this.drawInto = draw;

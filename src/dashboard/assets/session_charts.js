@@ -38,8 +38,8 @@ function sessionCharts(board, session, timeline) {
   const provenance = regretProvenance(timeline.reported_regrets, timeline.estimated_regrets);
   const downsampled = timeline.observations.length < timeline.observation_count
     ? `${timeline.observations.length} of ${timeline.observation_count} observations drawn` : "";
-  // The cumulative average over every observation, at each drawn point: exact from the
-  // rolling windows' sums when every observation is drawn, else the drawn points'.
+  // The average since the start, of the points drawn (every observation unless
+  // downsampled: the summary's figure is the server's, over every one).
   let running = 0;
   const cumulative = regrets.map((o, i) => { running += o.regret; return [o.t, running / (i + 1)]; });
   const strip = timeline.forgotten;
@@ -193,8 +193,7 @@ async function modelViews(board, session, timeline, best) {
     const spec = { id: "parallel", title: "Every observation across the parameters", wide: true, height: 280,
       note: "Parallel coordinates: one line per observation through its setting and value; yellow is better, the newest drawn strongest." };
     const draw = parallelDrawer(session, timeline.observations.slice(-1000));
-    const card = board.place("parallel", container => new SvgCard(container, spec, draw));
-    card.update(spec, draw);
+    board.place("parallel", container => new SvgCard(container, spec, draw)).redrawWith(spec, draw);
   }
 }
 
@@ -239,7 +238,6 @@ async function heatMaps(board, session, timeline, best) {
         ? `Where the model believes the objective is ${minimise ? "low (the goal: dark)" : "high (the goal: yellow)"} now; white dots: active observations; red cross: the recommendation.`
         : "Where the model is unsure now (yellow): forgotten or never-sampled regions." };
     const draw = heatMapDrawer(session, px, py, xs, ys, prediction, key, timeline, best);
-    const card = board.place(spec.id, container => new SvgCard(container, spec, draw));
-    card.update(spec, draw);
+    board.place(spec.id, container => new SvgCard(container, spec, draw)).redrawWith(spec, draw);
   }
 }
