@@ -713,21 +713,19 @@ macro_rules! store_on {
                     .collect::<Result<Vec<_>, StoreError>>()?,
                 };
                 recent_regrets.reverse();
-                // The newest step's row is its series' last key.
-                let last_step_at = match calls.last() {
-                    None => None,
-                    Some(bucket) => {
-                        let sql = format!(
-                            "SELECT recorded_micros FROM calls \
-                             WHERE session_id = $1 AND {row_id} = $2"
-                        );
-                        let micros: Option<i64> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
-                            .bind(&key)
-                            .bind(bucket.last_key)
-                            .fetch_optional(&mut *c)
-                            .await?;
-                        micros.map(from_micros).transpose()?
-                    }
+                // When the newest step was committed (the listing's column of the session,
+                // which holds the creation time before any step).
+                let last_step_at = if calls.is_empty() {
+                    None
+                } else {
+                    sqlx::query_scalar::<_, i64>(
+                        "SELECT last_activity_micros FROM sessions WHERE id = $1",
+                    )
+                    .bind(&key)
+                    .fetch_optional(&mut *c)
+                    .await?
+                    .map(from_micros)
+                    .transpose()?
                 };
                 Ok(StoredTimeline {
                     regret_groups: regret_groups(&observed, budget, 6),
