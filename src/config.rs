@@ -128,6 +128,11 @@ pub struct ServeArgs {
         global = true
     )]
     pub database_url: String,
+    /// A file holding the database's password (a Docker or Kubernetes secret), put into
+    /// a `postgres://` DATABASE_URL that has none, percent-encoded: any password works.
+    /// One trailing newline is ignored.
+    #[arg(long, env = "TVBO_DATABASE_PASSWORD_FILE", global = true)]
+    pub database_password_file: Option<std::path::PathBuf>,
     /// Most database connections this process opens.
     #[arg(
         long,
@@ -239,6 +244,16 @@ pub struct ServeArgs {
     /// and exact (`https://app.example.com,http://localhost:3000`); none when empty.
     #[arg(long, env = "TVBO_CORS_ORIGINS", default_value = "", global = true)]
     pub cors_origins: String,
+    /// Seconds a replica keeps serving after SIGTERM, with `/readyz` answering 503 and
+    /// every answer closing its connection, before it stops accepting connections and
+    /// finishes the requests in flight; 0: none. SIGINT (Ctrl-C) stops without a drain.
+    #[arg(
+        long,
+        env = "TVBO_DRAIN_PERIOD",
+        default_value_t = crate::server::DEFAULT_DRAIN_PERIOD.as_secs_f64(),
+        global = true
+    )]
+    pub drain_period: f64,
     /// Serve `/metrics` on this address only, a listener of its own (e.g.
     /// 127.0.0.1:9090, for a scraper on a private network), instead of on the API's.
     #[arg(long, env = "TVBO_METRICS_BIND", global = true)]
@@ -251,6 +266,26 @@ fn seconds(name: &str, value: f64) -> anyhow::Result<std::time::Duration> {
         .ok()
         .filter(|d| !d.is_zero())
         .ok_or_else(|| anyhow::anyhow!("{name} must be a positive number of seconds"))
+}
+
+/// Refuses a PostgreSQL URL that does not parse, or that parses into a host, database or
+/// parameters other than what its writer meant: a password's unencoded `@`, `/`, `?` or
+/// `#` moves the split between password, host and database.
+fn check_postgres_url(url: &str) -> anyhow::Result<()> {
+    const HINT: &str = "a password holding any of @ / : ? # % must be percent-encoded \
+                        (@ is %40, / is %2F), or given in TVBO_DATABASE_PASSWORD_FILE";
+    // Not the URL in the messages: where it does not parse, no one can tell its password
+    // from the rest.
+    let parsed = url::Url::parse(url)
+        .map_err(|e| anyhow::anyhow!("DATABASE_URL does not parse ({e}): {HINT}"))?;
+    let misplaced = parsed.path().contains('@')
+        || parsed.query().is_some_and(|query| query.contains('@'))
+        || parsed.fragment().is_some();
+    anyhow::ensure!(
+        !misplaced,
+        "DATABASE_URL has an @ after its host, or a #: {HINT}"
+    );
+    Ok(())
 }
 
 impl ServeArgs {
@@ -275,6 +310,70 @@ impl ServeArgs {
             cors_origins: CorsOrigins::parse(&self.cors_origins)
                 .map_err(|e| anyhow::anyhow!("TVBO_CORS_ORIGINS {e}"))?,
             serve_metrics: self.metrics_bind.is_none(),
+            draining: crate::api::drain::Draining::default(),
+        })
+    }
+
+    /// DATABASE_URL as the store opens it: with the password of
+    /// TVBO_DATABASE_PASSWORD_FILE when that is set. A PostgreSQL URL that would not
+    /// connect where it says (a password with a `/`, `?` or `#` not percent-encoded makes
+    /// part of it the host, or the database) is refused with a message saying so, rather
+    /// than failing later with a DNS error about a host nobody wrote.
+    pub fn resolved_database_url(&self) -> anyhow::Result<String> {
+        let url = &self.database_url;
+        let is_postgres = url.starts_with("postgres://") || url.starts_with("postgresql://");
+        let Some(path) = &self.database_password_file else {
+            if is_postgres {
+                check_postgres_url(url)?;
+            }
+            return Ok(url.clone());
+        };
+        anyhow::ensure!(
+            is_postgres,
+            "TVBO_DATABASE_PASSWORD_FILE is set, but DATABASE_URL is not a postgres:// URL"
+        );
+        let read = std::fs::read_to_string(path).map_err(|e| {
+            anyhow::anyhow!(
+                "reading TVBO_DATABASE_PASSWORD_FILE {}: {e}",
+                path.display()
+            )
+        })?;
+        let password = read.strip_suffix('\n').unwrap_or(&read);
+        let password = password.strip_suffix('\r').unwrap_or(password);
+        anyhow::ensure!(
+            !password.is_empty(),
+            "TVBO_DATABASE_PASSWORD_FILE {} is empty",
+            path.display()
+        );
+        check_postgres_url(url)?;
+        let mut parsed = url::Url::parse(url)?;
+        anyhow::ensure!(
+            parsed.password().is_none(),
+            "DATABASE_URL holds a password and TVBO_DATABASE_PASSWORD_FILE is set: give it once"
+        );
+        anyhow::ensure!(
+            !parsed.username().is_empty(),
+            "DATABASE_URL names no user for the password of TVBO_DATABASE_PASSWORD_FILE \
+             (postgres://user@host/database)"
+        );
+        // Every byte but the unreserved ones percent-encoded: `set_password` itself leaves
+        // a `%` as it is, which the driver would then decode.
+        const NOT_UNRESERVED: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+            .remove(b'-')
+            .remove(b'.')
+            .remove(b'_')
+            .remove(b'~');
+        let encoded = percent_encoding::utf8_percent_encode(password, NOT_UNRESERVED).to_string();
+        parsed
+            .set_password(Some(&encoded))
+            .map_err(|()| anyhow::anyhow!("DATABASE_URL cannot take a password"))?;
+        Ok(parsed.into())
+    }
+
+    /// The drain before a stop of these arguments (zero: none).
+    pub fn drain_period(&self) -> anyhow::Result<std::time::Duration> {
+        std::time::Duration::try_from_secs_f64(self.drain_period).map_err(|_| {
+            anyhow::anyhow!("TVBO_DRAIN_PERIOD must be 0 or a positive number of seconds")
         })
     }
 
@@ -319,5 +418,92 @@ impl ServeArgs {
             max_connections: self.db_max_connections,
             acquire_timeout,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(url: &str, password_file: Option<&std::path::Path>) -> ServeArgs {
+        let mut cli = Cli::parse_from(["tvbo", "--database-url", url]);
+        cli.serve.database_password_file = password_file.map(Into::into);
+        cli.serve
+    }
+
+    #[test]
+    fn a_password_file_is_percent_encoded_into_the_url() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("password");
+        std::fs::write(&file, "p@ss/w:rd?#%\n").unwrap();
+        let url = args("postgres://tvbo@db:5432/tvbo?sslmode=require", Some(&file))
+            .resolved_database_url()
+            .unwrap();
+        assert_eq!(
+            url,
+            "postgres://tvbo:p%40ss%2Fw%3Ard%3F%23%25@db:5432/tvbo?sslmode=require"
+        );
+        let parsed = url::Url::parse(&url).unwrap();
+        assert_eq!(parsed.host_str(), Some("db"));
+        assert_eq!(parsed.path(), "/tvbo");
+        let decoded = percent_encoding::percent_decode_str(parsed.password().unwrap());
+        assert_eq!(decoded.decode_utf8().unwrap(), "p@ss/w:rd?#%");
+    }
+
+    #[test]
+    fn a_password_file_needs_a_postgres_url_without_a_password() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("password");
+        std::fs::write(&file, "secret").unwrap();
+        for url in [
+            "sqlite://tvbo.db",
+            "postgres://tvbo:other@db/tvbo",
+            "postgres://db/tvbo",
+        ] {
+            assert!(
+                args(url, Some(&file)).resolved_database_url().is_err(),
+                "{url}"
+            );
+        }
+        std::fs::write(&file, "\n").unwrap();
+        let empty = args("postgres://tvbo@db/tvbo", Some(&file)).resolved_database_url();
+        assert!(empty.unwrap_err().to_string().contains("is empty"));
+        let missing = args("postgres://tvbo@db/tvbo", Some(&dir.path().join("none")));
+        assert!(missing.resolved_database_url().is_err());
+    }
+
+    #[test]
+    fn unencoded_reserved_characters_in_a_password_are_refused_without_echoing_it() {
+        for password in ["p/ss", "p@ss/w@rd", "pa#ss", "pa?ss"] {
+            let url = format!("postgres://tvbo:{password}@db:5432/tvbo");
+            let error = args(&url, None)
+                .resolved_database_url()
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains("percent-encoded"), "{password}: {error}");
+            assert!(!error.contains(password), "{password}: {error}");
+        }
+        for url in [
+            "postgres://tvbo:p%2Fss@db:5432/tvbo",
+            "postgres://tvbo:p@ss@db:5432/tvbo",
+            "postgresql://tvbo@db/tvbo?sslmode=verify-full",
+            "sqlite://tvbo.db",
+            "sqlite::memory:",
+        ] {
+            assert_eq!(args(url, None).resolved_database_url().unwrap(), url);
+        }
+    }
+
+    #[test]
+    fn the_drain_period_may_be_zero_but_not_negative() {
+        let mut serve = args("sqlite://tvbo.db", None);
+        assert_eq!(
+            serve.drain_period().unwrap(),
+            crate::server::DEFAULT_DRAIN_PERIOD
+        );
+        serve.drain_period = 0.0;
+        assert!(serve.drain_period().unwrap().is_zero());
+        serve.drain_period = -1.0;
+        assert!(serve.drain_period().is_err());
     }
 }

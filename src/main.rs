@@ -57,7 +57,13 @@ fn init_logging(format: LogFormat, to_stderr: bool) {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
+    let mut cli = Cli::parse();
+    if !matches!(
+        cli.command,
+        Some(Command::Openapi { .. } | Command::Bench { .. })
+    ) {
+        cli.serve.database_url = cli.serve.resolved_database_url()?;
+    }
     match cli.command.unwrap_or(Command::Serve) {
         Command::Openapi { output } => {
             let json = api::openapi_json();
@@ -114,6 +120,8 @@ async fn main() -> anyhow::Result<()> {
             let args = cli.serve;
             init_logging(args.log_format, false);
             let settings = args.router_settings()?;
+            let drain_period = args.drain_period()?;
+            let draining = settings.draining.clone();
             let connections = args.connection_settings()?;
             let store = server::open_store(&args.database_url, &args.pool_settings()?).await?;
             let listener = tokio::net::TcpListener::bind(args.bind)
@@ -140,7 +148,7 @@ async fn main() -> anyhow::Result<()> {
                 store.clone(),
                 settings,
                 connections,
-                server::shutdown_signal(),
+                server::shutdown_signal(draining, drain_period),
             )
             .await;
             if let Some((stop, task)) = metrics {

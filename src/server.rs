@@ -17,6 +17,7 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tower::Service;
 
+use crate::api::drain::Draining;
 use crate::api::{self, RouterSettings};
 use crate::store::{PoolSettings, PostgresStore, SqliteStore, Store};
 
@@ -298,33 +299,88 @@ async fn accept_failed(e: std::io::Error) {
     tokio::time::sleep(Duration::from_secs(1)).await;
 }
 
-/// Completes on SIGINT or SIGTERM.
-pub async fn shutdown_signal() {
-    let interrupt = async {
-        if let Err(e) = tokio::signal::ctrl_c().await {
-            tracing::error!(error = %e, "cannot listen for SIGINT");
-            std::future::pending::<()>().await;
-        }
-    };
+/// The default of `TVBO_DRAIN_PERIOD`: how long a replica keeps serving after SIGTERM
+/// while its load balancer takes it out of rotation. Above what HAProxy of
+/// docker/compose.yaml takes to notice (two failed checks 1 s apart) and what Kubernetes
+/// takes to remove an endpoint (a few seconds).
+pub const DEFAULT_DRAIN_PERIOD: Duration = Duration::from_secs(5);
+
+/// A signal asking the process to stop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum StopSignal {
+    /// SIGINT: Ctrl-C at a terminal.
+    Interrupt,
+    /// SIGTERM: what `docker stop` and Kubernetes send.
+    Terminate,
+}
+
+/// The process's stop signals, listened to from creation on (so a second one is not
+/// missed).
+struct StopSignals {
     #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "cannot listen for SIGTERM");
+    terminate: Option<tokio::signal::unix::Signal>,
+}
+
+impl StopSignals {
+    fn new() -> StopSignals {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            let terminate = signal(SignalKind::terminate())
+                .inspect_err(|e| tracing::error!(error = %e, "cannot listen for SIGTERM"))
+                .ok();
+            StopSignals { terminate }
+        }
+        #[cfg(not(unix))]
+        StopSignals {}
+    }
+
+    /// The next stop signal.
+    async fn next(&mut self) -> StopSignal {
+        let interrupt = async {
+            if let Err(e) = tokio::signal::ctrl_c().await {
+                tracing::error!(error = %e, "cannot listen for SIGINT");
                 std::future::pending::<()>().await;
             }
+        };
+        #[cfg(unix)]
+        let terminate = async {
+            match self.terminate.as_mut() {
+                Some(signal) => {
+                    signal.recv().await;
+                }
+                None => std::future::pending().await,
+            }
+        };
+        #[cfg(not(unix))]
+        let terminate = std::future::pending::<()>();
+        tokio::select! {
+            () = interrupt => StopSignal::Interrupt,
+            () = terminate => StopSignal::Terminate,
         }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = interrupt => {},
-        () = terminate => {},
     }
-    tracing::info!("shutting down: finishing requests in flight");
+}
+
+/// Completes when the server should stop accepting connections and finish what is in
+/// flight (the `shutdown` of [`serve`]). On SIGINT, at once. On SIGTERM, after a drain:
+/// `draining` is set (`/readyz` answers 503, answers close their connections) and the
+/// server goes on serving for `drain_period`, or until a second signal.
+pub async fn shutdown_signal(draining: Draining, drain_period: Duration) {
+    let mut signals = StopSignals::new();
+    let first = signals.next().await;
+    if first == StopSignal::Terminate && !drain_period.is_zero() {
+        draining.start();
+        tracing::info!(
+            drain_seconds = drain_period.as_secs_f64(),
+            "SIGTERM: draining: /readyz answers 503, connections close after their \
+             answers; serving on until the drain period ends (or a second signal)"
+        );
+        tokio::select! {
+            () = tokio::time::sleep(drain_period) => {}
+            signal = signals.next() => tracing::info!(?signal, "the drain is cut short"),
+        }
+    }
+    tracing::info!("shutting down: accepting no more connections, finishing requests in flight");
 }
 
 #[cfg(test)]

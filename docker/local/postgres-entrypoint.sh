@@ -1,7 +1,11 @@
 #!/bin/sh
-# First start: initdb with POSTGRES_USER/POSTGRES_PASSWORD, make POSTGRES_DB; then serve.
+# First start: initdb with POSTGRES_USER/POSTGRES_PASSWORD (or POSTGRES_PASSWORD_FILE, as
+# the official image), make POSTGRES_DB; then serve.
 set -eu
-: "${POSTGRES_PASSWORD:?POSTGRES_PASSWORD must be set}"
+if [ -n "${POSTGRES_PASSWORD_FILE:-}" ]; then
+  POSTGRES_PASSWORD=$(cat "$POSTGRES_PASSWORD_FILE")
+fi
+: "${POSTGRES_PASSWORD:?POSTGRES_PASSWORD or POSTGRES_PASSWORD_FILE must be set}"
 user="${POSTGRES_USER:-postgres}"
 db="${POSTGRES_DB:-$user}"
 if [ ! -s "$PGDATA/PG_VERSION" ]; then

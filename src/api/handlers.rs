@@ -471,10 +471,18 @@ pub async fn healthz() -> &'static str {
     "ok"
 }
 
-/// Readiness: the database answers.
+/// Readiness: the database answers and the server is not draining before a stop.
 #[utoipa::path(get, path = "/readyz", tag = "operations",
     responses((status = 200, description = "`ready`", body = String)))]
 pub async fn readyz(State(state): State<AppState>) -> ApiResult<&'static str> {
+    if state.draining.is_draining() {
+        return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "draining",
+            "the server is stopping: it finishes what it was sent, but takes nothing new",
+        )
+        .retry_after(1));
+    }
     state.service.ping().await.map_err(|e| {
         tracing::warn!(error = %e, "readiness check failed");
         ApiError::new(

@@ -3,6 +3,7 @@
 pub mod auth;
 mod bearer;
 pub mod body;
+pub mod drain;
 pub mod error;
 pub mod extract;
 pub mod handlers;
@@ -17,8 +18,6 @@ use axum::extract::State;
 use axum::middleware::{from_fn, from_fn_with_state};
 use axum::routing::{delete, get, post};
 use serde_json::json;
-use tower_http::trace::{DefaultMakeSpan, DefaultOnResponse, TraceLayer};
-use tracing::Level;
 use utoipa::openapi::link::LinkBuilder;
 use utoipa::openapi::path::Operation;
 use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
@@ -37,6 +36,8 @@ use bearer::BearerScheme;
 pub struct AppState {
     pub service: SessionService,
     pub access: Arc<Access>,
+    /// Set when the server is told to stop ([`drain`]): `/readyz` then answers 503.
+    pub draining: drain::Draining,
 }
 
 /// Longest a request may take before the server answers 503.
@@ -58,6 +59,8 @@ pub struct RouterSettings {
     /// Whether the router serves `/metrics`; false when the metrics have a listener of
     /// their own (`TVBO_METRICS_BIND`, [`telemetry::serve`]).
     pub serve_metrics: bool,
+    /// Set by whoever stops the server, to drain first ([`drain`]).
+    pub draining: drain::Draining,
 }
 
 impl Default for RouterSettings {
@@ -70,6 +73,7 @@ impl Default for RouterSettings {
             access: AccessSettings::default(),
             cors_origins: headers::CorsOrigins::default(),
             serve_metrics: true,
+            draining: drain::Draining::default(),
         }
     }
 }
@@ -169,8 +173,10 @@ impl CommonAnswers {
             "503",
             "ServiceUnavailable",
             "The database is unavailable (`database-unavailable`, `not-ready`), no answer came \
-             within the time limit (`timeout`), or the server is at capacity (`busy`: \
-             connections, or checks of keys' secrets); nothing was changed unless the detail says it may have been",
+             within the time limit (`timeout`), the server is at capacity (`busy`: \
+             connections, or checks of keys' secrets), or `/readyz` of a server draining \
+             before it stops (`draining`: it still serves what it is sent); nothing was \
+             changed unless the detail says it may have been",
             false,
             false,
         ),
@@ -370,6 +376,7 @@ pub fn router(store: Arc<dyn Store>, settings: RouterSettings) -> Router {
         access,
         cors_origins,
         serve_metrics,
+        draining,
     } = settings;
     telemetry::install();
     let store: Arc<dyn Store> = Arc::new(MeteredStore::new(store));
@@ -377,6 +384,7 @@ pub fn router(store: Arc<dyn Store>, settings: RouterSettings) -> Router {
         service: SessionService::new(store.clone(), limits)
             .with_max_sessions_per_tenant(access.max_sessions_per_tenant),
         access: Arc::new(Access::new(store, &access)),
+        draining: draining.clone(),
     };
     Router::new()
         .route(
@@ -428,10 +436,8 @@ pub fn router(store: Arc<dyn Store>, settings: RouterSettings) -> Router {
         .layer(from_fn(transport::limit_head))
         .layer(tower::util::option_layer(cors_origins.layer()))
         .layer(from_fn(headers::add_defaults))
-        .layer(
-            TraceLayer::new_for_http()
-                .make_span_with(DefaultMakeSpan::new().level(Level::INFO))
-                .on_response(DefaultOnResponse::new().level(Level::INFO)),
-        )
+        .layer(from_fn_with_state(draining, drain::close_connections))
+        .layer(telemetry::http::trace_layer())
+        .layer(from_fn(telemetry::request_id::assign))
         .layer(from_fn(telemetry::http::measure))
 }

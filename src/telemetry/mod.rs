@@ -6,7 +6,9 @@
 //! keeps its histograms drained); before that, recording costs nothing and keeps nothing.
 //! Every label takes a bounded set of values: no session ids, no raw paths.
 //!
-//! - [`http`]: requests and latency by method and route template;
+//! - [`http`]: requests and latency by method and route template, and the log line of
+//!   each request;
+//! - [`request_id`]: the id a request carries through the logs;
 //! - [`model_work`]: the `tracing` layer that times the stages of model work, which the
 //!   policies and the engine mark with spans ([`crate::policy::Stage`]) without reading a
 //!   clock;
@@ -17,6 +19,7 @@
 
 pub mod http;
 pub mod model_work;
+pub mod request_id;
 pub mod store;
 
 use std::sync::{Arc, OnceLock};

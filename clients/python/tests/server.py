@@ -45,6 +45,8 @@ class Server:
                 "TVBO_BIND": "127.0.0.1:0",
                 "TVBO_LOG_FORMAT": "json",
                 "RUST_LOG": "info",
+                # No drain before a stop: nothing balances over these servers.
+                "TVBO_DRAIN_PERIOD": "0",
             }
         )
         self.env.update(env or {})

@@ -8,6 +8,7 @@ mod connections;
 mod dashboard_browser;
 mod database_outages;
 mod docs_ui;
+mod drain;
 mod optimisation;
 mod restart_process;
 mod scale_out;

@@ -26,6 +26,8 @@ impl Process {
             .env("DATABASE_URL", format!("sqlite://{}", db.display()))
             // Keys are tested in tests/it/access.rs; this test is about the process.
             .env("TVBO_AUTH", "off")
+            // Stopped at once: no balancer to drain for (tests/it/slow/drain.rs).
+            .env("TVBO_DRAIN_PERIOD", "0")
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())

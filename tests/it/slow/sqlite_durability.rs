@@ -31,6 +31,8 @@ impl Server {
             .env("DATABASE_URL", format!("sqlite://{}", path.display()))
             // Keys are tested in tests/it/access.rs; this test is about the process.
             .env("TVBO_AUTH", "off")
+            // Stopped at once: no balancer to drain for (tests/it/slow/drain.rs).
+            .env("TVBO_DRAIN_PERIOD", "0")
             .env("TVBO_LOG_FORMAT", "json")
             .env("RUST_LOG", "warn,tvbo=info")
             .stdout(Stdio::piped())
