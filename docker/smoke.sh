@@ -180,10 +180,10 @@ KEY=$("${C[@]}" exec -T tvbo-1 tvbo keys create --name smoke --admin 2>/dev/null
 note "admin key made with: compose exec -T tvbo-1 tvbo keys create --name smoke --admin"
 
 say "the load balancer's own answers"
-# Both replicas paused: no replica answers, HAProxy answers (503 problem+json, Retry-After).
-"${C[@]}" pause tvbo-1 tvbo-2 >/dev/null
+# Both replicas stopped: HAProxy answers itself (503 problem+json, Retry-After).
+"${C[@]}" stop tvbo-1 tvbo-2 >/dev/null 2>&1
 down_answer=$(curl -s -D - -o "$WORK/lb-503.json" -m 30 -H "authorization: Bearer $KEY" "$BASE/v1/sessions")
-"${C[@]}" unpause tvbo-1 tvbo-2 >/dev/null
+"${C[@]}" start tvbo-1 tvbo-2 >/dev/null 2>&1
 grep -qi '^HTTP/1.1 503' <<<"$down_answer" && grep -qi '^content-type: application/problem+json' <<<"$down_answer" \
   && grep -qi '^retry-after: 1' <<<"$down_answer" && grep -qi '^x-request-id: ' <<<"$down_answer" \
   || { echo "FAIL: with no replica up the load balancer answered:"; echo "$down_answer"; cat "$WORK/lb-503.json"; exit 1; } >&2

@@ -3,7 +3,12 @@
 # PGDATA) so docker/compose.yaml works with either.
 ARG BASE_IMAGE=local/debian:bookworm
 FROM ${BASE_IMAGE}
-RUN apt-get update \
+# The official image's user and group ids (999), made before the package makes its own,
+# so that docker/compose.yaml's tmpfs for the socket directory fits both images.
+RUN groupadd --system --gid 999 postgres \
+    && useradd --system --uid 999 --gid postgres --home-dir /var/lib/postgresql \
+        --shell /bin/bash postgres \
+    && apt-get update \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends postgresql-15 \
     && apt-get clean && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin
 ENV PATH=/usr/lib/postgresql/15/bin:$PATH \
