@@ -31,7 +31,9 @@ say "tools"
 # Another apt (unattended upgrades, a second shell) may hold the lock: wait for it.
 apt_install() {
   for _ in $(seq 300); do
-    pgrep -x 'apt|apt-get|dpkg|unattended-upgr' >/dev/null || break
+    busy=""
+    for name in apt apt-get dpkg unattended-upgr; do pgrep -x "$name" >/dev/null && busy=1; done
+    [ -n "$busy" ] || break
     sleep 1
   done
   apt-get -o DPkg::Lock::Timeout=300 update -qq
@@ -72,6 +74,21 @@ finish() {
   exit "$status"
 }
 trap finish EXIT
+
+say "docker daemon"
+if ! docker info >/dev/null 2>&1; then
+  echo "no daemon answers; starting dockerd (log: $WORK/dockerd.log)"
+  nohup dockerd >"$WORK/dockerd.log" 2>&1 &
+  STARTED_DOCKERD=$!
+  echo "$STARTED_DOCKERD" >"$WORK/dockerd.pid"
+  for _ in $(seq 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
+  if ! docker info >/dev/null 2>&1; then
+    echo "FAIL: Docker cannot run here: dockerd did not come up. Its last words:" >&2
+    tail -n 20 "$WORK/dockerd.log" >&2
+    exit 2
+  fi
+fi
+docker version --format 'server {{.Server.Version}}'
 
 say "base image local/debian:bookworm (debootstrap, offline from Docker Hub)"
 if ! docker image inspect local/debian:bookworm >/dev/null 2>&1; then
@@ -235,7 +252,8 @@ load_phase() {
     >"$WORK/load-$name.log" 2>&1 &
   local client=$!
   sleep 5
-  local t0=$SECONDS
+  local t0=$SECONDS since
+  since=$(date -u +%FT%T.%NZ)
   echo "   $event"
   bash -c "$event"
   wait_ready
@@ -257,6 +275,13 @@ if bad: sys.exit("; ".join(bad))
 PY
   note "$name: $(tail -n 1 "$WORK/load-$name.log")"
   note "$name: $(tail -n 1 "$WORK/check-$name.log")"
+  # What HAProxy did meanwhile: requests it sent again (to the other replica, `+`), and
+  # answers of its own (no replica: <NOSRV>, or a replica that died answering: SH/SD).
+  local lb_log retried own
+  lb_log=$(docker logs --since "$since" "$("${C[@]}" ps -q lb)" 2>&1)
+  retried=$(grep -c '"retries":"+\?[1-9]' <<<"$lb_log" || true)
+  own=$(grep -c '"server":"<NOSRV>"\|"termination":"S[HD]' <<<"$lb_log" || true)
+  note "$name: HAProxy repeated $retried requests (another connection or replica), answered $own itself"
 }
 C_TEXT="${C[*]}"
 load_phase "docker stop tvbo-1" \

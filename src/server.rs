@@ -138,8 +138,8 @@ fn at_capacity(cap: Cap) -> Vec<u8> {
     .into_bytes()
 }
 
-/// Serves the API on `listener` until `shutdown` completes, then drains requests in
-/// flight.
+/// Serves the API on `listener` until `shutdown` completes, then finishes the requests
+/// in flight (the drain before, if any, is `shutdown`'s: [`shutdown_signal`]).
 pub async fn serve(
     listener: TcpListener,
     store: Arc<dyn Store>,
@@ -157,7 +157,7 @@ pub async fn serve(
 }
 
 /// Serves `app` (an [`api::router`]) on `listener` until `shutdown` completes, then
-/// drains requests in flight: [`serve`] for a caller that keeps the router, to call it
+/// finishes the requests in flight: [`serve`] for a caller that keeps the router, to call it
 /// in-process as well (tests).
 pub async fn serve_router(
     listener: TcpListener,
