@@ -123,6 +123,8 @@ def test_errors_carry_field_and_detail(client: tvbo.Client, server: Server) -> N
     with pytest.raises(tvbo.Conflict) as twice:
         s.observe(sg, 2.0)
     assert twice.value.status == 409
+    # The server's id of the request, for its logs (32 hex digits when none was sent).
+    assert twice.value.request_id is not None and len(twice.value.request_id) == 32
     with pytest.raises(tvbo.NotFound):
         client.session("00000000-0000-4000-8000-000000000000")
     with tvbo.Client(server.url, "tvbo_not_a_key") as stranger:

@@ -123,6 +123,7 @@ def test_errors_survive_pickling() -> None:
         422,
         {"detail": "must be finite", "type": "https://tvbo.dev/invalid-field", "field": "value"},
         retry_after=2.0,
+        request_id="a1b2c3",
     )
     back = pickle.loads(pickle.dumps(error))
     assert type(back) is tvbo.InvalidField
@@ -133,6 +134,7 @@ def test_errors_survive_pickling() -> None:
         "invalid-field",
         2.0,
     )
+    assert back.request_id == "a1b2c3"
     assert str(back) == str(error)
     lost = pickle.loads(pickle.dumps(tvbo.ConnectionFailed("no answer")))
     assert str(lost) == "no answer"

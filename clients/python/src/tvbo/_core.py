@@ -271,7 +271,12 @@ def check(call: Call, response: httpx.Response, after_lost_answer: bool) -> Any:
         body: Any = response.json()
     except ValueError:
         body = response.text
-    raise api_error(response.status_code, body, retry_after(response))
+    raise api_error(
+        response.status_code,
+        body,
+        retry_after(response),
+        response.headers.get("x-request-id"),
+    )
 
 
 # ---------------------------------------------------------------- request bodies

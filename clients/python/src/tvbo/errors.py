@@ -41,6 +41,7 @@ class ApiError(TvboError):
         title: str = "",
         field: Optional[str] = None,
         retry_after: Optional[float] = None,
+        request_id: Optional[str] = None,
     ) -> None:
         super().__init__(f"{status} {title}: {detail}" if title else f"{status}: {detail}")
         self.status = status
@@ -49,6 +50,9 @@ class ApiError(TvboError):
         self.title = title
         self.field = field
         self.retry_after = retry_after
+        #: The answer's ``X-Request-Id``: the server's (and its load balancer's) log lines
+        #: of the request carry it; quote it in a report.
+        self.request_id = request_id
 
     def __reduce__(self) -> Any:
         # Pickled by its fields (multiprocessing, joblib): the default would call the
@@ -63,6 +67,7 @@ class ApiError(TvboError):
                 self.title,
                 self.field,
                 self.retry_after,
+                self.request_id,
             ),
         )
 
@@ -110,9 +115,18 @@ def _rebuild(
     title: str,
     field: Optional[str],
     retry_after: Optional[float],
+    request_id: Optional[str] = None,
 ) -> ApiError:
     """An unpickled :class:`ApiError`."""
-    return cls(status, detail, type=type, title=title, field=field, retry_after=retry_after)
+    return cls(
+        status,
+        detail,
+        type=type,
+        title=title,
+        field=field,
+        retry_after=retry_after,
+        request_id=request_id,
+    )
 
 
 _BY_STATUS: Dict[int, Type[ApiError]] = {
@@ -126,7 +140,12 @@ _BY_STATUS: Dict[int, Type[ApiError]] = {
 }
 
 
-def api_error(status: int, body: Any, retry_after: Optional[float] = None) -> ApiError:
+def api_error(
+    status: int,
+    body: Any,
+    retry_after: Optional[float] = None,
+    request_id: Optional[str] = None,
+) -> ApiError:
     """The exception for an error answer; ``body`` is its decoded JSON, if any."""
     cls = _BY_STATUS.get(status, ApiError)
     if isinstance(body, dict) and isinstance(body.get("detail"), str):
@@ -138,6 +157,7 @@ def api_error(status: int, body: Any, retry_after: Optional[float] = None) -> Ap
             title=str(body.get("title", "")),
             field=field if isinstance(field, str) else None,
             retry_after=retry_after,
+            request_id=request_id,
         )
     text = body if isinstance(body, str) and body else "no problem details in the answer"
-    return cls(status, text[:500], retry_after=retry_after)
+    return cls(status, text[:500], retry_after=retry_after, request_id=request_id)
