@@ -65,7 +65,8 @@ const PROBES: [&str; 3] = ["/healthz", "/readyz", "/metrics"];
 
 /// Each request's log span (`request`, with its method, URI and request id) and its
 /// answer's one log line (status and latency): at INFO (WARN for a 5xx), but at DEBUG for
-/// [`PROBES`]. The request id is set before ([`super::request_id::assign`]).
+/// the probes and scrapes (`/healthz`, `/readyz`, `/metrics`). The request id is set
+/// before ([`super::request_id::assign`]).
 pub fn trace_layer() -> TraceLayer<
     SharedClassifier<ServerErrorsAsFailures>,
     RequestSpan,
