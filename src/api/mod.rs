@@ -436,6 +436,7 @@ pub fn router(store: Arc<dyn Store>, settings: RouterSettings) -> Router {
         .layer(from_fn(transport::limit_head))
         .layer(tower::util::option_layer(cors_origins.layer()))
         .layer(from_fn(headers::add_defaults))
+        .layer(from_fn(transport::close_when_body_unread))
         .layer(from_fn_with_state(draining, drain::close_connections))
         .layer(telemetry::http::trace_layer())
         .layer(from_fn(telemetry::request_id::assign))

@@ -1,5 +1,6 @@
 //! Answers about the request as a whole rather than its fields: a request head over the
-//! limits (414, 431) and a request that takes too long (503), all problem+json.
+//! limits (414, 431) and a request that takes too long (503), all problem+json; and the
+//! connection of an answer given before the request's body was read.
 //!
 //! hyper parses the request head before any of this runs and answers by itself, with an
 //! empty body, the heads it cannot hold: a URI over 65,534 bytes (414), more than 100
@@ -7,12 +8,18 @@
 //! (400). The limits here are well below hyper's, so a head that is merely too large gets
 //! a problem naming what is too large.
 
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
+use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use hyper::body::{Body as HttpBody, Frame, SizeHint};
 
 use crate::api::error::ApiError;
 use crate::domain::InvalidInput;
@@ -86,5 +93,66 @@ pub async fn answer_within(
             ),
         )
         .into_response(),
+    }
+}
+
+/// Middleware (`from_fn`): an answer given before the request's body was read to its end
+/// (a 401, 404, 405, 413, 415 or 429 to a request with a body) carries
+/// `Connection: close`. The server closes such a connection rather than read a body
+/// nobody wants; the header tells the client so, instead of leaving it to find a dead
+/// connection on its next request.
+pub async fn close_when_body_unread(request: Request, next: Next) -> Response {
+    let has_body = request.headers().contains_key(header::TRANSFER_ENCODING)
+        || request
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|length| length.to_str().ok())
+            .is_some_and(|length| length.trim() != "0");
+    if !has_body {
+        return next.run(request).await;
+    }
+    let read = Arc::new(AtomicBool::new(false));
+    let request = request.map(|body| {
+        Body::new(ReadToEnd {
+            body,
+            read: read.clone(),
+        })
+    });
+    let mut response = next.run(request).await;
+    if !read.load(Ordering::Acquire) {
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    response
+}
+
+/// A request body that records when it has been read to its end.
+struct ReadToEnd {
+    body: Body,
+    read: Arc<AtomicBool>,
+}
+
+impl HttpBody for ReadToEnd {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+        let frame = Pin::new(&mut self.body).poll_frame(cx);
+        if matches!(frame, Poll::Ready(None)) || self.body.is_end_stream() {
+            self.read.store(true, Ordering::Release);
+        }
+        frame
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
     }
 }

@@ -144,3 +144,44 @@ fn a_bad_origin_fails_at_start_naming_the_setting() {
     let error = cli.serve.router_settings().unwrap_err().to_string();
     assert!(error.starts_with("TVBO_CORS_ORIGINS "), "{error}");
 }
+
+/// An answer given before the request's body was read (a 401 from the key check, a 404
+/// of no route) says `Connection: close`, since the server will not read that body to
+/// keep the connection; an answer to a request whose body was read keeps it.
+#[tokio::test]
+async fn an_answer_before_the_body_was_read_closes_the_connection() {
+    let secured = RouterSettings {
+        access: tvbo::api::auth::AccessSettings::default(),
+        ..Default::default()
+    };
+    let server = TestServer::start_configured(secured, Default::default()).await;
+    let body = serde_json::to_vec(&common::client_session("gp-ucb", 1)).unwrap();
+    let post = |path: &str, key: Option<&str>| {
+        let mut request = axum::http::Request::builder()
+            .method(Method::POST)
+            .uri(path)
+            .header("content-type", "application/json")
+            .header("content-length", body.len());
+        if let Some(key) = key {
+            request = request.header("authorization", format!("Bearer {key}"));
+        }
+        request.body(axum::body::Body::from(body.clone())).unwrap()
+    };
+    let made = tvbo::keys::new_key("t", Some("t"), false).unwrap();
+    server.store().insert_api_key(&made.row).await.unwrap();
+    let closes = |response: &axum::http::Response<axum::body::Body>| {
+        response
+            .headers()
+            .get("connection")
+            .is_some_and(|value| value == "close")
+    };
+    let unauthorised = server.send(post("/v1/sessions", None)).await;
+    assert_eq!(unauthorised.status(), StatusCode::UNAUTHORIZED);
+    assert!(closes(&unauthorised));
+    let nowhere = server.send(post("/v1/nowhere", Some(&made.key))).await;
+    assert_eq!(nowhere.status(), StatusCode::NOT_FOUND);
+    assert!(closes(&nowhere));
+    let created = server.send(post("/v1/sessions", Some(&made.key))).await;
+    assert_eq!(created.status(), StatusCode::CREATED);
+    assert!(!closes(&created), "{:?}", created.headers());
+}
