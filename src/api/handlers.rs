@@ -20,8 +20,9 @@ use crate::session::listing::{AlgorithmName, ListCursor, ListingQuery, Observati
 use crate::session::resume::Resumed;
 use crate::session::timeline::DEFAULT_TIMELINE_POINTS;
 use crate::session::views::{
-    Best, ModelView, ObservationList, ObservationRequest, PredictRequest, PredictResponse,
-    RegretReport, Session, SessionList, StepList, SuggestRequest, SuggestResponse, Timeline,
+    Best, EventList, ModelView, ObservationList, ObservationRequest, PredictRequest,
+    PredictResponse, RegretReport, Session, SessionList, StepList, SuggestRequest, SuggestResponse,
+    Timeline,
 };
 use crate::store::{ObservationSort, ObservationState, SessionSort, SortOrder};
 
@@ -355,6 +356,40 @@ pub async fn list_steps(
         state
             .service
             .list_steps(id, query.after.unwrap_or(0), query.limit.unwrap_or(1000))
+            .await?,
+    ))
+}
+
+/// Query of the event listing.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ListEventsQuery {
+    /// Only events with seq greater than this (default 0).
+    pub after: Option<i64>,
+    /// Page size (default 1000).
+    #[param(minimum = 1, maximum = 10000)]
+    pub limit: Option<i64>,
+}
+
+/// List the session's events in order: what its steps found worth telling an operator
+/// (docs/events.md). Each was stored with the step that found it.
+#[utoipa::path(get, path = "/v1/sessions/{id}/events", tag = "insight",
+    params(SessionId, ListEventsQuery),
+    responses(
+        (status = 200, description = "A page of events", body = EventList),
+        (status = 404, description = "No such session", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "`limit` out of range", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn list_events(
+    State(state): State<AppState>,
+    SessionId(id): SessionId,
+    QueryParams(query): QueryParams<ListEventsQuery>,
+) -> ApiResult<Json<EventList>> {
+    Ok(Json(
+        state
+            .service
+            .list_events(id, query.after.unwrap_or(0), query.limit.unwrap_or(1000))
             .await?,
     ))
 }

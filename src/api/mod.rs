@@ -95,6 +95,7 @@ impl Default for RouterSettings {
         handlers::observe,
         handlers::list_observations,
         handlers::list_steps,
+        handlers::list_events,
         handlers::timeline,
         handlers::regret,
         handlers::model,
@@ -236,13 +237,14 @@ struct Links;
 
 impl Links {
     /// The operations on one session, by operation id.
-    const ON_SESSION: [&str; 11] = [
+    const ON_SESSION: [&str; 12] = [
         "get_session",
         "delete_session",
         "suggest",
         "observe",
         "list_observations",
         "list_steps",
+        "list_events",
         "timeline",
         "regret",
         "model",
@@ -251,10 +253,11 @@ impl Links {
     ];
 
     /// The operations that read what an observation changes.
-    const AFTER_OBSERVE: [&str; 8] = [
+    const AFTER_OBSERVE: [&str; 9] = [
         "suggest",
         "list_observations",
         "list_steps",
+        "list_events",
         "timeline",
         "regret",
         "model",
@@ -405,6 +408,7 @@ pub fn router(store: Arc<dyn Store>, settings: RouterSettings) -> Router {
             post(handlers::observe).get(handlers::list_observations),
         )
         .route("/v1/sessions/{id}/steps", get(handlers::list_steps))
+        .route("/v1/sessions/{id}/events", get(handlers::list_events))
         .route("/v1/sessions/{id}/timeline", get(handlers::timeline))
         .route("/v1/sessions/{id}/regret", get(handlers::regret))
         .route("/v1/sessions/{id}/model", get(handlers::model))

@@ -3,6 +3,7 @@
 
 pub mod check;
 pub mod error;
+mod events;
 pub mod idempotency;
 pub mod listing;
 mod read_model;

@@ -30,18 +30,10 @@ impl SessionService {
         after: i64,
         limit: i64,
     ) -> Result<StepList, ServiceError> {
-        if !(1..=10_000).contains(&limit) {
-            return Err(InvalidInput::new("limit", "must be between 1 and 10000").into());
-        }
+        check_page_limit(limit)?;
         self.session_row(id).await?;
         let calls = self.store.list_calls(id, after, limit + 1).await?;
-        let more = calls.len() as i64 > limit;
-        let steps: Vec<Step> = calls
-            .into_iter()
-            .take(limit as usize)
-            .map(Step::from)
-            .collect();
-        let next_after = more.then(|| steps.last().map(|s| s.id)).flatten();
+        let (steps, next_after) = page(calls, limit, Step::from, |step| step.id);
         Ok(StepList { steps, next_after })
     }
 
@@ -147,4 +139,26 @@ fn timeline_view(stored: StoredTimeline, time_source: TimeSource, now: DateTime<
         ended_run_count: stored.ended_run_count,
         ended_runs: stored.ended_runs.into_iter().map(Into::into).collect(),
     }
+}
+
+/// Refuses a page size outside 1..=10000 (422 naming `limit`).
+pub(crate) fn check_page_limit(limit: i64) -> Result<(), ServiceError> {
+    if !(1..=10_000).contains(&limit) {
+        return Err(InvalidInput::new("limit", "must be between 1 and 10000").into());
+    }
+    Ok(())
+}
+
+/// A page of at most `limit` items of `rows` (fetched with one more than `limit`, to know
+/// whether another page follows), and the `key` of its last item when one does.
+pub(crate) fn page<R, T>(
+    rows: Vec<R>,
+    limit: i64,
+    item: impl Fn(R) -> T,
+    key: impl Fn(&T) -> i64,
+) -> (Vec<T>, Option<i64>) {
+    let more = rows.len() as i64 > limit;
+    let items: Vec<T> = rows.into_iter().take(limit as usize).map(item).collect();
+    let next = more.then(|| items.last().map(key)).flatten();
+    (items, next)
 }

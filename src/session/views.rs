@@ -7,6 +7,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::domain::config::{AlgorithmConfig, Goal, ModelConfig, SessionConfig, TimeConfig};
+use crate::domain::events::StoredEvent;
 use crate::domain::hyperpriors::HyperpriorSet;
 use crate::domain::input::{Metadata, ObservationInput};
 use crate::domain::records::{EndedRun, FittedHyperparameters, RunEnd, StepSnapshot};
@@ -469,6 +470,48 @@ impl From<StoredCall> for Step {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct StepList {
     pub steps: Vec<Step>,
+    /// Pass as `after` for the next page; null on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_after: Option<i64>,
+}
+
+/// Something a step found worth telling the operator (docs/events.md).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Event {
+    /// The session's events count from 1, in the order their steps were committed; pass
+    /// as `after` for the next page.
+    pub seq: i64,
+    /// `model-reset` or `prior-eliminated` (docs/events.md).
+    pub kind: String,
+    /// The id of the step (`GET …/steps`) that found it.
+    pub step: i64,
+    /// Session time of that step.
+    pub t: f64,
+    /// When the step was committed.
+    pub at: DateTime<Utc>,
+    /// What the kind says of it: `model-reset` {`resets`}, `prior-eliminated` {`prior`,
+    /// `name`, `remaining`}.
+    #[schema(value_type = Object)]
+    pub data: serde_json::Value,
+}
+
+impl From<StoredEvent> for Event {
+    fn from(event: StoredEvent) -> Self {
+        Event {
+            seq: event.seq,
+            kind: event.kind,
+            step: event.step,
+            t: event.t,
+            at: event.created_at,
+            data: event.data,
+        }
+    }
+}
+
+/// A page of events.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct EventList {
+    pub events: Vec<Event>,
     /// Pass as `after` for the next page; null on the last page.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_after: Option<i64>,

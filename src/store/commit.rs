@@ -118,6 +118,12 @@ const INSERT_OBSERVATION: &str = "INSERT INTO observations (session_id, seq, sug
      removed_reason, created_micros, removed_t, regret_estimate, metadata) \
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)";
 
+/// An event of the step (`step`: the id of its call), numbered after the session's last
+/// (the version bump holds the session's lock, so no other change numbers one meanwhile).
+const INSERT_EVENT: &str = "INSERT INTO events (session_id, seq, step, kind, t, data, \
+     created_micros) VALUES ($1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM events \
+     WHERE session_id = $1), $2, $3, $4, $5, $6)";
+
 const INSERT_ENDED_RUN: &str = "INSERT INTO ended_runs (session_id, suggestion_id, kind, \
      params, t, reason, created_micros, metadata) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
 
@@ -196,8 +202,22 @@ pub(crate) async fn apply_change(
         write_response_time(s, &key, sample, sample_count, now, row_id).await?;
     }
     let first_call = call_count - change.calls.len() as i64;
+    let mut last_call = None;
     for (i, call) in change.calls.iter().enumerate() {
-        write_call(s, &key, call, first_call + i as i64, now, row_id).await?;
+        last_call = Some(write_call(s, &key, call, first_call + i as i64, now, row_id).await?);
+    }
+    for event in &change.events {
+        let call_id = last_call
+            .ok_or_else(|| StoreError::Corrupt("an event without the step that found it".into()))?;
+        let args = vec![
+            key.as_str().into(),
+            call_id.into(),
+            event.kind.as_str().into(),
+            event.t.into(),
+            to_json(&event.data).into(),
+            now.into(),
+        ];
+        s.execute(INSERT_EVENT, args).await?;
     }
     if let Some(record) = idempotency {
         insert_idempotency(s, record).await?;
@@ -375,7 +395,7 @@ async fn write_response_time(
     record_in_bucket(s, key, "s", bucket, &point).await
 }
 
-/// A call record, the session's `ordinal`-th (from 0), and its timeline bucket.
+/// A call record, the session's `ordinal`-th (from 0), and its timeline bucket; its id.
 async fn write_call(
     s: &mut impl Statements,
     key: &str,
@@ -383,7 +403,7 @@ async fn write_call(
     ordinal: i64,
     now: i64,
     row_id: &str,
-) -> Result<(), StoreError> {
+) -> Result<i64, StoreError> {
     let sql = format!(
         "INSERT INTO calls (session_id, kind, t, dataset_size, compute_seconds, \
          recorded_micros, snapshot) VALUES ($1, $2, $3, $4, $5, $6, $7) \
@@ -400,7 +420,8 @@ async fn write_call(
     ];
     let inserted = returned_id(s.fetch_integers(&sql, args).await?)?;
     let point = BucketPoint::plain(inserted, call.dataset_size as f64);
-    record_in_bucket(s, key, "c", ordinal / BUCKET_ROWS, &point).await
+    record_in_bucket(s, key, "c", ordinal / BUCKET_ROWS, &point).await?;
+    Ok(inserted)
 }
 
 /// The id an `INSERT … RETURNING` gave back.

@@ -51,6 +51,10 @@ const SQLITE: &[MigrationFile] = &[
         "0009_session_listing.sql",
         include_str!("../../migrations/sqlite/0009_session_listing.sql"),
     ),
+    (
+        "0010_events.sql",
+        include_str!("../../migrations/sqlite/0010_events.sql"),
+    ),
 ];
 
 const POSTGRES: &[MigrationFile] = &[
@@ -93,6 +97,10 @@ const POSTGRES: &[MigrationFile] = &[
     (
         "0010_session_listing.sql",
         include_str!("../../migrations/postgres/0010_session_listing.sql"),
+    ),
+    (
+        "0011_events.sql",
+        include_str!("../../migrations/postgres/0011_events.sql"),
     ),
 ];
 

@@ -20,6 +20,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+pub use crate::domain::events::StoredEvent;
 pub use crate::domain::records::{
     CallRecord, ChangeSet, Deactivation, EndedRun, History, ObservationRow, ResponseTimeSample,
     ResponseTimeSummary, RunEnd, SessionRow, StepSnapshot, SuggestionRow, SuggestionStatus,
@@ -342,6 +343,13 @@ pub trait Store: Send + Sync + 'static {
         after: i64,
         limit: i64,
     ) -> Result<Vec<StoredCall>, StoreError>;
+    /// The session's events with seq > `after`, in order, at most `limit`.
+    async fn list_events(
+        &self,
+        session_id: Uuid,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<StoredEvent>, StoreError>;
     /// The session's timeline with about `budget` points per series at most.
     async fn timeline(&self, session_id: Uuid, budget: i64) -> Result<StoredTimeline, StoreError>;
     /// Compute-time statistics per kind of call.

@@ -850,11 +850,13 @@ macro_rules! store_on {
         const _: () = {
             use uuid::Uuid;
 
-            use $crate::store::rows::{call_from_row, response_time_summary_from_row};
+            use $crate::store::rows::{
+                call_from_row, event_from_row, response_time_summary_from_row,
+            };
             use $crate::store::{
                 ApiKeyRow, CallStats, ChangeSet, History, IdempotencyRecord, ObservationRow,
-                ResponseTimeSummary, SessionRow, StoreError, StoredCall, StoredTimeline,
-                SuggestionRow,
+                ResponseTimeSummary, SessionRow, StoreError, StoredCall, StoredEvent,
+                StoredTimeline, SuggestionRow,
             };
 
             #[async_trait::async_trait]
@@ -1047,6 +1049,26 @@ macro_rules! store_on {
                         .iter()
                         .map(call_from_row)
                         .collect()
+                }
+
+                async fn list_events(
+                    &self,
+                    session_id: Uuid,
+                    after: i64,
+                    limit: i64,
+                ) -> Result<Vec<StoredEvent>, StoreError> {
+                    sqlx::query(
+                        "SELECT seq, step, kind, t, data, created_micros FROM events \
+                         WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+                    )
+                    .bind(session_id.to_string())
+                    .bind(after)
+                    .bind(limit)
+                    .fetch_all(&self.pool)
+                    .await?
+                    .iter()
+                    .map(event_from_row)
+                    .collect()
                 }
 
                 async fn timeline(

@@ -12,6 +12,7 @@ use super::{
     SuggestionStatus, from_micros,
 };
 
+use crate::domain::events::StoredEvent;
 use crate::domain::input::Metadata;
 pub(crate) use crate::domain::records::RECENT_DELAYS;
 
@@ -231,5 +232,16 @@ pub(crate) fn call_from_row(row: &impl Columns) -> Result<StoredCall, StoreError
             .opt_text("snapshot")?
             .map(|text| from_json(text, "step snapshot"))
             .transpose()?,
+    })
+}
+
+pub(crate) fn event_from_row(row: &impl Columns) -> Result<StoredEvent, StoreError> {
+    Ok(StoredEvent {
+        seq: row.int("seq")?,
+        step: row.int("step")?,
+        kind: row.text("kind")?.to_string(),
+        t: row.real("t")?,
+        data: from_json(row.text("data")?, "event data")?,
+        created_at: from_micros(row.int("created_micros")?)?,
     })
 }

@@ -11,7 +11,8 @@ use super::STORE_SECONDS;
 use crate::store::{
     ApiKeyRow, CallStats, ChangeSet, Creation, History, IdempotencyRecord, ListedSession,
     ObservationPage, ObservationQuery, ObservationRow, PoolUsage, RegretSlice, ResponseTimeSummary,
-    SessionQuery, SessionRow, Store, StoreError, StoredCall, StoredTimeline, SuggestionRow,
+    SessionQuery, SessionRow, Store, StoreError, StoredCall, StoredEvent, StoredTimeline,
+    SuggestionRow,
 };
 
 /// Wraps a store and records the seconds of each operation, failed ones included, into
@@ -176,6 +177,19 @@ impl Store for MeteredStore {
         timed(
             "list_calls",
             self.inner.list_calls(session_id, after, limit),
+        )
+        .await
+    }
+
+    async fn list_events(
+        &self,
+        session_id: Uuid,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        timed(
+            "list_events",
+            self.inner.list_events(session_id, after, limit),
         )
         .await
     }

@@ -695,6 +695,51 @@ async fn resets_mark_observations_inactive_with_a_reason(server: TestServer) {
     assert!(all[..8].iter().all(|o| o["active"] == false
         && o["removed_reason"] == "reset"
         && !o["removed_at"].is_null()));
+    // Each reset is an event, stored with its step, in order, paged by seq.
+    let (status, events) = server.get(&format!("/v1/sessions/{id}/events")).await;
+    assert_eq!(status, 200, "{events}");
+    let events = events["events"].as_array().unwrap().clone();
+    let seen: Vec<(i64, &str, i64, f64)> = events
+        .iter()
+        .map(|e| {
+            (
+                e["seq"].as_i64().unwrap(),
+                e["kind"].as_str().unwrap(),
+                e["data"]["resets"].as_i64().unwrap(),
+                e["t"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [(1, "model-reset", 1, 3.0), (2, "model-reset", 2, 7.0)]
+    );
+    let (_, steps) = server.get(&format!("/v1/sessions/{id}/steps")).await;
+    let step_ids: Vec<i64> = steps["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_i64().unwrap())
+        .collect();
+    assert!(
+        events
+            .iter()
+            .all(|e| step_ids.contains(&e["step"].as_i64().unwrap()))
+    );
+    let (_, first) = server
+        .get(&format!("/v1/sessions/{id}/events?limit=1"))
+        .await;
+    assert_eq!(first["events"].as_array().unwrap().len(), 1);
+    assert_eq!(first["next_after"], 1);
+    let (_, rest) = server
+        .get(&format!("/v1/sessions/{id}/events?after=1"))
+        .await;
+    assert_eq!(rest["events"][0]["seq"], 2);
+    assert!(rest.get("next_after").is_none());
+    let (status, _) = server
+        .get(&format!("/v1/sessions/{id}/events?limit=0"))
+        .await;
+    assert_eq!(status, 422);
     server.stop().await;
 }
 

@@ -176,6 +176,11 @@ async fn check_delete_cascades(store: &dyn Store) {
             new_observations: vec![observation(1, None, 0.5)],
             response_time: Some(ResponseTimeSample { n: 1, seconds: 0.2 }),
             calls: vec![call("suggest", 0.01)],
+            events: vec![tvbo::domain::events::NewEvent {
+                kind: tvbo::domain::events::EventKind::ModelReset,
+                t: 0.0,
+                data: serde_json::json!({"resets": 1}),
+            }],
             ..ChangeSet::default()
         };
         let key = row.id.to_string();
@@ -200,6 +205,14 @@ async fn check_delete_cascades(store: &dyn Store) {
         let summaries = store.response_time_summaries(row.id).await.unwrap();
         assert_eq!(summaries.len(), count);
         assert_eq!(store.call_stats(row.id).await.unwrap().len(), count);
+        let events = store.list_events(row.id, 0, 10).await.unwrap();
+        assert_eq!(events.len(), count);
+        if let Some(event) = events.first() {
+            let steps = store.list_calls(row.id, 0, 10).await.unwrap();
+            assert_eq!((event.seq, event.step), (1, steps[0].id));
+            assert_eq!((event.kind.as_str(), event.t), ("model-reset", 0.0));
+            assert_eq!(event.data, serde_json::json!({"resets": 1}));
+        }
         let idem = store.get_idempotency(scope, &row.id.to_string()).await;
         assert_eq!(idem.unwrap().is_some(), present);
     }

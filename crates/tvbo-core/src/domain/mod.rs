@@ -8,11 +8,13 @@
 //! model's hyperparameter fit may use, and what a fit reports; [`priors`]: prior specifications
 //! of arm sets; [`kernel`]: the covariance families a model or a prior may use;
 //! [`time`]: session time; [`input`]: a measurement as a client sends it; [`records`]: a
-//! session's stored state and the changes to it.
+//! session's stored state and the changes to it; [`events`]: what a step found worth
+//! telling the operator.
 
 pub mod algorithm;
 pub mod checked;
 pub mod config;
+pub mod events;
 pub mod hyperpriors;
 pub mod input;
 pub mod kernel;

@@ -426,4 +426,6 @@ pub struct ChangeSet {
     pub last_optimum_mean: Option<f64>,
     pub response_time: Option<ResponseTimeSample>,
     pub calls: Vec<CallRecord>,
+    /// What the change's step found worth telling (stored with it: an outbox).
+    pub events: Vec<crate::domain::events::NewEvent>,
 }

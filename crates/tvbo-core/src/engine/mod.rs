@@ -10,6 +10,7 @@
 //! embedding programs drive it over an in-memory session ([`LocalSession`]), so a
 //! benchmark measures exactly the server's compute path.
 
+mod events;
 mod local;
 mod model;
 mod observe;
@@ -24,6 +25,7 @@ use uuid::Uuid;
 use crate::domain::InvalidInput;
 use crate::domain::checked::CheckedConfig;
 use crate::domain::config::{CreateSession, SessionConfig};
+use crate::domain::events::NewEvent;
 use crate::domain::hyperpriors::FitReport;
 use crate::domain::records::{History, ObservationRow, SessionRow, StepSnapshot};
 use crate::domain::time::median_lead;
@@ -191,10 +193,18 @@ pub(crate) fn saved_state(
     })
 }
 
-/// What a step leaves, as stored: the policy's state ([`saved_state`]) and the record of
+/// What a step leaves, as stored: the policy's state ([`saved_state`]), the record of
 /// the model ([`step_snapshot`], the session having `issued` suggestions after the step,
 /// with `response_time_fit`, the state's note and the fit's report when it is notable),
-/// reduced to what reads back ([`storable_snapshot`]).
+/// reduced to what reads back ([`storable_snapshot`]), and the events the step found
+/// (`events::step_events`, at session time `t`; none when the state was not saved).
+pub(crate) struct StepOutcome {
+    pub state: serde_json::Value,
+    pub snapshot: StepSnapshot,
+    pub events: Vec<NewEvent>,
+}
+
+/// The [`StepOutcome`] of a step of `session` that leaves the policy in `state`.
 pub(crate) fn step_outcome(
     session: &SessionRow,
     mut state: PolicyState,
@@ -202,9 +212,15 @@ pub(crate) fn step_outcome(
     optimum_at: Option<OptimumAt<'_>>,
     response_time_fit: Option<[f64; 4]>,
     issued: u64,
-) -> Result<(serde_json::Value, StepSnapshot), EngineError> {
+    t: f64,
+) -> Result<StepOutcome, EngineError> {
     let fit = state.last_fit.take().filter(FitReport::is_notable);
+    let before = policy_state(session)?;
     let saved = saved_state(session, state)?;
+    let events = match saved.not_saved {
+        None => events::step_events(&session.config, &before, &saved.state, t),
+        Some(_) => Vec::new(),
+    };
     let mut snapshot = step_snapshot(
         &session.config,
         &saved.state,
@@ -215,7 +231,11 @@ pub(crate) fn step_outcome(
     snapshot.response_time_fit = response_time_fit;
     snapshot.state_not_saved = saved.not_saved;
     snapshot.fit = fit;
-    Ok((saved.json, storable_snapshot(snapshot)))
+    Ok(StepOutcome {
+        state: saved.json,
+        snapshot: storable_snapshot(snapshot),
+        events,
+    })
 }
 
 /// `snapshot` as it can be stored: a recorded optimum that is not finite is left out

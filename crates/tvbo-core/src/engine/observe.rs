@@ -116,27 +116,29 @@ pub fn plan_observe(
     let t_last = rows.last().map_or(0.0, |r| r.t);
     let dataset_size = history.active.len() as i64;
     let response_time_fit = fit_response_time(&snapshot.response_times);
-    let (state, snapshot) = step_outcome(
+    let outcome = step_outcome(
         session,
         state,
         active_after,
         None,
         response_time_fit,
         session.suggest_count as u64,
+        t_now,
     )?;
     Ok(ChangeSet {
         suggestion_status,
         new_observations: rows,
         ended_runs: failed,
         deactivate,
-        state: Some(state),
+        state: Some(outcome.state),
         calls: vec![CallRecord {
             kind: "observe",
             t: t_last,
             dataset_size,
             compute_seconds: 0.0,
-            snapshot: Some(snapshot),
+            snapshot: Some(outcome.snapshot),
         }],
+        events: outcome.events,
         ..ChangeSet::default()
     })
 }

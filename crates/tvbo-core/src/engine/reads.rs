@@ -155,7 +155,7 @@ pub fn model_reading(history: &History) -> Result<ModelReading, EngineError> {
 }
 
 /// The names of a session's priors, `prior-<i>` where a prior has none.
-fn prior_names(config: &SessionConfig) -> Vec<String> {
+pub(crate) fn prior_names(config: &SessionConfig) -> Vec<String> {
     config
         .algorithm
         .priors()

@@ -103,7 +103,7 @@ pub fn plan_suggest(
         })
         .collect();
     let dataset_size = history.active.len() as i64;
-    let (state, snapshot) = step_outcome(
+    let outcome = step_outcome(
         session,
         state,
         history.active.len(),
@@ -115,7 +115,9 @@ pub fn plan_suggest(
         }),
         None,
         ordinal + rows.len() as u64,
+        t_now,
     )?;
+    let snapshot = outcome.snapshot;
     let response_time = session
         .last_suggest
         .filter(|(last_t, _)| t_now >= *last_t)
@@ -129,7 +131,7 @@ pub fn plan_suggest(
             .map(|s| (s.id, SuggestionStatus::Expired))
             .collect(),
         new_suggestions: rows,
-        state: Some(state),
+        state: Some(outcome.state),
         last_suggest: Some((t_now, dataset_size)),
         last_optimum_mean: snapshot.optimum.as_ref().map(|o| o.mean),
         response_time,
@@ -140,6 +142,7 @@ pub fn plan_suggest(
             compute_seconds: 0.0,
             snapshot: Some(snapshot),
         }],
+        events: outcome.events,
         ..ChangeSet::default()
     })
 }
