@@ -55,6 +55,7 @@ def test_async_client_covers_every_method(server: Server) -> None:
             model = await s.model()
             assert model.dataset_size == 7
             seen: List[int] = [o.seq async for o in s.observations(page_size=2)]
+            assert [e.seq async for e in s.events()] == []
             assert len(seen) == 7 and seen == sorted(seen)
             frame = await s.to_pandas()
             assert list(frame["seq"]) == seen

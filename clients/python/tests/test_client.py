@@ -319,6 +319,23 @@ def test_client_time_session(client: tvbo.Client) -> None:
     assert [o.t for o in s.observations()] == [0.0, 1.0, 2.0, 3.0]
 
 
+def test_events_are_read_in_order_and_after_a_seq(client: tvbo.Client) -> None:
+    s = client.create_session(
+        [tvbo.Float("x", 0, 1)],
+        algorithm={"name": "r-gp-ucb", "reset_every": 4},
+        time={"source": "client"},
+    )
+    for step in range(10):
+        s.observe_many([tvbo.ObservationInput(float(step), params={"x": step / 10}, t=float(step))])
+    events = list(s.events(page_size=1))
+    assert [(e.seq, e.kind, e.data["resets"], e.t) for e in events] == [
+        (1, "model-reset", 1, 3.0),
+        (2, "model-reset", 2, 7.0),
+    ]
+    assert {e.step for e in events} <= {step.id for step in s.steps()}
+    assert [e.seq for e in s.events(after=1)] == [2]
+
+
 def test_optimize_runs_workers_on_distinct_pending_points(client: tvbo.Client) -> None:
     s = make_session(client)
     seen: List[tvbo.Suggestion] = []

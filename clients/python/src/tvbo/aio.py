@@ -31,6 +31,8 @@ from .models import (
     ArmSpec,
     Best,
     EndedRun,
+    Event,
+    EventList,
     Goal,
     ModelOptions,
     ModelView,
@@ -290,6 +292,18 @@ class AsyncSession:
             page = decode(StepList, data)
             for step in page.steps:
                 yield step
+            if page.next_after is None:
+                return
+            after = page.next_after
+
+    async def events(self, after: int = 0, page_size: int = 1000) -> AsyncIterator[Event]:
+        """See :meth:`tvbo.Session.events`."""
+        while True:
+            params = {"after": str(after), "limit": str(page_size)}
+            data = await self.client.request(Call("GET", f"{self.path}/events", params=params))
+            page = decode(EventList, data)
+            for event in page.events:
+                yield event
             if page.next_after is None:
                 return
             after = page.next_after

@@ -30,6 +30,8 @@ from .models import (
     ArmSpec,
     Best,
     EndedRun,
+    Event,
+    EventList,
     Goal,
     ModelOptions,
     ModelView,
@@ -323,6 +325,21 @@ class Session:
                 StepList, self.client.request(Call("GET", f"{self.path}/steps", params=params))
             )
             yield from page.steps
+            if page.next_after is None:
+                return
+            after = page.next_after
+
+    def events(self, after: int = 0, page_size: int = 1000) -> Iterator[Event]:
+        """The session's events with ``seq`` above ``after`` (what its steps found worth
+        telling: a model reset, a prior eliminated), oldest first, a page at a time. Keep
+        the last ``seq`` seen and pass it as ``after`` to read only newer ones."""
+        while True:
+            params = {"after": str(after), "limit": str(page_size)}
+            page = decode(
+                EventList,
+                self.client.request(Call("GET", f"{self.path}/events", params=params)),
+            )
+            yield from page.events
             if page.next_after is None:
                 return
             after = page.next_after

@@ -407,6 +407,28 @@ class StepList:
 
 
 @dataclasses.dataclass(frozen=True)
+class Event:
+    """Something a step found worth telling an operator (``model-reset``,
+    ``prior-eliminated``; a newer server may add kinds: skip those you do not know), with
+    the kind's ``data`` as the API gives it (docs/events.md in the tvbo repository)."""
+
+    seq: int
+    kind: str
+    step: int
+    t: float
+    at: datetime
+    data: Dict[str, Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class EventList:
+    """A page of events (``next_after`` None on the last page)."""
+
+    events: List[Event]
+    next_after: Optional[int] = None
+
+
+@dataclasses.dataclass(frozen=True)
 class TimelineObservation:
     """An observation on the timeline, with its regret (reported, or ``estimated``)."""
 
