@@ -463,6 +463,7 @@ impl SessionService {
                 Ok(()) => {
                     self.snapshots.put_after(id, snapshot, &change);
                     telemetry::record_steps(algorithm, pending, &change.calls);
+                    telemetry::record_events(&change.events);
                     return Ok(response);
                 }
                 Err(StoreError::Conflict) if Instant::now() < deadline => {

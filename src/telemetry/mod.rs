@@ -13,7 +13,7 @@
 //!   policies and the engine mark with spans ([`crate::policy::Stage`]) without reading a
 //!   clock;
 //! - [`store`]: [`MeteredStore`], the store decorator that times every operation;
-//! - here: the step figures ([`record_steps`]), the fair scheduler's queue
+//! - here: the step figures ([`record_steps`]) and events ([`record_events`]), the fair scheduler's queue
 //!   (`model_work_*`) and the scrape ([`scrape`], [`serve`]), which reads the connection
 //!   pool's gauges.
 
@@ -29,10 +29,11 @@ use axum::Router;
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use metrics::{describe_counter, describe_gauge, describe_histogram, gauge, histogram};
+use metrics::{counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use tokio::net::TcpListener;
 
+use crate::domain::events::NewEvent;
 use crate::domain::records::CallRecord;
 use crate::store::Store;
 
@@ -58,6 +59,8 @@ pub const STEP_DATASET_SIZE: &str = "tvbo_step_dataset_size";
 pub const STEP_N_STAR: &str = "tvbo_step_bolt_n_star";
 /// Histogram: pending suggestions when each committed step began, by `algorithm`, `kind`.
 pub const STEP_PENDING: &str = "tvbo_step_pending_suggestions";
+/// Counter: events committed with their steps (docs/events.md), by `kind`.
+pub const EVENTS: &str = "tvbo_events_total";
 /// Histogram: seconds of each store operation, by `operation` (the `Store` method).
 pub const STORE_SECONDS: &str = "tvbo_store_operation_seconds";
 /// Gauge: the connection pool's open connections by `state` (`in_use`, `idle`).
@@ -135,6 +138,7 @@ fn describe() {
         "BOLT's recommended dataset size n* after a step"
     );
     describe_histogram!(STEP_PENDING, "Pending suggestions when a step began");
+    describe_counter!(EVENTS, "Events committed with their steps");
     describe_histogram!(STORE_SECONDS, "Seconds of a store operation");
     describe_gauge!(POOL_CONNECTIONS, "Open database connections by state");
     describe_gauge!(POOL_MAX, "Most database connections the pool opens");
@@ -181,6 +185,13 @@ pub fn record_steps(algorithm: &'static str, pending: usize, calls: &[CallRecord
                 histogram!(STEP_N_STAR, &labels).record(n_star as f64);
             }
         }
+    }
+}
+
+/// Counts the events of a committed change by kind.
+pub fn record_events(events: &[NewEvent]) {
+    for event in events {
+        counter!(EVENTS, "kind" => event.kind.as_str()).increment(1);
     }
 }
 

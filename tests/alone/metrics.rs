@@ -22,8 +22,9 @@ const WARMUP: usize = 3;
 const SUGGEST_ROUTE: &str = "/v1/sessions/{id}/suggestions";
 
 /// The metric families and their types.
-const FAMILIES: [(&str, Type); 12] = [
+const FAMILIES: [(&str, Type); 13] = [
     ("tvbo_http_requests_total", Type::Counter),
+    ("tvbo_events_total", Type::Counter),
     ("tvbo_http_request_duration_seconds", Type::Histogram),
     ("tvbo_model_work_seconds", Type::Histogram),
     ("tvbo_model_work_queue_depth", Type::Gauge),
@@ -236,6 +237,20 @@ async fn traffic_shows_in_metrics(server: TestServer) {
     }
     let (status, _) = server.get(&format!("/no/such/{id}")).await;
     assert_eq!(status, 404);
+    // An R-GP-UCB session that resets twice: two events.
+    let mut body = common::client_session("r-gp-ucb", 12);
+    body["algorithm"] = json!({"name": "r-gp-ucb", "reset_every": 2});
+    let resetting = server.create(body).await;
+    for step in 0..4 {
+        let t = f64::from(step);
+        let (status, answer) = server
+            .post(
+                &format!("/v1/sessions/{resetting}/observations"),
+                &json!({"params": {"x": 0.2 * t, "y": 0.5}, "value": t, "t": t}),
+            )
+            .await;
+        assert_eq!(status, 201, "{answer}");
+    }
 
     let after = scrape(&server.client, &server.url("/metrics")).await;
     check_shape(&after);
@@ -272,6 +287,11 @@ async fn traffic_shows_in_metrics(server: TestServer) {
         );
     }
     assert!(moved("tvbo_step_bolt_n_star", &[("kind", "observe")]) > 0.0);
+    let resets = [("kind", "model-reset")];
+    assert_eq!(
+        value(&after, "tvbo_events_total", &resets) - value(&before, "tvbo_events_total", &resets),
+        2.0
+    );
 
     // A replica that shares its database reads a session's version before planning from
     // the snapshot it kept (PostgreSQL); one that owns it does not (SQLite).
