@@ -9,6 +9,7 @@ mod dashboard_browser;
 mod database_outages;
 mod docs_ui;
 mod drain;
+mod drift_events;
 mod optimisation;
 mod restart_process;
 mod scale_out;

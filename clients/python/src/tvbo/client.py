@@ -331,8 +331,9 @@ class Session:
 
     def events(self, after: int = 0, page_size: int = 1000) -> Iterator[Event]:
         """The session's events with ``seq`` above ``after`` (what its steps found worth
-        telling: a model reset, a prior eliminated), oldest first, a page at a time. Keep
-        the last ``seq`` seen and pass it as ``after`` to read only newer ones."""
+        telling: the optimum moved, a model reset, a prior eliminated), oldest first, a
+        page at a time. Keep the last ``seq`` seen and pass it as ``after`` to read only
+        newer ones."""
         while True:
             params = {"after": str(after), "limit": str(page_size)}
             page = decode(

@@ -193,11 +193,12 @@ pub(crate) fn saved_state(
     })
 }
 
-/// What a step leaves, as stored: the policy's state ([`saved_state`]), the record of
-/// the model ([`step_snapshot`], the session having `issued` suggestions after the step,
-/// with `response_time_fit`, the state's note and the fit's report when it is notable),
-/// reduced to what reads back ([`storable_snapshot`]), and the events the step found
-/// (`events::step_events`, at session time `t`; none when the state was not saved).
+/// What a step leaves, as stored: the policy's state ([`saved_state`], with the drift
+/// events' own state), the record of the model ([`step_snapshot`], the session having
+/// `issued` suggestions after the step, with `response_time_fit`, the state's note and
+/// the fit's report when it is notable), reduced to what reads back
+/// ([`storable_snapshot`]), and the events the step found at session time `t`
+/// (`events::step_events`, `events::optimum_moved`; none when the state was not saved).
 pub(crate) struct StepOutcome {
     pub state: serde_json::Value,
     pub snapshot: StepSnapshot,
@@ -217,10 +218,8 @@ pub(crate) fn step_outcome(
     let fit = state.last_fit.take().filter(FitReport::is_notable);
     let before = policy_state(session)?;
     let saved = saved_state(session, state)?;
-    let events = match saved.not_saved {
-        None => events::step_events(&session.config, &before, &saved.state, t),
-        Some(_) => Vec::new(),
-    };
+    // The recommendation of a suggest given context coordinates is for that context only.
+    let context_free = optimum_at.as_ref().is_some_and(|at| at.fixed.is_empty());
     let mut snapshot = step_snapshot(
         &session.config,
         &saved.state,
@@ -228,13 +227,40 @@ pub(crate) fn step_outcome(
         optimum_at,
         issued,
     )?;
+    let kept_previous = saved.not_saved.is_some();
     snapshot.response_time_fit = response_time_fit;
     snapshot.state_not_saved = saved.not_saved;
     snapshot.fit = fit;
-    Ok(StepOutcome {
-        state: saved.json,
-        snapshot: storable_snapshot(snapshot),
-        events,
+    let snapshot = storable_snapshot(snapshot);
+    if kept_previous {
+        return Ok(StepOutcome {
+            state: saved.json,
+            snapshot,
+            events: Vec::new(),
+        });
+    }
+    let mut after = saved.state;
+    let mut events = events::step_events(&session.config, &before, &after, t);
+    let seen = snapshot
+        .optimum
+        .as_ref()
+        .filter(|_| context_free)
+        .and_then(|optimum| events::recommendation(&session.config, optimum));
+    let reset = after.resets > before.resets;
+    let (drift, moved) = events::optimum_moved(before.drift, reset, seen, t);
+    events.extend(moved);
+    after.drift = drift;
+    Ok(match json_that_reads_back(&after) {
+        Some(state) => StepOutcome {
+            state,
+            snapshot,
+            events,
+        },
+        None => StepOutcome {
+            state: saved.json,
+            snapshot,
+            events: Vec::new(),
+        },
     })
 }
 

@@ -134,6 +134,11 @@ pub struct PolicyState {
     /// Active priors, elimination statistics and hyperposterior (algorithms with priors).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prior_selection: Option<PriorSelectionState>,
+    /// Where the recommendation stood when the last `optimum-moved` event was found, and
+    /// the candidate for the next (docs/events.md); kept by the engine, not the policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub drift: Option<crate::domain::events::DriftState>,
     /// What this step's fit did beyond its search (bounds hit, the guard): set by the
     /// policy, moved into the step's record by the engine, never stored here.
     #[serde(skip)]
