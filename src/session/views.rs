@@ -481,7 +481,8 @@ pub struct Event {
     /// The session's events count from 1, in the order their steps were committed; pass
     /// as `after` for the next page.
     pub seq: i64,
-    /// `optimum-moved`, `model-reset` or `prior-eliminated` (docs/events.md); skip kinds
+    /// `optimum-moved`, `model-reset`, `dataset-full` or `prior-eliminated`
+    /// (docs/events.md); skip kinds
     /// you do not know (a newer server adds kinds).
     pub kind: String,
     /// The id of the step (`GET …/steps`) that found it.
@@ -491,8 +492,8 @@ pub struct Event {
     /// When the step was committed.
     pub at: DateTime<Utc>,
     /// What the kind says of it: `optimum-moved` {`from`, `to` (each `params`, `mean`,
-    /// `t`), `distance`}, `model-reset` {`resets`}, `prior-eliminated` {`prior`, `name`,
-    /// `remaining`}.
+    /// `t`), `distance`}, `model-reset` {`resets`}, `dataset-full` {`active`, `cap`},
+    /// `prior-eliminated` {`prior`, `name`, `remaining`}.
     #[schema(value_type = Object)]
     pub data: serde_json::Value,
 }

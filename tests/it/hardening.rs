@@ -260,6 +260,17 @@ async fn non_forgetting_sessions_are_capped_and_bolt_is_not() {
         before,
         "a refused observe changed rows"
     );
+    // The observe that reached the cap told so, once.
+    let (_, events) = server.get(&format!("/v1/sessions/{capped}/events")).await;
+    let full: Vec<&serde_json::Value> = events["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "dataset-full")
+        .collect();
+    assert_eq!(full.len(), 1, "{events}");
+    assert_eq!(full[0]["data"], json!({"active": 5, "cap": 5}));
+    assert_eq!(full[0]["t"], 4.0);
     // R-GP-UCB resets every 3 observations: it never reaches the cap.
     let mut resetting = common::client_session("r-gp-ucb", 1);
     resetting["algorithm"]["reset_every"] = json!(3);

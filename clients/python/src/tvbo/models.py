@@ -409,8 +409,8 @@ class StepList:
 @dataclasses.dataclass(frozen=True)
 class Event:
     """Something a step found worth telling an operator (``optimum-moved``,
-    ``model-reset``, ``prior-eliminated``; a newer server may add kinds: skip those you do
-    not know), with
+    ``model-reset``, ``dataset-full``, ``prior-eliminated``; a newer server may add kinds:
+    skip those you do not know), with
     the kind's ``data`` as the API gives it (docs/events.md in the tvbo repository)."""
 
     seq: int

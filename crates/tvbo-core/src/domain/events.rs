@@ -16,6 +16,9 @@ pub enum EventKind {
     OptimumMoved,
     /// R-GP-UCB or ET-GP-UCB reset its model: every observation before was forgotten.
     ModelReset,
+    /// A session whose algorithm keeps its observations (all but BOLT) reached the
+    /// server's cap on active observations: further observes are refused.
+    DatasetFull,
     /// PE-GP-UCB or PE-GP-TS eliminated a prior from its active set.
     PriorEliminated,
 }
@@ -26,6 +29,7 @@ impl EventKind {
         match self {
             EventKind::OptimumMoved => "optimum-moved",
             EventKind::ModelReset => "model-reset",
+            EventKind::DatasetFull => "dataset-full",
             EventKind::PriorEliminated => "prior-eliminated",
         }
     }

@@ -113,6 +113,22 @@ pub(crate) fn optimum_moved(
     (Some(drift), event)
 }
 
+/// The `dataset-full` event of an observe that took a capped session (`capped`: its
+/// algorithm keeps its observations) from below `cap` active observations to `cap`.
+pub(crate) fn dataset_full(
+    capped: bool,
+    before: usize,
+    after: usize,
+    cap: usize,
+    t: f64,
+) -> Option<NewEvent> {
+    (capped && before < cap && after >= cap).then(|| NewEvent {
+        kind: EventKind::DatasetFull,
+        t,
+        data: json!({ "active": after, "cap": cap }),
+    })
+}
+
 /// A recorded optimum as the drift events compare it (None if its setting does not map
 /// into the unit cube, which a recorded optimum always does).
 pub(crate) fn recommendation(
@@ -199,6 +215,16 @@ mod tests {
     fn a_reset_forgets_the_reference() {
         let xs = [0.3, 0.3, 0.3, 0.8, 0.8, 0.8];
         assert!(moves(&xs, &[3]).is_empty());
+    }
+
+    #[test]
+    fn the_cap_is_an_event_when_reached_and_not_after() {
+        let event = dataset_full(true, 4, 5, 5, 2.0).unwrap();
+        assert_eq!(event.kind, EventKind::DatasetFull);
+        assert_eq!(event.data, json!({"active": 5, "cap": 5}));
+        assert!(dataset_full(true, 3, 4, 5, 2.0).is_none());
+        assert!(dataset_full(true, 5, 5, 5, 2.0).is_none());
+        assert!(dataset_full(false, 4, 5, 5, 2.0).is_none());
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::collections::{BTreeSet, HashMap};
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::{EngineError, Limits, policy_data, policy_state, step_outcome};
+use super::{EngineError, Limits, events, policy_data, policy_state, step_outcome};
 use crate::domain::config::{AlgorithmConfig, TimeSource};
 use crate::domain::input::{MAX_METADATA_BYTES, ObservationInput};
 use crate::domain::records::{
@@ -83,7 +83,8 @@ pub fn plan_observe(
     let removals = Stage::Forgetting.run(|| policy.observe(&ctx, &mut state))?;
     let active_after = history.active.len() + rows.len() - removals.len();
     let cap = limits.max_active_observations;
-    if !matches!(config.algorithm, AlgorithmConfig::Bolt { .. }) && active_after > cap {
+    let capped = !matches!(config.algorithm, AlgorithmConfig::Bolt { .. });
+    if capped && active_after > cap {
         return Err(EngineError::Limit(
             "dataset-full",
             InvalidInput::new(
@@ -116,7 +117,7 @@ pub fn plan_observe(
     let t_last = rows.last().map_or(0.0, |r| r.t);
     let dataset_size = history.active.len() as i64;
     let response_time_fit = fit_response_time(&snapshot.response_times);
-    let outcome = step_outcome(
+    let mut outcome = step_outcome(
         session,
         state,
         active_after,
@@ -125,6 +126,16 @@ pub fn plan_observe(
         session.suggest_count as u64,
         t_now,
     )?;
+    if outcome.snapshot.state_not_saved.is_none() {
+        let active_before = history.active.len();
+        outcome.events.extend(events::dataset_full(
+            capped,
+            active_before,
+            active_after,
+            cap,
+            t_now,
+        ));
+    }
     Ok(ChangeSet {
         suggestion_status,
         new_observations: rows,
