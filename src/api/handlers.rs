@@ -325,12 +325,13 @@ pub async fn list_observations(
     Ok(Json(state.service.list_observations(id, listing).await?))
 }
 
-/// Query of the step listing.
+/// Query of the listings paged by a position (steps by id, events by seq).
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
-pub struct ListStepsQuery {
-    /// Only steps with id greater than this (default 0).
+pub struct PageQuery {
+    /// Only items past this position (a step's id, an event's seq): the previous page's
+    /// `next_after` (default 0).
     pub after: Option<i64>,
     /// Page size (default 1000).
     #[param(minimum = 1, maximum = 10000)]
@@ -341,7 +342,7 @@ pub struct ListStepsQuery {
 /// left: dataset size, n* or budget, hyperparameters, the posterior optimum (suggests),
 /// the priors' standing.
 #[utoipa::path(get, path = "/v1/sessions/{id}/steps", tag = "insight",
-    params(SessionId, ListStepsQuery),
+    params(SessionId, PageQuery),
     responses(
         (status = 200, description = "A page of steps", body = StepList),
         (status = 404, description = "No such session", body = Problem, content_type = "application/problem+json"),
@@ -350,7 +351,7 @@ pub struct ListStepsQuery {
 pub async fn list_steps(
     State(state): State<AppState>,
     SessionId(id): SessionId,
-    QueryParams(query): QueryParams<ListStepsQuery>,
+    QueryParams(query): QueryParams<PageQuery>,
 ) -> ApiResult<Json<StepList>> {
     Ok(Json(
         state
@@ -360,22 +361,10 @@ pub async fn list_steps(
     ))
 }
 
-/// Query of the event listing.
-#[derive(Debug, Deserialize, IntoParams)]
-#[serde(deny_unknown_fields)]
-#[into_params(parameter_in = Query)]
-pub struct ListEventsQuery {
-    /// Only events with seq greater than this (default 0).
-    pub after: Option<i64>,
-    /// Page size (default 1000).
-    #[param(minimum = 1, maximum = 10000)]
-    pub limit: Option<i64>,
-}
-
 /// List the session's events in order: what its steps found worth telling an operator
 /// (docs/events.md). Each was stored with the step that found it.
 #[utoipa::path(get, path = "/v1/sessions/{id}/events", tag = "insight",
-    params(SessionId, ListEventsQuery),
+    params(SessionId, PageQuery),
     responses(
         (status = 200, description = "A page of events", body = EventList),
         (status = 404, description = "No such session", body = Problem, content_type = "application/problem+json"),
@@ -384,7 +373,7 @@ pub struct ListEventsQuery {
 pub async fn list_events(
     State(state): State<AppState>,
     SessionId(id): SessionId,
-    QueryParams(query): QueryParams<ListEventsQuery>,
+    QueryParams(query): QueryParams<PageQuery>,
 ) -> ApiResult<Json<EventList>> {
     Ok(Json(
         state

@@ -152,6 +152,7 @@ async fn keys_fence_tenants(server: TestServer) {
         ),
         ("GET", format!("/v1/sessions/{sb}/observations"), None),
         ("GET", format!("/v1/sessions/{sb}/steps"), None),
+        ("GET", format!("/v1/sessions/{sb}/events"), None),
         ("GET", format!("/v1/sessions/{sb}/timeline"), None),
         ("GET", format!("/v1/sessions/{sb}/regret"), None),
         ("GET", format!("/v1/sessions/{sb}/model"), None),

@@ -53,9 +53,10 @@ async fn read_answer(stream: &mut TcpStream) -> Answer {
     Answer { status, head, body }
 }
 
-/// Sends a GET on `stream` and reads its answer.
-async fn get(stream: &mut TcpStream, path: &str) -> Answer {
-    let request = format!("GET {path} HTTP/1.1\r\nhost: tvbo\r\n\r\n");
+/// Sends a GET on `stream` with the API key `key` and reads its answer.
+async fn get(stream: &mut TcpStream, path: &str, key: &str) -> Answer {
+    let request =
+        format!("GET {path} HTTP/1.1\r\nhost: tvbo\r\nauthorization: Bearer {key}\r\n\r\n");
     stream.write_all(request.as_bytes()).await.unwrap();
     read_answer(stream).await
 }
@@ -76,14 +77,19 @@ async fn sigterm_drains_then_finishes_what_is_in_flight_and_exits_0() {
         .unwrap()
         .port();
     let address = format!("127.0.0.1:{port}");
+    // Keys on, as a deployment has them: the key made as an operator makes it.
+    let database = format!("sqlite://{}", dir.path().join("tvbo.db").display());
+    let made = Command::new(env!("CARGO_BIN_EXE_tvbo"))
+        .args(["keys", "create", "--name", "drain"])
+        .env("DATABASE_URL", &database)
+        .output()
+        .expect("tvbo keys create runs");
+    assert!(made.status.success(), "{made:?}");
+    let key = String::from_utf8(made.stdout).unwrap().trim().to_string();
     let mut child = Command::new(env!("CARGO_BIN_EXE_tvbo"))
         .arg("serve")
         .env("TVBO_BIND", &address)
-        .env(
-            "DATABASE_URL",
-            format!("sqlite://{}", dir.path().join("tvbo.db").display()),
-        )
-        .env("TVBO_AUTH", "off")
+        .env("DATABASE_URL", &database)
         .env("TVBO_DRAIN_PERIOD", DRAIN.as_secs().to_string())
         .env("TVBO_LOG_FORMAT", "json")
         .env("RUST_LOG", "info")
@@ -94,14 +100,14 @@ async fn sigterm_drains_then_finishes_what_is_in_flight_and_exits_0() {
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut kept_alive = loop {
         if let Ok(mut stream) = TcpStream::connect(&address).await
-            && get(&mut stream, "/readyz").await.status == 200
+            && get(&mut stream, "/readyz", &key).await.status == 200
         {
             break stream;
         }
         assert!(Instant::now() < deadline, "the server did not become ready");
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
-    let logged = get(&mut kept_alive, "/v1/sessions").await;
+    let logged = get(&mut kept_alive, "/v1/sessions", &key).await;
     assert_eq!(logged.status, 200);
     assert!(
         !closes(&logged),
@@ -122,7 +128,7 @@ async fn sigterm_drains_then_finishes_what_is_in_flight_and_exits_0() {
     let mut slow = TcpStream::connect(&address).await.unwrap();
     let head = format!(
         "POST /v1/sessions HTTP/1.1\r\nhost: tvbo\r\ncontent-type: application/json\r\n\
-         content-length: {}\r\n\r\n{first}",
+         authorization: Bearer {key}\r\ncontent-length: {}\r\n\r\n{first}",
         body.len()
     );
     slow.write_all(head.as_bytes()).await.unwrap();
@@ -138,7 +144,7 @@ async fn sigterm_drains_then_finishes_what_is_in_flight_and_exits_0() {
     // Not ready at once: well within a balancer's check interval.
     let not_ready = loop {
         let mut stream = TcpStream::connect(&address).await.unwrap();
-        let answer = get(&mut stream, "/readyz").await;
+        let answer = get(&mut stream, "/readyz", &key).await;
         if answer.status == 503 || signalled.elapsed() > Duration::from_secs(1) {
             break answer;
         }
@@ -151,7 +157,7 @@ async fn sigterm_drains_then_finishes_what_is_in_flight_and_exits_0() {
 
     // Still served during the drain: on the kept-alive connection (whose answer now
     // closes it) and on a new one.
-    let on_kept = get(&mut kept_alive, "/v1/sessions").await;
+    let on_kept = get(&mut kept_alive, "/v1/sessions", &key).await;
     assert_eq!(on_kept.status, 200, "{}", on_kept.body);
     assert!(
         closes(&on_kept),
@@ -159,7 +165,7 @@ async fn sigterm_drains_then_finishes_what_is_in_flight_and_exits_0() {
         on_kept.head
     );
     let mut fresh = TcpStream::connect(&address).await.unwrap();
-    let on_fresh = get(&mut fresh, "/healthz").await;
+    let on_fresh = get(&mut fresh, "/healthz", &key).await;
     assert_eq!(on_fresh.status, 200);
     assert!(closes(&on_fresh));
     assert!(

@@ -205,9 +205,12 @@ pub(crate) struct StepOutcome {
     pub events: Vec<NewEvent>,
 }
 
-/// The [`StepOutcome`] of a step of `session` that leaves the policy in `state`.
+/// The [`StepOutcome`] of a step of `session` that took the policy from `before` (the
+/// session's saved state, as the planner read it) to `state`.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn step_outcome(
     session: &SessionRow,
+    before: PolicyState,
     mut state: PolicyState,
     dataset_size: usize,
     optimum_at: Option<OptimumAt<'_>>,
@@ -216,7 +219,6 @@ pub(crate) fn step_outcome(
     t: f64,
 ) -> Result<StepOutcome, EngineError> {
     let fit = state.last_fit.take().filter(FitReport::is_notable);
-    let before = policy_state(session)?;
     let saved = saved_state(session, state)?;
     // The recommendation of a suggest given context coordinates is for that context only.
     let context_free = optimum_at.as_ref().is_some_and(|at| at.fixed.is_empty());

@@ -64,7 +64,8 @@ pub fn plan_observe(
     }
     let data = policy_data(config, &history.active);
     let new = policy_data(config, &rows);
-    let mut state = policy_state(session)?;
+    let before = policy_state(session)?;
+    let mut state = before.clone();
     let t_now = match config.time.source {
         TimeSource::Wall => wall_time(session.created_at, now),
         TimeSource::Client => rows.iter().map(|r| r.t).fold(f64::NEG_INFINITY, f64::max),
@@ -119,6 +120,7 @@ pub fn plan_observe(
     let response_time_fit = fit_response_time(&snapshot.response_times);
     let mut outcome = step_outcome(
         session,
+        before,
         state,
         active_after,
         None,

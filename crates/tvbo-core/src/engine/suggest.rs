@@ -57,7 +57,8 @@ pub fn plan_suggest(
     let data = policy_data(config, &history.active);
     let pending_points: Vec<(Vec<f64>, f64)> =
         pending.iter().map(|s| (s.unit.clone(), s.t)).collect();
-    let mut state = policy_state(session)?;
+    let before = policy_state(session)?;
+    let mut state = before.clone();
     let ordinal = session.suggest_count as u64;
     let ctx = SuggestContext {
         space,
@@ -105,6 +106,7 @@ pub fn plan_suggest(
     let dataset_size = history.active.len() as i64;
     let outcome = step_outcome(
         session,
+        before,
         state,
         history.active.len(),
         Some(OptimumAt {
