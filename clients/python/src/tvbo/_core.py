@@ -13,7 +13,19 @@ import sys
 import time
 import uuid
 from datetime import datetime
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import (
+    Any,
+    Dict,
+    Iterable,
+    List,
+    Mapping,
+    Optional,
+    Protocol,
+    Sequence,
+    Tuple,
+    TypeVar,
+    Union,
+)
 from urllib.parse import quote
 
 import httpx
@@ -78,6 +90,25 @@ class Call:
     params: Optional[Dict[str, str]] = None
     json: Any = None
     idempotency_key: Optional[str] = None
+
+
+class Page(Protocol):
+    """A page of a listing: ``next_after`` is where the next one starts (None: the last)."""
+
+    @property
+    def next_after(self) -> Optional[int]: ...
+
+
+PageT = TypeVar("PageT", bound=Page)
+
+
+def page_call(path: str, after: Optional[int], page_size: int, **params: str) -> Call:
+    """The GET of one page of a listing: ``page_size`` items past ``after`` (from the
+    start when None), with the listing's own ``params``."""
+    query = {"limit": str(page_size), **params}
+    if after is not None:
+        query["after"] = str(after)
+    return Call("GET", path, params=query)
 
 
 def post(path: str, body: Any, idempotency_key: Optional[str] = None) -> Call:

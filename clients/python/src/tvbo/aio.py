@@ -265,48 +265,45 @@ class AsyncSession:
         """See :meth:`tvbo.Session.model`."""
         return decode(ModelView, await self.client.request(Call("GET", f"{self.path}/model")))
 
+    async def _pages(
+        self,
+        cls: Type[_core.PageT],
+        listing: str,
+        after: Optional[int],
+        page_size: int,
+        **params: str,
+    ) -> AsyncIterator[_core.PageT]:
+        """See :meth:`tvbo.Session._pages`."""
+        while True:
+            call = _core.page_call(f"{self.path}/{listing}", after, page_size, **params)
+            page = decode(cls, await self.client.request(call))
+            yield page
+            if page.next_after is None:
+                return
+            after = page.next_after
+
     async def observations(
         self, *, include_pruned: bool = False, page_size: int = 1000, after: Optional[int] = None
     ) -> AsyncIterator[Observation]:
         """See :meth:`tvbo.Session.observations`."""
-        while True:
-            params = {"limit": str(page_size), "include_pruned": str(include_pruned).lower()}
-            if after is not None:
-                params["after"] = str(after)
-            data = await self.client.request(
-                Call("GET", f"{self.path}/observations", params=params)
-            )
-            page = decode(ObservationList, data)
+        pruned = str(include_pruned).lower()
+        async for page in self._pages(
+            ObservationList, "observations", after, page_size, include_pruned=pruned
+        ):
             for observation in page.observations:
                 yield observation
-            if page.next_after is None:
-                return
-            after = page.next_after
 
     async def steps(self, page_size: int = 1000) -> AsyncIterator[Step]:
         """See :meth:`tvbo.Session.steps`."""
-        after = 0
-        while True:
-            params = {"after": str(after), "limit": str(page_size)}
-            data = await self.client.request(Call("GET", f"{self.path}/steps", params=params))
-            page = decode(StepList, data)
+        async for page in self._pages(StepList, "steps", 0, page_size):
             for step in page.steps:
                 yield step
-            if page.next_after is None:
-                return
-            after = page.next_after
 
     async def events(self, after: int = 0, page_size: int = 1000) -> AsyncIterator[Event]:
         """See :meth:`tvbo.Session.events`."""
-        while True:
-            params = {"after": str(after), "limit": str(page_size)}
-            data = await self.client.request(Call("GET", f"{self.path}/events", params=params))
-            page = decode(EventList, data)
+        async for page in self._pages(EventList, "events", after, page_size):
             for event in page.events:
                 yield event
-            if page.next_after is None:
-                return
-            after = page.next_after
 
     async def timeline(self, points: Optional[int] = None) -> Timeline:
         """See :meth:`tvbo.Session.timeline`."""

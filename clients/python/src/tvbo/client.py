@@ -297,53 +297,47 @@ class Session:
         """The model: dataset size, hyperparameters, response time, relevance, state."""
         return decode(ModelView, self.client.request(Call("GET", f"{self.path}/model")))
 
+    def _pages(
+        self,
+        cls: Type[_core.PageT],
+        listing: str,
+        after: Optional[int],
+        page_size: int,
+        **params: str,
+    ) -> Iterator[_core.PageT]:
+        """The pages of ``GET …/{listing}`` past ``after``, fetched as they are consumed."""
+        while True:
+            call = _core.page_call(f"{self.path}/{listing}", after, page_size, **params)
+            page = decode(cls, self.client.request(call))
+            yield page
+            if page.next_after is None:
+                return
+            after = page.next_after
+
     def observations(
         self, *, include_pruned: bool = False, page_size: int = 1000, after: Optional[int] = None
     ) -> Iterator[Observation]:
         """Every observation in order (active ones only unless ``include_pruned``),
         fetched ``page_size`` at a time as the iterator is consumed."""
-        while True:
-            params = {"limit": str(page_size), "include_pruned": str(include_pruned).lower()}
-            if after is not None:
-                params["after"] = str(after)
-            page = decode(
-                ObservationList,
-                self.client.request(Call("GET", f"{self.path}/observations", params=params)),
-            )
+        pruned = str(include_pruned).lower()
+        for page in self._pages(
+            ObservationList, "observations", after, page_size, include_pruned=pruned
+        ):
             yield from page.observations
-            if page.next_after is None:
-                return
-            after = page.next_after
 
     def steps(self, page_size: int = 1000) -> Iterator[Step]:
         """The session's steps (each suggest and observe call, with the model it left),
         oldest first, fetched a page at a time."""
-        after = 0
-        while True:
-            params = {"after": str(after), "limit": str(page_size)}
-            page = decode(
-                StepList, self.client.request(Call("GET", f"{self.path}/steps", params=params))
-            )
+        for page in self._pages(StepList, "steps", 0, page_size):
             yield from page.steps
-            if page.next_after is None:
-                return
-            after = page.next_after
 
     def events(self, after: int = 0, page_size: int = 1000) -> Iterator[Event]:
         """The session's events with ``seq`` above ``after`` (what its steps found worth
         telling: the optimum moved, a model reset, a prior eliminated), oldest first, a
         page at a time. Keep the last ``seq`` seen and pass it as ``after`` to read only
         newer ones."""
-        while True:
-            params = {"after": str(after), "limit": str(page_size)}
-            page = decode(
-                EventList,
-                self.client.request(Call("GET", f"{self.path}/events", params=params)),
-            )
+        for page in self._pages(EventList, "events", after, page_size):
             yield from page.events
-            if page.next_after is None:
-                return
-            after = page.next_after
 
     def timeline(self, points: Optional[int] = None) -> Timeline:
         """What the dashboard draws (``GET …/timeline``): observations, steps,
