@@ -29,6 +29,12 @@ class ConnectionFailed(TvboError):
     underlying ``httpx`` exception is chained as ``__cause__``."""
 
 
+class SignatureError(TvboError):
+    """A webhook delivery's ``Tvbo-Signature`` is missing, malformed, does not match the
+    body, or its timestamp is outside the tolerance (:func:`tvbo.verify_signature`):
+    answer it 400 and do not act on it."""
+
+
 class ApiError(TvboError):
     """The server answered with an error (``application/problem+json``)."""
 

@@ -406,12 +406,33 @@ class StepList:
     next_after: Optional[int] = None
 
 
+EventKind = Literal[
+    "optimum-moved",
+    "model-reset",
+    "dataset-full",
+    "prior-eliminated",
+    "tracking-lost",
+    "tracking-regained",
+    "drift-rate-changed",
+    "session-idle",
+    "ping",
+]
+"""The kinds of event this client knows (``ping``: a webhook's test delivery only).
+:attr:`Event.kind` is a plain ``str``: a newer server may send others, which pass
+through as they are; skip those you do not know."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Event:
     """Something a step found worth telling an operator (``optimum-moved``,
-    ``model-reset``, ``dataset-full``, ``prior-eliminated``; a newer server may add kinds:
-    skip those you do not know), with
-    the kind's ``data`` as the API gives it (docs/events.md in the tvbo repository)."""
+    ``model-reset``, ``dataset-full``, ``prior-eliminated``, …: :data:`EventKind`; a newer
+    server may add kinds: skip those you do not know), with the kind's ``data`` as the API
+    gives it (docs/events.md in the tvbo repository).
+
+    ``seq`` counts the session's events from 1; ``id`` numbers every event of the server
+    (all sessions, all tenants) in commit order: it is the cursor of
+    :meth:`Client.watch`, the SSE ``id`` and a webhook delivery's ``Tvbo-Event-Id``.
+    ``session`` is the session's id."""
 
     seq: int
     kind: str
@@ -419,6 +440,18 @@ class Event:
     t: float
     at: datetime
     data: Dict[str, Any]
+    id: int
+    session: str
+
+
+@dataclasses.dataclass(frozen=True)
+class SessionChanged:
+    """What :meth:`Client.watch` yields, with ``changes=True``, when the watched session
+    changed (an observe, a suggest, …): its new ``version`` (as
+    :attr:`SessionInfo.version`). Re-read what you show of it."""
+
+    session: str
+    version: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -426,6 +459,70 @@ class EventList:
     """A page of events (``next_after`` None on the last page)."""
 
     events: List[Event]
+    next_after: Optional[int] = None
+
+
+DeliveryState = Literal["pending", "delivered", "failed"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Webhook:
+    """A tenant's webhook: the server POSTs each event of the ``events`` kinds (empty:
+    every kind) of the tenant's sessions to ``url``, signed with its secret
+    (:func:`tvbo.verify_signature`). ``secret`` is in the answer of
+    :meth:`Client.create_webhook` only (None in listings): keep it then."""
+
+    id: str
+    url: str
+    events: List[str]
+    created_at: datetime
+    secret: Optional[str] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class WebhookList:
+    """The tenant's webhooks."""
+
+    webhooks: List[Webhook]
+
+
+@dataclasses.dataclass(frozen=True)
+class WebhookPing:
+    """The result of a test delivery (:meth:`Client.ping_webhook`): whether the receiver
+    answered 2xx, its ``status`` (None: no answer), the ``error`` when it failed, and how
+    long the attempt took."""
+
+    delivered: bool
+    duration_ms: float
+    status: Optional[int] = None
+    error: Optional[str] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Delivery:
+    """One event's delivery to a webhook: ``event`` is the event's global id
+    (:attr:`Event.id`), ``state`` ``pending`` (retries to come, at ``next_attempt_at``),
+    ``delivered`` or ``failed`` (the retries gave up), with the last attempt's HTTP
+    status or error."""
+
+    event: int
+    session: str
+    seq: int
+    kind: str
+    state: DeliveryState
+    attempts: int
+    created_at: datetime
+    last_status: Optional[int] = None
+    last_error: Optional[str] = None
+    next_attempt_at: Optional[datetime] = None
+    delivered_at: Optional[datetime] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class DeliveryList:
+    """A page of a webhook's deliveries (``next_after`` None on the last page)."""
+
+    deliveries: List[Delivery]
     next_after: Optional[int] = None
 
 
