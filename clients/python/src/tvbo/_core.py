@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 import email.utils
+import json
 import logging
 import math
 import os
 import random
+import re
 import sys
 import time
 import uuid
@@ -31,7 +33,7 @@ from urllib.parse import quote
 import httpx
 
 from . import models
-from .errors import ApiError, ConnectionFailed, api_error
+from .errors import ApiError, ConnectionFailed, TvboError, api_error
 from .models import (
     AlgorithmName,
     ArmSpec,
@@ -476,3 +478,289 @@ def finite(field: str, value: float) -> float:
 def fmt_float(t: float) -> str:
     """A float for a query string, exactly (repr round-trips)."""
     return repr(float(t))
+
+
+# ---------------------------------------------------------------- webhooks
+
+
+def webhook_path(webhook_id: str) -> str:
+    """The path of a webhook, its id quoted."""
+    return f"/v1/webhooks/{quote(str(webhook_id), safe='')}"
+
+
+def create_webhook_body(
+    url: str, events: Optional[Sequence[str]], secret: Optional[str]
+) -> Dict[str, Any]:
+    """The body of ``POST /v1/webhooks`` (``events`` omitted: every kind)."""
+    if isinstance(events, str):
+        raise ValueError("events: a list of kinds, e.g. ['model-reset'], not a string")
+    return _drop_none(
+        {"url": url, "events": None if events is None else list(events), "secret": secret}
+    )
+
+
+# ---------------------------------------------------------------- the event stream
+
+_LINE_END = re.compile(rb"\r\n|\r|\n")
+
+
+@dataclasses.dataclass(frozen=True)
+class SseMessage:
+    """One dispatched Server-Sent Events message: its ``event`` type (``message`` when
+    the server named none), its ``data`` (the ``data:`` lines joined by newlines) and the
+    ``id`` given in it (None when it had no ``id:`` line)."""
+
+    event: str
+    data: str
+    id: Optional[str] = None
+
+
+class SseParser:
+    """An incremental parser of a ``text/event-stream``, as the HTML standard's
+    "interpreting an event stream" says: lines end in CRLF, LF or CR (also across chunk
+    boundaries); ``:`` starts a comment (a keep-alive); a field's value loses one leading
+    space; ``data:`` lines accumulate; a blank line dispatches the message (none when it
+    had no data); ``retry:`` with digits only sets :attr:`retry` (seconds); an ``id``
+    containing NUL is ignored; a leading byte order mark is dropped. Only the line being
+    read and the message being built are held, never the stream."""
+
+    def __init__(self, max_line: int = 16 * 1024 * 1024) -> None:
+        self.retry: Optional[float] = None
+        self._max_line = max_line
+        self._rest = b""
+        self._skip_lf = False
+        self._first = True
+        self._event = ""
+        self._data: List[str] = []
+        self._id: Optional[str] = None
+
+    def feed(self, chunk: bytes) -> List[SseMessage]:
+        """The messages completed by ``chunk``, in order."""
+        if not chunk:
+            return []
+        if self._skip_lf and chunk[:1] == b"\n":
+            chunk = chunk[1:]
+        self._skip_lf = False
+        buffer = self._rest + chunk
+        lines = _LINE_END.split(buffer)
+        self._rest = lines.pop()
+        if len(self._rest) > self._max_line:
+            raise models.DecodeError(f"event stream: a line longer than {self._max_line} bytes")
+        # A CR ending the buffer may be the first half of a CRLF split across chunks.
+        self._skip_lf = buffer.endswith(b"\r")
+        out: List[SseMessage] = []
+        for raw in lines:
+            message = self.line(raw.decode("utf-8", errors="replace"))
+            if message is not None:
+                out.append(message)
+        return out
+
+    def line(self, line: str) -> Optional[SseMessage]:
+        """Interpret one line (without its end); the message a blank line dispatches."""
+        if self._first:
+            self._first = False
+            if line.startswith("\ufeff"):
+                line = line[1:]
+        if not line:
+            return self._dispatch()
+        if line.startswith(":"):
+            return None
+        name, colon, value = line.partition(":")
+        if colon and value.startswith(" "):
+            value = value[1:]
+        if name == "event":
+            self._event = value
+        elif name == "data":
+            self._data.append(value)
+        elif name == "id":
+            if "\0" not in value:
+                self._id = value
+        elif name == "retry":
+            if value.isascii() and value.isdigit():
+                self.retry = int(value) / 1000.0
+        return None
+
+    def _dispatch(self) -> Optional[SseMessage]:
+        event, data, id_ = self._event or "message", self._data, self._id
+        self._event, self._data, self._id = "", [], None
+        if not data:
+            return None
+        return SseMessage(event, "\n".join(data), id_)
+
+
+WatchItem = Union[models.Event, models.SessionChanged]
+"""What :meth:`Client.watch` yields: events, and with ``changes=True`` session changes."""
+
+
+class Watch:
+    """The state of one :meth:`Client.watch` across its connections (the sync and async
+    clients do the I/O): the request of each attempt, the parsing and deduplication of
+    what arrives, and the wait before a reconnect.
+
+    Resuming: each reconnect sends ``Last-Event-ID`` (and ``after``) set to the last event
+    id yielded, and an event whose id is not above it is dropped, so no id is yielded
+    twice. Waiting: after a connection that delivered something ended, the server's
+    ``retry:`` delay, or the policy's first back-off if longer; after failed attempts
+    (refused, reset, a 5xx or 429), the policy's back-off growing with each one, the
+    answer's ``Retry-After`` when it gives one, until the server has been unreachable for
+    the policy's ``deadline``: then the error is raised (:class:`ConnectionFailed`, or the
+    last :class:`ApiError`)."""
+
+    path = "/v1/events"
+
+    def __init__(
+        self,
+        retry: RetryPolicy,
+        configured: httpx.Timeout,
+        base_url: str,
+        after: Optional[int],
+        session: Optional[str],
+        kinds: Optional[Sequence[str]],
+        changes: bool,
+        timeout: Optional[float],
+    ) -> None:
+        if isinstance(kinds, str):
+            raise ValueError("kinds: a list of kinds, e.g. ['model-reset'], not a string")
+        self.retry = retry
+        self.configured = configured
+        self.base_url = base_url
+        self.last_id = after
+        self.session = session
+        self.kinds = None if kinds is None else list(kinds)
+        self.changes = changes
+        self.ends = None if timeout is None else time.monotonic() + timeout
+        self.parser = SseParser()
+        self.connections = 0
+        self.attempt = 0
+        self.outage: Optional[float] = None
+        self.received = False
+
+    # ------------------------------------------------------------ requests
+
+    def params(self) -> Dict[str, str]:
+        """The query of the next attempt."""
+        query: Dict[str, str] = {}
+        if self.last_id is not None:
+            query["after"] = str(self.last_id)
+        if self.session is not None:
+            query["session"] = self.session
+        if self.kinds:
+            query["kinds"] = ",".join(self.kinds)
+        return query
+
+    def headers(self) -> Dict[str, str]:
+        """The headers of the next attempt: ``Last-Event-ID`` on a reconnect."""
+        out = {"Accept": "text/event-stream", "Cache-Control": "no-cache"}
+        if self.connections > 0 and self.last_id is not None:
+            out["Last-Event-ID"] = str(self.last_id)
+        return out
+
+    def timeout(self) -> httpx.Timeout:
+        """The next attempt's timeouts: the client's (``read`` bounds the silence on an
+        open stream: the server's keep-alives break it), each cut to what is left of the
+        watch's own ``timeout``."""
+        if self.ends is None:
+            return self.configured
+        left = max(self.ends - time.monotonic(), 0.001)
+
+        def cut(part: Optional[float]) -> float:
+            return left if part is None else min(part, left)
+
+        return httpx.Timeout(
+            connect=cut(self.configured.connect),
+            read=cut(self.configured.read),
+            write=cut(self.configured.write),
+            pool=cut(self.configured.pool),
+        )
+
+    def expired(self, wait: float = 0.0) -> bool:
+        """Whether the watch's ``timeout`` has passed, or will have after ``wait`` seconds
+        (the iteration then ends)."""
+        return self.ends is not None and time.monotonic() + wait >= self.ends
+
+    # ------------------------------------------------------------ answers
+
+    def opened(self, response: httpx.Response) -> None:
+        """Check a 2xx answer (its body not read yet) as an event stream; a new
+        connection starts a new parse (a message cut by the last one is dropped)."""
+        content_type = response.headers.get("content-type", "")
+        if not content_type.split(";")[0].strip().lower() == "text/event-stream":
+            raise models.DecodeError(
+                f"GET {self.path}: the {response.status_code} answer is not an event stream "
+                f"({content_type or 'no content type'})"
+            )
+        self.connections += 1
+        self.received = False
+        retry = self.parser.retry
+        self.parser = SseParser()
+        self.parser.retry = retry
+
+    def refused(self, response: httpx.Response) -> float:
+        """The wait before reconnecting after an error answer (its body read); raises the
+        :class:`ApiError` when it is not retried (a 4xx but 429) or the retries are spent."""
+        try:
+            body: Any = response.json()
+        except ValueError:
+            body = response.text
+        error = api_error(
+            response.status_code, body, retry_after(response), response.headers.get("x-request-id")
+        )
+        if not (response.status_code >= 500 or response.status_code == 429):
+            raise error
+        return self._wait(error.retry_after, error, error)
+
+    def lost(self, error: Exception) -> float:
+        """The wait before reconnecting after the connection failed or broke; raises
+        :class:`ConnectionFailed` once the retries are spent."""
+        failure = ConnectionFailed(f"GET {self.base_url}{self.path}: {error!r}")
+        failure.__cause__ = error
+        return self._wait(None, error, failure)
+
+    def ended(self) -> float:
+        """The wait before reconnecting after the server ended the stream."""
+        failure = ConnectionFailed(f"GET {self.base_url}{self.path}: the stream ended")
+        return self._wait(None, "the stream ended", failure)
+
+    def _wait(self, retry_after: Optional[float], reason: object, error: TvboError) -> float:
+        now = time.monotonic()
+        if self.received:
+            # The connection delivered something: the outage starts now, back-off anew.
+            self.attempt, self.outage, self.received = 0, None, False
+        if self.outage is None:
+            self.outage = now
+        wait = self.retry.delay(self.attempt, retry_after, now - self.outage)
+        if wait is not None and retry_after is None and self.parser.retry is not None:
+            wait = max(wait, min(self.parser.retry, self.retry.max_retry_after))
+        if wait is None:
+            raise error
+        log.warning("GET %s: %s; reconnect %d in %.2f s", self.path, reason, self.attempt + 1, wait)
+        self.attempt += 1
+        return wait
+
+    def feed(self, chunk: bytes) -> List[WatchItem]:
+        """What ``chunk`` completes, to yield in order: new events (their ids above every
+        one yielded before), and session changes when asked for."""
+        if chunk:
+            self.received = True
+        out: List[WatchItem] = []
+        for message in self.parser.feed(chunk):
+            if message.event == "version" and message.id is None:
+                if self.changes:
+                    out.append(models.decode(models.SessionChanged, self._json(message)))
+                continue
+            if message.id is None:
+                continue  # a message of a kind this client does not know, and no event
+            event = models.decode(models.Event, self._json(message))
+            if self.last_id is not None and event.id <= self.last_id:
+                continue  # already yielded (a replay after a reconnect)
+            self.last_id = event.id
+            out.append(event)
+        return out
+
+    def _json(self, message: SseMessage) -> Any:
+        try:
+            return json.loads(message.data)
+        except ValueError as e:
+            raise models.DecodeError(
+                f"GET {self.path}: the data of an {message.event!r} message is not JSON"
+            ) from e

@@ -14,12 +14,14 @@ from typing import (
     Awaitable,
     Callable,
     List,
+    Literal,
     Mapping,
     Optional,
     Sequence,
     Tuple,
     Type,
     Union,
+    overload,
 )
 
 import httpx
@@ -30,6 +32,8 @@ from .errors import ApiError
 from .models import (
     ArmSpec,
     Best,
+    Delivery,
+    DeliveryList,
     EndedRun,
     Event,
     EventList,
@@ -42,6 +46,7 @@ from .models import (
     Params,
     PredictResponse,
     RegretReport,
+    SessionChanged,
     SessionInfo,
     SessionList,
     Step,
@@ -49,6 +54,9 @@ from .models import (
     Suggestion,
     Timeline,
     TimeOptions,
+    Webhook,
+    WebhookList,
+    WebhookPing,
     decode,
 )
 
@@ -159,6 +167,142 @@ class AsyncClient:
             if page.next_cursor is None:
                 return
             cursor = page.next_cursor
+
+    async def _pages(
+        self,
+        cls: Type[_core.PageT],
+        path: str,
+        after: Optional[int],
+        page_size: int,
+        **params: str,
+    ) -> AsyncIterator[_core.PageT]:
+        """See :meth:`tvbo.Client._pages`."""
+        while True:
+            call = _core.page_call(path, after, page_size, **params)
+            page = decode(cls, await self.request(call))
+            yield page
+            if page.next_after is None:
+                return
+            after = page.next_after
+
+    # ------------------------------------------------------------ events
+
+    @overload
+    def watch(
+        self,
+        after: Optional[int] = None,
+        session: Union[str, "AsyncSession", None] = None,
+        kinds: Optional[Sequence[str]] = None,
+        *,
+        changes: Literal[False] = False,
+        timeout: Optional[float] = None,
+    ) -> AsyncIterator[Event]: ...
+
+    @overload
+    def watch(
+        self,
+        after: Optional[int] = None,
+        session: Union[str, "AsyncSession", None] = None,
+        kinds: Optional[Sequence[str]] = None,
+        *,
+        changes: bool,
+        timeout: Optional[float] = None,
+    ) -> AsyncIterator[Union[Event, SessionChanged]]: ...
+
+    async def watch(
+        self,
+        after: Optional[int] = None,
+        session: Union[str, "AsyncSession", None] = None,
+        kinds: Optional[Sequence[str]] = None,
+        *,
+        changes: bool = False,
+        timeout: Optional[float] = None,
+    ) -> AsyncIterator[Union[Event, SessionChanged]]:
+        """See :meth:`tvbo.Client.watch`. Cancelling the task that iterates ends it too;
+        after a ``break``, the connection is closed when the generator is (wrap it in
+        ``contextlib.aclosing`` to close it at once)."""
+        state = _core.Watch(
+            self.retry,
+            self._timeout,
+            self.base_url,
+            after,
+            session.id if isinstance(session, AsyncSession) else session,
+            kinds,
+            changes,
+            timeout,
+        )
+        while not state.expired():
+            try:
+                async with self._http.stream(
+                    "GET",
+                    state.path,
+                    params=state.params(),
+                    headers=state.headers(),
+                    timeout=state.timeout(),
+                ) as response:
+                    if response.status_code == 204:
+                        return  # the server says: do not reconnect
+                    if not 200 <= response.status_code < 300:
+                        await response.aread()
+                        wait = state.refused(response)
+                    else:
+                        state.opened(response)
+                        async for chunk in response.aiter_bytes():
+                            for item in state.feed(chunk):
+                                yield item
+                            if state.expired():
+                                return
+                        wait = state.ended()
+            except _core.RETRYABLE_TRANSPORT as e:
+                if state.expired():
+                    return
+                wait = state.lost(e)
+            if state.expired(wait):
+                return
+            await asyncio.sleep(wait)
+
+    # ------------------------------------------------------------ webhooks
+
+    async def create_webhook(
+        self,
+        url: str,
+        events: Optional[Sequence[str]] = None,
+        secret: Optional[str] = None,
+    ) -> Webhook:
+        """See :meth:`tvbo.Client.create_webhook`."""
+        body = _core.create_webhook_body(url, events, secret)
+        return decode(Webhook, await self.request(_core.post("/v1/webhooks", body)))
+
+    async def webhooks(self) -> List[Webhook]:
+        """The tenant's webhooks (without their secrets)."""
+        return decode(WebhookList, await self.request(Call("GET", "/v1/webhooks"))).webhooks
+
+    async def webhook(self, id: Union[str, Webhook]) -> Webhook:
+        """One webhook (without its secret); raises :class:`tvbo.NotFound`."""
+        data = await self.request(Call("GET", _core.webhook_path(_webhook_id(id))))
+        return decode(Webhook, data)
+
+    async def delete_webhook(self, id: Union[str, Webhook]) -> None:
+        """See :meth:`tvbo.Client.delete_webhook`."""
+        await self.request(Call("DELETE", _core.webhook_path(_webhook_id(id))))
+
+    async def ping_webhook(self, id: Union[str, Webhook]) -> WebhookPing:
+        """See :meth:`tvbo.Client.ping_webhook`."""
+        path = f"{_core.webhook_path(_webhook_id(id))}/ping"
+        return decode(WebhookPing, await self.request(_core.post(path, {})))
+
+    async def webhook_deliveries(
+        self, id: Union[str, Webhook], after: Optional[int] = None, page_size: int = 1000
+    ) -> AsyncIterator[Delivery]:
+        """See :meth:`tvbo.Client.webhook_deliveries`."""
+        path = f"{_core.webhook_path(_webhook_id(id))}/deliveries"
+        async for page in self._pages(DeliveryList, path, after, page_size):
+            for delivery in page.deliveries:
+                yield delivery
+
+
+def _webhook_id(webhook: Union[str, Webhook]) -> str:
+    return webhook.id if isinstance(webhook, Webhook) else webhook
 
 
 class AsyncSession:
@@ -274,13 +418,9 @@ class AsyncSession:
         **params: str,
     ) -> AsyncIterator[_core.PageT]:
         """See :meth:`tvbo.Session._pages`."""
-        while True:
-            call = _core.page_call(f"{self.path}/{listing}", after, page_size, **params)
-            page = decode(cls, await self.client.request(call))
+        path = f"{self.path}/{listing}"
+        async for page in self.client._pages(cls, path, after, page_size, **params):
             yield page
-            if page.next_after is None:
-                return
-            after = page.next_after
 
     async def observations(
         self, *, include_pruned: bool = False, page_size: int = 1000, after: Optional[int] = None

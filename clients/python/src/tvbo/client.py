@@ -13,12 +13,14 @@ from typing import (
     Dict,
     Iterator,
     List,
+    Literal,
     Mapping,
     Optional,
     Sequence,
     Tuple,
     Type,
     Union,
+    overload,
 )
 
 import httpx
@@ -29,6 +31,8 @@ from .errors import ApiError
 from .models import (
     ArmSpec,
     Best,
+    Delivery,
+    DeliveryList,
     EndedRun,
     Event,
     EventList,
@@ -41,6 +45,7 @@ from .models import (
     Params,
     PredictResponse,
     RegretReport,
+    SessionChanged,
     SessionInfo,
     SessionList,
     Step,
@@ -48,6 +53,9 @@ from .models import (
     Suggestion,
     Timeline,
     TimeOptions,
+    Webhook,
+    WebhookList,
+    WebhookPing,
     decode,
 )
 
@@ -176,6 +184,167 @@ class Client:
             if page.next_cursor is None:
                 return
             cursor = page.next_cursor
+
+    def _pages(
+        self,
+        cls: Type[_core.PageT],
+        path: str,
+        after: Optional[int],
+        page_size: int,
+        **params: str,
+    ) -> Iterator[_core.PageT]:
+        """The pages of the listing ``GET {path}`` past ``after``, fetched as they are
+        consumed."""
+        while True:
+            page = decode(cls, self.request(_core.page_call(path, after, page_size, **params)))
+            yield page
+            if page.next_after is None:
+                return
+            after = page.next_after
+
+    # ------------------------------------------------------------ events
+
+    @overload
+    def watch(
+        self,
+        after: Optional[int] = None,
+        session: Union[str, "Session", None] = None,
+        kinds: Optional[Sequence[str]] = None,
+        *,
+        changes: Literal[False] = False,
+        timeout: Optional[float] = None,
+    ) -> Iterator[Event]: ...
+
+    @overload
+    def watch(
+        self,
+        after: Optional[int] = None,
+        session: Union[str, "Session", None] = None,
+        kinds: Optional[Sequence[str]] = None,
+        *,
+        changes: bool,
+        timeout: Optional[float] = None,
+    ) -> Iterator[Union[Event, SessionChanged]]: ...
+
+    def watch(
+        self,
+        after: Optional[int] = None,
+        session: Union[str, "Session", None] = None,
+        kinds: Optional[Sequence[str]] = None,
+        *,
+        changes: bool = False,
+        timeout: Optional[float] = None,
+    ) -> Iterator[Union[Event, SessionChanged]]:
+        """The key's events as they are committed, from the stream ``GET /v1/events``
+        (Server-Sent Events): those with an :attr:`Event.id` above ``after`` (None: as the
+        server starts a stream without one), of one ``session`` (a :class:`Session` or its
+        id) or all the key's sessions, of the ``kinds`` listed or every kind.
+
+        With ``changes=True`` and a ``session``, it also yields a :class:`SessionChanged`
+        each time the session changes (the server sends those only for one session).
+
+        The connection is kept: a lost one, a 5xx or a 429 is reconnected with back-off
+        (the server's ``retry:`` and ``Retry-After`` honoured) and resumed after the last
+        event yielded (``Last-Event-ID``), never yielding an id twice; the retry policy's
+        ``deadline`` bounds how long the server may stay unreachable before
+        :class:`tvbo.ConnectionFailed` (or the last error answer) is raised. Any other
+        error answer raises at once (:class:`tvbo.NotFound` for another tenant's session).
+        The iteration ends after ``timeout`` seconds if given, or when you ``break`` out
+        of it (which closes the connection); otherwise it does not end. Keep the last
+        :attr:`Event.id` to resume later with ``after``.
+        """
+        state = _core.Watch(
+            self.retry,
+            self._timeout,
+            self.base_url,
+            after,
+            _session_id(session),
+            kinds,
+            changes,
+            timeout,
+        )
+        while not state.expired():
+            try:
+                with self._http.stream(
+                    "GET",
+                    state.path,
+                    params=state.params(),
+                    headers=state.headers(),
+                    timeout=state.timeout(),
+                ) as response:
+                    if response.status_code == 204:
+                        return  # the server says: do not reconnect
+                    if not 200 <= response.status_code < 300:
+                        response.read()
+                        wait = state.refused(response)
+                    else:
+                        state.opened(response)
+                        for chunk in response.iter_bytes():
+                            yield from state.feed(chunk)
+                            if state.expired():
+                                return
+                        wait = state.ended()
+            except _core.RETRYABLE_TRANSPORT as e:
+                if state.expired():
+                    return
+                wait = state.lost(e)
+            if state.expired(wait):
+                return
+            _time.sleep(wait)
+
+    # ------------------------------------------------------------ webhooks
+
+    def create_webhook(
+        self,
+        url: str,
+        events: Optional[Sequence[str]] = None,
+        secret: Optional[str] = None,
+    ) -> Webhook:
+        """Register a webhook (``POST /v1/webhooks``): the server will POST each event of
+        the key's tenant whose kind is in ``events`` (None or empty: every kind) to
+        ``url``, signed with ``secret`` (16 to 256 characters; None: the server makes
+        one). The answer carries the secret, the only time it is shown: keep it for
+        :func:`tvbo.verify_signature`. A ``url`` whose host is not in the server's allow
+        list (``TVBO_WEBHOOK_ALLOW``) raises :class:`tvbo.InvalidField` with ``field``
+        ``url``."""
+        body = _core.create_webhook_body(url, events, secret)
+        return decode(Webhook, self.request(_core.post("/v1/webhooks", body)))
+
+    def webhooks(self) -> List[Webhook]:
+        """The tenant's webhooks (without their secrets)."""
+        return decode(WebhookList, self.request(Call("GET", "/v1/webhooks"))).webhooks
+
+    def webhook(self, id: Union[str, Webhook]) -> Webhook:
+        """One webhook (without its secret); raises :class:`tvbo.NotFound`."""
+        return decode(Webhook, self.request(Call("GET", _core.webhook_path(_webhook_id(id)))))
+
+    def delete_webhook(self, id: Union[str, Webhook]) -> None:
+        """Delete a webhook: no delivery is attempted after it (its pending ones are
+        dropped)."""
+        self.request(Call("DELETE", _core.webhook_path(_webhook_id(id))))
+
+    def ping_webhook(self, id: Union[str, Webhook]) -> WebhookPing:
+        """Send the webhook a signed test event (kind ``ping``) now, once, and say how
+        its receiver answered."""
+        path = f"{_core.webhook_path(_webhook_id(id))}/ping"
+        return decode(WebhookPing, self.request(_core.post(path, {})))
+
+    def webhook_deliveries(
+        self, id: Union[str, Webhook], after: Optional[int] = None, page_size: int = 1000
+    ) -> Iterator[Delivery]:
+        """The webhook's deliveries in event order, those of events with an id above
+        ``after``, fetched ``page_size`` at a time as the iterator is consumed."""
+        path = f"{_core.webhook_path(_webhook_id(id))}/deliveries"
+        for page in self._pages(DeliveryList, path, after, page_size):
+            yield from page.deliveries
+
+
+def _session_id(session: Union[str, "Session", None]) -> Optional[str]:
+    return session.id if isinstance(session, Session) else session
+
+
+def _webhook_id(webhook: Union[str, Webhook]) -> str:
+    return webhook.id if isinstance(webhook, Webhook) else webhook
 
 
 class Session:
@@ -306,13 +475,7 @@ class Session:
         **params: str,
     ) -> Iterator[_core.PageT]:
         """The pages of ``GET …/{listing}`` past ``after``, fetched as they are consumed."""
-        while True:
-            call = _core.page_call(f"{self.path}/{listing}", after, page_size, **params)
-            page = decode(cls, self.client.request(call))
-            yield page
-            if page.next_after is None:
-                return
-            after = page.next_after
+        return self.client._pages(cls, f"{self.path}/{listing}", after, page_size, **params)
 
     def observations(
         self, *, include_pruned: bool = False, page_size: int = 1000, after: Optional[int] = None
