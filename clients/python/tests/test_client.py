@@ -319,6 +319,7 @@ def test_client_time_session(client: tvbo.Client) -> None:
     assert [o.t for o in s.observations()] == [0.0, 1.0, 2.0, 3.0]
 
 
+@pytest.mark.events_api
 def test_events_are_read_in_order_and_after_a_seq(client: tvbo.Client) -> None:
     s = client.create_session(
         [tvbo.Float("x", 0, 1)],
@@ -334,6 +335,8 @@ def test_events_are_read_in_order_and_after_a_seq(client: tvbo.Client) -> None:
     ]
     assert {e.step for e in events} <= {step.id for step in s.steps()}
     assert [e.seq for e in s.events(after=1)] == [2]
+    # the global id (the stream's cursor) grows with seq; each event names its session
+    assert {e.session for e in events} == {s.id} and 0 < events[0].id < events[1].id
 
 
 def test_optimize_runs_workers_on_distinct_pending_points(client: tvbo.Client) -> None:

@@ -10,6 +10,7 @@ from types import TracebackType
 from typing import (
     TYPE_CHECKING,
     Any,
+    AsyncGenerator,
     AsyncIterator,
     Awaitable,
     Callable,
@@ -196,7 +197,7 @@ class AsyncClient:
         *,
         changes: Literal[False] = False,
         timeout: Optional[float] = None,
-    ) -> AsyncIterator[Event]: ...
+    ) -> AsyncGenerator[Event, None]: ...
 
     @overload
     def watch(
@@ -207,7 +208,7 @@ class AsyncClient:
         *,
         changes: bool,
         timeout: Optional[float] = None,
-    ) -> AsyncIterator[Union[Event, SessionChanged]]: ...
+    ) -> AsyncGenerator[Union[Event, SessionChanged], None]: ...
 
     async def watch(
         self,
@@ -217,10 +218,10 @@ class AsyncClient:
         *,
         changes: bool = False,
         timeout: Optional[float] = None,
-    ) -> AsyncIterator[Union[Event, SessionChanged]]:
-        """See :meth:`tvbo.Client.watch`. Cancelling the task that iterates ends it too;
-        after a ``break``, the connection is closed when the generator is (wrap it in
-        ``contextlib.aclosing`` to close it at once)."""
+    ) -> AsyncGenerator[Union[Event, SessionChanged], None]:
+        """See :meth:`tvbo.Client.watch`. Cancelling the task that iterates ends it too.
+        After a ``break``, the connection is closed when the generator is: ``await
+        it.aclose()`` (or ``contextlib.aclosing``) closes it at once."""
         state = _core.Watch(
             self.retry,
             self._timeout,

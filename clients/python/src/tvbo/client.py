@@ -11,6 +11,7 @@ from typing import (
     Any,
     Callable,
     Dict,
+    Generator,
     Iterator,
     List,
     Literal,
@@ -213,7 +214,7 @@ class Client:
         *,
         changes: Literal[False] = False,
         timeout: Optional[float] = None,
-    ) -> Iterator[Event]: ...
+    ) -> Generator[Event, None, None]: ...
 
     @overload
     def watch(
@@ -224,7 +225,7 @@ class Client:
         *,
         changes: bool,
         timeout: Optional[float] = None,
-    ) -> Iterator[Union[Event, SessionChanged]]: ...
+    ) -> Generator[Union[Event, SessionChanged], None, None]: ...
 
     def watch(
         self,
@@ -234,7 +235,7 @@ class Client:
         *,
         changes: bool = False,
         timeout: Optional[float] = None,
-    ) -> Iterator[Union[Event, SessionChanged]]:
+    ) -> Generator[Union[Event, SessionChanged], None, None]:
         """The key's events as they are committed, from the stream ``GET /v1/events``
         (Server-Sent Events): those with an :attr:`Event.id` above ``after`` (None: as the
         server starts a stream without one), of one ``session`` (a :class:`Session` or its
@@ -249,8 +250,9 @@ class Client:
         ``deadline`` bounds how long the server may stay unreachable before
         :class:`tvbo.ConnectionFailed` (or the last error answer) is raised. Any other
         error answer raises at once (:class:`tvbo.NotFound` for another tenant's session).
-        The iteration ends after ``timeout`` seconds if given, or when you ``break`` out
-        of it (which closes the connection); otherwise it does not end. Keep the last
+        The iteration ends after ``timeout`` seconds if given, when you ``break`` out of
+        it, or when you ``close()`` the generator (either closes the connection);
+        otherwise it does not end. Keep the last
         :attr:`Event.id` to resume later with ``after``.
         """
         state = _core.Watch(
