@@ -12,6 +12,7 @@ import asyncio
 import json
 import threading
 import time
+import uuid
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -244,8 +245,9 @@ def hooks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 @pytest.fixture
 def hooks_client(hooks: Server) -> Iterator[tvbo.Client]:
-    # A key of its own: a tenant whose webhooks no other test sees.
-    with tvbo.Client(hooks.url, hooks.make_key("webhooks"), timeout=30) as c:
+    # A key of its own, of a tenant of its own (named after the key): its webhooks are
+    # the test's alone.
+    with tvbo.Client(hooks.url, hooks.make_key(f"hooks-{uuid.uuid4().hex[:8]}"), timeout=30) as c:
         yield c
 
 
@@ -328,7 +330,7 @@ def test_a_webhook_delivers_each_event_once_signed(
 
 
 def test_the_async_client_manages_webhooks(hooks: Server, receiver: Receiver) -> None:
-    key = hooks.make_key("async-webhooks")
+    key = hooks.make_key(f"hooks-{uuid.uuid4().hex[:8]}")
 
     async def main() -> None:
         async with tvbo.AsyncClient(hooks.url, key, timeout=30) as client:
