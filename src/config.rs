@@ -9,6 +9,7 @@ use crate::api::auth::AccessSettings;
 use crate::api::headers::CorsOrigins;
 use crate::api::{REQUEST_TIMEOUT, RouterSettings};
 use crate::dashboard::BasePath;
+use crate::delivery::AllowList;
 use crate::engine::Limits;
 use crate::server::ConnectionSettings;
 use crate::session::service::DEFAULT_MAX_SESSIONS_PER_TENANT;
@@ -244,6 +245,11 @@ pub struct ServeArgs {
     /// and exact (`https://app.example.com,http://localhost:3000`); none when empty.
     #[arg(long, env = "TVBO_CORS_ORIGINS", default_value = "", global = true)]
     pub cors_origins: String,
+    /// The hosts webhooks may reach, comma-separated: `hooks.example.com`,
+    /// `*.example.com`, `10.0.0.5:8080`. Empty (the default): no webhook can be created
+    /// (docs/events.md, "Outbound safety").
+    #[arg(long, env = "TVBO_WEBHOOK_ALLOW", default_value = "", global = true)]
+    pub webhook_allow: String,
     /// Seconds a replica keeps serving after SIGTERM, with `/readyz` answering 503 and
     /// every answer closing its connection, before it stops accepting connections and
     /// finishes the requests in flight; 0: none. SIGINT (Ctrl-C) stops without a drain.
@@ -311,6 +317,7 @@ impl ServeArgs {
                 .map_err(|e| anyhow::anyhow!("TVBO_CORS_ORIGINS {e}"))?,
             serve_metrics: self.metrics_bind.is_none(),
             draining: crate::api::drain::Draining::default(),
+            webhook_allow: AllowList::parse(&self.webhook_allow).map_err(anyhow::Error::msg)?,
         })
     }
 

@@ -6,7 +6,8 @@
 //! (docs/architecture.md; `tests/it/layering.rs` checks the arrows): [`store`] persistence
 //! (over [`domain`] only); [`telemetry`] the Prometheus metrics that the service and the
 //! API record; [`session`] the service that runs the engine between a load and a commit;
-//! [`keys`] the API keys; [`api`] the HTTP layer, which also serves the [`dashboard`]'s
+//! [`keys`] the API keys; [`delivery`] the webhooks and their delivery worker (over
+//! [`session`]'s views); [`api`] the HTTP layer, which also serves the [`dashboard`]'s
 //! pages and the API docs UI ([`docs_ui`]), and [`server`] its listener; [`config`] the
 //! command line. The papers' experiments are the `tvbo-bench` crate.
 
@@ -15,6 +16,7 @@ pub use tvbo_core::{acquisition, domain, engine, gp, optim, policy};
 pub mod api;
 pub mod config;
 pub mod dashboard;
+pub mod delivery;
 pub mod docs_ui;
 pub mod keys;
 pub mod server;

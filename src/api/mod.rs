@@ -8,6 +8,7 @@ pub mod error;
 pub mod extract;
 pub mod handlers;
 pub mod headers;
+pub mod outbound;
 pub mod transport;
 
 use std::sync::Arc;
@@ -25,6 +26,7 @@ use utoipa::{Modify, OpenApi};
 
 use crate::api::auth::{Access, AccessSettings};
 use crate::dashboard::{BasePath, PageSettings};
+use crate::delivery::{AllowList, Webhooks, worker};
 use crate::engine::Limits;
 use crate::session::service::SessionService;
 use crate::store::Store;
@@ -38,6 +40,18 @@ pub struct AppState {
     pub access: Arc<Access>,
     /// Set when the server is told to stop ([`drain`]): `/readyz` then answers 503.
     pub draining: drain::Draining,
+    pub webhooks: Webhooks,
+    /// Stops the delivery worker when the last clone of the state goes.
+    _worker: Arc<WorkerGuard>,
+}
+
+/// Stops the delivery worker ([`worker::run`]) when dropped.
+struct WorkerGuard(Arc<tokio::sync::Notify>);
+
+impl Drop for WorkerGuard {
+    fn drop(&mut self) {
+        self.0.notify_one();
+    }
 }
 
 /// Longest a request may take before the server answers 503.
@@ -61,6 +75,8 @@ pub struct RouterSettings {
     pub serve_metrics: bool,
     /// Set by whoever stops the server, to drain first ([`drain`]).
     pub draining: drain::Draining,
+    /// The hosts webhooks may reach (`TVBO_WEBHOOK_ALLOW`); none by default.
+    pub webhook_allow: AllowList,
 }
 
 impl Default for RouterSettings {
@@ -74,6 +90,7 @@ impl Default for RouterSettings {
             cors_origins: headers::CorsOrigins::default(),
             serve_metrics: true,
             draining: drain::Draining::default(),
+            webhook_allow: AllowList::default(),
         }
     }
 }
@@ -96,6 +113,13 @@ impl Default for RouterSettings {
         handlers::list_observations,
         handlers::list_steps,
         handlers::list_events,
+        outbound::stream_events,
+        outbound::create_webhook,
+        outbound::list_webhooks,
+        outbound::get_webhook,
+        outbound::delete_webhook,
+        outbound::ping_webhook,
+        outbound::list_deliveries,
         handlers::timeline,
         handlers::regret,
         handlers::model,
@@ -380,14 +404,28 @@ pub fn router(store: Arc<dyn Store>, settings: RouterSettings) -> Router {
         cors_origins,
         serve_metrics,
         draining,
+        webhook_allow,
     } = settings;
     telemetry::install();
     let store: Arc<dyn Store> = Arc::new(MeteredStore::new(store));
+    let service = SessionService::new(store.clone(), limits)
+        .with_max_sessions_per_tenant(access.max_sessions_per_tenant);
+    let webhooks = Webhooks::new(store.clone(), webhook_allow)
+        .expect("the webhook client builds (its TLS roots load)");
+    let stop_worker = Arc::new(tokio::sync::Notify::new());
+    if tokio::runtime::Handle::try_current().is_ok() {
+        tokio::spawn(worker::run(
+            webhooks.clone(),
+            service.new_events(),
+            stop_worker.clone(),
+        ));
+    }
     let state = AppState {
-        service: SessionService::new(store.clone(), limits)
-            .with_max_sessions_per_tenant(access.max_sessions_per_tenant),
+        service,
         access: Arc::new(Access::new(store, &access)),
         draining: draining.clone(),
+        webhooks,
+        _worker: Arc::new(WorkerGuard(stop_worker)),
     };
     Router::new()
         .route(
@@ -409,6 +447,20 @@ pub fn router(store: Arc<dyn Store>, settings: RouterSettings) -> Router {
         )
         .route("/v1/sessions/{id}/steps", get(handlers::list_steps))
         .route("/v1/sessions/{id}/events", get(handlers::list_events))
+        .route("/v1/events", get(outbound::stream_events))
+        .route(
+            "/v1/webhooks",
+            post(outbound::create_webhook).get(outbound::list_webhooks),
+        )
+        .route(
+            "/v1/webhooks/{id}",
+            get(outbound::get_webhook).delete(outbound::delete_webhook),
+        )
+        .route("/v1/webhooks/{id}/ping", post(outbound::ping_webhook))
+        .route(
+            "/v1/webhooks/{id}/deliveries",
+            get(outbound::list_deliveries),
+        )
         .route("/v1/sessions/{id}/timeline", get(handlers::timeline))
         .route("/v1/sessions/{id}/regret", get(handlers::regret))
         .route("/v1/sessions/{id}/model", get(handlers::model))

@@ -12,6 +12,7 @@ pub mod resume;
 pub mod scheduler;
 pub mod service;
 pub mod snapshots;
+pub mod stream;
 pub mod timeline;
 pub mod tracking;
 pub mod views;

@@ -68,6 +68,9 @@ pub struct SessionService {
     snapshots: Arc<SnapshotCache>,
     /// Sessions whose unreadable rows a listing has logged (each is logged once).
     unreadable_logged: Arc<quick_cache::sync::Cache<Uuid, ()>>,
+    /// Woken when this replica commits events: the streams and the webhook worker look at
+    /// once instead of at their next poll.
+    new_events: Arc<tokio::sync::Notify>,
 }
 
 /// How many unreadable sessions a replica remembers having logged.
@@ -90,7 +93,13 @@ impl SessionService {
             models: Arc::default(),
             snapshots: Arc::default(),
             unreadable_logged: Arc::new(quick_cache::sync::Cache::new(UNREADABLE_LOGGED_CAPACITY)),
+            new_events: Arc::default(),
         }
+    }
+
+    /// Woken (`notify_waiters`) whenever this replica commits events.
+    pub fn new_events(&self) -> Arc<tokio::sync::Notify> {
+        self.new_events.clone()
     }
 
     /// Runs CPU-heavy model work of `session` on the blocking pool, off the async
@@ -464,6 +473,9 @@ impl SessionService {
                     self.snapshots.put_after(id, snapshot, &change);
                     telemetry::record_steps(algorithm, pending, &change.calls);
                     telemetry::record_events(&change.events);
+                    if !change.events.is_empty() {
+                        self.new_events.notify_waiters();
+                    }
                     return Ok(response);
                 }
                 Err(StoreError::Conflict) if Instant::now() < deadline => {

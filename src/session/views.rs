@@ -7,7 +7,6 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::domain::config::{AlgorithmConfig, Goal, ModelConfig, SessionConfig, TimeConfig};
-use crate::domain::events::StoredEvent;
 use crate::domain::hyperpriors::HyperpriorSet;
 use crate::domain::input::{Metadata, ObservationInput};
 use crate::domain::records::{EndedRun, FittedHyperparameters, RunEnd, StepSnapshot};
@@ -15,6 +14,7 @@ use crate::domain::space::{Arm, ParameterSpec, Params};
 pub use crate::engine::reads::{PriorSelectionView, PriorStatusView, RelevanceView};
 pub use crate::engine::regret::{RegretPoint, RegretReport};
 use crate::policy::PolicyState;
+use crate::store::EventRecord;
 use crate::store::{ObservationRow, RegretSlice, SessionRow, StoredCall, SuggestionRow};
 
 use super::tracking::Tracking;
@@ -478,29 +478,36 @@ pub struct StepList {
 /// Something a step found worth telling the operator (docs/events.md).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Event {
+    /// Numbers every event of the server's database, in commit order: the id of the
+    /// stream `GET /v1/events` (`Last-Event-ID`) and of webhook deliveries
+    /// (`Tvbo-Event-Id`); receivers deduplicate by it.
+    pub id: i64,
+    /// The session it is about.
+    pub session: Uuid,
     /// The session's events count from 1, in the order their steps were committed; pass
     /// as `after` for the next page.
     pub seq: i64,
-    /// `optimum-moved`, `model-reset`, `dataset-full` or `prior-eliminated`
-    /// (docs/events.md); skip kinds
-    /// you do not know (a newer server adds kinds).
+    /// The kind (docs/events.md lists them); skip kinds you do not know (a newer server
+    /// adds kinds).
     pub kind: String,
-    /// The id of the step (`GET …/steps`) that found it.
+    /// The id of the step (`GET …/steps`) that found it (a `session-idle` event: the
+    /// session's newest step).
     pub step: i64,
     /// Session time of that step.
     pub t: f64,
-    /// When the step was committed.
+    /// When it was committed.
     pub at: DateTime<Utc>,
-    /// What the kind says of it: `optimum-moved` {`from`, `to` (each `params`, `mean`,
-    /// `t`), `distance`}, `model-reset` {`resets`}, `dataset-full` {`active`, `cap`},
-    /// `prior-eliminated` {`prior`, `name`, `remaining`}.
+    /// What the kind says of it (docs/events.md).
     #[schema(value_type = Object)]
     pub data: serde_json::Value,
 }
 
-impl From<StoredEvent> for Event {
-    fn from(event: StoredEvent) -> Self {
+impl From<EventRecord> for Event {
+    fn from(record: EventRecord) -> Self {
+        let event = record.event;
         Event {
+            id: record.id,
+            session: record.session,
             seq: event.seq,
             kind: event.kind,
             step: event.step,

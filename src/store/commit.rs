@@ -16,6 +16,7 @@ use super::rows::to_json;
 use super::timeline::{BUCKET_ROWS, BucketPoint};
 use super::to_micros;
 use super::{ChangeSet, IDEMPOTENCY_TTL_MICROS, IdempotencyRecord, ObservationRow, StoreError};
+use crate::domain::events::NewEvent;
 use crate::domain::records::{CallRecord, ResponseTimeSample};
 
 /// A value bound to a `$N` placeholder: the N-th of a statement's arguments.
@@ -95,7 +96,8 @@ pub(crate) trait Statements: Send {
 /// Bumps the version of the session if it is still `$2` (the optimistic-concurrency
 /// check), and returns the counts of calls and samples after the change. What the
 /// session listing sorts by follows: the largest seq (`$10`, 0 without new
-/// observations), and the time of the newest step (`$11`, `$12`: null without a call).
+/// observations), and the time of the newest step (`$11`, `$12`: null without a call);
+/// with new observations, the wall-clock time of this change (`$13`) for the idle scan.
 const BUMP_VERSION: &str = "UPDATE sessions SET version = version + 1, \
      state = COALESCE($3, state), \
      suggest_count = suggest_count + $4, \
@@ -106,7 +108,8 @@ const BUMP_VERSION: &str = "UPDATE sessions SET version = version + 1, \
      observation_count = CASE WHEN $10 > observation_count \
        THEN $10 ELSE observation_count END, \
      last_activity_micros = COALESCE($11, last_activity_micros), \
-     last_activity_t = COALESCE($12, last_activity_t) \
+     last_activity_t = COALESCE($12, last_activity_t), \
+     last_observed_micros = CASE WHEN $10 > 0 THEN $13 ELSE last_observed_micros END \
      WHERE id = $1 AND version = $2 RETURNING call_count, sample_count";
 
 const INSERT_SUGGESTION: &str = "INSERT INTO suggestions (id, session_id, ordinal, params, \
@@ -118,11 +121,21 @@ const INSERT_OBSERVATION: &str = "INSERT INTO observations (session_id, seq, sug
      removed_reason, created_micros, removed_t, regret_estimate, metadata) \
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)";
 
-/// An event of the step (`step`: the id of its call), numbered after the session's last
-/// (the version bump holds the session's lock, so no other change numbers one meanwhile).
+/// An event (`$2`: the id of the call that found it), numbered after the session's last
+/// (the caller holds the session's lock: the version bump's, or the idle scan's update).
 const INSERT_EVENT: &str = "INSERT INTO events (session_id, seq, step, kind, t, data, \
      created_micros) VALUES ($1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM events \
-     WHERE session_id = $1), $2, $3, $4, $5, $6)";
+     WHERE session_id = $1), $2, $3, $4, $5, $6) RETURNING id";
+
+/// A delivery of event `$1` for each webhook of the session's tenant that takes its kind
+/// (`kinds` is a JSON array of names, empty for every kind), due at once.
+const FAN_OUT_EVENT: &str = "INSERT INTO webhook_deliveries (webhook_id, event_id, \
+     session_id, seq, state, attempts, next_attempt_micros, claimed_until_micros, \
+     created_micros) \
+     SELECT w.id, e.id, e.session_id, e.seq, 'pending', 0, $2, 0, $2 \
+     FROM events e JOIN sessions s ON s.id = e.session_id \
+     JOIN webhooks w ON w.tenant = s.tenant \
+     WHERE e.id = $1 AND (w.kinds = '[]' OR w.kinds LIKE '%\"' || e.kind || '\"%')";
 
 const INSERT_ENDED_RUN: &str = "INSERT INTO ended_runs (session_id, suggestion_id, kind, \
      params, t, reason, created_micros, metadata) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
@@ -209,20 +222,38 @@ pub(crate) async fn apply_change(
     for event in &change.events {
         let call_id = last_call
             .ok_or_else(|| StoreError::Corrupt("an event without the step that found it".into()))?;
-        let args = vec![
-            key.as_str().into(),
-            call_id.into(),
-            event.kind.as_str().into(),
-            event.t.into(),
-            to_json(&event.data).into(),
-            now.into(),
-        ];
-        s.execute(INSERT_EVENT, args).await?;
+        insert_event(s, &key, call_id, event, now).await?;
     }
     if let Some(record) = idempotency {
         insert_idempotency(s, record).await?;
     }
     Ok(())
+}
+
+/// Stores `event` of the session `key` (found by the call `call_id`, at `now`) and its
+/// webhook deliveries; its global id. The caller holds the session's lock.
+pub(crate) async fn insert_event(
+    s: &mut impl Statements,
+    key: &str,
+    call_id: i64,
+    event: &NewEvent,
+    now: i64,
+) -> Result<i64, StoreError> {
+    let args = vec![
+        key.into(),
+        call_id.into(),
+        event.kind.as_str().into(),
+        event.t.into(),
+        to_json(&event.data).into(),
+        now.into(),
+    ];
+    let id = match s.fetch_integers(INSERT_EVENT, args).await?.as_deref() {
+        Some([id]) => *id,
+        _ => return Err(StoreError::Corrupt("an event insert returned no id".into())),
+    };
+    s.execute(FAN_OUT_EVENT, vec![id.into(), now.into()])
+        .await?;
+    Ok(id)
 }
 
 /// The version bump, first in the transaction: it takes the session's row lock
@@ -257,6 +288,7 @@ async fn bump_version(
             .into(),
         newest_call.map(|_| now).into(),
         newest_call.map(|call| call.t).into(),
+        now.into(),
     ];
     let Some(counts) = s.fetch_integers(BUMP_VERSION, bump).await? else {
         let exists = s

@@ -55,6 +55,10 @@ const SQLITE: &[MigrationFile] = &[
         "0010_events.sql",
         include_str!("../../migrations/sqlite/0010_events.sql"),
     ),
+    (
+        "0011_webhooks.sql",
+        include_str!("../../migrations/sqlite/0011_webhooks.sql"),
+    ),
 ];
 
 const POSTGRES: &[MigrationFile] = &[
@@ -101,6 +105,10 @@ const POSTGRES: &[MigrationFile] = &[
     (
         "0011_events.sql",
         include_str!("../../migrations/postgres/0011_events.sql"),
+    ),
+    (
+        "0012_webhooks.sql",
+        include_str!("../../migrations/postgres/0012_webhooks.sql"),
     ),
 ];
 

@@ -9,6 +9,7 @@
 mod commit;
 mod listing;
 mod migrations;
+pub mod outbox;
 pub mod postgres;
 mod queries;
 mod rows;
@@ -25,6 +26,7 @@ pub use crate::domain::records::{
     CallRecord, ChangeSet, Deactivation, EndedRun, History, ObservationRow, ResponseTimeSample,
     ResponseTimeSummary, RunEnd, SessionRow, StepSnapshot, SuggestionRow, SuggestionStatus,
 };
+pub use outbox::{EventRecord, Outbox};
 
 pub use listing::{
     ListedSession, ObservationPage, ObservationQuery, ObservationSort, ObservationState,
@@ -251,7 +253,7 @@ pub enum Creation {
 
 /// The storage interface shared by every backend.
 #[async_trait]
-pub trait Store: Send + Sync + 'static {
+pub trait Store: Outbox + Send + Sync + 'static {
     /// Inserts a session (and the idempotency record of its request) atomically; with
     /// `max_sessions`, only if its tenant owns fewer, counted in the same transaction
     /// (else [`StoreError::TooManySessions`], nothing stored). With `resume`, the
@@ -349,7 +351,7 @@ pub trait Store: Send + Sync + 'static {
         session_id: Uuid,
         after: i64,
         limit: i64,
-    ) -> Result<Vec<StoredEvent>, StoreError>;
+    ) -> Result<Vec<EventRecord>, StoreError>;
     /// The session's timeline with about `budget` points per series at most.
     async fn timeline(&self, session_id: Uuid, budget: i64) -> Result<StoredTimeline, StoreError>;
     /// Compute-time statistics per kind of call.

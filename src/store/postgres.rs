@@ -57,6 +57,7 @@ impl PostgresStore {
     }
 }
 
+super::outbox::outbox_on!(PostgresStore);
 super::queries::store_on!(PostgresStore, sqlx::PgConnection, sqlx::Postgres);
 
 /// What differs from SQLite (sqlite.rs has the same hooks).
@@ -66,6 +67,9 @@ impl PostgresStore {
 
     /// Replicas share the database.
     const SHARED: bool = true;
+
+    /// Replicas claiming webhook deliveries at once skip each other's rows.
+    const CLAIM_LOCK: &str = " FOR UPDATE SKIP LOCKED";
 
     /// A transaction-scoped advisory lock on the tenant's name: READ COMMITTED would let
     /// two creates each count the other's session out.

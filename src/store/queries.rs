@@ -851,11 +851,11 @@ macro_rules! store_on {
             use uuid::Uuid;
 
             use $crate::store::rows::{
-                call_from_row, event_from_row, response_time_summary_from_row,
+                call_from_row, response_time_summary_from_row,
             };
             use $crate::store::{
                 ApiKeyRow, CallStats, ChangeSet, History, IdempotencyRecord, ObservationRow,
-                ResponseTimeSummary, SessionRow, StoreError, StoredCall, StoredEvent,
+                ResponseTimeSummary, SessionRow, StoreError, StoredCall,
                 StoredTimeline, SuggestionRow,
             };
 
@@ -1056,18 +1056,20 @@ macro_rules! store_on {
                     session_id: Uuid,
                     after: i64,
                     limit: i64,
-                ) -> Result<Vec<StoredEvent>, StoreError> {
-                    sqlx::query(
-                        "SELECT seq, step, kind, t, data, created_micros FROM events \
-                         WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
-                    )
+                ) -> Result<Vec<$crate::store::EventRecord>, StoreError> {
+                    let sql = format!(
+                        "SELECT {} FROM events e WHERE e.session_id = $1 AND e.seq > $2 \
+                         ORDER BY e.seq LIMIT $3",
+                        $crate::store::outbox::EVENT_COLUMNS
+                    );
+                    sqlx::query(sqlx::AssertSqlSafe(sql))
                     .bind(session_id.to_string())
                     .bind(after)
                     .bind(limit)
                     .fetch_all(&self.pool)
                     .await?
                     .iter()
-                    .map(event_from_row)
+                    .map($crate::store::rows::event_record_from_row)
                     .collect()
                 }
 

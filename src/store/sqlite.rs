@@ -184,6 +184,7 @@ impl SqliteStore {
     }
 }
 
+super::outbox::outbox_on!(SqliteStore);
 super::queries::store_on!(SqliteStore, sqlx::SqliteConnection, sqlx::Sqlite);
 
 /// What differs from PostgreSQL (postgres.rs has the same hooks).
@@ -193,6 +194,9 @@ impl SqliteStore {
 
     /// One server per database file (docs/scaling.md).
     const SHARED: bool = false;
+
+    /// One writer at a time: a claim needs no row locks.
+    const CLAIM_LOCK: &str = "";
 
     /// None needed: this process's creates hold the write turn, and another process's
     /// insert between the count and this one's makes this transaction's write fail

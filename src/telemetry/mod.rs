@@ -61,6 +61,8 @@ pub const STEP_N_STAR: &str = "tvbo_step_bolt_n_star";
 pub const STEP_PENDING: &str = "tvbo_step_pending_suggestions";
 /// Counter: events committed with their steps (docs/events.md), by `kind`.
 pub const EVENTS: &str = "tvbo_events_total";
+/// Counter: webhook delivery attempts by `outcome` (`delivered`, `retry`, `failed`).
+pub const WEBHOOK_ATTEMPTS: &str = "tvbo_webhook_attempts_total";
 /// Histogram: seconds of each store operation, by `operation` (the `Store` method).
 pub const STORE_SECONDS: &str = "tvbo_store_operation_seconds";
 /// Gauge: the connection pool's open connections by `state` (`in_use`, `idle`).
@@ -139,6 +141,7 @@ fn describe() {
     );
     describe_histogram!(STEP_PENDING, "Pending suggestions when a step began");
     describe_counter!(EVENTS, "Events committed with their steps");
+    describe_counter!(WEBHOOK_ATTEMPTS, "Webhook delivery attempts by outcome");
     describe_histogram!(STORE_SECONDS, "Seconds of a store operation");
     describe_gauge!(POOL_CONNECTIONS, "Open database connections by state");
     describe_gauge!(POOL_MAX, "Most database connections the pool opens");
@@ -193,6 +196,17 @@ pub fn record_events(events: &[NewEvent]) {
     for event in events {
         counter!(EVENTS, "kind" => event.kind.as_str()).increment(1);
     }
+}
+
+/// Counts a webhook delivery attempt by how it ended.
+pub fn record_delivery(outcome: &crate::store::outbox::AttemptOutcome) {
+    use crate::store::outbox::AttemptOutcome;
+    let outcome = match outcome {
+        AttemptOutcome::Delivered { .. } => "delivered",
+        AttemptOutcome::Retry { .. } => "retry",
+        AttemptOutcome::Failed { .. } => "failed",
+    };
+    counter!(WEBHOOK_ATTEMPTS, "outcome" => outcome).increment(1);
 }
 
 /// A model-work job joined the fair scheduler's queue. The scheduler's gauges move by

@@ -8,11 +8,13 @@ use metrics::histogram;
 use uuid::Uuid;
 
 use super::STORE_SECONDS;
+use crate::domain::events::NewEvent;
+use crate::store::outbox::{AttemptOutcome, ClaimedDelivery, DeliveryRow, IdleSession, WebhookRow};
 use crate::store::{
-    ApiKeyRow, CallStats, ChangeSet, Creation, History, IdempotencyRecord, ListedSession,
-    ObservationPage, ObservationQuery, ObservationRow, PoolUsage, RegretSlice, ResponseTimeSummary,
-    SessionQuery, SessionRow, Store, StoreError, StoredCall, StoredEvent, StoredTimeline,
-    SuggestionRow,
+    ApiKeyRow, CallStats, ChangeSet, Creation, EventRecord, History, IdempotencyRecord,
+    ListedSession, ObservationPage, ObservationQuery, ObservationRow, Outbox, PoolUsage,
+    RegretSlice, ResponseTimeSummary, SessionQuery, SessionRow, Store, StoreError, StoredCall,
+    StoredTimeline, SuggestionRow,
 };
 
 /// Wraps a store and records the seconds of each operation, failed ones included, into
@@ -186,7 +188,7 @@ impl Store for MeteredStore {
         session_id: Uuid,
         after: i64,
         limit: i64,
-    ) -> Result<Vec<StoredEvent>, StoreError> {
+    ) -> Result<Vec<EventRecord>, StoreError> {
         timed(
             "list_events",
             self.inner.list_events(session_id, after, limit),
@@ -224,5 +226,94 @@ impl Store for MeteredStore {
 
     async fn close(&self) {
         self.inner.close().await;
+    }
+}
+
+#[async_trait]
+impl Outbox for MeteredStore {
+    async fn tenant_events(
+        &self,
+        tenant: Option<&str>,
+        session: Option<Uuid>,
+        after: i64,
+        until: i64,
+        limit: i64,
+    ) -> Result<Vec<EventRecord>, StoreError> {
+        let events = self
+            .inner
+            .tenant_events(tenant, session, after, until, limit);
+        timed("tenant_events", events).await
+    }
+
+    async fn event_ids_after(&self, after: i64, limit: i64) -> Result<Vec<(i64, i64)>, StoreError> {
+        timed("event_ids_after", self.inner.event_ids_after(after, limit)).await
+    }
+
+    async fn newest_event_id(&self) -> Result<i64, StoreError> {
+        timed("newest_event_id", self.inner.newest_event_id()).await
+    }
+
+    async fn insert_webhook(&self, webhook: &WebhookRow, max: i64) -> Result<bool, StoreError> {
+        timed("insert_webhook", self.inner.insert_webhook(webhook, max)).await
+    }
+
+    async fn get_webhook(&self, id: Uuid) -> Result<Option<WebhookRow>, StoreError> {
+        timed("get_webhook", self.inner.get_webhook(id)).await
+    }
+
+    async fn list_webhooks(&self, tenant: &str) -> Result<Vec<WebhookRow>, StoreError> {
+        timed("list_webhooks", self.inner.list_webhooks(tenant)).await
+    }
+
+    async fn delete_webhook(&self, id: Uuid) -> Result<bool, StoreError> {
+        timed("delete_webhook", self.inner.delete_webhook(id)).await
+    }
+
+    async fn list_deliveries(
+        &self,
+        webhook: Uuid,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<DeliveryRow>, StoreError> {
+        let deliveries = self.inner.list_deliveries(webhook, after, limit);
+        timed("list_deliveries", deliveries).await
+    }
+
+    async fn claim_deliveries(
+        &self,
+        now: i64,
+        lease_until: i64,
+        limit: i64,
+    ) -> Result<Vec<ClaimedDelivery>, StoreError> {
+        let claimed = self.inner.claim_deliveries(now, lease_until, limit);
+        timed("claim_deliveries", claimed).await
+    }
+
+    async fn finish_delivery(
+        &self,
+        webhook: Uuid,
+        event: i64,
+        outcome: &AttemptOutcome,
+        now: i64,
+    ) -> Result<(), StoreError> {
+        let finished = self.inner.finish_delivery(webhook, event, outcome, now);
+        timed("finish_delivery", finished).await
+    }
+
+    async fn prune_deliveries(&self, before: i64) -> Result<u64, StoreError> {
+        timed("prune_deliveries", self.inner.prune_deliveries(before)).await
+    }
+
+    async fn idle_sessions(&self, now: i64, limit: i64) -> Result<Vec<IdleSession>, StoreError> {
+        timed("idle_sessions", self.inner.idle_sessions(now, limit)).await
+    }
+
+    async fn raise_idle(
+        &self,
+        session: &IdleSession,
+        event: &NewEvent,
+        now: i64,
+    ) -> Result<Option<i64>, StoreError> {
+        timed("raise_idle", self.inner.raise_idle(session, event, now)).await
     }
 }

@@ -42,6 +42,10 @@ const SERVER_LAYERS: &[(&str, &[&str])] = &[
         ],
     ),
     ("keys", &["domain", "store"]),
+    (
+        "delivery",
+        &["domain", "store", "telemetry", "session", "keys"],
+    ),
     ("dashboard", &[]),
     ("docs_ui", &["dashboard"]),
     (
@@ -52,6 +56,7 @@ const SERVER_LAYERS: &[(&str, &[&str])] = &[
             "session",
             "store",
             "keys",
+            "delivery",
             "dashboard",
             "docs_ui",
             "telemetry",
@@ -69,6 +74,7 @@ const SERVER_LAYERS: &[(&str, &[&str])] = &[
             "api",
             "server",
             "dashboard",
+            "delivery",
         ],
     ),
 ];

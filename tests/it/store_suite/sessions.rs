@@ -207,7 +207,9 @@ async fn check_delete_cascades(store: &dyn Store) {
         assert_eq!(store.call_stats(row.id).await.unwrap().len(), count);
         let events = store.list_events(row.id, 0, 10).await.unwrap();
         assert_eq!(events.len(), count);
-        if let Some(event) = events.first() {
+        if let Some(record) = events.first() {
+            assert_eq!(record.session, row.id);
+            let event = &record.event;
             let steps = store.list_calls(row.id, 0, 10).await.unwrap();
             assert_eq!((event.seq, event.step), (1, steps[0].id));
             assert_eq!((event.kind.as_str(), event.t), ("model-reset", 0.0));

@@ -21,6 +21,9 @@ pub enum EventKind {
     DatasetFull,
     /// PE-GP-UCB or PE-GP-TS eliminated a prior from its active set.
     PriorEliminated,
+    /// No observation arrived for the session's `events.idle_seconds`: raised by the
+    /// server's idle scan, not by a step.
+    SessionIdle,
 }
 
 impl EventKind {
@@ -31,6 +34,7 @@ impl EventKind {
             EventKind::ModelReset => "model-reset",
             EventKind::DatasetFull => "dataset-full",
             EventKind::PriorEliminated => "prior-eliminated",
+            EventKind::SessionIdle => "session-idle",
         }
     }
 }

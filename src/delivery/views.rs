@@ -1,0 +1,116 @@
+//! The webhook API's bodies (docs/events.md, "Webhooks").
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use crate::store::outbox::{DeliveryRow, WebhookRow};
+
+/// `POST /v1/webhooks`.
+#[derive(Clone, Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateWebhook {
+    /// Where deliveries are POSTed: http or https, its host in the server's allow list
+    /// (`TVBO_WEBHOOK_ALLOW`).
+    pub url: String,
+    /// The event kinds to deliver; absent or empty for every kind.
+    #[serde(default)]
+    pub events: Option<Vec<String>>,
+    /// The key of each delivery's HMAC-SHA256 signature, 16 to 256 characters; the server
+    /// makes one if absent (answered once, by this create).
+    #[serde(default)]
+    pub secret: Option<String>,
+}
+
+/// A webhook.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+pub struct Webhook {
+    pub id: Uuid,
+    pub url: String,
+    /// The kinds it takes; empty for every kind.
+    pub events: Vec<String>,
+    pub created_at: DateTime<Utc>,
+    /// The signing secret: in the create's answer only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret: Option<String>,
+}
+
+impl From<WebhookRow> for Webhook {
+    fn from(row: WebhookRow) -> Self {
+        Webhook {
+            id: row.id,
+            url: row.url,
+            events: row.kinds,
+            created_at: row.created_at,
+            secret: None,
+        }
+    }
+}
+
+/// `GET /v1/webhooks`.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+pub struct WebhookList {
+    /// The tenant's webhooks, oldest first.
+    pub webhooks: Vec<Webhook>,
+}
+
+/// What a test ping found.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+pub struct PingResult {
+    /// The receiver answered 2xx.
+    pub delivered: bool,
+    /// Its status, if it answered.
+    pub status: Option<u16>,
+    /// Why not delivered.
+    pub error: Option<String>,
+    pub duration_ms: f64,
+}
+
+/// A delivery of an event to a webhook.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+pub struct Delivery {
+    /// The event's id (`Tvbo-Event-Id`); pass as `after` for the next page.
+    pub event: i64,
+    pub session: Uuid,
+    /// The event's number within its session.
+    pub seq: i64,
+    pub kind: String,
+    /// `pending` (not yet answered 2xx; retried), `delivered`, or `failed` (retries gave
+    /// up after a day).
+    pub state: String,
+    pub attempts: i64,
+    /// The receiver's status at the last attempt, if it answered.
+    pub last_status: Option<i64>,
+    pub last_error: Option<String>,
+    /// When a pending delivery is tried next.
+    pub next_attempt_at: Option<DateTime<Utc>>,
+    pub delivered_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<DeliveryRow> for Delivery {
+    fn from(row: DeliveryRow) -> Self {
+        Delivery {
+            event: row.event_id,
+            session: row.session,
+            seq: row.seq,
+            kind: row.kind,
+            state: row.state,
+            attempts: row.attempts,
+            last_status: row.last_status,
+            last_error: row.last_error,
+            next_attempt_at: row.next_attempt_at,
+            delivered_at: row.delivered_at,
+            created_at: row.created_at,
+        }
+    }
+}
+
+/// `GET /v1/webhooks/{id}/deliveries`: a page, by event id.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+pub struct DeliveryList {
+    pub deliveries: Vec<Delivery>,
+    /// Pass as `after` for the next page; null on the last.
+    pub next_after: Option<i64>,
+}

@@ -1,0 +1,280 @@
+//! The delivery worker every replica runs (docs/events.md, "Delivery"): it claims due
+//! deliveries (each by one replica, for a lease), POSTs them, and records how each went;
+//! it raises `session-idle` for silent sessions and prunes the delivery log.
+//!
+//! At least once: a delivery is marked delivered only after a 2xx; a replica that dies
+//! holding a claim leaves it due again when the lease ends. In order per session and
+//! webhook: a delivery waits while an earlier one of its session is pending (retries
+//! included), until that one is delivered or given up.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+use tokio::sync::Notify;
+
+use super::Webhooks;
+use super::send::{ATTEMPT_TIMEOUT, Attempt};
+use crate::domain::events::{EventKind, NewEvent};
+use crate::session::views::Event;
+use crate::store::outbox::{AttemptOutcome, ClaimedDelivery};
+use crate::store::to_micros;
+
+/// How long a claim holds a delivery: an attempt's timeout and a margin.
+pub const LEASE: Duration = Duration::from_secs(ATTEMPT_TIMEOUT.as_secs() + 5);
+/// Retries stop this long after the event (the delivery is then `failed`).
+pub const RETRY_FOR: Duration = Duration::from_secs(24 * 3600);
+/// The longest wait between two attempts.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(3600);
+/// Most deliveries claimed, and sent at once, per pass.
+const BATCH: i64 = 16;
+/// Longest a replica waits before looking for due deliveries (events committed by this
+/// replica wake it at once; another replica's are found by this poll).
+const POLL: Duration = Duration::from_secs(1);
+/// How often the idle scan runs.
+const IDLE_SCAN: Duration = Duration::from_secs(15);
+/// Delivered and failed deliveries are kept this long in the log.
+const LOG_KEPT: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// Runs the worker until `stop` is notified.
+pub async fn run(webhooks: Webhooks, new_events: Arc<Notify>, stop: Arc<Notify>) {
+    let mut last_idle_scan = tokio::time::Instant::now() - IDLE_SCAN;
+    let mut last_prune = tokio::time::Instant::now() - LOG_KEPT;
+    loop {
+        let woken = new_events.notified();
+        if last_idle_scan.elapsed() >= IDLE_SCAN {
+            last_idle_scan = tokio::time::Instant::now();
+            if idle_scan(&webhooks).await {
+                continue;
+            }
+        }
+        if last_prune.elapsed() >= Duration::from_secs(3600) {
+            last_prune = tokio::time::Instant::now();
+            let before = to_micros(Utc::now()) - LOG_KEPT.as_micros() as i64;
+            if let Err(e) = webhooks.store.prune_deliveries(before).await {
+                tracing::warn!(error = %e, "cannot prune the webhook delivery log");
+            }
+        }
+        let sent = match deliver_due(&webhooks).await {
+            Ok(sent) => sent,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot claim webhook deliveries");
+                0
+            }
+        };
+        if sent as i64 == BATCH {
+            continue;
+        }
+        tokio::select! {
+            () = woken => {}
+            () = tokio::time::sleep(POLL) => {}
+            () = stop.notified() => return,
+        }
+    }
+}
+
+/// Claims and sends one batch of due deliveries; how many were claimed.
+async fn deliver_due(webhooks: &Webhooks) -> Result<usize, crate::store::StoreError> {
+    let now = to_micros(Utc::now());
+    let lease_until = now + LEASE.as_micros() as i64;
+    let claimed = webhooks
+        .store
+        .claim_deliveries(now, lease_until, BATCH)
+        .await?;
+    let count = claimed.len();
+    let mut attempts: FuturesUnordered<_> = claimed
+        .into_iter()
+        .map(|delivery| attempt(webhooks, delivery))
+        .collect();
+    while attempts.next().await.is_some() {}
+    Ok(count)
+}
+
+/// Sends one claimed delivery and records how it went.
+async fn attempt(webhooks: &Webhooks, delivery: ClaimedDelivery) {
+    let event = &delivery.event;
+    let outcome = match webhooks.allow.check(&delivery.url) {
+        Err(e) => AttemptOutcome::Failed {
+            status: None,
+            error: format!("not sent: {}", e.message),
+        },
+        Ok(url) => {
+            let body = Event::from(event.clone());
+            let body = serde_json::to_vec(&body).expect("plain data serialises");
+            let headers = super::delivery_headers(delivery.webhook_id, event.id, &event.event.kind);
+            let attempt = webhooks
+                .sender
+                .post(url, &delivery.secret, &headers, body)
+                .await;
+            outcome_of(attempt, &delivery, Utc::now())
+        }
+    };
+    match &outcome {
+        AttemptOutcome::Delivered { .. } => {}
+        AttemptOutcome::Retry { error, .. } | AttemptOutcome::Failed { error, .. } => {
+            tracing::info!(
+                webhook = %delivery.webhook_id,
+                event = event.id,
+                attempts = delivery.attempts,
+                given_up = matches!(outcome, AttemptOutcome::Failed { .. }),
+                "webhook delivery not accepted: {error}"
+            );
+        }
+    }
+    crate::telemetry::record_delivery(&outcome);
+    let now = to_micros(Utc::now());
+    if let Err(e) = webhooks
+        .store
+        .finish_delivery(delivery.webhook_id, event.id, &outcome, now)
+        .await
+    {
+        // The lease ends and the delivery is tried again: at least once holds.
+        tracing::warn!(error = %e, "cannot record a webhook delivery's outcome");
+    }
+}
+
+/// What an attempt means for the delivery: delivered, retried after [`backoff`], or given
+/// up when the next attempt would fall past [`RETRY_FOR`] after the event.
+fn outcome_of(
+    attempt: Attempt,
+    delivery: &ClaimedDelivery,
+    now: chrono::DateTime<Utc>,
+) -> AttemptOutcome {
+    match attempt {
+        Attempt::Delivered { status } => AttemptOutcome::Delivered {
+            status: i64::from(status),
+        },
+        Attempt::Refused { status, error } => {
+            let status = status.map(i64::from);
+            let next = now + backoff(delivery.attempts);
+            if next - delivery.created_at
+                > chrono::Duration::from_std(RETRY_FOR).unwrap_or_default()
+            {
+                AttemptOutcome::Failed {
+                    status,
+                    error: format!("{error} (gave up after {} attempts)", delivery.attempts),
+                }
+            } else {
+                AttemptOutcome::Retry {
+                    status,
+                    error,
+                    next_attempt: to_micros(next),
+                }
+            }
+        }
+    }
+}
+
+/// The wait after the `attempts`-th failed attempt: 2^(attempts−1) seconds, at most
+/// [`MAX_BACKOFF`], less up to a quarter at random (replicas and receivers recovering
+/// together do not meet in step).
+fn backoff(attempts: i64) -> chrono::Duration {
+    let exponent = attempts.clamp(1, 32) - 1;
+    let seconds = 2f64.powi(exponent as i32).min(MAX_BACKOFF.as_secs_f64());
+    let jittered = seconds * (1.0 - 0.25 * rand::random::<f64>());
+    chrono::Duration::milliseconds((jittered * 1000.0) as i64)
+}
+
+/// Raises `session-idle` for each session silent past its threshold; whether it raised
+/// as many as it looked at (more may be waiting).
+async fn idle_scan(webhooks: &Webhooks) -> bool {
+    const SCAN_BATCH: i64 = 100;
+    let now = to_micros(Utc::now());
+    let idle = match webhooks.store.idle_sessions(now, SCAN_BATCH).await {
+        Ok(idle) => idle,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot scan for idle sessions");
+            return false;
+        }
+    };
+    for session in &idle {
+        let silent = (now - session.last_observed_micros) as f64 / 1e6;
+        let event = NewEvent {
+            kind: EventKind::SessionIdle,
+            t: session.last_t.unwrap_or(0.0),
+            data: serde_json::json!({
+                "idle_seconds": session.idle_seconds,
+                "silent_seconds": silent,
+                "last_observation_at": crate::store::from_micros(session.last_observed_micros).ok(),
+            }),
+        };
+        match webhooks.store.raise_idle(session, &event, now).await {
+            Ok(Some(_)) => crate::telemetry::record_events(std::slice::from_ref(&event)),
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(session = %session.id, error = %e, "cannot raise session-idle")
+            }
+        }
+    }
+    idle.len() as i64 == SCAN_BATCH
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::outbox::EventRecord;
+
+    fn delivery(attempts: i64, age: chrono::Duration) -> ClaimedDelivery {
+        ClaimedDelivery {
+            webhook_id: uuid::Uuid::nil(),
+            url: String::new(),
+            secret: String::new(),
+            attempts,
+            created_at: Utc::now() - age,
+            event: EventRecord {
+                id: 1,
+                session: uuid::Uuid::nil(),
+                event: crate::domain::events::StoredEvent {
+                    seq: 1,
+                    step: 1,
+                    kind: "model-reset".into(),
+                    t: 0.0,
+                    data: serde_json::json!({}),
+                    created_at: Utc::now(),
+                },
+            },
+        }
+    }
+
+    #[test]
+    fn the_backoff_doubles_up_to_an_hour_with_jitter_below() {
+        for attempts in 1..40 {
+            let wait = backoff(attempts).as_seconds_f64();
+            let full = 2f64.powi(attempts as i32 - 1).min(3600.0);
+            assert!(
+                wait <= full + 1e-3 && wait >= 0.75 * full - 1e-3,
+                "{attempts}: {wait}"
+            );
+        }
+    }
+
+    #[test]
+    fn refusals_are_retried_for_a_day_then_given_up() {
+        let refused = || Attempt::Refused {
+            status: Some(500),
+            error: "answered 500".into(),
+        };
+        let now = Utc::now();
+        assert!(matches!(
+            outcome_of(refused(), &delivery(3, chrono::Duration::hours(1)), now),
+            AttemptOutcome::Retry {
+                status: Some(500),
+                ..
+            }
+        ));
+        assert!(matches!(
+            outcome_of(refused(), &delivery(30, chrono::Duration::hours(24)), now),
+            AttemptOutcome::Failed { .. }
+        ));
+        assert!(matches!(
+            outcome_of(
+                Attempt::Delivered { status: 204 },
+                &delivery(30, chrono::Duration::hours(30)),
+                now
+            ),
+            AttemptOutcome::Delivered { status: 204 }
+        ));
+    }
+}

@@ -1,0 +1,190 @@
+//! The live stream of a tenant's events (`GET /v1/events`, docs/events.md, "The stream"):
+//! what the store holds after a cursor, in id order, as it is committed.
+//!
+//! Ids are drawn in the order of the events' transactions, not of their commits: on
+//! PostgreSQL a transaction may commit id 7 after another committed id 8. The stream
+//! therefore passes an id only once every id below it is present, or once the event after
+//! a gap is [`GAP_GRACE`] old (the missing id's transaction then rolled back, or its event
+//! was deleted with its session). SQLite commits in id order, so there are no such gaps.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+use futures_util::Stream;
+use tokio::sync::Notify;
+use uuid::Uuid;
+
+use crate::session::service::SessionService;
+use crate::session::views::Event;
+use crate::store::{Store, StoreError, to_micros};
+
+/// How long an id may stay missing below present ones before the stream passes it by: far
+/// longer than the few statements between an event's insert and its transaction's commit.
+pub const GAP_GRACE: Duration = Duration::from_secs(5);
+/// Longest the stream waits before it looks for another replica's events (this replica's
+/// wake it at once).
+pub const POLL: Duration = Duration::from_secs(1);
+/// Events read per look.
+const PAGE: i64 = 200;
+
+/// What a stream asks for.
+#[derive(Clone, Debug)]
+pub struct StreamRequest {
+    /// Only this tenant's sessions (None: an admin, every tenant's).
+    pub tenant: Option<String>,
+    /// Only this session's events, and its version as it moves.
+    pub session: Option<Uuid>,
+    /// Only these kinds (empty: every kind).
+    pub kinds: Vec<String>,
+    /// Events with a larger id than this; None: from now on.
+    pub after: Option<i64>,
+}
+
+/// A message of the stream.
+#[derive(Clone, Debug, PartialEq)]
+pub enum StreamMessage {
+    Event(Box<Event>),
+    /// The watched session's version moved (its first value at connection).
+    Version {
+        session: Uuid,
+        version: i64,
+    },
+}
+
+struct Cursor {
+    store: Arc<dyn Store>,
+    new_events: Arc<Notify>,
+    request: StreamRequest,
+    after: i64,
+    version: Option<i64>,
+    ready: VecDeque<StreamMessage>,
+}
+
+impl SessionService {
+    /// The stream of [`StreamRequest`]'s events, endless; a store error ends it (the client
+    /// reconnects with the last id it saw).
+    pub async fn event_stream(
+        &self,
+        request: StreamRequest,
+    ) -> Result<impl Stream<Item = StreamMessage> + Send + use<>, StoreError> {
+        let after = match request.after {
+            Some(after) => after,
+            None => self.store.newest_event_id().await?,
+        };
+        let cursor = Cursor {
+            store: self.store.clone(),
+            new_events: self.new_events(),
+            request,
+            after,
+            version: None,
+            ready: VecDeque::new(),
+        };
+        Ok(futures_util::stream::unfold(
+            cursor,
+            |mut cursor| async move {
+                loop {
+                    if let Some(message) = cursor.ready.pop_front() {
+                        return Some((message, cursor));
+                    }
+                    let woken = cursor.new_events.clone();
+                    let woken = woken.notified();
+                    match cursor.look().await {
+                        Ok(true) => continue,
+                        Ok(false) => {}
+                        Err(e) => {
+                            tracing::warn!(error = %e, "event stream ends: cannot read the store");
+                            return None;
+                        }
+                    }
+                    tokio::select! {
+                        () = woken => {}
+                        () = tokio::time::sleep(POLL) => {}
+                    }
+                }
+            },
+        ))
+    }
+}
+
+impl Cursor {
+    /// Reads what is new into `ready`; whether there was anything.
+    async fn look(&mut self) -> Result<bool, StoreError> {
+        if let Some(session) = self.request.session {
+            let version = self.store.session_version(session).await?;
+            match version {
+                Some(version) if self.version != Some(version) => {
+                    self.version = Some(version);
+                    self.ready
+                        .push_back(StreamMessage::Version { session, version });
+                }
+                _ => {}
+            }
+        }
+        let ids = self.store.event_ids_after(self.after, PAGE).await?;
+        let until = passable(&ids, self.after, to_micros(Utc::now()));
+        if until == self.after {
+            return Ok(!self.ready.is_empty());
+        }
+        let request = &self.request;
+        let events = self
+            .store
+            .tenant_events(
+                request.tenant.as_deref(),
+                request.session,
+                self.after,
+                until,
+                PAGE,
+            )
+            .await?;
+        self.after = until;
+        for record in events {
+            if request.kinds.is_empty() || request.kinds.contains(&record.event.kind) {
+                self.ready
+                    .push_back(StreamMessage::Event(Box::new(Event::from(record))));
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// The largest id the stream may pass, of `ids` (id, commit micros) read after `after`:
+/// the end of the run of ids that follow each other, extended past a gap whose next
+/// event is older than [`GAP_GRACE`] at `now`.
+fn passable(ids: &[(i64, i64)], after: i64, now: i64) -> i64 {
+    let grace = GAP_GRACE.as_micros() as i64;
+    let mut until = after;
+    for &(id, created) in ids {
+        if id == until + 1 || now - created > grace {
+            until = id;
+        } else {
+            break;
+        }
+    }
+    until
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_young_gap_holds_the_stream_and_an_old_one_does_not() {
+        let now = 100_000_000;
+        let young = now - 1_000_000;
+        let old = now - 6_000_000;
+        // 11 and 12 follow 10; 14 waits for 13 while it is young.
+        assert_eq!(
+            passable(&[(11, young), (12, young), (14, young)], 10, now),
+            12
+        );
+        // The event after the gap is old: the gap's transaction is gone.
+        assert_eq!(
+            passable(&[(11, young), (13, old), (14, young)], 10, now),
+            14
+        );
+        assert_eq!(passable(&[], 10, now), 10);
+        assert_eq!(passable(&[(12, young)], 10, now), 10);
+    }
+}

@@ -1,0 +1,489 @@
+//! What leaves the server after a step committed (docs/events.md): the events of a tenant
+//! in commit order (the stream `GET /v1/events`), the tenant's webhooks and their
+//! deliveries, and the idle scan that raises `session-idle`. One trait, [`Outbox`], a
+//! part of every [`Store`](super::Store); the SQL is written once for both backends in
+//! [`outbox_on!`], like `queries.rs`.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::StoreError;
+use crate::domain::events::{NewEvent, StoredEvent};
+
+/// An event as the stream and the webhooks send it: its global id (the order of commit,
+/// on SQLite; of the id's draw, on PostgreSQL) and its session.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EventRecord {
+    pub id: i64,
+    pub session: Uuid,
+    pub event: StoredEvent,
+}
+
+/// A webhook as stored.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WebhookRow {
+    pub id: Uuid,
+    pub tenant: String,
+    pub url: String,
+    /// The event kinds it takes; empty for every kind.
+    pub kinds: Vec<String>,
+    pub secret: String,
+    pub created_at: DateTime<Utc>,
+}
+
+/// A delivery of an event to a webhook, as its log lists it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeliveryRow {
+    pub event_id: i64,
+    pub session: Uuid,
+    pub seq: i64,
+    pub kind: String,
+    /// `pending`, `delivered` or `failed` (retries gave up).
+    pub state: String,
+    pub attempts: i64,
+    pub last_status: Option<i64>,
+    pub last_error: Option<String>,
+    /// When it is due again (pending ones).
+    pub next_attempt_at: Option<DateTime<Utc>>,
+    pub delivered_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+}
+
+/// A delivery a replica claimed: until `lease_until` no other replica takes it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClaimedDelivery {
+    pub webhook_id: Uuid,
+    pub url: String,
+    pub secret: String,
+    /// Attempts so far, this one included.
+    pub attempts: i64,
+    /// When the delivery was first due (the event's commit): retries stop a day later.
+    pub created_at: DateTime<Utc>,
+    pub event: EventRecord,
+}
+
+/// How an attempt ended.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AttemptOutcome {
+    /// A 2xx answer.
+    Delivered { status: i64 },
+    /// Try again at `next_attempt` (micros since the epoch).
+    Retry {
+        status: Option<i64>,
+        error: String,
+        next_attempt: i64,
+    },
+    /// Retries gave up (or the webhook's host is no longer allowed).
+    Failed { status: Option<i64>, error: String },
+}
+
+/// A session the idle scan found silent: no observation since `last_observed_micros`, for
+/// longer than its `idle_seconds`, and not yet told.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IdleSession {
+    pub id: Uuid,
+    pub last_observed_micros: i64,
+    pub idle_seconds: f64,
+    /// Session time of its newest step.
+    pub last_t: Option<f64>,
+}
+
+/// The outbox's reads and writes (see the module's doc).
+#[async_trait]
+pub trait Outbox: Send + Sync {
+    /// Up to `limit` events of the tenant's sessions (every tenant's if None; of
+    /// `session` only, if given) with `after` < id <= `until`, by id.
+    async fn tenant_events(
+        &self,
+        tenant: Option<&str>,
+        session: Option<Uuid>,
+        after: i64,
+        until: i64,
+        limit: i64,
+    ) -> Result<Vec<EventRecord>, StoreError>;
+    /// The ids of up to `limit` events of any session with id > `after`, by id, each with
+    /// its commit time (micros): where the ids have gaps that may yet fill.
+    async fn event_ids_after(&self, after: i64, limit: i64) -> Result<Vec<(i64, i64)>, StoreError>;
+    /// The largest event id so far (0 if none).
+    async fn newest_event_id(&self) -> Result<i64, StoreError>;
+    /// Stores a webhook unless its tenant already has `max` (false then).
+    async fn insert_webhook(&self, webhook: &WebhookRow, max: i64) -> Result<bool, StoreError>;
+    async fn get_webhook(&self, id: Uuid) -> Result<Option<WebhookRow>, StoreError>;
+    /// The tenant's webhooks, oldest first.
+    async fn list_webhooks(&self, tenant: &str) -> Result<Vec<WebhookRow>, StoreError>;
+    /// Deletes a webhook and its deliveries; false if there was none.
+    async fn delete_webhook(&self, id: Uuid) -> Result<bool, StoreError>;
+    /// Up to `limit` deliveries of the webhook with event id > `after`, by event id.
+    async fn list_deliveries(
+        &self,
+        webhook: Uuid,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<DeliveryRow>, StoreError>;
+    /// Claims up to `limit` deliveries due at `now` (micros) until `lease_until`: pending,
+    /// not claimed by a live lease, and first of their webhook and session still pending
+    /// (a session's events go out in order). Replicas never claim the same row at once.
+    async fn claim_deliveries(
+        &self,
+        now: i64,
+        lease_until: i64,
+        limit: i64,
+    ) -> Result<Vec<ClaimedDelivery>, StoreError>;
+    /// Records how the attempt on a claimed delivery ended, and ends the claim.
+    async fn finish_delivery(
+        &self,
+        webhook: Uuid,
+        event: i64,
+        outcome: &AttemptOutcome,
+        now: i64,
+    ) -> Result<(), StoreError>;
+    /// Deletes delivered and failed deliveries made before `before` (micros); how many.
+    async fn prune_deliveries(&self, before: i64) -> Result<u64, StoreError>;
+    /// Up to `limit` sessions silent at `now` (micros) beyond their threshold and not yet
+    /// told so.
+    async fn idle_sessions(&self, now: i64, limit: i64) -> Result<Vec<IdleSession>, StoreError>;
+    /// Raises `event` (a `session-idle`) for the session if it is still silent since
+    /// `last_observed_micros` and not yet told, marking it told; its id, or None if
+    /// another replica (or an observation) came first.
+    async fn raise_idle(
+        &self,
+        session: &IdleSession,
+        event: &NewEvent,
+        now: i64,
+    ) -> Result<Option<i64>, StoreError>;
+}
+
+/// The columns of an event record, `e` the events table.
+pub(super) const EVENT_COLUMNS: &str =
+    "e.id, e.session_id, e.seq, e.step, e.kind, e.t, e.data, e.created_micros";
+
+/// Claims due deliveries (`$1` now, `$2` lease end, `$3` limit); `{lock}` is PostgreSQL's
+/// `FOR UPDATE SKIP LOCKED` (SQLite's single writer needs none).
+pub(super) fn claim_sql(lock: &str) -> String {
+    format!(
+        "UPDATE webhook_deliveries SET claimed_until_micros = $2, attempts = attempts + 1 \
+         WHERE (webhook_id, event_id) IN (SELECT c.webhook_id, c.event_id \
+           FROM webhook_deliveries c WHERE c.state = 'pending' \
+           AND c.next_attempt_micros <= $1 AND c.claimed_until_micros <= $1 \
+           AND NOT EXISTS (SELECT 1 FROM webhook_deliveries p \
+             WHERE p.webhook_id = c.webhook_id AND p.session_id = c.session_id \
+             AND p.state = 'pending' AND p.seq < c.seq) \
+           ORDER BY c.next_attempt_micros LIMIT $3{lock}) \
+         RETURNING webhook_id, event_id, attempts"
+    )
+}
+
+/// Expands the [`Outbox`] implementation of `$store` (a field `pool`, `begin_write` and
+/// `const CLAIM_LOCK`) on `$connection`.
+macro_rules! outbox_on {
+    ($store:ty) => {
+        #[async_trait::async_trait]
+        impl $crate::store::outbox::Outbox for $store {
+            async fn tenant_events(
+                &self,
+                tenant: Option<&str>,
+                session: Option<uuid::Uuid>,
+                after: i64,
+                until: i64,
+                limit: i64,
+            ) -> Result<Vec<$crate::store::outbox::EventRecord>, $crate::store::StoreError> {
+                let sql = format!(
+                    "SELECT {} FROM events e JOIN sessions s ON s.id = e.session_id \
+                     WHERE ($1 IS NULL OR s.tenant = $1) AND e.id > $2 AND e.id <= $5 \
+                     AND ($3 IS NULL OR e.session_id = $3) ORDER BY e.id LIMIT $4",
+                    $crate::store::outbox::EVENT_COLUMNS
+                );
+                sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(tenant)
+                    .bind(after)
+                    .bind(session.map(|s| s.to_string()))
+                    .bind(limit)
+                    .bind(until)
+                    .fetch_all(&self.pool)
+                    .await?
+                    .iter()
+                    .map($crate::store::rows::event_record_from_row)
+                    .collect()
+            }
+
+            async fn event_ids_after(
+                &self,
+                after: i64,
+                limit: i64,
+            ) -> Result<Vec<(i64, i64)>, $crate::store::StoreError> {
+                Ok(sqlx::query_as(
+                    "SELECT id, created_micros FROM events WHERE id > $1 ORDER BY id LIMIT $2",
+                )
+                .bind(after)
+                .bind(limit)
+                .fetch_all(&self.pool)
+                .await?)
+            }
+
+            async fn newest_event_id(&self) -> Result<i64, $crate::store::StoreError> {
+                Ok(sqlx::query_scalar("SELECT COALESCE(MAX(id), 0) FROM events")
+                    .fetch_one(&self.pool)
+                    .await?)
+            }
+
+            async fn insert_webhook(
+                &self,
+                webhook: &$crate::store::outbox::WebhookRow,
+                max: i64,
+            ) -> Result<bool, $crate::store::StoreError> {
+                let (_turn, mut tx) = self.begin_write().await?;
+                if let Some(lock) = Self::TENANT_LOCK {
+                    sqlx::query(lock).bind(&webhook.tenant).execute(&mut *tx).await?;
+                }
+                let count: i64 =
+                    sqlx::query_scalar("SELECT COUNT(*) FROM webhooks WHERE tenant = $1")
+                        .bind(&webhook.tenant)
+                        .fetch_one(&mut *tx)
+                        .await?;
+                if count >= max {
+                    return Ok(false);
+                }
+                sqlx::query(
+                    "INSERT INTO webhooks (id, tenant, url, kinds, secret, created_micros) \
+                     VALUES ($1, $2, $3, $4, $5, $6)",
+                )
+                .bind(webhook.id.to_string())
+                .bind(&webhook.tenant)
+                .bind(&webhook.url)
+                .bind($crate::store::rows::to_json(&webhook.kinds))
+                .bind(&webhook.secret)
+                .bind($crate::store::to_micros(webhook.created_at))
+                .execute(&mut *tx)
+                .await?;
+                tx.commit().await?;
+                Ok(true)
+            }
+
+            async fn get_webhook(
+                &self,
+                id: uuid::Uuid,
+            ) -> Result<Option<$crate::store::outbox::WebhookRow>, $crate::store::StoreError> {
+                sqlx::query("SELECT * FROM webhooks WHERE id = $1")
+                    .bind(id.to_string())
+                    .fetch_optional(&self.pool)
+                    .await?
+                    .as_ref()
+                    .map($crate::store::rows::webhook_from_row)
+                    .transpose()
+            }
+
+            async fn list_webhooks(
+                &self,
+                tenant: &str,
+            ) -> Result<Vec<$crate::store::outbox::WebhookRow>, $crate::store::StoreError> {
+                sqlx::query(
+                    "SELECT * FROM webhooks WHERE tenant = $1 ORDER BY created_micros, id",
+                )
+                .bind(tenant)
+                .fetch_all(&self.pool)
+                .await?
+                .iter()
+                .map($crate::store::rows::webhook_from_row)
+                .collect()
+            }
+
+            async fn delete_webhook(&self, id: uuid::Uuid) -> Result<bool, $crate::store::StoreError> {
+                let (_turn, mut tx) = self.begin_write().await?;
+                let key = id.to_string();
+                sqlx::query("DELETE FROM webhook_deliveries WHERE webhook_id = $1")
+                    .bind(&key)
+                    .execute(&mut *tx)
+                    .await?;
+                let deleted = sqlx::query("DELETE FROM webhooks WHERE id = $1")
+                    .bind(&key)
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected();
+                tx.commit().await?;
+                Ok(deleted > 0)
+            }
+
+            async fn list_deliveries(
+                &self,
+                webhook: uuid::Uuid,
+                after: i64,
+                limit: i64,
+            ) -> Result<Vec<$crate::store::outbox::DeliveryRow>, $crate::store::StoreError> {
+                sqlx::query(
+                    "SELECT d.*, e.kind FROM webhook_deliveries d \
+                     JOIN events e ON e.id = d.event_id \
+                     WHERE d.webhook_id = $1 AND d.event_id > $2 ORDER BY d.event_id LIMIT $3",
+                )
+                .bind(webhook.to_string())
+                .bind(after)
+                .bind(limit)
+                .fetch_all(&self.pool)
+                .await?
+                .iter()
+                .map($crate::store::rows::delivery_from_row)
+                .collect()
+            }
+
+            async fn claim_deliveries(
+                &self,
+                now: i64,
+                lease_until: i64,
+                limit: i64,
+            ) -> Result<Vec<$crate::store::outbox::ClaimedDelivery>, $crate::store::StoreError>
+            {
+                use sqlx::Row;
+                let sql = $crate::store::outbox::claim_sql(Self::CLAIM_LOCK);
+                let (turn, mut tx) = self.begin_write().await?;
+                let claimed = sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(now)
+                    .bind(lease_until)
+                    .bind(limit)
+                    .fetch_all(&mut *tx)
+                    .await?;
+                tx.commit().await?;
+                drop(turn);
+                let mut deliveries = Vec::with_capacity(claimed.len());
+                for row in &claimed {
+                    let webhook: String = row.try_get("webhook_id")?;
+                    let event: i64 = row.try_get("event_id")?;
+                    let attempts: i64 = row.try_get("attempts")?;
+                    let sql = format!(
+                        "SELECT {}, w.id AS webhook_id, w.url, w.secret, \
+                         d.created_micros AS due_micros FROM webhook_deliveries d \
+                         JOIN events e ON e.id = d.event_id JOIN webhooks w ON w.id = d.webhook_id \
+                         WHERE d.webhook_id = $1 AND d.event_id = $2",
+                        $crate::store::outbox::EVENT_COLUMNS
+                    );
+                    let found = sqlx::query(sqlx::AssertSqlSafe(sql))
+                        .bind(&webhook)
+                        .bind(event)
+                        .fetch_optional(&self.pool)
+                        .await?;
+                    // Gone meanwhile (the webhook or the session deleted): nothing to send.
+                    if let Some(found) = found {
+                        deliveries
+                            .push($crate::store::rows::claimed_from_row(&found, attempts)?);
+                    }
+                }
+                Ok(deliveries)
+            }
+
+            async fn finish_delivery(
+                &self,
+                webhook: uuid::Uuid,
+                event: i64,
+                outcome: &$crate::store::outbox::AttemptOutcome,
+                now: i64,
+            ) -> Result<(), $crate::store::StoreError> {
+                use $crate::store::outbox::AttemptOutcome;
+                let (state, status, error, next, delivered) = match outcome {
+                    AttemptOutcome::Delivered { status } => {
+                        ("delivered", Some(*status), None, now, Some(now))
+                    }
+                    AttemptOutcome::Retry {
+                        status,
+                        error,
+                        next_attempt,
+                    } => ("pending", *status, Some(error.as_str()), *next_attempt, None),
+                    AttemptOutcome::Failed { status, error } => {
+                        ("failed", *status, Some(error.as_str()), now, None)
+                    }
+                };
+                sqlx::query(
+                    "UPDATE webhook_deliveries SET state = $3, last_status = $4, \
+                     last_error = $5, next_attempt_micros = $6, delivered_micros = $7, \
+                     claimed_until_micros = 0 WHERE webhook_id = $1 AND event_id = $2",
+                )
+                .bind(webhook.to_string())
+                .bind(event)
+                .bind(state)
+                .bind(status)
+                .bind(error)
+                .bind(next)
+                .bind(delivered)
+                .execute(&self.pool)
+                .await?;
+                Ok(())
+            }
+
+            async fn prune_deliveries(&self, before: i64) -> Result<u64, $crate::store::StoreError> {
+                Ok(sqlx::query(
+                    "DELETE FROM webhook_deliveries WHERE state <> 'pending' \
+                     AND created_micros < $1",
+                )
+                .bind(before)
+                .execute(&self.pool)
+                .await?
+                .rows_affected())
+            }
+
+            async fn idle_sessions(
+                &self,
+                now: i64,
+                limit: i64,
+            ) -> Result<Vec<$crate::store::outbox::IdleSession>, $crate::store::StoreError> {
+                sqlx::query(
+                    "SELECT id, last_observed_micros, idle_seconds, last_activity_t \
+                     FROM sessions WHERE idle_seconds IS NOT NULL \
+                     AND last_observed_micros IS NOT NULL \
+                     AND $1 - last_observed_micros > idle_seconds * 1000000.0 \
+                     AND (idle_event_micros IS NULL OR idle_event_micros < last_observed_micros) \
+                     ORDER BY last_observed_micros LIMIT $2",
+                )
+                .bind(now)
+                .bind(limit)
+                .fetch_all(&self.pool)
+                .await?
+                .iter()
+                .map($crate::store::rows::idle_from_row)
+                .collect()
+            }
+
+            async fn raise_idle(
+                &self,
+                session: &$crate::store::outbox::IdleSession,
+                event: &$crate::domain::events::NewEvent,
+                now: i64,
+            ) -> Result<Option<i64>, $crate::store::StoreError> {
+                let key = session.id.to_string();
+                let (_turn, mut tx) = self.begin_write().await?;
+                // Takes the session's lock (as a step's version bump does) and the mark.
+                let marked = sqlx::query(
+                    "UPDATE sessions SET idle_event_micros = $3 WHERE id = $1 \
+                     AND last_observed_micros = $2 \
+                     AND (idle_event_micros IS NULL OR idle_event_micros < last_observed_micros)",
+                )
+                .bind(&key)
+                .bind(session.last_observed_micros)
+                .bind(now)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+                if marked == 0 {
+                    return Ok(None);
+                }
+                // The step an idle event belongs to: the session's newest call.
+                let step: Option<i64> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+                    "SELECT MAX({}) FROM calls WHERE session_id = $1",
+                    Self::ROW_ID
+                )))
+                .bind(&key)
+                .fetch_one(&mut *tx)
+                .await?;
+                let id = $crate::store::commit::insert_event(
+                    &mut *tx,
+                    &key,
+                    step.unwrap_or(0),
+                    event,
+                    now,
+                )
+                .await?;
+                tx.commit().await?;
+                Ok(Some(id))
+            }
+        }
+    };
+}
+
+pub(crate) use outbox_on;
