@@ -237,9 +237,10 @@ class Client:
         timeout: Optional[float] = None,
     ) -> Generator[Union[Event, SessionChanged], None, None]:
         """The key's events as they are committed, from the stream ``GET /v1/events``
-        (Server-Sent Events): those with an :attr:`Event.id` above ``after`` (None: as the
-        server starts a stream without one), of one ``session`` (a :class:`Session` or its
-        id) or all the key's sessions, of the ``kinds`` listed or every kind.
+        (Server-Sent Events): those with an :attr:`Event.id` above ``after`` (None: those
+        committed from now on; 0: every one the key can see), of one ``session`` (a
+        :class:`Session` or its id) or all the key's sessions, of the ``kinds`` listed or
+        every kind (an unknown kind raises :class:`tvbo.InvalidField`).
 
         With ``changes=True`` and a ``session``, it also yields a :class:`SessionChanged`
         each time the session changes (the server sends those only for one session).
