@@ -61,16 +61,17 @@ CREATE INDEX webhook_deliveries_in_order ON webhook_deliveries (webhook_id, sess
 CREATE INDEX webhook_deliveries_by_event ON webhook_deliveries (event_id);
 
 -- The idle scan (`session-idle`): when the newest observation was committed, the
--- session's threshold (NULL: off), and when the scan last raised the event. Sessions of
+-- session's threshold (NULL: off), and which silence the scan last told of (the
+-- `last_observed_micros` it began at: one event per silence). Sessions of
 -- before this migration take the default threshold and count as told of their present
 -- silence (an upgrade does not flood a webhook with the idle sessions of the past).
 ALTER TABLE sessions ADD COLUMN last_observed_micros INTEGER;
 ALTER TABLE sessions ADD COLUMN idle_seconds REAL;
-ALTER TABLE sessions ADD COLUMN idle_event_micros INTEGER;
+ALTER TABLE sessions ADD COLUMN idle_told_micros INTEGER;
 UPDATE sessions SET
     last_observed_micros = (SELECT MAX(created_micros) FROM observations o
                             WHERE o.session_id = sessions.id),
     idle_seconds = 3600;
-UPDATE sessions SET idle_event_micros = last_observed_micros;
+UPDATE sessions SET idle_told_micros = last_observed_micros;
 CREATE INDEX sessions_by_last_observation ON sessions (last_observed_micros)
     WHERE idle_seconds IS NOT NULL;

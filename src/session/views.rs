@@ -6,7 +6,9 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::domain::config::{AlgorithmConfig, Goal, ModelConfig, SessionConfig, TimeConfig};
+use crate::domain::config::{
+    AlgorithmConfig, EventsConfig, Goal, ModelConfig, SessionConfig, TimeConfig,
+};
 use crate::domain::hyperpriors::HyperpriorSet;
 use crate::domain::input::{Metadata, ObservationInput};
 use crate::domain::records::{EndedRun, FittedHyperparameters, RunEnd, StepSnapshot};
@@ -30,6 +32,8 @@ pub struct Session {
     pub algorithm: AlgorithmConfig,
     pub model: ModelConfig,
     pub time: TimeConfig,
+    /// The thresholds of its drift events (docs/events.md).
+    pub events: EventsConfig,
     pub seed: u64,
     pub status: String,
     pub created_at: DateTime<Utc>,
@@ -55,6 +59,7 @@ impl From<SessionRow> for Session {
             algorithm,
             model,
             time,
+            events,
             seed,
         } = row.config.into_config();
         Session {
@@ -66,6 +71,7 @@ impl From<SessionRow> for Session {
             algorithm,
             model,
             time,
+            events,
             seed,
             status: row.status,
             created_at: row.created_at,

@@ -428,7 +428,7 @@ macro_rules! outbox_on {
                      FROM sessions WHERE idle_seconds IS NOT NULL \
                      AND last_observed_micros IS NOT NULL \
                      AND $1 - last_observed_micros > idle_seconds * 1000000.0 \
-                     AND (idle_event_micros IS NULL OR idle_event_micros < last_observed_micros) \
+                     AND (idle_told_micros IS NULL OR idle_told_micros <> last_observed_micros) \
                      ORDER BY last_observed_micros LIMIT $2",
                 )
                 .bind(now)
@@ -450,13 +450,12 @@ macro_rules! outbox_on {
                 let (_turn, mut tx) = self.begin_write().await?;
                 // Takes the session's lock (as a step's version bump does) and the mark.
                 let marked = sqlx::query(
-                    "UPDATE sessions SET idle_event_micros = $3 WHERE id = $1 \
+                    "UPDATE sessions SET idle_told_micros = $2 WHERE id = $1 \
                      AND last_observed_micros = $2 \
-                     AND (idle_event_micros IS NULL OR idle_event_micros < last_observed_micros)",
+                     AND (idle_told_micros IS NULL OR idle_told_micros <> $2)",
                 )
                 .bind(&key)
                 .bind(session.last_observed_micros)
-                .bind(now)
                 .execute(&mut *tx)
                 .await?
                 .rows_affected();

@@ -277,8 +277,8 @@ macro_rules! store_on {
                 sqlx::query(
                     "INSERT INTO sessions (id, name, config, created_micros, status, version, \
                      state, suggest_count, last_suggest_t, last_suggest_n, last_optimum_mean, \
-                     tenant, algorithm, last_activity_micros) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $4)",
+                     tenant, algorithm, last_activity_micros, idle_seconds) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $4, $14)",
                 )
                 .bind(session.id.to_string())
                 .bind(&session.config.name)
@@ -293,6 +293,7 @@ macro_rules! store_on {
                 .bind(session.last_optimum_mean)
                 .bind(&session.tenant)
                 .bind(session.config.algorithm.name())
+                .bind(session.config.events.idle_seconds)
                 .execute(&mut *c)
                 .await?;
                 Ok(())

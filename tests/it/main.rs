@@ -16,6 +16,7 @@ mod api_contract;
 mod bad_input;
 mod deploy_docs;
 mod engine_parity;
+mod events_api;
 mod extreme_values;
 mod forgetting;
 mod hardening;

@@ -6,6 +6,7 @@
 mod bench;
 mod connections;
 mod dashboard_browser;
+mod dashboard_stream;
 mod database_outages;
 mod docs_ui;
 mod drain;
@@ -14,3 +15,4 @@ mod optimisation;
 mod restart_process;
 mod scale_out;
 mod sqlite_durability;
+mod webhooks;

@@ -76,7 +76,7 @@ impl Replica {
     }
 
     /// SIGKILL: no graceful shutdown, connections and transactions cut where they are.
-    fn kill(&mut self) {
+    pub(crate) fn kill(&mut self) {
         self.child.kill().expect("SIGKILL the replica");
         self.child.wait().expect("reap the replica");
         eprintln!("replica {} killed", self.name);

@@ -81,6 +81,7 @@ macro_rules! store_tests {
 
 mod backends;
 mod commits;
+mod outbox;
 mod reads;
 mod sessions;
 

@@ -1,0 +1,267 @@
+//! The outbox's contract (`store/outbox.rs`): the events of a tenant by id, webhooks and
+//! the fan-out of each event to them, claims (each delivery to one claimant, a session's
+//! in order, leases that end), the delivery log, and the idle scan.
+
+use super::*;
+use tvbo::domain::events::{EventKind, NewEvent};
+use tvbo::store::outbox::{AttemptOutcome, WebhookRow};
+
+store_tests!(
+    check_events_fan_out_to_the_tenants_webhooks_in_order,
+    check_concurrent_claims_take_each_delivery_once,
+    check_the_idle_scan_raises_once_per_silence,
+);
+
+const SECOND: i64 = 1_000_000;
+
+fn event(kind: EventKind) -> NewEvent {
+    NewEvent {
+        kind,
+        t: 2.0,
+        data: json!({"k": kind.as_str()}),
+    }
+}
+
+fn webhook(tenant: &str, kinds: &[&str]) -> WebhookRow {
+    WebhookRow {
+        id: Uuid::new_v4(),
+        tenant: tenant.into(),
+        url: "http://127.0.0.1:9/hook".into(),
+        kinds: kinds.iter().map(|k| k.to_string()).collect(),
+        secret: "s".repeat(16),
+        created_at: at(1_700_000_000_000_000),
+    }
+}
+
+/// Commits one suggest call with `events` at the session's `version`.
+async fn commit_events(store: &dyn Store, id: Uuid, version: i64, events: Vec<NewEvent>) {
+    let change = ChangeSet {
+        new_observations: vec![observation(version + 1, None, 1.0)],
+        calls: vec![call("observe", 0.01)],
+        events,
+        ..ChangeSet::default()
+    };
+    store.commit(id, version, &change, None).await.unwrap();
+}
+
+fn now() -> i64 {
+    tvbo::store::to_micros(Utc::now())
+}
+
+async fn check_events_fan_out_to_the_tenants_webhooks_in_order(store: &dyn Store) {
+    let every = webhook("default", &[]);
+    let moved_only = webhook("default", &["optimum-moved"]);
+    let other_tenant = webhook("other", &[]);
+    for hook in [&every, &moved_only, &other_tenant] {
+        assert!(store.insert_webhook(hook, 20).await.unwrap());
+    }
+    assert!(
+        !store
+            .insert_webhook(&webhook("other", &[]), 1)
+            .await
+            .unwrap()
+    );
+    assert_eq!(store.list_webhooks("default").await.unwrap().len(), 2);
+    assert_eq!(
+        store.get_webhook(every.id).await.unwrap(),
+        Some(every.clone())
+    );
+
+    let session = created(store, "watched", 1).await;
+    let before = store.newest_event_id().await.unwrap();
+    commit_events(store, session.id, 0, vec![event(EventKind::ModelReset)]).await;
+    commit_events(store, session.id, 1, vec![event(EventKind::OptimumMoved)]).await;
+
+    // The tenant's events, by id, after a cursor and up to a bound.
+    let events = store
+        .tenant_events(Some("default"), None, before, i64::MAX, 10)
+        .await
+        .unwrap();
+    let kinds: Vec<&str> = events.iter().map(|e| e.event.kind.as_str()).collect();
+    assert_eq!(kinds, ["model-reset", "optimum-moved"]);
+    assert!(events[0].id < events[1].id && events[0].session == session.id);
+    let (first, second) = (events[0].id, events[1].id);
+    let only_first = store
+        .tenant_events(None, Some(session.id), before, first, 10)
+        .await
+        .unwrap();
+    assert_eq!(only_first.len(), 1);
+    assert!(
+        store
+            .tenant_events(Some("other"), None, before, i64::MAX, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let ids = store.event_ids_after(before, 10).await.unwrap();
+    assert_eq!(ids.iter().map(|i| i.0).collect::<Vec<_>>(), [first, second]);
+
+    // Each webhook of the tenant took the kinds it asked for; the other tenant's none.
+    let logged = |hook: Uuid| async move { store.list_deliveries(hook, 0, 10).await.unwrap() };
+    assert_eq!(logged(every.id).await.len(), 2);
+    assert_eq!(logged(moved_only.id).await.len(), 1);
+    assert!(logged(other_tenant.id).await.is_empty());
+
+    // A claim takes the first pending delivery of each webhook and session, once.
+    let t0 = now();
+    let lease = 15 * SECOND;
+    let claimed = store.claim_deliveries(t0, t0 + lease, 16).await.unwrap();
+    let mut got: Vec<(Uuid, i64)> = claimed.iter().map(|c| (c.webhook_id, c.event.id)).collect();
+    got.sort();
+    let mut expected = vec![(every.id, first), (moved_only.id, second)];
+    expected.sort();
+    assert_eq!(got, expected);
+    assert!(
+        claimed
+            .iter()
+            .all(|c| c.attempts == 1 && c.secret == every.secret)
+    );
+    assert!(
+        store
+            .claim_deliveries(t0, t0 + lease, 16)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // Refused: retried later; the session's next event waits behind it.
+    let retry = AttemptOutcome::Retry {
+        status: Some(500),
+        error: "answered 500".into(),
+        next_attempt: t0 + 10 * SECOND,
+    };
+    store
+        .finish_delivery(every.id, first, &retry, t0)
+        .await
+        .unwrap();
+    let delivered = AttemptOutcome::Delivered { status: 200 };
+    store
+        .finish_delivery(moved_only.id, second, &delivered, t0)
+        .await
+        .unwrap();
+    assert!(
+        store
+            .claim_deliveries(t0 + SECOND, t0 + lease, 16)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let again = store
+        .claim_deliveries(t0 + 11 * SECOND, t0 + lease, 16)
+        .await
+        .unwrap();
+    assert_eq!(again.len(), 1);
+    assert_eq!((again[0].event.id, again[0].attempts), (first, 2));
+    store
+        .finish_delivery(every.id, first, &delivered, t0)
+        .await
+        .unwrap();
+    let next = store
+        .claim_deliveries(t0 + 12 * SECOND, t0 + lease, 16)
+        .await
+        .unwrap();
+    assert_eq!(next.len(), 1);
+    assert_eq!(next[0].event.id, second);
+    // A claimant that vanished: its lease ends and the delivery is due again.
+    let late = t0 + lease + SECOND;
+    let reclaimed = store
+        .claim_deliveries(late, late + lease, 16)
+        .await
+        .unwrap();
+    assert_eq!((reclaimed.len(), reclaimed[0].attempts), (1, 2));
+    let failed = AttemptOutcome::Failed {
+        status: None,
+        error: "cannot connect".into(),
+    };
+    store
+        .finish_delivery(every.id, second, &failed, late)
+        .await
+        .unwrap();
+
+    let log = logged(every.id).await;
+    let states: Vec<(&str, i64)> = log.iter().map(|d| (d.state.as_str(), d.attempts)).collect();
+    assert_eq!(states, [("delivered", 2), ("failed", 2)]);
+    assert_eq!(log[0].last_status, Some(200));
+    assert_eq!(log[1].last_error.as_deref(), Some("cannot connect"));
+    assert!(log[0].delivered_at.is_some() && log[0].next_attempt_at.is_none());
+    assert_eq!(log[1].kind, "optimum-moved");
+    assert_eq!(
+        store
+            .list_deliveries(every.id, first, 10)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+
+    // Pruning keeps pending ones; deleting a webhook takes its log.
+    assert_eq!(store.prune_deliveries(i64::MAX).await.unwrap(), 3);
+    assert!(store.delete_webhook(every.id).await.unwrap());
+    assert!(!store.delete_webhook(every.id).await.unwrap());
+    assert_eq!(store.get_webhook(every.id).await.unwrap(), None);
+}
+
+async fn check_concurrent_claims_take_each_delivery_once(store: &dyn Store) {
+    let hook = webhook("default", &[]);
+    store.insert_webhook(&hook, 20).await.unwrap();
+    // 24 sessions with one event each: 24 deliveries, none waiting behind another.
+    for i in 0..24 {
+        let session = created(store, &format!("s{i}"), i).await;
+        commit_events(store, session.id, 0, vec![event(EventKind::DatasetFull)]).await;
+    }
+    let t0 = now();
+    let claims = (0..6).map(|_| store.claim_deliveries(t0, t0 + 15 * SECOND, 5));
+    let mut seen: Vec<i64> = futures_util::future::join_all(claims)
+        .await
+        .into_iter()
+        .flat_map(|claimed| claimed.unwrap())
+        .map(|c| c.event.id)
+        .collect();
+    let total = seen.len();
+    seen.sort();
+    seen.dedup();
+    assert_eq!(seen.len(), total, "a delivery was claimed twice");
+    assert_eq!(total, 24);
+}
+
+async fn check_the_idle_scan_raises_once_per_silence(store: &dyn Store) {
+    let hook = webhook("default", &["session-idle"]);
+    store.insert_webhook(&hook, 20).await.unwrap();
+    let quiet = created(store, "quiet", 1).await;
+    let never_observed = created(store, "never", 2).await;
+    commit_events(store, quiet.id, 0, Vec::new()).await;
+    let later = now() + 2 * 3600 * SECOND;
+    assert!(store.idle_sessions(now(), 10).await.unwrap().is_empty());
+    let idle = store.idle_sessions(later, 10).await.unwrap();
+    assert_eq!(idle.len(), 1, "{idle:?}");
+    assert_eq!((idle[0].id, idle[0].idle_seconds), (quiet.id, 3600.0));
+    assert_ne!(idle[0].id, never_observed.id);
+    let idle_event = event(EventKind::SessionIdle);
+    let raised = store
+        .raise_idle(&idle[0], &idle_event, later)
+        .await
+        .unwrap();
+    assert!(raised.is_some());
+    // Told once: a second replica's raise, and the next scan, find nothing.
+    assert_eq!(
+        store
+            .raise_idle(&idle[0], &idle_event, later)
+            .await
+            .unwrap(),
+        None
+    );
+    assert!(store.idle_sessions(later, 10).await.unwrap().is_empty());
+    let events = store.list_events(quiet.id, 0, 10).await.unwrap();
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].event.kind, "session-idle");
+    assert_eq!(
+        store.list_deliveries(hook.id, 0, 10).await.unwrap().len(),
+        1
+    );
+    // An observation ends the silence; the next one is told again.
+    commit_events(store, quiet.id, 1, Vec::new()).await;
+    assert_eq!(
+        store.idle_sessions(later + SECOND, 10).await.unwrap().len(),
+        1
+    );
+}
