@@ -9,6 +9,10 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 pub use crate::domain::algorithm::{AlgorithmConfig, Beta, BetaSchedule, MAX_DATASET_SIZE};
+use crate::domain::events::{
+    DRIFT_RATE_FACTOR, IDLE_SECONDS, OPTIMUM_MOVED_DISTANCE, OPTIMUM_MOVED_PERSISTENCE,
+    TRACKING_HYSTERESIS, TRACKING_RISE, TRACKING_WINDOW, TRACKING_WINDOW_BOUNDS,
+};
 pub use crate::domain::hyperpriors::{
     Hyperpriors, SIGNAL_VARIANCE_BOUNDS, SPATIAL_LENGTHSCALE_BOUNDS, TEMPORAL_LENGTHSCALE_BOUNDS,
     epsilon_of_temporal_lengthscale, temporal_lengthscale_of_epsilon,
@@ -127,6 +131,131 @@ pub struct TimeConfig {
     pub pending_timeout: f64,
 }
 
+/// The drift events' thresholds as sent by a client (docs/events.md); absent fields take
+/// the defaults.
+#[derive(Clone, Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EventsRequest {
+    pub optimum_moved: Option<OptimumMovedRequest>,
+    pub tracking: Option<TrackingRequest>,
+    /// `drift-rate-changed` is found when the fitted temporal lengthscale moved by this
+    /// factor, up or down, from its reference (default 2; above 1, at most 1000).
+    #[schema(exclusive_minimum = 1, maximum = 1000)]
+    pub drift_rate_factor: Option<f64>,
+    /// `session-idle` is raised when no observation arrived for this many seconds
+    /// (default 3600; above 0, at most 30 days). `null` switches it off.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<f64>, exclusive_minimum = 0, maximum = 2592000)]
+    pub idle_seconds: Option<Option<f64>>,
+}
+
+/// `Some` of a field that is present, `null` included (`Some(None)`); an absent field is
+/// the `#[serde(default)]`, `None`.
+fn present<'de, D>(deserializer: D) -> Result<Option<Option<f64>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    Option::<f64>::deserialize(deserializer).map(Some)
+}
+
+/// The thresholds of `optimum-moved` as sent by a client.
+#[derive(Clone, Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OptimumMovedRequest {
+    /// How far the recommendation must move: the largest change of a coordinate in the
+    /// unit cube (default 0.2; above 0, at most 1).
+    #[schema(exclusive_minimum = 0, maximum = 1)]
+    pub distance: Option<f64>,
+    /// For how many consecutive suggests it must stand there (default 3; 1 to 100).
+    #[schema(minimum = 1, maximum = 100)]
+    pub persistence: Option<u32>,
+    /// Also a move: the recommendation's predicted mean changed by more than this
+    /// fraction of the reference's |mean| (above 0). Default `null`: only `distance`.
+    #[schema(exclusive_minimum = 0)]
+    pub relative_value: Option<f64>,
+}
+
+/// The thresholds of `tracking-lost` and `tracking-regained` as sent by a client.
+#[derive(Clone, Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TrackingRequest {
+    /// Regrets per window (default 32; 8 to 1024).
+    #[schema(minimum = 8, maximum = 1024)]
+    pub window: Option<u32>,
+    /// `tracking-lost` when the newest window's mean regret exceeds the window before's
+    /// by more than this many standard errors (and by 10 %) (default 4; above 0, at most
+    /// 100).
+    #[schema(exclusive_minimum = 0, maximum = 100)]
+    pub rise: Option<f64>,
+    /// `tracking-regained` when the newest window's mean is back within this many
+    /// standard errors of the level before the loss (default 1; at least 0, below
+    /// `rise`).
+    #[schema(minimum = 0)]
+    pub hysteresis: Option<f64>,
+}
+
+/// The drift events' thresholds, filled in (docs/events.md). Sessions stored before they
+/// existed read back with the defaults.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(default)]
+pub struct EventsConfig {
+    pub optimum_moved: OptimumMovedConfig,
+    pub tracking: TrackingConfig,
+    pub drift_rate_factor: f64,
+    /// `null`: no `session-idle` events.
+    pub idle_seconds: Option<f64>,
+}
+
+impl Default for EventsConfig {
+    fn default() -> Self {
+        EventsConfig {
+            optimum_moved: OptimumMovedConfig::default(),
+            tracking: TrackingConfig::default(),
+            drift_rate_factor: DRIFT_RATE_FACTOR,
+            idle_seconds: Some(IDLE_SECONDS),
+        }
+    }
+}
+
+/// The thresholds of `optimum-moved`, filled in.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(default)]
+pub struct OptimumMovedConfig {
+    pub distance: f64,
+    pub persistence: u32,
+    /// `null`: the distance alone.
+    pub relative_value: Option<f64>,
+}
+
+impl Default for OptimumMovedConfig {
+    fn default() -> Self {
+        OptimumMovedConfig {
+            distance: OPTIMUM_MOVED_DISTANCE,
+            persistence: OPTIMUM_MOVED_PERSISTENCE,
+            relative_value: None,
+        }
+    }
+}
+
+/// The thresholds of `tracking-lost` and `tracking-regained`, filled in.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(default)]
+pub struct TrackingConfig {
+    pub window: u32,
+    pub rise: f64,
+    pub hysteresis: f64,
+}
+
+impl Default for TrackingConfig {
+    fn default() -> Self {
+        TrackingConfig {
+            window: TRACKING_WINDOW,
+            rise: TRACKING_RISE,
+            hysteresis: TRACKING_HYSTERESIS,
+        }
+    }
+}
+
 /// Body of `POST /v1/sessions`.
 #[derive(Clone, Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -142,6 +271,8 @@ pub struct CreateSession {
     pub algorithm: Option<AlgorithmConfig>,
     pub model: Option<ModelRequest>,
     pub time: Option<TimeRequest>,
+    /// The drift events' thresholds (docs/events.md).
+    pub events: Option<EventsRequest>,
     /// Same seed, same history and same session time ⇒ same suggestions. Default: random
     /// in [0, 2^53 − 1].
     #[schema(minimum = 0, maximum = 9007199254740991_u64)]
@@ -164,6 +295,9 @@ pub struct SessionConfig {
     pub algorithm: AlgorithmConfig,
     pub model: ModelConfig,
     pub time: TimeConfig,
+    /// The drift events' thresholds (the defaults in sessions stored before they existed).
+    #[serde(default)]
+    pub events: EventsConfig,
     pub seed: u64,
 }
 
@@ -173,6 +307,12 @@ const DEFAULT_PENDING_TIMEOUT: f64 = 3600.0;
 pub const MAX_NAME_LEN: usize = 200;
 /// Largest `time.lead` and `time.pending_timeout`: 30 days, in seconds.
 pub const MAX_TIME_SETTING: f64 = 30.0 * 24.0 * 3600.0;
+/// Most suggests `events.optimum_moved.persistence` may ask for.
+pub const MAX_EVENT_PERSISTENCE: u32 = 100;
+/// Largest `events.tracking.rise`, in standard errors.
+pub const MAX_STANDARD_ERRORS: f64 = 100.0;
+/// Largest `events.drift_rate_factor`.
+pub const MAX_DRIFT_RATE_FACTOR: f64 = 1000.0;
 /// Largest seed: 2^53 − 1, so that JavaScript, jq and every other client that reads JSON
 /// numbers as doubles reads it exactly (and a re-created session is the same session).
 pub const MAX_SEED: u64 = (1 << 53) - 1;
@@ -273,6 +413,99 @@ impl TimeConfig {
     }
 }
 
+impl EventsConfig {
+    /// Validates the `events` object of a create request and fills in its defaults.
+    fn from_request(request: EventsRequest) -> Result<Self, InvalidInput> {
+        let defaults = EventsConfig::default();
+        let moved = request.optimum_moved.unwrap_or_default();
+        let distance = moved.distance.unwrap_or(defaults.optimum_moved.distance);
+        if !(distance > 0.0 && distance <= 1.0) {
+            return Err(InvalidInput::new(
+                "events.optimum_moved.distance",
+                "must be a number in (0, 1]: the largest change of a coordinate in the unit cube",
+            ));
+        }
+        let persistence = moved
+            .persistence
+            .unwrap_or(defaults.optimum_moved.persistence);
+        if !(1..=MAX_EVENT_PERSISTENCE).contains(&persistence) {
+            return Err(InvalidInput::new(
+                "events.optimum_moved.persistence",
+                format!("must be a number of suggests from 1 to {MAX_EVENT_PERSISTENCE}"),
+            ));
+        }
+        if let Some(relative) = moved.relative_value
+            && !(relative.is_finite() && relative > 0.0)
+        {
+            return Err(InvalidInput::new(
+                "events.optimum_moved.relative_value",
+                "must be a finite number above 0 (a fraction of the mean), or left out",
+            ));
+        }
+        let tracking = request.tracking.unwrap_or_default();
+        let window = tracking.window.unwrap_or(defaults.tracking.window);
+        let (least, most) = TRACKING_WINDOW_BOUNDS;
+        if !(least..=most).contains(&window) {
+            return Err(InvalidInput::new(
+                "events.tracking.window",
+                format!("must be a number of observations from {least} to {most}"),
+            ));
+        }
+        let rise = tracking.rise.unwrap_or(defaults.tracking.rise);
+        if !(rise > 0.0 && rise <= MAX_STANDARD_ERRORS) {
+            return Err(InvalidInput::new(
+                "events.tracking.rise",
+                format!("must be a number of standard errors in (0, {MAX_STANDARD_ERRORS}]"),
+            ));
+        }
+        let hysteresis = tracking.hysteresis.unwrap_or(defaults.tracking.hysteresis);
+        if !(hysteresis >= 0.0 && hysteresis < rise) {
+            return Err(InvalidInput::new(
+                "events.tracking.hysteresis",
+                format!(
+                    "must be a number of standard errors from 0 to below \
+                     events.tracking.rise ({rise})"
+                ),
+            ));
+        }
+        let factor = request
+            .drift_rate_factor
+            .unwrap_or(defaults.drift_rate_factor);
+        if !(factor > 1.0 && factor <= MAX_DRIFT_RATE_FACTOR) {
+            return Err(InvalidInput::new(
+                "events.drift_rate_factor",
+                format!("must be a number in (1, {MAX_DRIFT_RATE_FACTOR}]"),
+            ));
+        }
+        let idle_seconds = request.idle_seconds.unwrap_or(defaults.idle_seconds);
+        if let Some(idle) = idle_seconds
+            && !(idle > 0.0 && idle <= MAX_TIME_SETTING)
+        {
+            return Err(InvalidInput::new(
+                "events.idle_seconds",
+                format!(
+                    "must be a number of seconds in (0, {MAX_TIME_SETTING}] (30 days), or \
+                     null for no session-idle events"
+                ),
+            ));
+        }
+        Ok(EventsConfig {
+            optimum_moved: OptimumMovedConfig {
+                distance,
+                persistence,
+                relative_value: moved.relative_value,
+            },
+            tracking: TrackingConfig {
+                window,
+                rise,
+                hysteresis,
+            },
+            drift_rate_factor: factor,
+            idle_seconds,
+        })
+    }
+}
+
 impl SessionConfig {
     /// Validates a create request and fills in every default. `random_seed` is used when
     /// the request has no seed. A session runs on this configuration checked (the
@@ -320,6 +553,7 @@ impl SessionConfig {
         algorithm.validate_priors(arms.as_deref())?;
         let model = ModelConfig::from_request(request.model.unwrap_or_default(), &algorithm)?;
         let time = TimeConfig::from_request(request.time.unwrap_or_default())?;
+        let events = EventsConfig::from_request(request.events.unwrap_or_default())?;
         Ok(SessionConfig {
             name,
             goal: request.goal.unwrap_or_default(),
@@ -328,6 +562,7 @@ impl SessionConfig {
             algorithm,
             model,
             time,
+            events,
             seed: request.seed.unwrap_or(random_seed),
         })
     }
@@ -369,6 +604,92 @@ mod tests {
             .remove("hyperpriors");
         let read: SessionConfig = serde_json::from_value(stored).unwrap();
         assert_eq!(read.model.hyperpriors, Hyperpriors::None);
+    }
+
+    #[test]
+    fn events_take_their_defaults_and_stored_sessions_read_them_back() {
+        let config = parse(r#"{"parameters":[{"name":"x","low":0,"high":1}]}"#).unwrap();
+        assert_eq!(config.events, EventsConfig::default());
+        assert_eq!(
+            serde_json::to_value(&config.events).unwrap(),
+            serde_json::json!({
+                "optimum_moved": {"distance": 0.2, "persistence": 3, "relative_value": null},
+                "tracking": {"window": 32, "rise": 4.0, "hysteresis": 1.0},
+                "drift_rate_factor": 2.0,
+                "idle_seconds": 3600.0,
+            })
+        );
+        let mut stored = serde_json::to_value(&config).unwrap();
+        stored.as_object_mut().unwrap().remove("events");
+        let read: SessionConfig = serde_json::from_value(stored).unwrap();
+        assert_eq!(read.events, EventsConfig::default());
+        let given = parse(
+            r#"{"parameters":[{"name":"x","low":0,"high":1}],"events":{
+                "optimum_moved":{"persistence":5,"relative_value":0.25},
+                "tracking":{"window":128},"idle_seconds":null}}"#,
+        )
+        .unwrap();
+        assert_eq!(given.events.optimum_moved.distance, OPTIMUM_MOVED_DISTANCE);
+        assert_eq!(given.events.optimum_moved.persistence, 5);
+        assert_eq!(given.events.optimum_moved.relative_value, Some(0.25));
+        assert_eq!(given.events.tracking.window, 128);
+        assert_eq!(given.events.tracking.rise, TRACKING_RISE);
+        assert_eq!(given.events.idle_seconds, None);
+        let read: SessionConfig =
+            serde_json::from_value(serde_json::to_value(&given).unwrap()).unwrap();
+        assert_eq!(read, given);
+    }
+
+    #[test]
+    fn bad_event_thresholds_name_their_field() {
+        for (events, field) in [
+            (
+                r#"{"optimum_moved":{"distance":0}}"#,
+                "events.optimum_moved.distance",
+            ),
+            (
+                r#"{"optimum_moved":{"distance":1.5}}"#,
+                "events.optimum_moved.distance",
+            ),
+            (
+                r#"{"optimum_moved":{"persistence":0}}"#,
+                "events.optimum_moved.persistence",
+            ),
+            (
+                r#"{"optimum_moved":{"persistence":101}}"#,
+                "events.optimum_moved.persistence",
+            ),
+            (
+                r#"{"optimum_moved":{"relative_value":0}}"#,
+                "events.optimum_moved.relative_value",
+            ),
+            (r#"{"tracking":{"window":7}}"#, "events.tracking.window"),
+            (r#"{"tracking":{"window":1025}}"#, "events.tracking.window"),
+            (r#"{"tracking":{"rise":0}}"#, "events.tracking.rise"),
+            (r#"{"tracking":{"rise":101}}"#, "events.tracking.rise"),
+            (
+                r#"{"tracking":{"hysteresis":-1}}"#,
+                "events.tracking.hysteresis",
+            ),
+            (
+                r#"{"tracking":{"rise":2,"hysteresis":2}}"#,
+                "events.tracking.hysteresis",
+            ),
+            (r#"{"drift_rate_factor":1}"#, "events.drift_rate_factor"),
+            (r#"{"drift_rate_factor":1001}"#, "events.drift_rate_factor"),
+            (r#"{"idle_seconds":0}"#, "events.idle_seconds"),
+            (r#"{"idle_seconds":2592001}"#, "events.idle_seconds"),
+        ] {
+            let err = parse(&format!(
+                r#"{{"parameters":[{{"name":"x","low":0,"high":1}}],"events":{events}}}"#
+            ))
+            .unwrap_err();
+            assert_eq!(err.field, field, "{events}");
+        }
+        let unknown: Result<CreateSession, _> = serde_json::from_str(
+            r#"{"parameters":[{"name":"x","low":0,"high":1}],"events":{"tracking":{"bogus":1}}}"#,
+        );
+        assert!(unknown.is_err());
     }
 
     #[test]

@@ -4,10 +4,10 @@
 use serde_json::json;
 
 use crate::domain::checked::CheckedConfig;
-use crate::domain::config::SessionConfig;
+use crate::domain::config::{EventsConfig, OptimumMovedConfig, SessionConfig, TrackingConfig};
 use crate::domain::events::{
-    DriftState, EventKind, NewEvent, OPTIMUM_MOVED_DISTANCE, OPTIMUM_MOVED_PERSISTENCE,
-    RecommendationAt,
+    DRIFT_RATE_PERSISTENCE, DriftState, EventKind, NewEvent, RateState, RecommendationAt,
+    TrackingLoss, TrackingState, WindowStats,
 };
 use crate::domain::records::RecordedOptimum;
 use crate::policy::PolicyState;
@@ -54,63 +54,254 @@ pub(crate) fn step_events(
     events
 }
 
-/// The `optimum-moved` event of a step, if any, and the drift state after it: `state`
-/// is the state before the step, `reset` whether the step reset the model (the reference
-/// is then forgotten: a model that starts over learns where the optimum is again), `seen`
-/// the recommendation the step recorded (suggests without context coordinates only).
-///
-/// The rule: a first reference settles once the recommendation has stood within
-/// [`OPTIMUM_MOVED_DISTANCE`] of itself for [`OPTIMUM_MOVED_PERSISTENCE`] consecutive
-/// suggests (no event: a model learning where a static optimum is moves its argmax
-/// too). Then an event is found when the recommendation has stood farther than the
-/// distance from the reference, and within it of itself, for as many suggests; it becomes
-/// the reference. A suggest back within the distance of the reference clears the count.
-pub(crate) fn optimum_moved(
+/// What a step saw that the drift events compare, besides the policy's state.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct StepSeen {
+    /// The recommendation the step recorded (suggests without context coordinates only).
+    pub recommendation: Option<RecommendationAt>,
+    /// The regrets of the step's new observations, in order: reported, else estimated.
+    pub regrets: Vec<f64>,
+    /// The temporal lengthscale the step fitted, if it fitted one.
+    pub fit: Option<LengthscaleFit>,
+}
+
+/// A fitted temporal lengthscale and the time span of the data it was fitted to.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct LengthscaleFit {
+    /// l_T, in seconds.
+    pub lengthscale: f64,
+    /// Last minus first session time of the fit's data, in seconds.
+    pub span: f64,
+}
+
+/// The drift events of a step at session time `t` and the drift state after it, under
+/// the session's thresholds `config`: `state` is the state before the step, `reset`
+/// whether the step reset the model, `seen` what the step saw.
+/// - `optimum-moved` ([`optimum_moved`]); a reset forgets its reference: a model that
+///   starts over learns where the optimum is again;
+/// - `tracking-lost` and `tracking-regained` ([`TrackingState`]); a reset clears the
+///   regrets, not the loss;
+/// - `drift-rate-changed` ([`RateState`]).
+pub(crate) fn drift_events(
+    config: &EventsConfig,
     state: Option<DriftState>,
     reset: bool,
+    seen: StepSeen,
+    t: f64,
+) -> (Option<DriftState>, Vec<NewEvent>) {
+    let mut drift = state.unwrap_or_default();
+    if reset {
+        drift = DriftState {
+            tracking: TrackingState {
+                lost: drift.tracking.lost,
+                ..TrackingState::default()
+            },
+            rate: drift.rate,
+            ..DriftState::default()
+        };
+    }
+    let mut events = Vec::new();
+    events.extend(optimum_moved(
+        &mut drift,
+        &config.optimum_moved,
+        seen.recommendation,
+        t,
+    ));
+    events.extend(tracking(
+        &mut drift.tracking,
+        &config.tracking,
+        &seen.regrets,
+        t,
+    ));
+    events.extend(drift_rate(
+        &mut drift.rate,
+        config.drift_rate_factor,
+        seen.fit,
+        t,
+    ));
+    (Some(drift).filter(|d| *d != DriftState::default()), events)
+}
+
+/// The `optimum-moved` event of a step, if any, under `config` (its `distance`,
+/// `persistence` and `relative_value`), the recommendation `seen` at session time `t`.
+///
+/// The rule ([`persist`]): a first reference settles once the recommendation has stood
+/// near itself for `persistence` consecutive suggests (no event: a model learning where
+/// a static optimum is moves its argmax too). Then an event is found when the
+/// recommendation has stood far from the reference, and near itself, for as many
+/// suggests; it becomes the reference. A suggest back near the reference clears the
+/// count. Far: more than `distance` apart (the largest coordinate change in the unit
+/// cube) or, with `relative_value`, means more than that fraction of the earlier |mean|
+/// apart.
+fn optimum_moved(
+    drift: &mut DriftState,
+    config: &OptimumMovedConfig,
     seen: Option<RecommendationAt>,
     t: f64,
-) -> (Option<DriftState>, Option<NewEvent>) {
-    let mut drift = if reset {
-        DriftState::default()
-    } else {
-        state.unwrap_or_default()
+) -> Option<NewEvent> {
+    let far = |a: &RecommendationAt, b: &RecommendationAt| {
+        distance(&a.x, &b.x) > config.distance
+            || config
+                .relative_value
+                .is_some_and(|fraction| (b.mean - a.mean).abs() > fraction * a.mean.abs())
     };
-    let Some(now) = seen else {
-        return (Some(drift).filter(|d| *d != DriftState::default()), None);
-    };
-    if let Some(reference) = &drift.reference
-        && distance(&reference.x, &now.x) <= OPTIMUM_MOVED_DISTANCE
-    {
-        drift.candidate = None;
-        drift.streak = 0;
-        return (Some(drift), None);
+    let (from, to) = persist(
+        &mut drift.reference,
+        &mut drift.candidate,
+        &mut drift.streak,
+        seen?,
+        far,
+        config.persistence,
+    )?;
+    Some(NewEvent {
+        kind: EventKind::OptimumMoved,
+        t,
+        data: json!({
+            "from": {"params": from.params, "mean": from.mean, "t": from.t},
+            "to": {"params": to.params, "mean": to.mean, "t": to.t},
+            "distance": distance(&from.x, &to.x),
+        }),
+    })
+}
+
+/// The persistence rule `optimum-moved` and `drift-rate-changed` share, one value `now`
+/// at a time: with a `reference`, a value not `far` from it clears the `candidate` and
+/// its `streak`; any other value extends the streak when it is not far from the candidate
+/// (else starts one) and becomes the candidate. At `persistence` the candidate becomes
+/// the reference: the move (old reference, new) is returned, or none when there was no
+/// reference yet (a first reference settles silently).
+fn persist<T: Clone>(
+    reference: &mut Option<T>,
+    candidate: &mut Option<T>,
+    streak: &mut u32,
+    now: T,
+    far: impl Fn(&T, &T) -> bool,
+    persistence: u32,
+) -> Option<(T, T)> {
+    if reference.as_ref().is_some_and(|r| !far(r, &now)) {
+        *candidate = None;
+        *streak = 0;
+        return None;
     }
-    drift.streak = match &drift.candidate {
-        Some(candidate) if distance(&candidate.x, &now.x) <= OPTIMUM_MOVED_DISTANCE => {
-            drift.streak + 1
-        }
+    *streak = match candidate.as_ref() {
+        Some(c) if !far(c, &now) => *streak + 1,
         _ => 1,
     };
-    drift.candidate = Some(now);
-    if drift.streak < OPTIMUM_MOVED_PERSISTENCE {
-        return (Some(drift), None);
+    *candidate = Some(now);
+    if *streak < persistence {
+        return None;
     }
-    let from = drift.reference.take();
-    drift.reference = drift.candidate.take();
-    drift.streak = 0;
-    let event = from
-        .zip(drift.reference.as_ref())
-        .map(|(from, to)| NewEvent {
-            kind: EventKind::OptimumMoved,
-            t,
-            data: json!({
-                "from": {"params": from.params, "mean": from.mean, "t": from.t},
-                "to": {"params": to.params, "mean": to.mean, "t": to.t},
-                "distance": distance(&from.x, &to.x),
-            }),
+    let from = reference.take();
+    *reference = candidate.take();
+    *streak = 0;
+    from.zip(reference.clone())
+}
+
+/// The `tracking-lost` and `tracking-regained` events of a step whose new observations
+/// had `regrets`, under `config` ([`TrackingState`] states the rule).
+fn tracking(
+    state: &mut TrackingState,
+    config: &TrackingConfig,
+    regrets: &[f64],
+    t: f64,
+) -> Vec<NewEvent> {
+    let window = config.window as usize;
+    let mut events = Vec::new();
+    for &regret in regrets {
+        state.regrets.push_back(regret);
+        while state.regrets.len() > 2 * window {
+            state.regrets.pop_front();
+        }
+        state.count += 1;
+        if !state.count.is_multiple_of(window as u64) {
+            continue;
+        }
+        let all: &[f64] = state.regrets.make_contiguous();
+        let (before, newest) = all.split_at(all.len().saturating_sub(window));
+        let Some(newest) = WindowStats::of(newest) else {
+            continue;
+        };
+        if let Some(loss) = &state.lost {
+            let (above, standard_error) = newest.rise_over(&loss.reference);
+            if above <= config.hysteresis * standard_error {
+                events.push(NewEvent {
+                    kind: EventKind::TrackingRegained,
+                    t,
+                    data: json!({
+                        "window": window,
+                        "recent_mean": newest.mean,
+                        "reference_mean": loss.reference.mean,
+                        "standard_error": standard_error,
+                        "lost_t": loss.t,
+                    }),
+                });
+                state.lost = None;
+            }
+        } else if let Some(earlier) = WindowStats::of(before).filter(|_| before.len() == window)
+            && newest.rose_beyond(&earlier, config.rise)
+        {
+            let (_, standard_error) = newest.rise_over(&earlier);
+            events.push(NewEvent {
+                kind: EventKind::TrackingLost,
+                t,
+                data: json!({
+                    "window": window,
+                    "recent_mean": newest.mean,
+                    "previous_mean": earlier.mean,
+                    "standard_error": standard_error,
+                }),
+            });
+            state.lost = Some(TrackingLoss {
+                reference: earlier,
+                t,
+            });
+        }
+    }
+    events
+}
+
+/// The `drift-rate-changed` event of a step that made the temporal-lengthscale `fit`, if
+/// it made one, with the reference moving by `factor` ([`RateState`] states the rule):
+/// `from` and `to` are the old and new reference l_T, in seconds, `factor` their ratio
+/// (above 1: the objective drifts more slowly).
+fn drift_rate(
+    state: &mut RateState,
+    factor: f64,
+    fit: Option<LengthscaleFit>,
+    t: f64,
+) -> Option<NewEvent> {
+    let fit = fit?;
+    // Not below the span (NaN included): no drift measurable over the data.
+    let resolved = fit.lengthscale < fit.span;
+    if !resolved {
+        state.candidate = None;
+        state.streak = 0;
+        return None;
+    }
+    let far = |a: &f64, b: &f64| (a / b).max(b / a) >= factor;
+    let (from, to) = persist(
+        &mut state.reference,
+        &mut state.candidate,
+        &mut state.streak,
+        fit.lengthscale,
+        far,
+        DRIFT_RATE_PERSISTENCE,
+    )?;
+    Some(NewEvent {
+        kind: EventKind::DriftRateChanged,
+        t,
+        data: json!({ "from": from, "to": to, "factor": to / from }),
+    })
+}
+
+/// Last minus first session time of `times` (0 for fewer than two).
+pub(crate) fn time_span(times: impl IntoIterator<Item = f64>) -> f64 {
+    let (first, last) = times
+        .into_iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), t| {
+            (a.min(t), b.max(t))
         });
-    (Some(drift), event)
+    (last - first).max(0.0)
 }
 
 /// The `dataset-full` event of an observe that took a capped session (`capped`: its
@@ -183,10 +374,19 @@ mod tests {
         let mut state = None;
         let mut found = Vec::new();
         for (i, &x) in xs.iter().enumerate() {
-            let (next, event) =
-                optimum_moved(state, resets.contains(&i), at(x, i as f64), i as f64);
+            let seen = StepSeen {
+                recommendation: at(x, i as f64),
+                ..StepSeen::default()
+            };
+            let (next, events) = drift_events(
+                &EventsConfig::default(),
+                state,
+                resets.contains(&i),
+                seen,
+                i as f64,
+            );
             state = next;
-            if let Some(event) = event {
+            for event in events {
                 let from = event.data["from"]["params"]["x"].as_f64().unwrap();
                 let to = event.data["to"]["params"]["x"].as_f64().unwrap();
                 found.push((from, to));
@@ -215,6 +415,217 @@ mod tests {
     fn a_reset_forgets_the_reference() {
         let xs = [0.3, 0.3, 0.3, 0.8, 0.8, 0.8];
         assert!(moves(&xs, &[3]).is_empty());
+    }
+
+    #[test]
+    fn a_relative_value_moves_the_optimum_when_its_mean_moves() {
+        let config = EventsConfig {
+            optimum_moved: OptimumMovedConfig {
+                relative_value: Some(0.5),
+                ..OptimumMovedConfig::default()
+            },
+            ..EventsConfig::default()
+        };
+        let mut state = None;
+        let mut found = Vec::new();
+        // Same place; the mean falls from 1 to 0.4 (by 60 % of 1) at the fourth suggest.
+        for (i, mean) in [1.0, 1.0, 1.0, 0.4, 0.4, 0.4, 0.45].into_iter().enumerate() {
+            let mut recommendation = at(0.3, i as f64);
+            if let Some(r) = recommendation.as_mut() {
+                r.mean = mean;
+            }
+            let seen = StepSeen {
+                recommendation,
+                ..StepSeen::default()
+            };
+            let (next, events) = drift_events(&config, state, false, seen, i as f64);
+            state = next;
+            found.extend(events);
+        }
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].data["from"]["mean"], json!(1.0));
+        assert_eq!(found[0].data["to"]["mean"], json!(0.4));
+        assert_eq!(found[0].t, 5.0);
+    }
+
+    /// The tracking events of `regrets`, observed `batch` at a time under `config`, as
+    /// (kind, index of the last regret of the step that found it).
+    fn tracked(regrets: &[f64], batch: usize, config: &EventsConfig) -> Vec<(EventKind, usize)> {
+        let mut state = None;
+        let mut found = Vec::new();
+        for (i, chunk) in regrets.chunks(batch).enumerate() {
+            let last = i * batch + chunk.len() - 1;
+            let seen = StepSeen {
+                regrets: chunk.to_vec(),
+                ..StepSeen::default()
+            };
+            let (next, events) = drift_events(config, state, false, seen, last as f64);
+            state = next;
+            found.extend(events.into_iter().map(|e| (e.kind, e.t as usize)));
+        }
+        found
+    }
+
+    /// `n` regrets of a level that `level(i)` gives, each that level times |N(0, 1)| ·
+    /// √(π/2) (a half-normal of that mean: a noisy objective's regret) or times an
+    /// exponential of mean 1 (`heavy`).
+    fn regrets(seed: u64, n: usize, heavy: bool, level: impl Fn(usize) -> f64) -> Vec<f64> {
+        use rand::SeedableRng;
+        use rand_distr::{Distribution, Exp, Normal};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let normal = Normal::new(0.0, 1.0).unwrap();
+        let exponential = Exp::new(1.0).unwrap();
+        (0..n)
+            .map(|i| {
+                let noise = if heavy {
+                    exponential.sample(&mut rng)
+                } else {
+                    f64::abs(normal.sample(&mut rng)) * (std::f64::consts::PI / 2.0).sqrt()
+                };
+                level(i) * noise
+            })
+            .collect()
+    }
+
+    #[test]
+    fn noisy_regrets_of_a_steady_level_lose_no_tracking() {
+        let config = EventsConfig::default();
+        for seed in 1..=10 {
+            for heavy in [false, true] {
+                let steady = regrets(seed, 2000, heavy, |_| 0.3);
+                assert_eq!(
+                    tracked(&steady, 1, &config),
+                    [],
+                    "seed {seed}, heavy {heavy}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_doubled_regret_loses_tracking_once_and_its_return_regains_it() {
+        let config = EventsConfig::default();
+        let window = config.tracking.window as usize;
+        for seed in 1..=5 {
+            // Regret with a spread of 30 % of its level, which doubles over
+            // observations 640 to 1279.
+            let doubled = |i: usize| if (640..1280).contains(&i) { 2.0 } else { 1.0 };
+            let values: Vec<f64> = regrets(seed, 2000, false, |_| 1.0)
+                .into_iter()
+                .enumerate()
+                .map(|(i, r)| doubled(i) * (1.0 + 0.3 * (r - 1.0)))
+                .collect();
+            let found = tracked(&values, 1, &config);
+            let kinds: Vec<EventKind> = found.iter().map(|e| e.0).collect();
+            assert_eq!(
+                kinds,
+                [EventKind::TrackingLost, EventKind::TrackingRegained],
+                "seed {seed}: {found:?}"
+            );
+            // Found at the first comparison whose newest window is past each change.
+            assert!((640..640 + 2 * window).contains(&found[0].1), "{found:?}");
+            assert!((1280..1280 + 2 * window).contains(&found[1].1), "{found:?}");
+            // The same, observed in batches of 7.
+            let batched: Vec<EventKind> = tracked(&values, 7, &config)
+                .into_iter()
+                .map(|e| e.0)
+                .collect();
+            assert_eq!(batched, kinds, "seed {seed}");
+        }
+    }
+
+    #[test]
+    fn a_loss_carries_the_two_means_and_a_reset_keeps_it() {
+        let config = EventsConfig::default();
+        let window = config.tracking.window as usize;
+        let low = regrets(3, window, false, |_| 1.0);
+        let high: Vec<f64> = low.iter().map(|r| 3.0 * r).collect();
+        let seen = |regrets: &[f64]| StepSeen {
+            regrets: regrets.to_vec(),
+            ..StepSeen::default()
+        };
+        let (state, events) = drift_events(&config, None, false, seen(&low), 1.0);
+        assert!(events.is_empty());
+        let (state, events) = drift_events(&config, state, false, seen(&high), 2.0);
+        assert_eq!(events.len(), 1);
+        let data = &events[0].data;
+        let mean = |values: &[f64]| values.iter().sum::<f64>() / values.len() as f64;
+        assert_eq!(data["window"], json!(window));
+        assert!((data["previous_mean"].as_f64().unwrap() - mean(&low)).abs() < 1e-12);
+        assert!((data["recent_mean"].as_f64().unwrap() - mean(&high)).abs() < 1e-12);
+        assert!(data["standard_error"].as_f64().unwrap() > 0.0);
+        // A reset clears the regrets, not the loss: one window back at the level regains.
+        let (state, events) = drift_events(&config, state, true, seen(&[]), 3.0);
+        assert!(events.is_empty());
+        let tracking = &state.as_ref().unwrap().tracking;
+        assert!(tracking.regrets.is_empty() && tracking.lost.is_some());
+        let (state, events) = drift_events(&config, state, false, seen(&low), 4.0);
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0].kind, EventKind::TrackingRegained);
+        assert_eq!(events[0].data["lost_t"], json!(2.0));
+        assert!(state.unwrap().tracking.lost.is_none());
+    }
+
+    /// The `drift-rate-changed` events of fits of `lengthscales` in turn, each on data
+    /// spanning `span` seconds, as (from, to).
+    fn rate_changes(lengthscales: &[f64], span: f64) -> Vec<(f64, f64)> {
+        let mut state = None;
+        let mut found = Vec::new();
+        for (i, &lengthscale) in lengthscales.iter().enumerate() {
+            let seen = StepSeen {
+                fit: Some(LengthscaleFit { lengthscale, span }),
+                ..StepSeen::default()
+            };
+            let (next, events) =
+                drift_events(&EventsConfig::default(), state, false, seen, i as f64);
+            state = next;
+            for event in events {
+                assert_eq!(event.kind, EventKind::DriftRateChanged);
+                let (from, to) = (event.data["from"].as_f64(), event.data["to"].as_f64());
+                let factor = event.data["factor"].as_f64().unwrap();
+                assert!((factor - to.unwrap() / from.unwrap()).abs() < 1e-12);
+                found.push((from.unwrap(), to.unwrap()));
+            }
+        }
+        found
+    }
+
+    #[test]
+    fn a_lengthscale_that_moves_by_the_factor_for_three_fits_is_one_event() {
+        // Settles at 30 (no event), moves to 70-ish: one event; back to 30: another.
+        let fits = [
+            30.0, 31.0, 29.0, 30.0, 65.0, 70.0, 72.0, 71.0, 30.0, 31.0, 32.0,
+        ];
+        assert_eq!(rate_changes(&fits, 500.0), [(29.0, 72.0), (72.0, 32.0)]);
+        // Shorter: the objective drifts faster.
+        assert_eq!(
+            rate_changes(&[30.0, 30.0, 30.0, 14.0, 15.0, 14.5], 500.0),
+            [(30.0, 14.5)]
+        );
+        // One or two fits away are none; nor is a move below the factor.
+        let blips = [
+            30.0, 30.0, 30.0, 90.0, 30.0, 90.0, 95.0, 30.0, 55.0, 58.0, 56.0,
+        ];
+        assert_eq!(rate_changes(&blips, 500.0), []);
+        // Away, but first up and then down by the factor: no streak.
+        assert_eq!(
+            rate_changes(&[30.0, 30.0, 30.0, 70.0, 10.0, 70.0], 500.0),
+            []
+        );
+    }
+
+    #[test]
+    fn a_lengthscale_beyond_its_data_span_is_no_measured_rate() {
+        // A static objective's fit grows with the span: never below it, never an event.
+        assert_eq!(
+            rate_changes(&[300.0, 600.0, 1200.0, 2400.0, 4800.0], 200.0),
+            []
+        );
+        // A fit at or above the span breaks a streak.
+        assert_eq!(
+            rate_changes(&[30.0, 30.0, 30.0, 70.0, 70.0, 900.0, 70.0, 70.0], 500.0),
+            []
+        );
     }
 
     #[test]

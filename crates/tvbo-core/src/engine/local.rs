@@ -9,6 +9,7 @@ use uuid::Uuid;
 
 use super::{EngineError, Limits, ObserveSnapshot, new_session_row, plan_observe, plan_suggest};
 use crate::domain::checked::CheckedConfig;
+use crate::domain::events::NewEvent;
 use crate::domain::input::ObservationInput;
 use crate::domain::records::{
     ChangeSet, DEFAULT_TENANT, History, ObservationRow, ResponseTimeSummary, SuggestionRow,
@@ -16,12 +17,13 @@ use crate::domain::records::{
 use crate::domain::space::Params;
 
 /// A session in memory: its history as a store would load it, every suggestion it handed
-/// out, and its response-time samples summed per dataset size.
+/// out, its response-time samples summed per dataset size, and the events its steps found.
 #[derive(Clone, Debug)]
 pub struct LocalSession {
     history: History,
     suggestions: HashMap<Uuid, SuggestionRow>,
     response_times: Vec<ResponseTimeSummary>,
+    events: Vec<NewEvent>,
     limits: Limits,
 }
 
@@ -40,6 +42,7 @@ impl LocalSession {
             },
             suggestions: HashMap::new(),
             response_times: Vec::new(),
+            events: Vec::new(),
             limits: Limits::default(),
         }
     }
@@ -47,6 +50,11 @@ impl LocalSession {
     /// The session as a store would load it now.
     pub fn history(&self) -> &History {
         &self.history
+    }
+
+    /// The events its steps found (docs/events.md), in order.
+    pub fn events(&self) -> &[NewEvent] {
+        &self.events
     }
 
     /// Hands out `count` suggestions ([`plan_suggest`]).
@@ -97,8 +105,9 @@ impl LocalSession {
     }
 
     /// Applies a change as `Store::commit` does ([`History::apply`]), keeping every
-    /// suggestion handed out and the response-time summaries besides.
+    /// suggestion handed out, the response-time summaries and the events besides.
     fn apply(&mut self, change: ChangeSet) {
+        self.events.extend(change.events.iter().cloned());
         let suggestions = &self.suggestions;
         self.history
             .apply(&change, |id| suggestions.get(&id).map(|g| g.issued_t))

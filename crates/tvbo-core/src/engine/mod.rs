@@ -198,7 +198,7 @@ pub(crate) fn saved_state(
 /// `issued` suggestions after the step, with `response_time_fit`, the state's note and
 /// the fit's report when it is notable), reduced to what reads back
 /// ([`storable_snapshot`]), and the events the step found at session time `t`
-/// (`events::step_events`, `events::optimum_moved`; none when the state was not saved).
+/// (`events::step_events`, `events::drift_events`; none when the state was not saved).
 pub(crate) struct StepOutcome {
     pub state: serde_json::Value,
     pub snapshot: StepSnapshot,
@@ -206,7 +206,8 @@ pub(crate) struct StepOutcome {
 }
 
 /// The [`StepOutcome`] of a step of `session` that took the policy from `before` (the
-/// session's saved state, as the planner read it) to `state`.
+/// session's saved state, as the planner read it) to `state`; `data` is what the step's
+/// data say to the drift events.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn step_outcome(
     session: &SessionRow,
@@ -216,8 +217,12 @@ pub(crate) fn step_outcome(
     optimum_at: Option<OptimumAt<'_>>,
     response_time_fit: Option<[f64; 4]>,
     issued: u64,
+    data: StepData,
     t: f64,
 ) -> Result<StepOutcome, EngineError> {
+    // A fit reports itself, or (TV-GP-UCB over a prior's arms) shows in the
+    // hyperparameters it leaves.
+    let fitted = state.last_fit.is_some() || state.hyperparameters != before.hyperparameters;
     let fit = state.last_fit.take().filter(FitReport::is_notable);
     let saved = saved_state(session, state)?;
     // The recommendation of a suggest given context coordinates is for that context only.
@@ -243,14 +248,24 @@ pub(crate) fn step_outcome(
     }
     let mut after = saved.state;
     let mut events = events::step_events(&session.config, &before, &after, t);
-    let seen = snapshot
-        .optimum
-        .as_ref()
-        .filter(|_| context_free)
-        .and_then(|optimum| events::recommendation(&session.config, optimum));
+    let seen = events::StepSeen {
+        recommendation: snapshot
+            .optimum
+            .as_ref()
+            .filter(|_| context_free)
+            .and_then(|optimum| events::recommendation(&session.config, optimum)),
+        regrets: data.regrets,
+        fit: after
+            .hyperparameters
+            .filter(|_| fitted && session.config.algorithm.uses_time())
+            .map(|hyperparameters| events::LengthscaleFit {
+                lengthscale: hyperparameters.temporal_lengthscale,
+                span: data.span,
+            }),
+    };
     let reset = after.resets > before.resets;
-    let (drift, moved) = events::optimum_moved(before.drift, reset, seen, t);
-    events.extend(moved);
+    let (drift, found) = events::drift_events(&session.config.events, before.drift, reset, seen, t);
+    events.extend(found);
     after.drift = drift;
     Ok(match json_that_reads_back(&after) {
         Some(state) => StepOutcome {
@@ -264,6 +279,15 @@ pub(crate) fn step_outcome(
             events: Vec::new(),
         },
     })
+}
+
+/// What a step's data say to the drift events (`events::drift_events`).
+pub(crate) struct StepData {
+    /// The regrets of the step's new observations, in order (reported, else estimated;
+    /// those with neither left out); none for a suggest.
+    pub regrets: Vec<f64>,
+    /// Last minus first session time of the data the step's model was fitted to.
+    pub span: f64,
 }
 
 /// `snapshot` as it can be stored: a recorded optimum that is not finite is left out

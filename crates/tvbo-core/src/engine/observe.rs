@@ -7,7 +7,7 @@ use std::collections::{BTreeSet, HashMap};
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::{EngineError, Limits, events, policy_data, policy_state, step_outcome};
+use super::{EngineError, Limits, StepData, events, policy_data, policy_state, step_outcome};
 use crate::domain::config::{AlgorithmConfig, TimeSource};
 use crate::domain::input::{MAX_METADATA_BYTES, ObservationInput};
 use crate::domain::records::{
@@ -126,6 +126,13 @@ pub fn plan_observe(
         None,
         response_time_fit,
         session.suggest_count as u64,
+        StepData {
+            regrets: rows
+                .iter()
+                .filter_map(|r| r.regret.or(r.regret_estimate))
+                .collect(),
+            span: events::time_span(history.active.iter().chain(&rows).map(|o| o.t)),
+        },
         t_now,
     )?;
     if outcome.snapshot.state_not_saved.is_none() {

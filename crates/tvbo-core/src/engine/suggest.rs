@@ -5,8 +5,8 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::{
-    EngineError, Limits, OptimumAt, call_rng, lead, max_suggestions_for, policy_data, policy_state,
-    step_outcome,
+    EngineError, Limits, OptimumAt, StepData, call_rng, events, lead, max_suggestions_for,
+    policy_data, policy_state, step_outcome,
 };
 use crate::acquisition::Cores;
 use crate::domain::InvalidInput;
@@ -117,6 +117,10 @@ pub fn plan_suggest(
         }),
         None,
         ordinal + rows.len() as u64,
+        StepData {
+            regrets: Vec::new(),
+            span: events::time_span(history.active.iter().map(|o| o.t)),
+        },
         t_now,
     )?;
     let snapshot = outcome.snapshot;
