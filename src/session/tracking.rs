@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::domain::config::TimeSource;
+use crate::domain::events::{WindowStats, mean};
 use crate::store::{RECENT_REGRETS, RegretGroup};
 
 /// Observations per window of the rolling regret and of the status.
@@ -19,6 +20,9 @@ pub const WINDOW: usize = (RECENT_REGRETS / 2) as usize;
 /// A client-time session's steps are "recent" this long after they were recorded (its
 /// session time has no relation to the wall clock).
 const CLIENT_TIME_RECENT_SECONDS: f64 = 900.0;
+/// How many standard errors of the difference the newest window's mean regret must rise
+/// over the window before (and by 10 % of it) for the status to be lagging.
+const LAGGING_STANDARD_ERRORS: f64 = 2.0;
 /// A wall-clock session is without recent data when its newest step is older than this
 /// many of its usual gaps between observations (and a minute).
 const USUAL_GAPS: f64 = 10.0;
@@ -129,17 +133,24 @@ fn status(input: &TrackingInput<'_>, newest: &[f64], before: &[f64]) -> (Trackin
             "no regret yet: the client reports none and the model has not fitted".into(),
         );
     }
-    match rise(newest, before) {
-        Some((rise, noise)) if rise > 2.0 * noise && rise > 0.1 * mean(before).unwrap_or(0.0) => (
-            TrackingStatus::Lagging,
-            format!(
-                "the newest {} regrets average {:.4}, above the {} before by {:.1} standard errors",
-                newest.len(),
-                mean(newest).unwrap_or(0.0),
-                before.len(),
-                rise / noise.max(f64::MIN_POSITIVE)
-            ),
-        ),
+    // The rule of the `tracking-lost` event at a lower threshold (a status shown, not an
+    // event sent: docs/events.md), on the newest regrets, not once per window.
+    let windows = WindowStats::of(newest).zip(WindowStats::of(before));
+    match windows {
+        Some((recent, earlier)) if recent.rose_beyond(&earlier, LAGGING_STANDARD_ERRORS) => {
+            let (rise, noise) = recent.rise_over(&earlier);
+            (
+                TrackingStatus::Lagging,
+                format!(
+                    "the newest {} regrets average {:.4}, above the {} before by {:.1} standard \
+                     errors",
+                    newest.len(),
+                    recent.mean,
+                    before.len(),
+                    rise / noise.max(f64::MIN_POSITIVE)
+                ),
+            )
+        }
         _ => (
             TrackingStatus::Tracking,
             format!(
@@ -150,21 +161,6 @@ fn status(input: &TrackingInput<'_>, newest: &[f64], before: &[f64]) -> (Trackin
     }
 }
 
-/// The rise of the newest window's mean over the one before and its standard error
-/// (Welch's), when both windows hold at least 8 regrets.
-fn rise(newest: &[f64], before: &[f64]) -> Option<(f64, f64)> {
-    if newest.len() < 8 || before.len() < 8 {
-        return None;
-    }
-    let (a, b) = (mean(newest)?, mean(before)?);
-    let variance =
-        |w: &[f64], m: f64| w.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / (w.len() - 1) as f64;
-    let se = (variance(newest, a) / newest.len() as f64
-        + variance(before, b) / before.len() as f64)
-        .sqrt();
-    Some((a - b, se))
-}
-
 /// The median gap of session time between the newest observations with a regret.
 fn usual_gap(recent: &[(f64, f64)]) -> Option<f64> {
     let mut gaps: Vec<f64> = recent.windows(2).map(|w| w[1].0 - w[0].0).collect();
@@ -173,10 +169,6 @@ fn usual_gap(recent: &[(f64, f64)]) -> Option<f64> {
     }
     gaps.sort_by(f64::total_cmp);
     Some(gaps[gaps.len() / 2])
-}
-
-fn mean(values: &[f64]) -> Option<f64> {
-    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
 }
 
 fn duration(seconds: f64) -> String {

@@ -507,8 +507,8 @@ mod tests {
         let config = EventsConfig::default();
         let window = config.tracking.window as usize;
         for seed in 1..=5 {
-            // Regret with a spread of 30 % of its level, which doubles over
-            // observations 640 to 1279.
+            // Regret with a spread (standard deviation) of 23 % of its level, which
+            // doubles over observations 640 to 1279.
             let doubled = |i: usize| if (640..1280).contains(&i) { 2.0 } else { 1.0 };
             let values: Vec<f64> = regrets(seed, 2000, false, |_| 1.0)
                 .into_iter()
