@@ -17,8 +17,14 @@ fn measured(x: f64, centre: f64, noise: f64) -> f64 {
 }
 
 /// Runs `steps` suggest/observe rounds of a client-time session of `algorithm` at
-/// t = 0, 1, ... with the optimum at `centre(t)` and noise of sd 0.05; its events.
-fn run(algorithm: &str, seed: u64, steps: usize, centre: impl Fn(f64) -> f64) -> Vec<NewEvent> {
+/// t = 0, 1, ... with the optimum at `centre(t)` and noise of sd 0.05; its events, and
+/// how many regrets its tracking rule counted.
+fn run(
+    algorithm: &str,
+    seed: u64,
+    steps: usize,
+    centre: impl Fn(f64) -> f64,
+) -> (Vec<NewEvent>, u64) {
     let request: CreateSession = serde_json::from_value(json!({
         "parameters": [{"name": "x", "low": 0, "high": 1}],
         "algorithm": {"name": algorithm},
@@ -44,14 +50,19 @@ fn run(algorithm: &str, seed: u64, steps: usize, centre: impl Fn(f64) -> f64) ->
             .observe(&[("observations[0]".into(), observation)], epoch)
             .unwrap();
     }
-    session.events().to_vec()
+    let state = &session.history().session.state;
+    let counted = state["drift"]["tracking"]["count"].as_u64().unwrap_or(0);
+    (session.events().to_vec(), counted)
 }
 
 #[test]
 fn a_static_objective_finds_no_drift_event_in_500_steps() {
-    let events = run("bolt", 22, 500, |_| 0.2);
+    let (events, counted) = run("bolt", 22, 500, |_| 0.2);
     let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
     assert!(kinds.is_empty(), "{kinds:?}");
+    // Every observation after the warm-up's first suggest with a model has an estimated
+    // regret: the tracking rule saw them.
+    assert!(counted >= 450, "{counted}");
 }
 
 #[test]
@@ -64,7 +75,7 @@ fn a_drift_that_speeds_up_is_a_drift_rate_change_to_a_shorter_lengthscale() {
             0.5 + (t - 200.0) / 50.0
         }
     };
-    let events = run("bolt", 22, 350, |t| {
+    let (events, _) = run("bolt", 22, 350, |t| {
         0.5 + 0.3 * (std::f64::consts::TAU * phase(t)).sin()
     });
     let changes: Vec<&NewEvent> = events
