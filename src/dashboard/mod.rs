@@ -22,9 +22,10 @@ pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'
 const PAGE: &str = include_str!("assets/page.html");
 /// The pages' scripts and style sheet under `/assets/`, by file name. The scripts are
 /// plain (no modules) and run in this order (page.html): helpers first, pages last.
-const ASSETS: [(&str, &str, &str); 8] = [
+const ASSETS: [(&str, &str, &str); 10] = [
     ("core.js", include_str!("assets/core.js"), JS),
     ("charts.js", include_str!("assets/charts.js"), JS),
+    ("events.js", include_str!("assets/events.js"), JS),
     ("maps.js", include_str!("assets/maps.js"), JS),
     ("list.js", include_str!("assets/list.js"), JS),
     (
@@ -37,6 +38,7 @@ const ASSETS: [(&str, &str, &str); 8] = [
         include_str!("assets/session_charts.js"),
         JS,
     ),
+    ("stream.js", include_str!("assets/stream.js"), JS),
     ("session.js", include_str!("assets/session.js"), JS),
     ("dashboard.css", include_str!("assets/dashboard.css"), CSS),
 ];

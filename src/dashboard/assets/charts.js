@@ -75,7 +75,7 @@ function logTicks(lo, hi, count) {
 }
 
 /// A chart card on `container`. spec: {id, title, xLabel, yLabel, time (x is session
-/// time: linked zoom), series: [{name, points: [[x, y, extra?]], mode:
+/// time: linked zoom, and the session's events drawn: events.js), series: [{name, points: [[x, y, extra?]], mode:
 /// "line"|"points"|"step", color, dash, width, radius, unscaled}], strip (forgetting events under
 /// the time axis), note, caption (drawn in the plot's corner), logX, logY, xCategories,
 /// yCategories, xMin, yMin, extraX, extraY, wide, empty}. `update(spec)` draws it again
@@ -138,6 +138,7 @@ class Chart {
       if (f.t_end < x0 || f.t > x1) continue;
       rows.push(el("tr", {}, el("td", { text: "forgotten (" + f.reason + ")" }), el("td", { text: fmtTime(f.t) + (f.t_end > f.t ? " – " + fmtTime(f.t_end) : "") }), el("td", { text: String(f.count) }), el("td")));
     }
+    if (spec.time) rows.push(...eventTableRows(x0, x1));
     const shown = rows.slice(0, 2000);
     const table = el("table", {}, el("thead", {}, el("tr", {}, ...["series", spec.xLabel || (spec.time ? "session time" : "x"), spec.yLabel || "y", ""].map(h => el("th", { text: h })))), el("tbody", {}, ...shown));
     this.tableBox.replaceChildren(el("div", { class: "scroll" }, table),
@@ -233,6 +234,8 @@ class Chart {
       const title = svg("title"); title.textContent = m.label; line.append(title);
       plot.append(line);
     }
+    // The session's events (events.js), under the data.
+    const eventsAt = spec.time ? drawEventMarks(plot, X, x0, x1, T, plotBottom, W - R) : null;
     spec.series.forEach((s, i) => {
       const color = s.color || COLORS[i % COLORS.length];
       const pts = s.points.filter(finite);
@@ -294,6 +297,7 @@ class Chart {
         if (best) lines.push(`${s.name}: ${spec.yCategories ? spec.yCategories[best[1]] : fmt(best[1])}` + (best[2] && best[2].label ? ` (${best[2].label})` : ""));
       }
       if (binsAt) lines.push(...binsAt(x));
+      if (eventsAt) lines.push(...eventsAt(px));
       showTip(event, lines.join("\n"));
       if (dragFrom !== null) {
         brush.setAttribute("x", Math.min(dragFrom, px)); brush.setAttribute("width", Math.abs(px - dragFrom));

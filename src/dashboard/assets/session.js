@@ -1,9 +1,8 @@
 // tvbo dashboard: one session's page. It is built once and updated in place when the
-// session's version moves (polled every second), so the page keeps its height, scroll
-// position, zoom and read-out across updates.
+// session's version moves (the server's event stream says so, else a poll: stream.js),
+// so the page keeps its height, scroll position, zoom and read-out across updates.
 "use strict";
 
-const POLL_MS = 1000;
 const STATUS_WORDS = { "tracking": "tracking", "lagging": "lagging", "no-recent-data": "no recent data" };
 
 async function sessionView(main, id) {
@@ -21,31 +20,20 @@ async function sessionView(main, id) {
   document.getElementById("crumb").textContent = "/ " + session.name;
   const page = new SessionPage(main, session);
   let version = -1;
+  // Reads the session and, when its version moved, draws the page again.
   const refresh = async () => {
     const current = await api("/v1/sessions/" + id);
-    if (current.version === version) return;
+    if (current.version === version) return false;
     version = current.version;
     await page.render(current);
+    return true;
   };
-  await refresh();
-  const live = document.getElementById("live");
-  live.textContent = "live";
-  live.classList.add("on");
-  let delay = POLL_MS, stopped = false;
-  pageStoppers.push(() => { stopped = true; });
-  const poll = async () => {
-    if (stopped) return;
-    if (!document.hidden) {
-      try { await refresh(); delay = POLL_MS; live.classList.add("on"); live.textContent = "live"; }
-      catch (e) {
-        if (e.status === 401) return;
-        delay = Math.min(delay * 2, 30000); live.classList.remove("on"); live.textContent = "offline: " + e.message;
-      }
-    }
-    setTimeout(poll, document.hidden ? 4 * POLL_MS : delay);
-  };
-  setTimeout(poll, delay);
-  document.addEventListener("visibilitychange", () => { if (!document.hidden && !stopped) refresh().catch(() => {}); });
+  // The session's events (markers on the time charts) load beside the first draw; a
+  // server without them draws none.
+  await Promise.all([refresh(), loadSessionEvents(id).catch(e => { if (e.status === 401) throw e; })]);
+  document.body.dataset.events = String(sessionEvents.bySeq.size);
+  // Live from here: the event stream, else a poll (stream.js).
+  watchSession(id, refresh, () => version);
 }
 
 function signInAgainButton() {
@@ -65,8 +53,11 @@ class SessionPage {
     exportJson.addEventListener("click", () => this.exportJson(exportJson));
     const exportCsv = el("button", { type: "button", id: "export-csv", text: "Export CSV" });
     exportCsv.addEventListener("click", () => exportObservationsCsv(this.session, exportCsv));
+    // The kinds of event drawn on the time charts (events.js), filled as they arrive.
+    this.eventLegend = el("span", { class: "event-legend", id: "event-legend", hidden: true });
+    sessionEvents.legend = this.eventLegend;
     this.toolbar = el("div", { class: "toolbar" }, this.recommendation, exportJson, exportCsv,
-      el("span", { class: "muted hint", text: "Drag across a time chart to zoom; double-click to reset." }));
+      el("span", { class: "muted hint", text: "Drag across a time chart to zoom; double-click to reset." }), this.eventLegend);
     this.empty = el("div", { class: "card empty-session", hidden: true });
     this.gridNode = el("div", { class: "grid" });
     this.board = new Board(this.gridNode);
