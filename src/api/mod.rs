@@ -410,8 +410,7 @@ pub fn router(store: Arc<dyn Store>, settings: RouterSettings) -> Router {
     let store: Arc<dyn Store> = Arc::new(MeteredStore::new(store));
     let service = SessionService::new(store.clone(), limits)
         .with_max_sessions_per_tenant(access.max_sessions_per_tenant);
-    let webhooks = Webhooks::new(store.clone(), webhook_allow)
-        .expect("the webhook client builds (its TLS roots load)");
+    let webhooks = Webhooks::new(store.clone(), webhook_allow);
     let stop_worker = Arc::new(tokio::sync::Notify::new());
     if tokio::runtime::Handle::try_current().is_ok() {
         tokio::spawn(worker::run(

@@ -2,7 +2,7 @@
 //! safety"): none unless the operator lists them, so that a tenant cannot make the server
 //! call into the network it sits in.
 
-use reqwest::Url;
+use url::Url;
 
 use crate::domain::InvalidInput;
 

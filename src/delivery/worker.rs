@@ -17,7 +17,7 @@ use tokio::sync::Notify;
 
 use super::Webhooks;
 use super::send::{ATTEMPT_TIMEOUT, Attempt};
-use crate::domain::events::{EventKind, NewEvent};
+use crate::domain::events::session_idle;
 use crate::session::views::Event;
 use crate::store::outbox::{AttemptOutcome, ClaimedDelivery};
 use crate::store::to_micros;
@@ -191,15 +191,12 @@ async fn idle_scan(webhooks: &Webhooks) -> bool {
     };
     for session in &idle {
         let silent = (now - session.last_observed_micros) as f64 / 1e6;
-        let event = NewEvent {
-            kind: EventKind::SessionIdle,
-            t: session.last_t.unwrap_or(0.0),
-            data: serde_json::json!({
-                "idle_seconds": session.idle_seconds,
-                "silent_seconds": silent,
-                "last_observation_at": crate::store::from_micros(session.last_observed_micros).ok(),
-            }),
-        };
+        let event = session_idle(
+            session.idle_seconds,
+            silent,
+            crate::store::from_micros(session.last_observed_micros).ok(),
+            session.last_t.unwrap_or(0.0),
+        );
         match webhooks.store.raise_idle(session, &event, now).await {
             Ok(Some(_)) => crate::telemetry::record_events(std::slice::from_ref(&event)),
             Ok(None) => {}
