@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The worked example of docs/events.md, end to end on this machine: tvbo (the binary of
 # this checkout), a stub chat service, the relay, and a session whose optimum jumps. The
-# stub prints what the relay posts to it.
+# stub prints what the relay posts to it. Needs the Python client: pip install -e clients/python.
 #
 #   bash examples/webhooks/run.sh [path/to/tvbo]
 set -euo pipefail
