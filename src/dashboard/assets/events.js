@@ -1,8 +1,9 @@
 // tvbo dashboard: a session's events (docs/events.md) as marks on every time chart. The
 // page keeps them in one store, read on load from GET /v1/sessions/{id}/events and added
 // to live from the event stream (stream.js); each time chart draws the ones in its time
-// window: a faint vertical line and a coloured tick at the plot's top, events closer than
-// a few pixels sharing one mark, named in the hover read-out and the chart's table.
+// window: a dashed vertical line and a coloured ▼ at the plot's top, events closer than
+// a few pixels sharing one mark (a frequent kind: a rug of ticks along the top), named in
+// the hover read-out and the chart's table.
 "use strict";
 
 /// Each kind's colour and words; a kind this page does not know is drawn grey.
@@ -22,6 +23,8 @@ const eventWord = kind => (EVENT_KINDS[kind] || [null, String(kind).replaceAll("
 const EVENT_MERGE_PX = 5;
 /// Marks are named on the chart itself when at most this many are in view.
 const EVENT_LABELS_MAX = 6;
+/// Past this many events of a kind in view, that kind is drawn as a rug of ticks.
+const EVENT_RUG_MIN = 30;
 
 /// The page's events, by their session seq (each once, however it arrived).
 const sessionEvents = { bySeq: new Map(), sorted: [], legend: null, onChange: null };
@@ -91,19 +94,30 @@ function drawEventLegend() {
 /// Draws the events in [x0, x1] under `plot` (the series' group: unclipped, so that a
 /// mark at the window's edge shows whole), X mapping session time to pixels, between
 /// `top` and `bottom`, `right` the plot's right edge; returns the read-out lines of the
-/// events near pixel px.
+/// events near pixel px. A kind with more than EVENT_RUG_MIN events in view is drawn as
+/// a rug of short ticks along the plot's top instead, so that a session that resets
+/// every few steps keeps its data readable and its rarer events stand out.
 function drawEventMarks(plot, X, x0, x1, top, bottom, right) {
-  const clusters = [];
-  for (const e of sessionEvents.sorted) {
-    if (e.t < x0 || e.t > x1) continue;
+  const visible = sessionEvents.sorted.filter(e => e.t >= x0 && e.t <= x1);
+  if (!visible.length) return () => [];
+  const perKind = new Map();
+  for (const e of visible) perKind.set(e.kind, (perKind.get(e.kind) || 0) + 1);
+  const clusters = [], ticks = [];
+  for (const e of visible) {
     const px = X.at(e.t);
+    if (perKind.get(e.kind) > EVENT_RUG_MIN) { ticks.push({ px, e }); continue; }
     const last = clusters[clusters.length - 1];
     if (last && px - last.px0 < EVENT_MERGE_PX) { last.events.push(e); last.px1 = px; } else clusters.push({ px0: px, px1: px, events: [e] });
   }
-  if (!clusters.length) return () => [];
   const g = svg("g", { class: "events" });
-  // Many marks are drawn fainter, so that the data stays readable under them.
-  const faint = clusters.length > 40;
+  // The rug: one tick per pixel column and kind.
+  const drawn = new Set();
+  for (const { px, e } of ticks) {
+    const column = Math.round(px) + " " + e.kind;
+    if (drawn.has(column)) continue;
+    drawn.add(column);
+    g.append(svg("line", { class: "event-tick", "data-kind": e.kind, x1: Math.round(px), x2: Math.round(px), y1: top, y2: top + 7, stroke: eventColor(e.kind), "stroke-width": 1.5 }));
+  }
   const spaced = clusters.every((c, i) => i === 0 || c.px0 - clusters[i - 1].px1 > 90);
   const labelled = clusters.length <= EVENT_LABELS_MAX && spaced;
   for (const c of clusters) {
@@ -111,7 +125,7 @@ function drawEventMarks(plot, X, x0, x1, top, bottom, right) {
     const kinds = [...new Set(c.events.map(e => e.kind))];
     const color = kinds.length === 1 ? eventColor(kinds[0]) : "#64748b";
     const mark = svg("g", { class: "event-mark", "data-kinds": kinds.join(" "), "data-count": c.events.length });
-    mark.append(svg("line", { x1: x, x2: x, y1: top, y2: bottom, stroke: color, "stroke-width": 1.2, "stroke-opacity": faint ? 0.3 : 0.55, "stroke-dasharray": "3 3" }));
+    mark.append(svg("line", { x1: x, x2: x, y1: top, y2: bottom, stroke: color, "stroke-width": 1.2, "stroke-opacity": 0.55, "stroke-dasharray": "3 3" }));
     const size = c.events.length > 1 ? 5 : 4;
     mark.append(svg("path", { d: `M${x},${top + 2 * size}l${-size},${-2 * size}h${2 * size}z`, fill: color }));
     if (labelled) {
@@ -125,7 +139,8 @@ function drawEventMarks(plot, X, x0, x1, top, bottom, right) {
   }
   plot.before(g);
   return px => {
-    const near = clusters.filter(c => px >= c.px0 - 6 && px <= c.px1 + 6).flatMap(c => c.events);
+    const near = clusters.filter(c => px >= c.px0 - 6 && px <= c.px1 + 6).flatMap(c => c.events)
+      .concat(ticks.filter(t => Math.abs(t.px - px) <= 3).map(t => t.e));
     const lines = near.slice(0, 4).map(e => `▼ ${fmtTime(e.t)} ${describeEvent(e)}`);
     if (near.length > 4) lines.push(`▼ and ${near.length - 4} more events here`);
     return lines;

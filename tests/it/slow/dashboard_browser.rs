@@ -647,6 +647,19 @@ async fn the_dashboard_asks_for_a_key_and_shows_only_its_tenant() {
         );
     });
     server.store().revoke_api_key(key_ids[0]).await.unwrap();
+    // Live on the event stream, the page makes its next request when the session changes
+    // (here through another key of the tenant); refused, it asks for a key.
+    let other = tvbo::keys::new_key("team-a", None, false).unwrap();
+    server.store().insert_api_key(&other.row).await.unwrap();
+    let response = server
+        .client
+        .post(server.url(&format!("/v1/sessions/{mine}/observations")))
+        .bearer_auth(&other.key)
+        .json(&json!({"params": {"x": 0.4}, "value": 1.2}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
     tokio::task::block_in_place(|| {
         assert!(
             browser.wait_for(
