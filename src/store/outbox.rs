@@ -8,7 +8,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::StoreError;
+use super::rows::{Columns, event_from_row, from_json, parse_uuid};
+use super::{StoreError, from_micros};
 use crate::domain::events::{NewEvent, StoredEvent};
 
 /// An event as the stream and the webhooks send it: its global id (the order of commit,
@@ -154,6 +155,73 @@ pub trait Outbox: Send + Sync {
     ) -> Result<Option<i64>, StoreError>;
 }
 
+// Decoding, once for both backends (as `rows.rs` does for the rest).
+pub(crate) fn event_record_from_row(row: &impl Columns) -> Result<EventRecord, StoreError> {
+    Ok(EventRecord {
+        id: row.int("id")?,
+        session: parse_uuid(row.text("session_id")?)?,
+        event: event_from_row(row)?,
+    })
+}
+
+pub(crate) fn webhook_from_row(row: &impl Columns) -> Result<WebhookRow, StoreError> {
+    Ok(WebhookRow {
+        id: parse_uuid(row.text("id")?)?,
+        tenant: row.text("tenant")?.to_string(),
+        url: row.text("url")?.to_string(),
+        kinds: from_json(row.text("kinds")?, "webhook kinds")?,
+        secret: row.text("secret")?.to_string(),
+        created_at: from_micros(row.int("created_micros")?)?,
+    })
+}
+
+pub(crate) fn delivery_from_row(row: &impl Columns) -> Result<DeliveryRow, StoreError> {
+    let state = row.text("state")?.to_string();
+    Ok(DeliveryRow {
+        event_id: row.int("event_id")?,
+        session: parse_uuid(row.text("session_id")?)?,
+        seq: row.int("seq")?,
+        kind: row.text("kind")?.to_string(),
+        attempts: row.int("attempts")?,
+        last_status: row.opt_int("last_status")?,
+        last_error: row.opt_text("last_error")?.map(str::to_string),
+        next_attempt_at: (state == "pending")
+            .then(|| from_micros(row.int("next_attempt_micros")?))
+            .transpose()?,
+        delivered_at: row
+            .opt_int("delivered_micros")?
+            .map(from_micros)
+            .transpose()?,
+        created_at: from_micros(row.int("created_micros")?)?,
+        state,
+    })
+}
+
+/// A claimed delivery, from its event's columns, its webhook's (`webhook_id`, `url`,
+/// `secret`) and `due_micros`; `attempts` as the claim counted them.
+pub(crate) fn claimed_from_row(
+    row: &impl Columns,
+    attempts: i64,
+) -> Result<ClaimedDelivery, StoreError> {
+    Ok(ClaimedDelivery {
+        webhook_id: parse_uuid(row.text("webhook_id")?)?,
+        url: row.text("url")?.to_string(),
+        secret: row.text("secret")?.to_string(),
+        attempts,
+        created_at: from_micros(row.int("due_micros")?)?,
+        event: event_record_from_row(row)?,
+    })
+}
+
+pub(crate) fn idle_from_row(row: &impl Columns) -> Result<IdleSession, StoreError> {
+    Ok(IdleSession {
+        id: parse_uuid(row.text("id")?)?,
+        last_observed_micros: row.int("last_observed_micros")?,
+        idle_seconds: row.real("idle_seconds")?,
+        last_t: row.opt_real("last_activity_t")?,
+    })
+}
+
 /// The columns of an event record, `e` the events table.
 pub(super) const EVENT_COLUMNS: &str =
     "e.id, e.session_id, e.seq, e.step, e.kind, e.t, e.data, e.created_micros";
@@ -203,7 +271,7 @@ macro_rules! outbox_on {
                     .fetch_all(&self.pool)
                     .await?
                     .iter()
-                    .map($crate::store::rows::event_record_from_row)
+                    .map($crate::store::outbox::event_record_from_row)
                     .collect()
             }
 
@@ -269,7 +337,7 @@ macro_rules! outbox_on {
                     .fetch_optional(&self.pool)
                     .await?
                     .as_ref()
-                    .map($crate::store::rows::webhook_from_row)
+                    .map($crate::store::outbox::webhook_from_row)
                     .transpose()
             }
 
@@ -284,7 +352,7 @@ macro_rules! outbox_on {
                 .fetch_all(&self.pool)
                 .await?
                 .iter()
-                .map($crate::store::rows::webhook_from_row)
+                .map($crate::store::outbox::webhook_from_row)
                 .collect()
             }
 
@@ -321,7 +389,7 @@ macro_rules! outbox_on {
                 .fetch_all(&self.pool)
                 .await?
                 .iter()
-                .map($crate::store::rows::delivery_from_row)
+                .map($crate::store::outbox::delivery_from_row)
                 .collect()
             }
 
@@ -363,7 +431,7 @@ macro_rules! outbox_on {
                     // Gone meanwhile (the webhook or the session deleted): nothing to send.
                     if let Some(found) = found {
                         deliveries
-                            .push($crate::store::rows::claimed_from_row(&found, attempts)?);
+                            .push($crate::store::outbox::claimed_from_row(&found, attempts)?);
                     }
                 }
                 Ok(deliveries)
@@ -436,7 +504,7 @@ macro_rules! outbox_on {
                 .fetch_all(&self.pool)
                 .await?
                 .iter()
-                .map($crate::store::rows::idle_from_row)
+                .map($crate::store::outbox::idle_from_row)
                 .collect()
             }
 

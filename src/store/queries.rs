@@ -1070,7 +1070,7 @@ macro_rules! store_on {
                     .fetch_all(&self.pool)
                     .await?
                     .iter()
-                    .map($crate::store::rows::event_record_from_row)
+                    .map($crate::store::outbox::event_record_from_row)
                     .collect()
                 }
 

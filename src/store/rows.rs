@@ -12,7 +12,6 @@ use super::{
     SuggestionStatus, from_micros,
 };
 
-use super::outbox::{ClaimedDelivery, DeliveryRow, EventRecord, IdleSession, WebhookRow};
 use crate::domain::events::StoredEvent;
 use crate::domain::input::Metadata;
 pub(crate) use crate::domain::records::RECENT_DELAYS;
@@ -72,7 +71,10 @@ pub(crate) fn to_json<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_string(value).expect("plain data serialises")
 }
 
-fn from_json<T: serde::de::DeserializeOwned>(text: &str, what: &str) -> Result<T, StoreError> {
+pub(crate) fn from_json<T: serde::de::DeserializeOwned>(
+    text: &str,
+    what: &str,
+) -> Result<T, StoreError> {
     serde_json::from_str(text).map_err(|e| corrupt(what, e))
 }
 
@@ -244,71 +246,5 @@ pub(crate) fn event_from_row(row: &impl Columns) -> Result<StoredEvent, StoreErr
         t: row.real("t")?,
         data: from_json(row.text("data")?, "event data")?,
         created_at: from_micros(row.int("created_micros")?)?,
-    })
-}
-
-pub(crate) fn event_record_from_row(row: &impl Columns) -> Result<EventRecord, StoreError> {
-    Ok(EventRecord {
-        id: row.int("id")?,
-        session: parse_uuid(row.text("session_id")?)?,
-        event: event_from_row(row)?,
-    })
-}
-
-pub(crate) fn webhook_from_row(row: &impl Columns) -> Result<WebhookRow, StoreError> {
-    Ok(WebhookRow {
-        id: parse_uuid(row.text("id")?)?,
-        tenant: row.text("tenant")?.to_string(),
-        url: row.text("url")?.to_string(),
-        kinds: from_json(row.text("kinds")?, "webhook kinds")?,
-        secret: row.text("secret")?.to_string(),
-        created_at: from_micros(row.int("created_micros")?)?,
-    })
-}
-
-pub(crate) fn delivery_from_row(row: &impl Columns) -> Result<DeliveryRow, StoreError> {
-    let state = row.text("state")?.to_string();
-    Ok(DeliveryRow {
-        event_id: row.int("event_id")?,
-        session: parse_uuid(row.text("session_id")?)?,
-        seq: row.int("seq")?,
-        kind: row.text("kind")?.to_string(),
-        attempts: row.int("attempts")?,
-        last_status: row.opt_int("last_status")?,
-        last_error: row.opt_text("last_error")?.map(str::to_string),
-        next_attempt_at: (state == "pending")
-            .then(|| from_micros(row.int("next_attempt_micros")?))
-            .transpose()?,
-        delivered_at: row
-            .opt_int("delivered_micros")?
-            .map(from_micros)
-            .transpose()?,
-        created_at: from_micros(row.int("created_micros")?)?,
-        state,
-    })
-}
-
-/// A claimed delivery, from its event's columns, its webhook's (`webhook_id`, `url`,
-/// `secret`) and `due_micros`; `attempts` as the claim counted them.
-pub(crate) fn claimed_from_row(
-    row: &impl Columns,
-    attempts: i64,
-) -> Result<ClaimedDelivery, StoreError> {
-    Ok(ClaimedDelivery {
-        webhook_id: parse_uuid(row.text("webhook_id")?)?,
-        url: row.text("url")?.to_string(),
-        secret: row.text("secret")?.to_string(),
-        attempts,
-        created_at: from_micros(row.int("due_micros")?)?,
-        event: event_record_from_row(row)?,
-    })
-}
-
-pub(crate) fn idle_from_row(row: &impl Columns) -> Result<IdleSession, StoreError> {
-    Ok(IdleSession {
-        id: parse_uuid(row.text("id")?)?,
-        last_observed_micros: row.int("last_observed_micros")?,
-        idle_seconds: row.real("idle_seconds")?,
-        last_t: row.opt_real("last_activity_t")?,
     })
 }
