@@ -362,14 +362,15 @@ impl StopSignals {
 }
 
 /// Completes when the server should stop accepting connections and finish what is in
-/// flight (the `shutdown` of [`serve`]). On SIGINT, at once. On SIGTERM, after a drain:
-/// `draining` is set (`/readyz` answers 503, answers close their connections) and the
-/// server goes on serving for `drain_period`, or until a second signal.
+/// flight (the `shutdown` of [`serve`]). Either way `draining` is set at the first signal
+/// (`/readyz` answers 503, answers close their connections, event streams end: nothing
+/// open holds the shutdown). On SIGINT the server stops at once; on SIGTERM after a
+/// drain: it goes on serving for `drain_period`, or until a second signal.
 pub async fn shutdown_signal(draining: Draining, drain_period: Duration) {
     let mut signals = StopSignals::new();
     let first = signals.next().await;
+    draining.start();
     if first == StopSignal::Terminate && !drain_period.is_zero() {
-        draining.start();
         tracing::info!(
             drain_seconds = drain_period.as_secs_f64(),
             "SIGTERM: draining: /readyz answers 503, connections close after their \

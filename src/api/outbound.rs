@@ -29,6 +29,9 @@ type ApiResult<T> = Result<T, ApiError>;
 pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// The reconnection delay the stream asks of clients.
 const RETRY: Duration = Duration::from_secs(2);
+/// How often an open stream checks that its key is still valid: a revoked key's streams
+/// end within this time.
+pub const KEY_RECHECK: Duration = Duration::from_secs(5);
 
 /// Query of the event stream.
 #[derive(Debug, Deserialize, IntoParams)]
@@ -50,7 +53,8 @@ pub struct StreamQuery {
 /// event, as `GET /v1/sessions/{id}/events` lists it). Reconnect with `Last-Event-ID` to
 /// resume without a gap. With `session`, `version` messages (no id, data
 /// `{"session", "version"}`) say the session changed. A comment every 15 s keeps it
-/// open; a replica that stops ends its streams, and clients reconnect.
+/// open; a replica that stops ends its streams, and clients reconnect; a stream whose key
+/// is revoked ends within 5 s.
 #[utoipa::path(get, path = "/v1/events", tag = "insight",
     params(StreamQuery,
         ("Last-Event-ID" = Option<i64>, Header, description = "Resume after this event id")),
@@ -96,10 +100,23 @@ pub async fn stream_events(
         .event_stream(request)
         .await
         .map_err(ApiError::from)?;
+    // The stream ends when the replica stops (clients reconnect to another) or its key
+    // is revoked (or cannot be read back).
     let draining = state.draining.clone();
+    let store = state.service.store().clone();
     let stopped = async move {
+        let mut checked = tokio::time::Instant::now();
         while !draining.is_draining() {
             tokio::time::sleep(Duration::from_millis(200)).await;
+            if let Some(key) = caller.key_id
+                && checked.elapsed() >= KEY_RECHECK
+            {
+                checked = tokio::time::Instant::now();
+                let row = store.get_api_key(key).await;
+                if !matches!(row, Ok(Some(ref row)) if row.revoked_at.is_none()) {
+                    return;
+                }
+            }
         }
     };
     let first = futures_util::stream::once(async { Ok(SseEvent::default().retry(RETRY)) });

@@ -264,3 +264,37 @@ async fn webhooks_are_checked_scoped_pinged_and_deleted() {
     let (status, _) = server.get("/v1/webhooks/not-a-uuid").await;
     assert_eq!(status, 404);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_ends_when_its_key_is_revoked() {
+    let server = server("", 100).await;
+    let made = tvbo::keys::new_key("watcher", Some("acme"), false).unwrap();
+    server.store().insert_api_key(&made.row).await.unwrap();
+    let response = reqwest::Client::new()
+        .get(server.url("/v1/events"))
+        .bearer_auth(&made.key)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    let mut body = response.bytes_stream();
+    assert!(
+        body.next().await.is_some(),
+        "the stream opens with its retry line"
+    );
+    server.store().revoke_api_key(made.row.id).await.unwrap();
+    let started = std::time::Instant::now();
+    let ended = tokio::time::timeout(Duration::from_secs(8), async {
+        while let Some(chunk) = body.next().await {
+            if chunk.is_err() {
+                break;
+            }
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "the stream outlived its key");
+    eprintln!(
+        "the stream ended {:?} after the revocation",
+        started.elapsed()
+    );
+}

@@ -65,6 +65,8 @@ pub struct TestServer {
     key: Option<String>,
     backend: Backend,
     shutdown: Option<oneshot::Sender<()>>,
+    /// Set at [`Self::stop`], as a signal sets it: open event streams end.
+    draining: tvbo::api::drain::Draining,
     task: Option<JoinHandle<()>>,
 }
 
@@ -157,6 +159,7 @@ impl TestServer {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr: SocketAddr = listener.local_addr().unwrap();
         let (tx, rx) = oneshot::channel::<()>();
+        let draining = settings.draining.clone();
         let router = tvbo::api::router(shared, settings);
         let served = router.clone();
         let task = tokio::spawn(async move {
@@ -174,6 +177,7 @@ impl TestServer {
             key: None,
             backend,
             shutdown: Some(tx),
+            draining,
             task: Some(task),
         }
     }
@@ -181,6 +185,7 @@ impl TestServer {
     /// Stops the server and closes its database. A SQLite file is kept (unless it is
     /// temporary and the returned directory is dropped); a PostgreSQL database is dropped.
     pub async fn stop(mut self) -> Option<tempfile::TempDir> {
+        self.draining.start();
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }
