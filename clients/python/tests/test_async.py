@@ -29,6 +29,13 @@ def test_async_client_covers_every_method(server: Server) -> None:
                 seed=3,
             )
             assert s.info.parameters[1] == tvbo.ParameterSpec("n", 1.0, 100.0, "int", "log")
+            assert s.info.events == tvbo.EventsConfig()
+            quiet = await client.create_session(
+                [tvbo.Float("x", 0, 1)], events={"idle_seconds": None, "tracking": {"window": 8}}
+            )
+            assert quiet.info.events.idle_seconds is None
+            assert quiet.info.events.tracking == tvbo.TrackingConfig(window=8)
+            await quiet.delete()
             suggestions = await s.suggest(count=2)
             assert len({sg.id for sg in suggestions}) == 2
             first = await s.observe(suggestions[0], objective(suggestions[0].params))

@@ -55,6 +55,33 @@ def test_create_session_echoes_the_typed_configuration(client: tvbo.Client) -> N
     assert httpx.get(s.dashboard_url).status_code == 200
 
 
+def test_create_session_takes_the_events_thresholds(client: tvbo.Client) -> None:
+    default = client.create_session([tvbo.Float("x", 0, 1)]).info.events
+    assert default == tvbo.EventsConfig()  # the client's defaults are the server's
+    assert default.idle_seconds == 3600 and default.tracking.window == 32
+    s = client.create_session(
+        [tvbo.Float("x", 0, 1)],
+        events={
+            "optimum_moved": {"distance": 0.5, "relative_value": 0.25},
+            "tracking": {"window": 16, "rise": 3.0},
+            "drift_rate_factor": 4.0,
+            "idle_seconds": None,  # no session-idle events
+        },
+    )
+    assert s.info.events == tvbo.EventsConfig(
+        tvbo.OptimumMovedConfig(0.5, 3, 0.25), tvbo.TrackingConfig(16, 3.0, 1.0), 4.0, None
+    )
+    assert client.session(s.id).info.events == s.info.events
+    # a None other than idle_seconds's is the default, as an absent key is
+    nulls = client.create_session(
+        [tvbo.Float("x", 0, 1)], events={"tracking": None, "drift_rate_factor": None}
+    )
+    assert nulls.info.events == tvbo.EventsConfig()
+    with pytest.raises(tvbo.InvalidField) as raised:
+        client.create_session([tvbo.Float("x", 0, 1)], events={"tracking": {"window": 4}})
+    assert raised.value.field == "events.tracking.window"
+
+
 def test_algorithm_by_name_and_arms(client: tvbo.Client) -> None:
     s = client.create_session(
         [tvbo.Float("x", 0, 1)],

@@ -162,3 +162,23 @@ def test_the_default_policy_retries_until_its_deadline() -> None:
     assert policy.delay(0, 2.0, 59.0) is None
     assert policy.delay(50, None, 60.0) is None
     assert tvbo.RetryPolicy(retries=2).delay(2, None, 0.0) is None
+
+
+def test_the_events_of_a_create_are_sent_with_their_nulls() -> None:
+    body = _core.create_session_body(
+        [tvbo.Float("x", 0, 1)],
+        None,
+        None,
+        None,
+        {"warmup": None},
+        None,
+        None,
+        None,
+        events={"idle_seconds": None, "tracking": {"window": 16}},
+    )
+    assert body["model"] == {}
+    assert body["events"] == {"idle_seconds": None, "tracking": {"window": 16}}
+    without = _core.create_session_body(
+        [tvbo.Float("x", 0, 1)], None, None, None, None, None, None, None
+    )
+    assert "events" not in without

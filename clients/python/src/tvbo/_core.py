@@ -37,6 +37,7 @@ from .errors import ApiError, ConnectionFailed, TvboError, api_error
 from .models import (
     AlgorithmName,
     ArmSpec,
+    EventsOptions,
     Goal,
     ModelOptions,
     ObservationInput,
@@ -333,8 +334,11 @@ def create_session_body(
     arms: Optional[Sequence[ArmSpec]],
     seed: Optional[int],
     resume: bool = False,
+    events: Optional[EventsOptions] = None,
 ) -> Dict[str, Any]:
-    """The body of ``POST /v1/sessions``."""
+    """The body of ``POST /v1/sessions``. ``events`` is sent as given, its None values
+    included: ``"idle_seconds": None`` switches ``session-idle`` off (absent, it takes
+    the default), and a None elsewhere in it takes the default as an absent key does."""
     if isinstance(algorithm, str):
         algorithm_json: Optional[Dict[str, Any]] = {"name": algorithm}
     else:
@@ -347,6 +351,7 @@ def create_session_body(
             "algorithm": algorithm_json,
             "model": _drop_none(model) if model is not None else None,
             "time": _drop_none(time) if time is not None else None,
+            "events": dict(events) if events is not None else None,
             "arms": [_drop_none(dataclasses.asdict(a)) for a in arms] if arms is not None else None,
             "seed": seed,
             "resume": True if resume else None,

@@ -38,6 +38,7 @@ from .models import (
     EndedRun,
     Event,
     EventList,
+    EventsOptions,
     Goal,
     ModelOptions,
     ModelView,
@@ -137,6 +138,7 @@ class AsyncClient:
         algorithm: Optional[Algorithm] = None,
         model: Optional[ModelOptions] = None,
         time: Optional[TimeOptions] = None,
+        events: Optional[EventsOptions] = None,
         arms: Optional[Sequence[ArmSpec]] = None,
         seed: Optional[int] = None,
         resume: bool = False,
@@ -144,7 +146,7 @@ class AsyncClient:
     ) -> "AsyncSession":
         """Create a session; see :meth:`tvbo.Client.create_session`."""
         body = _core.create_session_body(
-            parameters, name, goal, algorithm, model, time, arms, seed, resume
+            parameters, name, goal, algorithm, model, time, arms, seed, resume, events
         )
         data = await self.request(_core.post("/v1/sessions", body, idempotency_key))
         return AsyncSession(self, decode(SessionInfo, data))

@@ -37,6 +37,7 @@ from .models import (
     EndedRun,
     Event,
     EventList,
+    EventsOptions,
     Goal,
     ModelOptions,
     ModelView,
@@ -145,6 +146,7 @@ class Client:
         algorithm: Optional[Algorithm] = None,
         model: Optional[ModelOptions] = None,
         time: Optional[TimeOptions] = None,
+        events: Optional[EventsOptions] = None,
         arms: Optional[Sequence[ArmSpec]] = None,
         seed: Optional[int] = None,
         resume: bool = False,
@@ -155,7 +157,10 @@ class Client:
         ``parameters`` are built with :func:`tvbo.Float` and :func:`tvbo.Int`;
         ``algorithm`` is a name (``"bolt"``, the default) or a mapping with options
         (``{"name": "w-dbo", "alpha": 0.5}``); ``model`` and ``time`` take the options of
-        the API guide (``{"warmup": 5}``, ``{"source": "client"}``).
+        the API guide (``{"warmup": 5}``, ``{"source": "client"}``); ``events`` the
+        thresholds of the drift events (``{"tracking": {"window": 16}}``,
+        ``{"idle_seconds": None}`` for no ``session-idle``), echoed filled in as
+        :attr:`SessionInfo.events`.
 
         With ``resume=True`` (and a ``name``) it answers the key's session of that name
         when there is one, and creates it only when there is none: workers that start
@@ -163,7 +168,7 @@ class Client:
         :class:`tvbo.Conflict` naming the field that differs.
         """
         body = _core.create_session_body(
-            parameters, name, goal, algorithm, model, time, arms, seed, resume
+            parameters, name, goal, algorithm, model, time, arms, seed, resume, events
         )
         info = decode(SessionInfo, self.request(_core.post("/v1/sessions", body, idempotency_key)))
         return Session(self, info)

@@ -159,6 +159,37 @@ class TimeOptions(TypedDict, total=False):
     pending_timeout: Optional[float]
 
 
+class OptimumMovedOptions(TypedDict, total=False):
+    """The thresholds of ``optimum-moved`` (schema ``OptimumMovedRequest``): ``distance``
+    in the unit cube (default 0.2), ``persistence`` in suggests (default 3),
+    ``relative_value`` (default None: the distance alone)."""
+
+    distance: Optional[float]
+    persistence: Optional[int]
+    relative_value: Optional[float]
+
+
+class TrackingOptions(TypedDict, total=False):
+    """The thresholds of ``tracking-lost`` and ``tracking-regained`` (schema
+    ``TrackingRequest``): ``window`` regrets (default 32), ``rise`` and ``hysteresis`` in
+    standard errors (defaults 4 and 1)."""
+
+    window: Optional[int]
+    rise: Optional[float]
+    hysteresis: Optional[float]
+
+
+class EventsOptions(TypedDict, total=False):
+    """The thresholds of the drift events (schema ``EventsRequest``; docs/events.md);
+    absent keys take defaults. ``idle_seconds`` (default 3600) is the one key where
+    None is not the default: ``{"idle_seconds": None}`` switches ``session-idle`` off."""
+
+    optimum_moved: Optional[OptimumMovedOptions]
+    tracking: Optional[TrackingOptions]
+    drift_rate_factor: Optional[float]
+    idle_seconds: Optional[float]
+
+
 @dataclasses.dataclass(frozen=True)
 class ObservationInput:
     """One measured value for a batch observe: for a suggestion (``suggestion_id``) or for
@@ -210,6 +241,36 @@ class TimeConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class OptimumMovedConfig:
+    """The thresholds of ``optimum-moved``, filled in (``relative_value`` None: the
+    distance alone)."""
+
+    distance: float = 0.2
+    persistence: int = 3
+    relative_value: Optional[float] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class TrackingConfig:
+    """The thresholds of ``tracking-lost`` and ``tracking-regained``, filled in."""
+
+    window: int = 32
+    rise: float = 4.0
+    hysteresis: float = 1.0
+
+
+@dataclasses.dataclass(frozen=True)
+class EventsConfig:
+    """The thresholds of a session's drift events, filled in (docs/events.md);
+    ``idle_seconds`` None: no ``session-idle`` events. The defaults are the server's."""
+
+    optimum_moved: OptimumMovedConfig = dataclasses.field(default_factory=OptimumMovedConfig)
+    tracking: TrackingConfig = dataclasses.field(default_factory=TrackingConfig)
+    drift_rate_factor: float = 2.0
+    idle_seconds: Optional[float] = 3600.0
+
+
+@dataclasses.dataclass(frozen=True)
 class SessionInfo:
     """A session as the server describes it: its filled-in configuration and counts
     (schema ``Session``). ``algorithm`` is the filled-in algorithm configuration
@@ -222,6 +283,7 @@ class SessionInfo:
     algorithm: Dict[str, Any]
     model: ModelConfig
     time: TimeConfig
+    events: EventsConfig
     seed: int
     status: str
     created_at: datetime
@@ -645,10 +707,16 @@ SCHEMAS: Dict[str, Any] = {
     "ArmSpec": ArmSpec,
     "ModelRequest": ModelOptions,
     "TimeRequest": TimeOptions,
+    "EventsRequest": EventsOptions,
+    "OptimumMovedRequest": OptimumMovedOptions,
+    "TrackingRequest": TrackingOptions,
     "ObservationInput": ObservationInput,
     "Arm": Arm,
     "ModelConfig": ModelConfig,
     "TimeConfig": TimeConfig,
+    "EventsConfig": EventsConfig,
+    "OptimumMovedConfig": OptimumMovedConfig,
+    "TrackingConfig": TrackingConfig,
     "Session": SessionInfo,
     "SessionList": SessionList,
     "UnreadableSession": UnreadableSession,
@@ -674,6 +742,13 @@ SCHEMAS: Dict[str, Any] = {
     "ComputeTimeView": ComputeTime,
     "RelevanceView": Relevance,
     "ModelView": ModelView,
+    "Event": Event,
+    "EventList": EventList,
+    "Webhook": Webhook,
+    "WebhookList": WebhookList,
+    "PingResult": WebhookPing,
+    "Delivery": Delivery,
+    "DeliveryList": DeliveryList,
     "Problem": Problem,
 }
 """OpenAPI schema name → the client's model of it (checked by the drift test)."""
