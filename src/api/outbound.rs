@@ -46,13 +46,18 @@ pub struct StreamQuery {
     pub session: Option<Uuid>,
     /// Only these kinds, comma-separated.
     pub kinds: Option<String>,
+    /// Without `session`: also a `version` message whenever one of the tenant's sessions
+    /// changes (created, suggested, observed), from the connection on (and those of the 5 s
+    /// before it).
+    pub changes: Option<bool>,
 }
 
 /// Stream the tenant's events as Server-Sent Events (docs/events.md, "The stream"): each
 /// event a message with `id:` (its global id), `event:` (its kind) and `data:` (the
 /// event, as `GET /v1/sessions/{id}/events` lists it). Reconnect with `Last-Event-ID` to
 /// resume without a gap. With `session`, `version` messages (no id, data
-/// `{"session", "version"}`) say the session changed. A comment every 15 s keeps it
+/// `{"session", "version"}`) say the session changed; with `changes=true` instead, any
+/// of the tenant's sessions. A comment every 15 s keeps it
 /// open; a replica that stops ends its streams, and clients reconnect; a stream whose key
 /// is revoked ends within 5 s.
 #[utoipa::path(get, path = "/v1/events", tag = "insight",
@@ -92,6 +97,7 @@ pub async fn stream_events(
     let request = StreamRequest {
         tenant: caller.listing_tenant().map(str::to_string),
         session: query.session,
+        changes: query.changes.unwrap_or(false),
         kinds,
         after: last_event_id.or(query.after),
     };

@@ -7,7 +7,7 @@
 //! a gap is [`GAP_GRACE`] old (the missing id's transaction then rolled back, or its event
 //! was deleted with its session). SQLite commits in id order, so there are no such gaps.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -36,6 +36,10 @@ pub struct StreamRequest {
     pub tenant: Option<String>,
     /// Only this session's events, and its version as it moves.
     pub session: Option<Uuid>,
+    /// Without `session`: also the version of each of the tenant's sessions as it moves
+    /// (created, suggested, observed), from the connection on (and those of the 5 s
+    /// before it).
+    pub changes: bool,
     /// Only these kinds (empty: every kind).
     pub kinds: Vec<String>,
     /// Events with a larger id than this; None: from now on.
@@ -59,6 +63,9 @@ struct Cursor {
     request: StreamRequest,
     after: i64,
     version: Option<i64>,
+    /// With `changes`: the newest step time seen, and each changed session's version sent.
+    changed_since: i64,
+    versions: HashMap<Uuid, i64>,
     ready: VecDeque<StreamMessage>,
 }
 
@@ -79,6 +86,8 @@ impl SessionService {
             request,
             after,
             version: None,
+            changed_since: to_micros(Utc::now()),
+            versions: HashMap::new(),
             ready: VecDeque::new(),
         };
         Ok(futures_util::stream::unfold(
@@ -121,6 +130,8 @@ impl Cursor {
                 }
                 _ => {}
             }
+        } else if self.request.changes {
+            self.look_for_changes().await?;
         }
         let ids = self.store.event_ids_after(self.after, PAGE).await?;
         let until = passable(&ids, self.after, to_micros(Utc::now()));
@@ -146,6 +157,29 @@ impl Cursor {
             }
         }
         Ok(true)
+    }
+
+    /// Queues a `version` message for each of the tenant's sessions that changed since
+    /// the last look. Replicas stamp their commits with their own clocks, and a commit
+    /// stamped earlier may land later: each look reaches [`GAP_GRACE`] further back, and
+    /// a session is told of only when its version is newer than the one told.
+    async fn look_for_changes(&mut self) -> Result<(), StoreError> {
+        let since = self.changed_since - GAP_GRACE.as_micros() as i64;
+        let tenant = self.request.tenant.as_deref();
+        let changed = self.store.changed_sessions(tenant, since, PAGE).await?;
+        for (session, version, at) in changed {
+            self.changed_since = self.changed_since.max(at);
+            if self
+                .versions
+                .get(&session)
+                .is_none_or(|&told| version > told)
+            {
+                self.versions.insert(session, version);
+                self.ready
+                    .push_back(StreamMessage::Version { session, version });
+            }
+        }
+        Ok(())
     }
 }
 

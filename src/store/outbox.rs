@@ -106,6 +106,15 @@ pub trait Outbox: Send + Sync {
     /// The ids of up to `limit` events of any session with id > `after`, by id, each with
     /// its commit time (micros): where the ids have gaps that may yet fill.
     async fn event_ids_after(&self, after: i64, limit: i64) -> Result<Vec<(i64, i64)>, StoreError>;
+    /// Up to `limit` of the tenant's sessions (every tenant's if None) whose last step was
+    /// committed after `since` (micros), each with its version and that time, oldest
+    /// first.
+    async fn changed_sessions(
+        &self,
+        tenant: Option<&str>,
+        since: i64,
+        limit: i64,
+    ) -> Result<Vec<(Uuid, i64, i64)>, StoreError>;
     /// The largest event id so far (0 if none).
     async fn newest_event_id(&self) -> Result<i64, StoreError>;
     /// Stores a webhook unless its tenant already has `max` (false then).
@@ -287,6 +296,27 @@ macro_rules! outbox_on {
                 .bind(limit)
                 .fetch_all(&self.pool)
                 .await?)
+            }
+
+            async fn changed_sessions(
+                &self,
+                tenant: Option<&str>,
+                since: i64,
+                limit: i64,
+            ) -> Result<Vec<(uuid::Uuid, i64, i64)>, $crate::store::StoreError> {
+                let rows: Vec<(String, i64, i64)> = sqlx::query_as(
+                    "SELECT id, version, last_activity_micros FROM sessions \
+                     WHERE ($1 IS NULL OR tenant = $1) AND last_activity_micros > $2 \
+                     ORDER BY last_activity_micros LIMIT $3",
+                )
+                .bind(tenant)
+                .bind(since)
+                .bind(limit)
+                .fetch_all(&self.pool)
+                .await?;
+                rows.into_iter()
+                    .map(|(id, version, at)| Ok(($crate::store::rows::parse_uuid(&id)?, version, at)))
+                    .collect()
             }
 
             async fn newest_event_id(&self) -> Result<i64, $crate::store::StoreError> {

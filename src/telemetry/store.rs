@@ -249,6 +249,16 @@ impl Outbox for MeteredStore {
         timed("event_ids_after", self.inner.event_ids_after(after, limit)).await
     }
 
+    async fn changed_sessions(
+        &self,
+        tenant: Option<&str>,
+        since: i64,
+        limit: i64,
+    ) -> Result<Vec<(Uuid, i64, i64)>, StoreError> {
+        let changed = self.inner.changed_sessions(tenant, since, limit);
+        timed("changed_sessions", changed).await
+    }
+
     async fn newest_event_id(&self) -> Result<i64, StoreError> {
         timed("newest_event_id", self.inner.newest_event_id()).await
     }

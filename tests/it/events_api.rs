@@ -298,3 +298,32 @@ async fn a_stream_ends_when_its_key_is_revoked() {
         started.elapsed()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_changes_the_stream_tells_each_changed_session_of_the_tenant() {
+    let server = server("", 100).await;
+    let quiet = session(&server).await;
+    let mut stream = Messages::open(&server, "?changes=true", None).await;
+    let busy = session(&server).await;
+    observe(&server, &busy, 0.0, 2).await;
+    let mut told = Vec::new();
+    while let Some((id, kind, data)) = stream.next(Duration::from_secs(3)).await {
+        assert_eq!((id, kind.as_str()), (None, "version"));
+        told.push((
+            data["session"].as_str().unwrap().to_string(),
+            data["version"].as_i64().unwrap(),
+        ));
+        if told.last() == Some(&(busy.clone(), 2)) {
+            break;
+        }
+    }
+    // The new session up to its last observe, each version once and in order; the quiet
+    // one (created just before the connection, which reaches 5 s back) at most as it was.
+    assert_eq!(told.last(), Some(&(busy.clone(), 2)), "{told:?}");
+    assert!(
+        told.iter().all(|t| *t == (quiet.clone(), 0) || t.0 == busy),
+        "{told:?}"
+    );
+    let versions: Vec<i64> = told.iter().filter(|t| t.0 == busy).map(|t| t.1).collect();
+    assert!(versions.windows(2).all(|w| w[0] < w[1]), "{versions:?}");
+}
