@@ -101,29 +101,64 @@ async function sessionsView(main) {
   drawHead();
   await load();
   // Live: the first page again, its rows updated in place; new sessions appear on top
-  // when the list is newest first.
+  // when the list is newest first. The event stream (changes=true, stream.js) says when
+  // a session changed, and the page is read again then (at most once a second); while
+  // the stream is down, every 5 s.
   const live = document.getElementById("live");
-  live.textContent = "live"; live.classList.add("on");
-  let stopped = false;
-  pageStoppers.push(() => { stopped = true; });
+  const show = (mode, text, title) => {
+    live.dataset.mode = mode;
+    live.className = "live" + (mode === "offline" ? "" : " on " + mode);
+    live.textContent = text;
+    live.title = title;
+  };
+  const refreshPage = async () => {
+    const page = await api(query(null));
+    const newestFirst = state.sort === "created" && state.order !== "asc";
+    const fresh = page.sessions.filter(s => !state.rows.has(s.id));
+    for (const s of page.sessions) if (state.rows.has(s.id)) upsertRow(s, false);
+    if (newestFirst) {
+      body.querySelector(".empty-row")?.remove();
+      for (const s of fresh.reverse()) upsertRow(s, true);
+    }
+  };
+  let stopped = false, streaming = false, pollTimer = null, pending = null, hiddenChange = false;
   const poll = async () => {
-    if (stopped) return;
+    pollTimer = null;
+    if (stopped || streaming) return;
     if (!document.hidden) {
       try {
-        const page = await api(query(null));
-        const newestFirst = state.sort === "created" && state.order !== "asc";
-        const fresh = page.sessions.filter(s => !state.rows.has(s.id));
-        for (const s of page.sessions) if (state.rows.has(s.id)) upsertRow(s, false);
-        if (newestFirst) {
-          body.querySelector(".empty-row")?.remove();
-          for (const s of fresh.reverse()) upsertRow(s, true);
-        }
-        live.textContent = "live"; live.classList.add("on");
-      } catch (e) { live.classList.remove("on"); live.textContent = "offline: " + e.message; }
+        await refreshPage();
+        show("poll", "polling", "Reading the list every 5 s: the event stream is down.");
+      } catch (e) { show("offline", "offline: " + e.message, "The server did not answer."); }
     }
-    setTimeout(poll, LIST_POLL_MS);
+    if (!stopped && !streaming) pollTimer = setTimeout(poll, LIST_POLL_MS);
   };
-  setTimeout(poll, LIST_POLL_MS);
+  const changed = () => {
+    if (document.hidden) { hiddenChange = true; return; }
+    if (pending) return;
+    pending = setTimeout(() => { pending = null; refreshPage().catch(showError); }, 1000);
+  };
+  const stream = new EventStream("changes=true", null, {
+    open: () => {
+      streaming = true;
+      clearTimeout(pollTimer); pollTimer = null;
+      show("stream", "live", "Sessions update as they change (GET /v1/events?changes=true).");
+      changed(); // what changed while the stream was down
+    },
+    message: message => { if (message.event === "version") changed(); },
+    fail: (reason, wait) => {
+      streaming = false;
+      show("poll", "polling", `The event stream is not working (${reason}): reading the list every 5 s; the stream is tried again in ${Math.round(wait / 1000)} s.`);
+      if (!pollTimer && !stopped) pollTimer = setTimeout(poll, 0);
+    },
+  });
+  show("poll", "connecting…", "Opening the server's event stream.");
+  pollTimer = setTimeout(poll, LIST_POLL_MS);
+  stream.connect();
+  pageStoppers.push(() => { stopped = true; stream.stop(); clearTimeout(pollTimer); clearTimeout(pending); });
+  document.addEventListener("visibilitychange", () => {
+    if (!document.hidden && hiddenChange && !stopped) { hiddenChange = false; changed(); }
+  });
 }
 
 function sparkline(values) {

@@ -1,6 +1,7 @@
-// tvbo dashboard: a session page's live updates. They come from the server's event
-// stream, GET /v1/events?session=<id> (Server-Sent Events: a `version` message whenever
-// the session changes, and its events), read with fetch so that it carries the key like
+// tvbo dashboard: the live updates of a session page and of the session list. They come
+// from the server's event stream, GET /v1/events?session=<id> (Server-Sent Events: a
+// `version` message whenever the session changes, and its events; for the list,
+// ?changes=true: a `version` message whenever any session changes), read with fetch so that it carries the key like
 // every other request (EventSource sends no headers) and parsed here. While the stream
 // is not working (an older server without it, a proxy that cuts it, a silence of 30 s)
 // the page polls the session's version every second instead, and tries the stream again
@@ -65,12 +66,13 @@ class SseParser {
   }
 }
 
-/// The stream of one session: `on.open()` once bytes arrive on a connection,
-/// `on.message(message)` for each message, `on.fail(reason, waitMs)` when a connection
-/// fails or ends (it is tried again after waitMs). Resumes after the newest id seen.
-class SessionStream {
-  constructor(session, after, on) {
-    this.session = session;
+/// The event stream `GET /v1/events?<query>` (`session=<id>`, or `changes=true` for the
+/// session list): `on.open()` once bytes arrive on a connection, `on.message(message)`
+/// for each message, `on.fail(reason, waitMs)` when a connection fails or ends (it is
+/// tried again after waitMs). Resumes after the newest id seen.
+class EventStream {
+  constructor(query, after, on) {
+    this.query = query;
     this.lastEventId = after ? String(after) : "";
     this.on = on;
     this.retryMs = 2000;
@@ -100,7 +102,7 @@ class SessionStream {
       listen();
       const headers = { accept: "text/event-stream" };
       if (this.lastEventId) headers["last-event-id"] = this.lastEventId;
-      const response = await apiResponse("/v1/events?session=" + encodeURIComponent(this.session), { headers, signal: controller.signal, cache: "no-store" });
+      const response = await apiResponse("/v1/events?" + this.query, { headers, signal: controller.signal, cache: "no-store" });
       const reader = response.body.getReader();
       const decoder = new TextDecoder();
       const parser = new SseParser(message => this.on.message(message));
@@ -184,7 +186,7 @@ function watchSession(id, refresh, version) {
     pollTimer = setTimeout(() => poll(turn), delay);
   };
   const stopPolling = () => { loop++; clearTimeout(pollTimer); pollTimer = null; };
-  const stream = new SessionStream(id, lastEventId(), {
+  const stream = new EventStream("session=" + encodeURIComponent(id), lastEventId(), {
     open: () => {
       show("stream", "live", "Updates stream from the server as they happen (GET /v1/events).");
       stopPolling();

@@ -5,7 +5,9 @@
 //! them); the stream then brings the session's changes and its new events, and the page
 //! makes no request at all while nothing happens (no poll). With the stream's requests
 //! failing in the browser's network stack, the page says "polling", polls, still draws
-//! the changes and the new events, and goes back to the stream once it works again.
+//! the changes and the new events, and goes back to the stream once it works again. The
+//! session list follows the stream as well (`changes=true`): idle, it makes no request;
+//! observed, the session's row is updated.
 //!
 //! With `TVBO_SCREENSHOTS=dir` it saves the page with its event marks there
 //! (`dashboard-events.png`).
@@ -249,6 +251,45 @@ async fn the_session_page_follows_the_event_stream_and_polls_without_it() {
             Vec::<String>::new(),
             "back on the stream"
         );
+    });
+    // The session list lives on the stream too (changes=true): no request while nothing
+    // happens, and a session's row follows its observations.
+    let row = format!("document.querySelector('tr[data-session=\"{id}\"] td.num')?.textContent");
+    tokio::task::block_in_place(|| {
+        browser.open(&server.url("/"), &format!("{row} === '12'"));
+        assert!(
+            browser.wait_for(
+                "document.getElementById('live').dataset.mode === 'stream'",
+                Duration::from_secs(10)
+            ),
+            "the list's stream did not open: {:?}",
+            browser.eval("document.getElementById('live').title")
+        );
+        // Once open, the list is read again (what changed before): then nothing.
+        std::thread::sleep(Duration::from_secs(2));
+        browser.eval("1");
+        browser.requests.clear();
+        std::thread::sleep(Duration::from_secs(6));
+        browser.eval("1");
+        assert_eq!(
+            api_requests(&browser),
+            Vec::<String>::new(),
+            "the list polled"
+        );
+    });
+    observe(&server, &id, 12, 14).await;
+    tokio::task::block_in_place(|| {
+        assert!(
+            browser.wait_for(&format!("{row} === '14'"), Duration::from_secs(5)),
+            "the list's row was not updated: {:?}",
+            api_requests(&browser)
+        );
+        let requests = api_requests(&browser);
+        assert!(
+            requests.iter().all(|r| r.starts_with("/v1/sessions?")),
+            "{requests:?}"
+        );
+        assert!(errors(&browser).is_empty(), "{:?}", browser.errors);
     });
     // The page's stream would hold the server's graceful stop open.
     drop(browser);
