@@ -160,6 +160,15 @@ def test_watch_with_changes_yields_session_changes(stub: StubStream) -> None:
         got = list(client.watch(session="s-1", changes=True))
     assert ids(got) == [1, ("version", 3)]
     assert "after" not in stub.requests[0].query
+    assert "changes" not in stub.requests[0].query  # a session's changes come anyway
+
+
+def test_watch_of_every_session_with_changes_asks_for_them(stub: StubStream) -> None:
+    stub.plan.append(stream(b'event: version\ndata: {"session": "s-2", "version": 1}\n\n'))
+    with tvbo.Client(stub.url, "k", retry=quick_retry()) as client:
+        got = list(client.watch(changes=True))
+    assert ids(got) == [("version", 1)]
+    assert stub.requests[0].query["changes"] == "true"
 
 
 def test_a_lost_connection_resumes_after_the_last_id_and_yields_no_id_twice(

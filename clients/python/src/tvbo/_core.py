@@ -651,6 +651,8 @@ class Watch:
             query["session"] = self.session
         if self.kinds:
             query["kinds"] = ",".join(self.kinds)
+        if self.changes and self.session is None:
+            query["changes"] = "true"
         return query
 
     def headers(self) -> Dict[str, str]:

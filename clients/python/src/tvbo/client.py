@@ -247,8 +247,9 @@ class Client:
         :class:`Session` or its id) or all the key's sessions, of the ``kinds`` listed or
         every kind (an unknown kind raises :class:`tvbo.InvalidField`).
 
-        With ``changes=True`` and a ``session``, it also yields a :class:`SessionChanged`
-        each time the session changes (the server sends those only for one session).
+        With ``changes=True`` it also yields a :class:`SessionChanged` each time the
+        ``session`` changes (without a ``session``: each time any of the key's sessions
+        changes: created, suggested, observed).
 
         The connection is kept: a lost one, a 5xx or a 429 is reconnected with back-off
         (the server's ``retry:`` and ``Retry-After`` honoured) and resumed after the last
