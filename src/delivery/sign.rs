@@ -46,6 +46,12 @@ mod tests {
                 crate::keys::hex(&brute_hmac(secret.as_bytes(), b"1700000000.{\"id\":1}"));
             assert_eq!(header, format!("t=1700000000,v1={expected}"));
         }
+        // The vector the Python client's verifier is tested with
+        // (clients/python/tests/test_signature.py): the two sides agree.
+        assert_eq!(
+            signature("whsec_test_secret_0123", 1_700_000_000, body),
+            "t=1700000000,v1=b359aca471a76d908e046c23b6367555fdb372fb6e4cbf8d14568613b79a2c89"
+        );
         assert_ne!(
             signature("a-secret-of-16-chars", 1, body),
             signature("a-secret-of-16-chars", 2, body)

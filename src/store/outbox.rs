@@ -2,7 +2,7 @@
 //! in commit order (the stream `GET /v1/events`), the tenant's webhooks and their
 //! deliveries, and the idle scan that raises `session-idle`. One trait, [`Outbox`], a
 //! part of every [`Store`](super::Store); the SQL is written once for both backends in
-//! [`outbox_on!`], like `queries.rs`.
+//! `outbox_on!`, like `queries.rs`.
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
