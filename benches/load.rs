@@ -62,6 +62,11 @@ struct Args {
     /// none.
     #[arg(long, env = "TVBO_API_KEY", hide_env_values = true)]
     api_key: Option<String>,
+    /// The servers started here require keys, as a deployment's do: the clients present
+    /// one key (made here, with a rate of its own far above the load, so that the rate
+    /// limit does not bound the run). Measures what the key check costs.
+    #[arg(long)]
+    keys: bool,
 }
 
 /// Latencies of the calls of one kind, and the failed calls by status.
@@ -74,6 +79,8 @@ struct Samples {
 /// Servers started in this process; they stop when this is dropped.
 struct LocalServers {
     bases: Vec<String>,
+    /// The key the clients present, with `--keys`.
+    key: Option<String>,
     _shutdown: Vec<tokio::sync::oneshot::Sender<()>>,
     _database: Option<tempfile::TempDir>,
 }
@@ -108,10 +115,15 @@ async fn start_local_servers(args: &Args) -> anyhow::Result<LocalServers> {
         bases.push(format!("http://{}", listener.local_addr()?));
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         shutdown.push(stop);
-        // No keys and no rate limit: this measures the service, not the gate. Every
-        // session's connection comes from this address: no cap per address either.
+        // Without --keys no keys and no rate limit: this measures the service, not the
+        // gate. Every session's connection comes from this address: no cap per address.
+        let access = if args.keys {
+            tvbo::api::auth::AccessSettings::default()
+        } else {
+            tvbo::api::auth::AccessSettings::open()
+        };
         let settings = RouterSettings {
-            access: tvbo::api::auth::AccessSettings::open(),
+            access,
             ..RouterSettings::default()
         };
         let connections = tvbo::server::ConnectionSettings {
@@ -128,8 +140,18 @@ async fn start_local_servers(args: &Args) -> anyhow::Result<LocalServers> {
             },
         ));
     }
+    let key = if args.keys {
+        let store = tvbo::server::open_store(&url, &pool).await?;
+        let mut made = tvbo::keys::new_key("load", None, false)?;
+        made.row.rate_limit = std::num::NonZeroU32::new(1_000_000);
+        store.insert_api_key(&made.row).await?;
+        Some(made.key)
+    } else {
+        None
+    };
     Ok(LocalServers {
         bases,
+        key,
         _shutdown: shutdown,
         _database: database,
     })
@@ -251,7 +273,8 @@ async fn main() -> anyhow::Result<()> {
             .collect(),
     });
     let mut headers = reqwest::header::HeaderMap::new();
-    if let Some(key) = &args.api_key {
+    let local_key = local.as_ref().and_then(|servers| servers.key.clone());
+    if let Some(key) = local_key.as_ref().or(args.api_key.as_ref()) {
         let mut bearer = reqwest::header::HeaderValue::from_str(&format!("Bearer {key}"))?;
         bearer.set_sensitive(true);
         headers.insert(reqwest::header::AUTHORIZATION, bearer);

@@ -4,9 +4,10 @@
 //! A key reads `tvbo_<id>_<secret>`: `id` (32 hex digits) finds the stored row, `secret`
 //! (64 hex digits, 256 random bits) is checked against the row's Argon2id hash. Argon2id
 //! costs tens of milliseconds on purpose, so a replica remembers which presented keys it
-//! has already checked (by their SHA-256, in memory only) and pays it once per key;
-//! the row is still read on every request, so a revoked key stops working at once on
-//! every replica.
+//! has already checked (by their SHA-256, in memory only) and pays it once per key.
+//! It keeps the key's row with it for [`KEY_ROW_TTL`] and reads it again after that, so
+//! that a request costs no database read while a revoked key stops working within
+//! [`KEY_ROW_TTL`] on every replica.
 
 use std::collections::HashMap;
 use std::num::NonZeroU32;
@@ -31,6 +32,18 @@ pub const KEY_PREFIX: &str = "tvbo_";
 pub const MAX_NAME_CHARS: usize = 100;
 /// How many checked keys a replica remembers.
 const VERIFIED_CAPACITY: usize = 10_000;
+/// How long a replica uses a checked key's row before it reads it again: the longest a
+/// revoked key (or a changed rate or tenant) goes on working on a replica. One read per
+/// key and second at most, where every request read it before.
+pub const KEY_ROW_TTL: Duration = Duration::from_secs(1);
+
+/// A checked key as a replica remembers it: its id, its row and when the row was read.
+#[derive(Clone)]
+struct Verified {
+    id: Uuid,
+    row: ApiKeyRow,
+    read_at: std::time::Instant,
+}
 
 /// Who is calling: the tenant whose sessions a request sees and creates.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -311,7 +324,7 @@ impl HashPool {
 pub struct KeyVerifier {
     store: Arc<dyn Store>,
     /// SHA-256 of keys whose secret matched their row's hash → their id.
-    verified: Arc<quick_cache::sync::Cache<[u8; 32], Uuid>>,
+    verified: Arc<quick_cache::sync::Cache<[u8; 32], Verified>>,
     /// Uncached checks per key id.
     attempts: Arc<DefaultKeyedRateLimiter<Uuid>>,
     checks: Arc<AtomicU64>,
@@ -321,7 +334,7 @@ pub struct KeyVerifier {
 }
 
 /// The outcome of one uncached check, shared by the requests that wait for it.
-type CheckCell = tokio::sync::OnceCell<Option<ApiKeyRow>>;
+type CheckCell = tokio::sync::OnceCell<Option<Verified>>;
 
 /// A request's share of an uncached check; the last one out removes it from the map.
 struct InFlight {
@@ -386,13 +399,24 @@ impl KeyVerifier {
     pub async fn caller(&self, key: &str) -> Result<Caller, KeyError> {
         let (id, secret) = parse_key(key).ok_or(KeyError::Invalid)?;
         let digest: [u8; 32] = Sha256::digest(key.as_bytes()).into();
-        if self.verified.get(&digest) == Some(id) {
-            // Checked before: neither counted nor hashed, whatever others send with its id.
-            let row = self.store.get_api_key(id).await?.ok_or(KeyError::Invalid)?;
-            if row.revoked_at.is_some() {
+        if let Some(known) = self.verified.get(&digest).filter(|known| known.id == id) {
+            // Checked before: neither counted nor hashed, whatever others send with its id;
+            // its row read again once it is older than KEY_ROW_TTL.
+            if known.read_at.elapsed() < KEY_ROW_TTL {
+                return Ok(Caller::of(known.row));
+            }
+            let read_at = std::time::Instant::now();
+            let row = self.store.get_api_key(id).await?;
+            let Some(row) = row.filter(|row| row.revoked_at.is_none()) else {
                 self.verified.remove(&digest);
                 return Err(KeyError::Invalid);
-            }
+            };
+            let fresh = Verified {
+                id,
+                row: row.clone(),
+                read_at,
+            };
+            self.verified.insert(digest, fresh);
             return Ok(Caller::of(row));
         }
         // Requests presenting the same key at once (a client's threads starting) share one
@@ -402,23 +426,24 @@ impl KeyVerifier {
             .cell
             .get_or_try_init(|| self.check(id, secret))
             .await?;
-        let row = checked.clone().ok_or(KeyError::Invalid)?;
-        self.verified.insert(digest, id);
-        Ok(Caller::of(row))
+        let known = checked.clone().ok_or(KeyError::Invalid)?;
+        let caller = Caller::of(known.row.clone());
+        self.verified.insert(digest, known);
+        Ok(caller)
     }
 
-    /// The uncached check of a key: its row if `secret` matches an unrevoked one.
-    async fn check(&self, id: Uuid, secret: &str) -> Result<Option<ApiKeyRow>, KeyError> {
+    /// The uncached check of a key: its row, and when it was read, if `secret` matches an
+    /// unrevoked one.
+    async fn check(&self, id: Uuid, secret: &str) -> Result<Option<Verified>, KeyError> {
         self.take_attempt(id)?;
+        let read_at = std::time::Instant::now();
         let row = self.store.get_api_key(id).await?;
         let live = row.filter(|row| row.revoked_at.is_none());
         let hash = live.as_ref().map(|row| row.secret_hash.clone());
-        Ok(self
-            .pool
-            .check(secret, hash)
-            .await?
-            .then_some(live)
-            .flatten())
+        let matches = self.pool.check(secret, hash).await?;
+        Ok(live
+            .filter(|_| matches)
+            .map(|row| Verified { id, row, read_at }))
     }
 
     /// Takes one uncached check from `id`'s allowance.

@@ -207,9 +207,10 @@ async fn keys_fence_tenants(server: TestServer) {
         assert_eq!(status, 200, "admin reads {id}");
     }
 
-    // Revoked: refused from the next request on.
+    // Revoked: refused once the replica reads its row again (within KEY_ROW_TTL).
     let a_id = tvbo::keys::key_id(&a).unwrap();
     assert!(server.store().revoke_api_key(a_id).await.unwrap());
+    tokio::time::sleep(tvbo::keys::KEY_ROW_TTL).await;
     let (status, _) = call(
         &server,
         "GET",

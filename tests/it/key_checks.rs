@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use common::TestServer;
 use tvbo::api::RouterSettings;
 use tvbo::api::auth::AccessSettings;
-use tvbo::keys::{ATTEMPT_BURST, ATTEMPT_REFILL, KeyError, KeyVerifier};
+use tvbo::keys::{ATTEMPT_BURST, ATTEMPT_REFILL, KEY_ROW_TTL, KeyError, KeyVerifier};
 
 /// Keys required, the default rates.
 fn secured() -> RouterSettings {
@@ -217,4 +217,41 @@ async fn invalid_keys_take_the_same_time_whatever_makes_them_invalid(server: Tes
         "medians of unknown, revoked, wrong secret: {medians:?}"
     );
     server.stop().await;
+}
+
+/// A key revoked through one replica is refused by another within `KEY_ROW_TTL`, the
+/// bound docs/security.md states, though that replica had checked it and kept its row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoked_key_is_refused_within_the_bound_on_a_second_replica() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tvbo.db");
+    let first = TestServer::start_on_configured(path.clone(), secured()).await;
+    let second = TestServer::start_on_configured(path, secured()).await;
+    let key = key(&first, "carol").await;
+    let status = |server: &TestServer| {
+        let request = reqwest::Client::new()
+            .get(server.url("/v1/sessions"))
+            .bearer_auth(&key);
+        async move { request.send().await.unwrap().status().as_u16() }
+    };
+    assert_eq!(status(&first).await, 200);
+    assert_eq!(status(&second).await, 200);
+    // The second replica uses the key meanwhile: its row is fresh in its memory.
+    assert_eq!(status(&second).await, 200);
+    let id = tvbo::keys::key_id(&key).unwrap();
+    assert!(first.store().revoke_api_key(id).await.unwrap());
+    let revoked = Instant::now();
+    while status(&second).await == 200 {
+        assert!(
+            revoked.elapsed() < KEY_ROW_TTL + Duration::from_millis(300),
+            "still accepted {:?} after the revocation",
+            revoked.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    eprintln!(
+        "refused by the second replica {:?} after the revocation",
+        revoked.elapsed()
+    );
+    assert_eq!(status(&first).await, 401);
 }

@@ -92,6 +92,18 @@ impl TestServer {
         Self::serve(shared, Backend::Sqlite { store, dir: None }).await
     }
 
+    /// A server over the SQLite database file at `path` with these settings: with another
+    /// over the same file, two replicas of one database.
+    pub async fn start_on_configured(path: PathBuf, settings: RouterSettings) -> TestServer {
+        let url = format!("sqlite://{}", path.display());
+        let store = SqliteStore::connect(&url, &PoolSettings::default())
+            .await
+            .expect("open store");
+        let shared: Arc<dyn Store> = Arc::new(store.clone());
+        let backend = Backend::Sqlite { store, dir: None };
+        Self::serve_with(shared, backend, settings, Default::default()).await
+    }
+
     /// A server over a fresh PostgreSQL database (dropped with the server); None, after
     /// printing why `test` is skipped, when no PostgreSQL server is configured.
     pub async fn start_postgres(test: &str) -> Option<TestServer> {
