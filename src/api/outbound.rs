@@ -16,9 +16,10 @@ use uuid::Uuid;
 use crate::api::AppState;
 use crate::api::error::{ApiError, Problem};
 use crate::api::extract::{Authenticated, JsonBody, QueryParams};
-use crate::delivery::KINDS;
+use crate::delivery::kind_names;
 use crate::delivery::views::{CreateWebhook, DeliveryList, PingResult, Webhook, WebhookList};
 use crate::domain::InvalidInput;
+use crate::domain::events::EventKind;
 use crate::session::stream::{StreamMessage, StreamRequest};
 use crate::session::views::Event;
 
@@ -155,15 +156,12 @@ fn parse_kinds(kinds: Option<&str>) -> Result<Vec<String>, InvalidInput> {
         .split(',')
         .map(str::trim)
         .filter(|kind| !kind.is_empty())
-        .map(|kind| {
-            if KINDS.contains(&kind) {
-                Ok(kind.to_string())
-            } else {
-                Err(InvalidInput::new(
-                    "kinds",
-                    format!("unknown event kind {kind:?}; kinds: {}", KINDS.join(", ")),
-                ))
-            }
+        .map(|kind| match EventKind::named(kind) {
+            Some(kind) => Ok(kind.as_str().to_string()),
+            None => Err(InvalidInput::new(
+                "kinds",
+                format!("unknown event kind {kind:?}; kinds: {}", kind_names()),
+            )),
         })
         .collect()
 }

@@ -17,6 +17,7 @@ use serde_json::json;
 use uuid::Uuid;
 
 use crate::domain::InvalidInput;
+use crate::domain::events::EventKind;
 use crate::keys::Caller;
 use crate::session::error::ServiceError;
 use crate::session::timeline::{check_page_limit, page};
@@ -32,17 +33,11 @@ pub const MAX_WEBHOOKS_PER_TENANT: i64 = 20;
 /// Bounds on a secret's length, in characters.
 const SECRET_CHARS: std::ops::RangeInclusive<usize> = 16..=256;
 
-/// The event kinds a webhook may ask for (docs/events.md, "Kinds").
-pub const KINDS: [&str; 8] = [
-    "optimum-moved",
-    "tracking-lost",
-    "tracking-regained",
-    "drift-rate-changed",
-    "model-reset",
-    "dataset-full",
-    "prior-eliminated",
-    "session-idle",
-];
+/// The names of the event kinds, comma-separated: what an error about a kind lists.
+pub fn kind_names() -> String {
+    let names: Vec<&str> = EventKind::ALL.iter().map(|kind| kind.as_str()).collect();
+    names.join(", ")
+}
 
 /// The webhooks of the tenants, over the store.
 #[derive(Clone)]
@@ -72,10 +67,10 @@ impl Webhooks {
         let url = self.allow.check(&request.url)?;
         let kinds = request.events.unwrap_or_default();
         for (i, kind) in kinds.iter().enumerate() {
-            if !KINDS.contains(&kind.as_str()) {
+            if EventKind::named(kind).is_none() {
                 return Err(InvalidInput::new(
                     format!("events[{i}]"),
-                    format!("unknown event kind {kind:?}; kinds: {}", KINDS.join(", ")),
+                    format!("unknown event kind {kind:?}; kinds: {}", kind_names()),
                 )
                 .into());
             }

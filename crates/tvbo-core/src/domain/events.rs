@@ -40,6 +40,25 @@ pub enum EventKind {
 }
 
 impl EventKind {
+    /// Every kind, in the order docs/events.md lists them.
+    pub const ALL: [EventKind; 8] = [
+        EventKind::OptimumMoved,
+        EventKind::TrackingLost,
+        EventKind::TrackingRegained,
+        EventKind::DriftRateChanged,
+        EventKind::ModelReset,
+        EventKind::DatasetFull,
+        EventKind::PriorEliminated,
+        EventKind::SessionIdle,
+    ];
+
+    /// The kind of this name ([`EventKind::as_str`]), if any.
+    pub fn named(name: &str) -> Option<EventKind> {
+        EventKind::ALL
+            .into_iter()
+            .find(|kind| kind.as_str() == name)
+    }
+
     /// The name the API and the store use.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -304,4 +323,21 @@ impl WindowStats {
 /// The mean of `values`; `None` when there are none.
 pub fn mean(values: &[f64]) -> Option<f64> {
     (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+}
+
+#[cfg(test)]
+mod kind_tests {
+    use super::EventKind;
+
+    #[test]
+    fn every_kind_is_named_once_and_found_by_its_name() {
+        for kind in EventKind::ALL {
+            assert_eq!(EventKind::named(kind.as_str()), Some(kind));
+            let same = EventKind::ALL
+                .iter()
+                .filter(|k| k.as_str() == kind.as_str());
+            assert_eq!(same.count(), 1, "{}", kind.as_str());
+        }
+        assert_eq!(EventKind::named("optimum_moved"), None);
+    }
 }
