@@ -28,6 +28,12 @@ requirements.txt:
     python3 -m venv .venv-botorch && .venv-botorch/bin/pip install -r benches/botorch/requirements.txt
     cargo build --release --bin tvbo
     .venv-botorch/bin/python benches/botorch/compare.py --output benchmarks/botorch/runs.jsonl
+
+`--no-botorch` leaves BoTorch (and torch) out: tvbo in-process against tvbo over HTTP
+alone, tvbo's UCB on `--torch-threads` threads (default: the machine's CPUs), which needs
+numpy only:
+
+    python3 benches/botorch/compare.py --no-botorch --dims 3 --sizes 400 --repeats 7
 """
 
 from __future__ import annotations
@@ -205,6 +211,25 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n\n(milliseconds unless marked; medians)"
 
 
+def tvbo_table(rows: list[dict]) -> str:
+    """tvbo in-process against tvbo over HTTP (`--no-botorch`)."""
+    lines = [
+        "| d | n | tvbo fit | tvbo UCB | **tvbo suggest** | tvbo over HTTP | HTTP − in-process | HTTP / in-process |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    ms = lambda s: f"{s * 1e3:.3g}"  # noqa: E731
+    for r in rows:
+        suggest, over_http = r["tvbo_suggest"], r.get("http_suggest")
+        http_cells = (
+            f"{ms(over_http)} | {ms(over_http - suggest)} | {over_http / suggest:.3f}" if over_http else "– | – | –"
+        )
+        lines.append(
+            f"| {r['dim']} | {r['n']} | {ms(r['tvbo_fit'])} | {ms(r['tvbo_acquisition'])} | "
+            f"**{ms(suggest)}** | {http_cells} |"
+        )
+    return "\n".join(lines) + "\n\n(milliseconds; medians)"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="25,100,200,400,800,1600")
@@ -218,17 +243,27 @@ def main() -> None:
     )
     parser.add_argument("--no-http", action="store_true", help="skip the HTTP column")
     parser.add_argument("--torch-threads", type=int, default=0, help="torch threads (0: torch's default)")
+    parser.add_argument(
+        "--no-botorch",
+        action="store_true",
+        help="time tvbo alone, in-process and over HTTP (no torch needed; UCB on --torch-threads, else every CPU)",
+    )
     parser.add_argument("--output", help="append one JSON line per (d, n) here")
     args = parser.parse_args()
 
-    import torch
+    if args.no_botorch:
+        torch = None
+        threads = args.torch_threads or os.cpu_count() or 1
+    else:
+        import torch
 
-    if args.torch_threads:
-        torch.set_num_threads(args.torch_threads)
+        if args.torch_threads:
+            torch.set_num_threads(args.torch_threads)
+        threads = torch.get_num_threads()
     sizes = [int(s) for s in args.sizes.split(",")]
     dims = [int(d) for d in args.dims.split(",")]
     header = {
-        "torch_threads": torch.get_num_threads(),
+        ("torch_threads" if torch is not None else "tvbo_threads"): threads,
         "cpus": os.cpu_count(),
         "date": time.strftime("%Y-%m-%d %H:%M"),
     }
@@ -238,7 +273,6 @@ def main() -> None:
     sets = {dim: [dataset(n, dim, seed=1000 * dim + n) for n in sizes] for dim in dims}
     # tvbo's UCB refinements get as many threads as torch has (a server gives a suggest
     # the cores no other job holds); its fit runs on one.
-    threads = torch.get_num_threads()
     ours = {dim: tvbo_in_process(args.iteration, dim, sets[dim], args.repeats, threads) for dim in dims}
     over_http: dict[tuple[int, int], float] = {}
     if not args.no_http:
@@ -254,15 +288,14 @@ def main() -> None:
     for dim in dims:
         for data, mine in zip(sets[dim], ours[dim]):
             n = len(data["y"])
-            if n <= 400:
-                botorch_iteration(data, dim)  # a first run warms torch's caches
-            timings = [botorch_iteration(data, dim) for _ in range(args.repeats)]
-            row = dict(
-                header,
-                dim=dim,
-                n=n,
-                botorch_fit=statistics.median(f for f, _ in timings),
-                botorch_acquisition=statistics.median(a for _, a in timings),
+            row = dict(header, dim=dim, n=n)
+            if torch is not None:
+                if n <= 400:
+                    botorch_iteration(data, dim)  # a first run warms torch's caches
+                timings = [botorch_iteration(data, dim) for _ in range(args.repeats)]
+                row["botorch_fit"] = statistics.median(f for f, _ in timings)
+                row["botorch_acquisition"] = statistics.median(a for _, a in timings)
+            row.update(
                 tvbo_suggest=mine["suggest_seconds"],
                 tvbo_fit=mine["fit_seconds"],
                 tvbo_acquisition=mine["acquisition_seconds"],
@@ -279,7 +312,7 @@ def main() -> None:
                 Path(args.output).parent.mkdir(parents=True, exist_ok=True)
                 with open(args.output, "a") as f:
                     f.write(json.dumps(row) + "\n")
-    print(table(rows))
+    print(table(rows) if torch is not None else tvbo_table(rows))
 
 
 if __name__ == "__main__":

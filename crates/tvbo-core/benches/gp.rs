@@ -188,6 +188,7 @@ fn bench_bolt_iteration(c: &mut Criterion) {
                     &mut ChaCha8Rng::seed_from_u64(4),
                 )
                 .unwrap()
+                .proposals
                 .remove(0);
                 let new = [Observation {
                     seq: n as i64 + 1,

@@ -39,6 +39,20 @@ impl CurrentModel {
         active: &[ObservationRow],
         state: &PolicyState,
     ) -> Result<Option<CurrentModel>, PolicyError> {
+        Self::reusing(config, active, state, None)
+    }
+
+    /// [`CurrentModel::of`], given `built`, a model the step's policy built already:
+    /// taken as it is when it is the very model `of` would build (the same kernel,
+    /// hyperparameters and data, bit for bit: [`Surrogate::is_built_from`]), so that
+    /// whatever is read from it is the same, without a second factorisation; otherwise
+    /// dropped and the model built as `of` builds it.
+    pub fn reusing(
+        config: &CheckedConfig,
+        active: &[ObservationRow],
+        state: &PolicyState,
+        built: Option<Surrogate>,
+    ) -> Result<Option<CurrentModel>, PolicyError> {
         let data = policy_data(config, active);
         let policy = match SessionPolicy::of(config) {
             SessionPolicy::Arms(selection) => {
@@ -57,7 +71,10 @@ impl CurrentModel {
         let spec = policy.model_kernel(&config.model, config.space());
         let dim = config.parameters.len();
         let surrogate = match state.hyperparameters {
-            Some(hyper) => Surrogate::with_hyperparameters(spec, dim, &data, hyper)?,
+            Some(hyper) => match built.filter(|b| b.is_built_from(spec, dim, &data, &hyper)) {
+                Some(built) => built,
+                None => Surrogate::with_hyperparameters(spec, dim, &data, hyper)?,
+            },
             // Nothing fitted yet (warm-up, random search): fit now.
             None => Surrogate::fit(
                 spec,
@@ -218,13 +235,17 @@ pub fn fitted_hyperparameters(
 }
 
 /// Where a step records the posterior's optimum: over the active observations, at time
-/// `t`, with the suggest's `fixed` coordinates held, on the threads `cores` allows.
-#[derive(Clone, Copy)]
+/// `t`, with the suggest's `fixed` coordinates held, on the threads `cores` allows; on
+/// `built`, the model the step's policy chose from, when it is the one the record would
+/// build ([`CurrentModel::reusing`]).
+#[derive(Clone)]
 pub struct OptimumAt<'a> {
     pub active: &'a [ObservationRow],
     pub t: f64,
     pub fixed: &'a [(usize, f64)],
     pub cores: &'a dyn Cores,
+    /// The policy's model of the active data ([`crate::policy::Proposed::model`]), if any.
+    pub built: Option<Surrogate>,
 }
 
 /// What a step leaves the model as ([`StepSnapshot`]): the dataset size after it
@@ -233,7 +254,8 @@ pub struct OptimumAt<'a> {
 /// the fitted hyperparameters and, when `optimum_at` gives the active observations, a
 /// time and the cores the search may use, the posterior mean's maximiser at that time
 /// (none for random search, which fits no model). The maximiser costs a model built
-/// from the saved hyperparameters (no refit) and a search of its mean.
+/// from the saved hyperparameters (no refit), unless the policy's own model of the active
+/// data is that model (`OptimumAt::built`), and a search of its mean.
 pub fn step_snapshot(
     config: &CheckedConfig,
     state: &PolicyState,
@@ -250,7 +272,7 @@ pub fn step_snapshot(
     let has_model = past_warmup && (state.hyperparameters.is_some() || selection.is_some());
     let optimum = match optimum_at {
         Some(at) if has_model && !at.active.is_empty() => {
-            CurrentModel::of(config, at.active, state)?
+            CurrentModel::reusing(config, at.active, state, at.built)?
                 .map(|model| model.optimum(config, at.t, at.fixed, at.cores))
         }
         _ => None,

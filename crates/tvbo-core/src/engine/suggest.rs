@@ -75,8 +75,9 @@ pub fn plan_suggest(
     };
     let policy = policy::policy_for(config);
     let mut rng = call_rng(config.seed, ordinal);
-    let proposals = policy::suggest(policy.as_ref(), &ctx, &mut state, &mut rng)?;
-    let rows: Vec<SuggestionRow> = proposals
+    let proposed = policy::suggest(policy.as_ref(), &ctx, &mut state, &mut rng)?;
+    let rows: Vec<SuggestionRow> = proposed
+        .proposals
         .into_iter()
         .enumerate()
         .map(|(i, p)| SuggestionRow {
@@ -114,6 +115,9 @@ pub fn plan_suggest(
             t: target,
             fixed: &fixed_coordinates,
             cores,
+            // The recorded optimum is read from the policy's model when it is the one the
+            // record would build (no second factorisation).
+            built: proposed.model,
         }),
         None,
         ordinal + rows.len() as u64,

@@ -179,6 +179,29 @@ pub struct Proposal {
     pub arm: Option<usize>,
 }
 
+/// What a suggest's policy proposes: the points, and the model that chose them when it is
+/// the model of the active data alone (`ctx.data` under the hyperparameters the policy
+/// leaves in the state, conditioned on no pending or hallucinated point), which the step's
+/// record reads the posterior's optimum from instead of building it again. Never saved.
+#[derive(Debug)]
+pub struct Proposed {
+    pub proposals: Vec<Proposal>,
+    /// The policy's model of `ctx.data`, as fitted; None when it fitted none, conditioned
+    /// it on more (pending suggestions, its own earlier proposals), or works from another
+    /// kind of model (priors over arms).
+    pub model: Option<Surrogate>,
+}
+
+impl From<Vec<Proposal>> for Proposed {
+    /// Proposals with no model to hand on.
+    fn from(proposals: Vec<Proposal>) -> Self {
+        Proposed {
+            proposals,
+            model: None,
+        }
+    }
+}
+
 /// What an observe call works from.
 pub struct ObserveContext<'a> {
     pub space: &'a SearchSpace,
@@ -233,14 +256,15 @@ pub enum PolicyError {
 
 /// An optimisation algorithm.
 pub trait Policy: Send + Sync {
-    /// Proposes `ctx.count` distinct points after the warm-up (see [`suggest`]). The
+    /// Proposes `ctx.count` distinct points after the warm-up (see [`suggest`]), with the
+    /// model of the active data that chose them when there is one ([`Proposed`]). The
     /// default is the UCB step shared by the GP-UCB family ([`ucb_proposals`]).
     fn propose(
         &self,
         ctx: &SuggestContext<'_>,
         state: &mut PolicyState,
         rng: &mut PolicyRng,
-    ) -> Result<Vec<Proposal>, PolicyError> {
+    ) -> Result<Proposed, PolicyError> {
         ucb_proposals(
             self.model_kernel(ctx.model, ctx.space),
             self.fixed_temporal_lengthscale(),
@@ -286,13 +310,15 @@ pub trait Policy: Send + Sync {
 
 /// Suggests `ctx.count` points: uniform random during the first `model.warmup`
 /// suggestions of the session, the policy's proposals after (in a [`Stage::Acquisition`]
-/// span, with its fits nested).
+/// span, with its fits nested); with the policy's model of the active data when it hands
+/// one on ([`Proposed`]: never when a warm-up point is among the proposals, since the
+/// policy conditioned on it).
 pub fn suggest(
     policy: &dyn Policy,
     ctx: &SuggestContext<'_>,
     state: &mut PolicyState,
     rng: &mut PolicyRng,
-) -> Result<Vec<Proposal>, PolicyError> {
+) -> Result<Proposed, PolicyError> {
     let warmup = u64::from(ctx.model.warmup);
     let random_count = (warmup.saturating_sub(ctx.issued_before) as usize).min(ctx.count);
     let mut proposals: Vec<Proposal> = (0..random_count)
@@ -308,9 +334,13 @@ pub fn suggest(
             ..*ctx
         };
         let proposed = Stage::Acquisition.run(|| policy.propose(&rest, state, rng))?;
-        proposals.extend(proposed);
+        proposals.extend(proposed.proposals);
+        return Ok(Proposed {
+            proposals,
+            model: proposed.model.filter(|_| random_count == 0),
+        });
     }
-    Ok(proposals)
+    Ok(proposals.into())
 }
 
 /// A uniform random point of the box (its fixed coordinates held), or a uniform random

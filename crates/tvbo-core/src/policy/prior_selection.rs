@@ -21,8 +21,8 @@ use utoipa::ToSchema;
 
 use super::prior_cache::posterior_after;
 use super::{
-    ArmSet, ObserveContext, Policy, PolicyError, PolicyRng, PolicyState, Proposal, RemovalReason,
-    Stage, SuggestContext, beta_value,
+    ArmSet, ObserveContext, Policy, PolicyError, PolicyRng, PolicyState, Proposal, Proposed,
+    RemovalReason, Stage, SuggestContext, beta_value,
 };
 use crate::domain::config::Beta;
 use crate::domain::priors::PriorSpec;
@@ -465,7 +465,7 @@ impl Policy for PriorSelection {
         ctx: &SuggestContext<'_>,
         state: &mut PolicyState,
         rng: &mut PolicyRng,
-    ) -> Result<Vec<Proposal>, PolicyError> {
+    ) -> Result<Proposed, PolicyError> {
         let mut models = self.models_after(ctx.data)?;
         let mut selection = self.state_of(state);
         for (x, _) in ctx.pending {
@@ -488,7 +488,7 @@ impl Policy for PriorSelection {
         let excess = selection.pending.len().saturating_sub(MAX_PENDING_CHOICES);
         selection.pending.drain(..excess);
         state.prior_selection = Some(selection);
-        Ok(proposals)
+        Ok(proposals.into())
     }
 
     fn observe(

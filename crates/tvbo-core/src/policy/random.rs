@@ -1,7 +1,7 @@
 //! Uniform random search: the floor every algorithm must beat.
 
 use super::{
-    Policy, PolicyError, PolicyRng, PolicyState, Proposal, SuggestContext, random_proposal,
+    Policy, PolicyError, PolicyRng, PolicyState, Proposed, SuggestContext, random_proposal,
 };
 
 /// Draws every suggestion uniformly from the box (or the arm set).
@@ -13,7 +13,11 @@ impl Policy for RandomSearch {
         ctx: &SuggestContext<'_>,
         _state: &mut PolicyState,
         rng: &mut PolicyRng,
-    ) -> Result<Vec<Proposal>, PolicyError> {
-        Ok((0..ctx.count).map(|_| random_proposal(ctx, rng)).collect())
+    ) -> Result<Proposed, PolicyError> {
+        Ok(Proposed::from(
+            (0..ctx.count)
+                .map(|_| random_proposal(ctx, rng))
+                .collect::<Vec<_>>(),
+        ))
     }
 }

@@ -46,6 +46,19 @@ impl FitSettings<'_> {
 /// times and standardised values: what [`Surrogate::fit`] fits.
 #[allow(clippy::type_complexity)]
 pub fn standardised(data: &[Observation]) -> (f64, f64, Vec<Vec<f64>>, Vec<f64>, Vec<f64>) {
+    let (mean, scale) = standardisation(data);
+    (
+        mean,
+        scale,
+        data.iter().map(|o| o.x.clone()).collect(),
+        data.iter().map(|o| o.t).collect(),
+        data.iter().map(|o| (o.y - mean) / scale).collect(),
+    )
+}
+
+/// The mean and scale of [`standardised`]: the values' mean and standard deviation, the
+/// scale 1 when they do not vary.
+fn standardisation(data: &[Observation]) -> (f64, f64) {
     let n = data.len().max(1) as f64;
     let mean = data.iter().map(|o| o.y).sum::<f64>() / n;
     let variance = data.iter().map(|o| (o.y - mean).powi(2)).sum::<f64>() / n;
@@ -55,13 +68,7 @@ pub fn standardised(data: &[Observation]) -> (f64, f64, Vec<Vec<f64>>, Vec<f64>,
     } else {
         1.0
     };
-    (
-        mean,
-        scale,
-        data.iter().map(|o| o.x.clone()).collect(),
-        data.iter().map(|o| o.t).collect(),
-        data.iter().map(|o| (o.y - mean) / scale).collect(),
-    )
+    (mean, scale)
 }
 
 /// Under `fit_start: previous`, the suggests whose ordinal is a multiple of this fit from
@@ -148,6 +155,52 @@ impl Surrogate {
             y_scale,
             fit: FitReport::default(),
         })
+    }
+
+    /// Whether this is, bit for bit, the model [`Surrogate::with_hyperparameters`] builds
+    /// of `data` in `dim` dimensions under `hyper` with `spec`: the same kernel,
+    /// hyperparameters, standardisation, and inputs, times and standardised values in the
+    /// same order, on which alone the GP's factor and weights depend. A model fitted to
+    /// `data` is, under the hyperparameters its fit found; one with a point added
+    /// (hallucinated or pushed) is not. O(n·d), no allocation.
+    pub fn is_built_from(
+        &self,
+        spec: KernelSpec,
+        dim: usize,
+        data: &[Observation],
+        hyper: &Hyperparameters,
+    ) -> bool {
+        let same = |a: f64, b: f64| a.to_bits() == b.to_bits();
+        let gp = &self.gp;
+        let h = gp.hyperparameters();
+        // Every field, named so that a new one cannot be left out.
+        let Hyperparameters {
+            signal_variance,
+            spatial_lengthscale,
+            temporal_lengthscale,
+            noise_variance,
+            categorical_lengthscale,
+        } = *hyper;
+        let (mean, scale) = standardisation(data);
+        gp.spec() == spec
+            && gp.dim() == dim
+            && same(h.signal_variance, signal_variance)
+            && same(h.spatial_lengthscale, spatial_lengthscale)
+            && same(h.temporal_lengthscale, temporal_lengthscale)
+            && same(h.noise_variance, noise_variance)
+            && same(h.categorical_lengthscale, categorical_lengthscale)
+            && same(self.y_mean, mean)
+            && same(self.y_scale, scale)
+            && gp.len() == data.len()
+            && data
+                .iter()
+                .zip(gp.xs().iter().zip(gp.ts()).zip(gp.ys()))
+                .all(|(o, ((x, &t), &y))| {
+                    o.x.len() == x.len()
+                        && o.x.iter().zip(x).all(|(&a, &b)| same(a, b))
+                        && same(o.t, t)
+                        && same((o.y - mean) / scale, y)
+                })
     }
 
     /// The GP on standardised values.

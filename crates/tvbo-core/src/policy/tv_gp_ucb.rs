@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use super::{
-    ArmSet, Observation, Policy, PolicyError, PolicyRng, PolicyState, Proposal, Stage,
+    ArmSet, Observation, Policy, PolicyError, PolicyRng, PolicyState, Proposal, Proposed, Stage,
     SuggestContext, beta_value,
 };
 use crate::domain::config::Beta;
@@ -152,7 +152,7 @@ impl Policy for TvGpUcbWithPrior {
         ctx: &SuggestContext<'_>,
         state: &mut PolicyState,
         _rng: &mut PolicyRng,
-    ) -> Result<Vec<Proposal>, PolicyError> {
+    ) -> Result<Proposed, PolicyError> {
         let prior = self.build_prior()?;
         let mut observations = self.triples(ctx.data)?;
         let fitted = Stage::Fit.run(|| self.fit(&prior, &observations))?;
@@ -205,7 +205,7 @@ impl Policy for TvGpUcbWithPrior {
                 model = rebuild(&observations)?;
             }
         }
-        Ok(proposals)
+        Ok(proposals.into())
     }
 }
 

@@ -5,7 +5,7 @@
 use super::surrogate::search_start;
 use super::{
     FitSettings, Observation, ObserveContext, Policy, PolicyError, PolicyRng, PolicyState,
-    Proposal, SuggestContext, Surrogate, random_proposal,
+    Proposal, Proposed, SuggestContext, Surrogate, random_proposal,
 };
 use crate::acquisition::{self, AcquisitionOptions};
 use crate::domain::config::{Beta, BetaSchedule};
@@ -75,6 +75,9 @@ pub(crate) fn model_after(
 /// random proposals instead, which give the next fit spread-out data
 /// ([`crate::domain::hyperpriors::FitReport::explored`];
 /// docs/decisions/0009-hyperpriors-and-the-fit-guard.md).
+///
+/// The fitted model is handed on with the proposals ([`Proposed::model`]) when nothing was
+/// added to it: no pending point, and one proposal (the last is not hallucinated).
 pub fn ucb_proposals(
     spec: KernelSpec,
     fixed_temporal_lengthscale: Option<f64>,
@@ -82,7 +85,7 @@ pub fn ucb_proposals(
     ctx: &SuggestContext<'_>,
     state: &mut PolicyState,
     rng: &mut PolicyRng,
-) -> Result<Vec<Proposal>, PolicyError> {
+) -> Result<Proposed, PolicyError> {
     let mut surrogate = Surrogate::fit(
         spec,
         ctx.space.dim(),
@@ -103,8 +106,13 @@ pub fn ucb_proposals(
     report.explored = ctx.model.hyperpriors == Hyperpriors::Robust && report.flat_in_space();
     let explored = report.explored;
     state.last_fit = Some(report);
+    // Whether the model stays that of `ctx.data` alone through the proposals.
+    let of_data_alone = ctx.pending.is_empty() && ctx.count <= 1;
     if explored {
-        return Ok((0..ctx.count).map(|_| random_proposal(ctx, rng)).collect());
+        return Ok(Proposed {
+            proposals: (0..ctx.count).map(|_| random_proposal(ctx, rng)).collect(),
+            model: Some(surrogate),
+        });
     }
     let beta = beta_value(
         beta,
@@ -148,7 +156,10 @@ pub fn ucb_proposals(
         }
         proposals.push(proposal);
     }
-    Ok(proposals)
+    Ok(Proposed {
+        proposals,
+        model: of_data_alone.then_some(surrogate),
+    })
 }
 
 #[cfg(test)]
@@ -207,7 +218,8 @@ mod tests {
             &mut state,
             &mut PolicyRng::seed_from_u64(3),
         )
-        .unwrap();
+        .unwrap()
+        .proposals;
         (proposals, state)
     }
 
