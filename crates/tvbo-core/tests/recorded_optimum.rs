@@ -10,9 +10,6 @@
 //! which leaves the mean unchanged in exact arithmetic) records another optimum, and the
 //! reuse refuses both.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 use tvbo_core::domain::checked::CheckedConfig;
@@ -27,9 +24,15 @@ use tvbo_core::engine::{
 use tvbo_core::gp::Hyperparameters;
 use tvbo_core::policy::{MODEL_WORK_TARGET, PolicyState, Surrogate, policy_for};
 
-/// Counts the spans named `fit` (a fit with its GP, or a GP built under given
-/// hyperparameters: each one Cholesky factorisation) opened on this thread.
-struct FitSpans(Arc<AtomicUsize>);
+/// Counts, per thread, the spans named `fit` (a fit with its GP, or a GP built under
+/// given hyperparameters: each one Cholesky factorisation). Installed as the process's
+/// subscriber, once: a subscriber set for a scope on one thread races with the other
+/// test's thread over the callsites' cached interest, and may see no span at all.
+struct FitSpans;
+
+thread_local! {
+    static FITS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
 
 impl tracing::Subscriber for FitSpans {
     fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
@@ -38,7 +41,7 @@ impl tracing::Subscriber for FitSpans {
     fn new_span(&self, span: &tracing::span::Attributes<'_>) -> tracing::span::Id {
         let metadata = span.metadata();
         if metadata.target() == MODEL_WORK_TARGET && metadata.name() == "fit" {
-            self.0.fetch_add(1, Ordering::Relaxed);
+            FITS.with(|fits| fits.set(fits.get() + 1));
         }
         tracing::span::Id::from_u64(1)
     }
@@ -51,9 +54,13 @@ impl tracing::Subscriber for FitSpans {
 
 /// `work`'s result, and the models it built on this thread.
 fn counting_models<T>(work: impl FnOnce() -> T) -> (T, usize) {
-    let count = Arc::new(AtomicUsize::new(0));
-    let result = tracing::subscriber::with_default(FitSpans(count.clone()), work);
-    (result, count.load(Ordering::Relaxed))
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        tracing::subscriber::set_global_default(FitSpans).expect("no other subscriber is set");
+    });
+    FITS.with(|fits| fits.set(0));
+    let result = work();
+    (result, FITS.with(|fits| fits.get()))
 }
 
 /// A client-time session of `algorithm` over a, b (and a context parameter `load`, and
