@@ -41,7 +41,9 @@ const LOG_KEPT: Duration = Duration::from_secs(7 * 24 * 3600);
 /// Runs the worker until `stop` is notified.
 pub async fn run(webhooks: Webhooks, new_events: Arc<Notify>, stop: Arc<Notify>) {
     let mut last_idle_scan = tokio::time::Instant::now() - IDLE_SCAN;
-    let mut last_prune = tokio::time::Instant::now() - LOG_KEPT;
+    // The first prune an hour after the start: a replica that starts has nothing to do
+    // more urgently than serve.
+    let mut last_prune = tokio::time::Instant::now();
     loop {
         let woken = new_events.notified();
         if last_idle_scan.elapsed() >= IDLE_SCAN {

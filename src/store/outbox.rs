@@ -488,6 +488,10 @@ macro_rules! outbox_on {
                         ("failed", *status, Some(error.as_str()), now, None)
                     }
                 };
+                // In the writer turn, as every write of the outbox: on SQLite a write
+                // outside it could land between another transaction's read and its write,
+                // which SQLite then refuses (its snapshot is stale), not waits for.
+                let (_turn, mut tx) = self.begin_write().await?;
                 sqlx::query(
                     "UPDATE webhook_deliveries SET state = $3, last_status = $4, \
                      last_error = $5, next_attempt_micros = $6, delivered_micros = $7, \
@@ -500,20 +504,24 @@ macro_rules! outbox_on {
                 .bind(error)
                 .bind(next)
                 .bind(delivered)
-                .execute(&self.pool)
+                .execute(&mut *tx)
                 .await?;
+                tx.commit().await?;
                 Ok(())
             }
 
             async fn prune_deliveries(&self, before: i64) -> Result<u64, $crate::store::StoreError> {
-                Ok(sqlx::query(
+                let (_turn, mut tx) = self.begin_write().await?;
+                let pruned = sqlx::query(
                     "DELETE FROM webhook_deliveries WHERE state <> 'pending' \
                      AND created_micros < $1",
                 )
                 .bind(before)
-                .execute(&self.pool)
+                .execute(&mut *tx)
                 .await?
-                .rows_affected())
+                .rows_affected();
+                tx.commit().await?;
+                Ok(pruned)
             }
 
             async fn idle_sessions(
