@@ -8,27 +8,39 @@
 //! read); requests are otherwise served as ever.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, header};
 use axum::middleware::Next;
 use axum::response::Response;
 
-/// Whether the server is draining: shared by the router (readiness, `Connection: close`)
-/// and whoever stops it. Starts unset; once set it stays set.
-#[derive(Clone, Debug, Default)]
-pub struct Draining(Arc<AtomicBool>);
+/// Whether the server is draining: shared by the router (readiness, `Connection: close`,
+/// the end of event streams) and whoever stops it. Starts unset; once set it stays set.
+#[derive(Clone, Debug)]
+pub struct Draining(Arc<tokio::sync::watch::Sender<bool>>);
+
+impl Default for Draining {
+    fn default() -> Self {
+        Draining(Arc::new(tokio::sync::watch::Sender::new(false)))
+    }
+}
 
 impl Draining {
     /// From now on the server drains.
     pub fn start(&self) {
-        self.0.store(true, Ordering::SeqCst);
+        self.0.send_replace(true);
     }
 
     /// Whether [`Self::start`] was called.
     pub fn is_draining(&self) -> bool {
-        self.0.load(Ordering::SeqCst)
+        *self.0.borrow()
+    }
+
+    /// Completes once [`Self::start`] is called (at once if it was).
+    pub async fn started(&self) {
+        let mut draining = self.0.subscribe();
+        // The sender lives as long as `self`: the wait ends only by the drain.
+        let _ = draining.wait_for(|draining| *draining).await;
     }
 }
 

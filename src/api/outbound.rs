@@ -111,19 +111,22 @@ pub async fn stream_events(
     // is revoked (or cannot be read back).
     let draining = state.draining.clone();
     let store = state.service.store().clone();
-    let stopped = async move {
-        let mut checked = tokio::time::Instant::now();
-        while !draining.is_draining() {
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            if let Some(key) = caller.key_id
-                && checked.elapsed() >= KEY_RECHECK
-            {
-                checked = tokio::time::Instant::now();
-                let row = store.get_api_key(key).await;
-                if !matches!(row, Ok(Some(ref row)) if row.revoked_at.is_none()) {
-                    return;
-                }
+    let revoked = async move {
+        let Some(key) = caller.key_id else {
+            return std::future::pending().await;
+        };
+        loop {
+            tokio::time::sleep(KEY_RECHECK).await;
+            let row = store.get_api_key(key).await;
+            if !matches!(row, Ok(Some(ref row)) if row.revoked_at.is_none()) {
+                return;
             }
+        }
+    };
+    let stopped = async move {
+        tokio::select! {
+            () = draining.started() => {}
+            () = revoked => {}
         }
     };
     let first = futures_util::stream::once(async { Ok(SseEvent::default().retry(RETRY)) });
