@@ -406,8 +406,7 @@ impl KeyVerifier {
                 return Ok(Caller::of(known.row));
             }
             let read_at = std::time::Instant::now();
-            let row = self.store.get_api_key(id).await?;
-            let Some(row) = row.filter(|row| row.revoked_at.is_none()) else {
+            let Some(row) = self.live_row(id).await? else {
                 self.verified.remove(&digest);
                 return Err(KeyError::Invalid);
             };
@@ -437,13 +436,27 @@ impl KeyVerifier {
     async fn check(&self, id: Uuid, secret: &str) -> Result<Option<Verified>, KeyError> {
         self.take_attempt(id)?;
         let read_at = std::time::Instant::now();
-        let row = self.store.get_api_key(id).await?;
-        let live = row.filter(|row| row.revoked_at.is_none());
+        let live = self.live_row(id).await?;
         let hash = live.as_ref().map(|row| row.secret_hash.clone());
         let matches = self.pool.check(secret, hash).await?;
         Ok(live
             .filter(|_| matches)
             .map(|row| Verified { id, row, read_at }))
+    }
+
+    /// Whether key `id` is stored and not revoked, read now (an open event stream asks
+    /// every few seconds, so that it ends soon after its key is revoked).
+    pub async fn is_live(&self, id: Uuid) -> Result<bool, KeyError> {
+        Ok(self.live_row(id).await?.is_some())
+    }
+
+    /// The row of key `id` if it is stored and not revoked.
+    async fn live_row(&self, id: Uuid) -> Result<Option<ApiKeyRow>, StoreError> {
+        Ok(self
+            .store
+            .get_api_key(id)
+            .await?
+            .filter(|row| row.revoked_at.is_none()))
     }
 
     /// Takes one uncached check from `id`'s allowance.

@@ -131,6 +131,12 @@ impl Access {
             .clone()
     }
 
+    /// Whether key `id` is still stored and not revoked ([`KeyVerifier::is_live`]); a
+    /// key that cannot be read counts as gone.
+    pub async fn key_is_live(&self, id: Uuid) -> bool {
+        self.keys.is_live(id).await.unwrap_or(false)
+    }
+
     /// The caller of a request with these headers.
     async fn caller(&self, headers: &HeaderMap) -> Result<Caller, ApiError> {
         if !self.auth {

@@ -110,15 +110,14 @@ pub async fn stream_events(
     // The stream ends when the replica stops (clients reconnect to another) or its key
     // is revoked (or cannot be read back).
     let draining = state.draining.clone();
-    let store = state.service.store().clone();
+    let access = state.access.clone();
     let revoked = async move {
         let Some(key) = caller.key_id else {
             return std::future::pending().await;
         };
         loop {
             tokio::time::sleep(KEY_RECHECK).await;
-            let row = store.get_api_key(key).await;
-            if !matches!(row, Ok(Some(ref row)) if row.revoked_at.is_none()) {
+            if !access.key_is_live(key).await {
                 return;
             }
         }

@@ -208,15 +208,12 @@ pub(crate) fn delivery_from_row(row: &impl Columns) -> Result<DeliveryRow, Store
 
 /// A claimed delivery, from its event's columns, its webhook's (`webhook_id`, `url`,
 /// `secret`) and `due_micros`; `attempts` as the claim counted them.
-pub(crate) fn claimed_from_row(
-    row: &impl Columns,
-    attempts: i64,
-) -> Result<ClaimedDelivery, StoreError> {
+pub(crate) fn claimed_from_row(row: &impl Columns) -> Result<ClaimedDelivery, StoreError> {
     Ok(ClaimedDelivery {
         webhook_id: parse_uuid(row.text("webhook_id")?)?,
         url: row.text("url")?.to_string(),
         secret: row.text("secret")?.to_string(),
-        attempts,
+        attempts: row.int("attempts")?,
         created_at: from_micros(row.int("due_micros")?)?,
         event: event_record_from_row(row)?,
     })
@@ -247,7 +244,22 @@ pub(super) fn claim_sql(lock: &str) -> String {
              WHERE p.webhook_id = c.webhook_id AND p.session_id = c.session_id \
              AND p.state = 'pending' AND p.seq < c.seq) \
            ORDER BY c.next_attempt_micros LIMIT $3{lock}) \
-         RETURNING webhook_id, event_id, attempts"
+         RETURNING webhook_id, event_id"
+    )
+}
+
+/// Reads back `count` claimed deliveries with their events and webhooks, by event id;
+/// `$1, $2`, `$3, $4` … are the (webhook, event) pairs.
+pub(super) fn claimed_sql(count: usize) -> String {
+    let pairs: Vec<String> = (0..count)
+        .map(|i| format!("(${}, ${})", 2 * i + 1, 2 * i + 2))
+        .collect();
+    format!(
+        "SELECT {EVENT_COLUMNS}, w.id AS webhook_id, w.url, w.secret, d.attempts, \
+         d.created_micros AS due_micros FROM webhook_deliveries d \
+         JOIN events e ON e.id = d.event_id JOIN webhooks w ON w.id = d.webhook_id \
+         WHERE (d.webhook_id, d.event_id) IN (VALUES {}) ORDER BY d.event_id",
+        pairs.join(", ")
     )
 }
 
@@ -441,30 +453,24 @@ macro_rules! outbox_on {
                     .await?;
                 tx.commit().await?;
                 drop(turn);
-                let mut deliveries = Vec::with_capacity(claimed.len());
-                for row in &claimed {
-                    let webhook: String = row.try_get("webhook_id")?;
-                    let event: i64 = row.try_get("event_id")?;
-                    let attempts: i64 = row.try_get("attempts")?;
-                    let sql = format!(
-                        "SELECT {}, w.id AS webhook_id, w.url, w.secret, \
-                         d.created_micros AS due_micros FROM webhook_deliveries d \
-                         JOIN events e ON e.id = d.event_id JOIN webhooks w ON w.id = d.webhook_id \
-                         WHERE d.webhook_id = $1 AND d.event_id = $2",
-                        $crate::store::outbox::EVENT_COLUMNS
-                    );
-                    let found = sqlx::query(sqlx::AssertSqlSafe(sql))
-                        .bind(&webhook)
-                        .bind(event)
-                        .fetch_optional(&self.pool)
-                        .await?;
-                    // Gone meanwhile (the webhook or the session deleted): nothing to send.
-                    if let Some(found) = found {
-                        deliveries
-                            .push($crate::store::outbox::claimed_from_row(&found, attempts)?);
-                    }
+                if claimed.is_empty() {
+                    return Ok(Vec::new());
                 }
-                Ok(deliveries)
+                // One read of what was claimed, with its event and webhook; a delivery
+                // gone meanwhile (its webhook or session deleted) is not read: nothing to
+                // send. The lease is this replica's, so its attempts are the claim's.
+                let sql = $crate::store::outbox::claimed_sql(claimed.len());
+                let mut read = sqlx::query(sqlx::AssertSqlSafe(sql));
+                for row in &claimed {
+                    read = read
+                        .bind(row.try_get::<String, _>("webhook_id")?)
+                        .bind(row.try_get::<i64, _>("event_id")?);
+                }
+                read.fetch_all(&self.pool)
+                    .await?
+                    .iter()
+                    .map($crate::store::outbox::claimed_from_row)
+                    .collect()
             }
 
             async fn finish_delivery(

@@ -442,6 +442,15 @@ async fn the_dashboard_draws_every_kind_of_session_live_in_chromium() {
              [...document.querySelectorAll('main > *, .grid > .card')] \
              .map(c => (c.dataset.chart || c.id || c.className) + ':' + c.offsetHeight).join(' ')]";
         let before = tokio::task::block_in_place(|| {
+            // The observation table loads on its own: measured once it has (its rows, or
+            // the row saying there are none), not while it is still empty.
+            assert!(
+                browser.wait_for(
+                    "!!document.querySelector('#observations tbody tr')",
+                    Duration::from_secs(5)
+                ),
+                "{name}: the observation table did not load within 5 s"
+            );
             browser.eval("window.scrollTo(0, 1200)");
             browser.eval(layout)
         });
