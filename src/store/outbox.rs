@@ -207,7 +207,7 @@ pub(crate) fn delivery_from_row(row: &impl Columns) -> Result<DeliveryRow, Store
 }
 
 /// A claimed delivery, from its event's columns, its webhook's (`webhook_id`, `url`,
-/// `secret`) and `due_micros`; `attempts` as the claim counted them.
+/// `secret`), `due_micros` and `attempts` (the claim's count: read while its lease holds).
 pub(crate) fn claimed_from_row(row: &impl Columns) -> Result<ClaimedDelivery, StoreError> {
     Ok(ClaimedDelivery {
         webhook_id: parse_uuid(row.text("webhook_id")?)?,

@@ -105,6 +105,7 @@ mod tests {
                     Stage::Fit.run(|| std::thread::sleep(Duration::from_millis(60)));
                 });
                 Stage::Forgetting.run(|| ());
+                Stage::Optimum.run(|| ());
                 // Not a stage: not recorded.
                 tracing::trace_span!("fit").in_scope(|| ());
             });
@@ -113,9 +114,10 @@ mod tests {
         let (fits, fit_seconds) = count_and_sum(&rendered, "fit");
         let (acquisitions, acquisition_seconds) = count_and_sum(&rendered, "acquisition");
         let (forgettings, _) = count_and_sum(&rendered, "forgetting");
+        let (optima, _) = count_and_sum(&rendered, "optimum");
         assert_eq!(
-            (fits, acquisitions, forgettings),
-            (2.0, 1.0, 1.0),
+            (fits, acquisitions, forgettings, optima),
+            (2.0, 1.0, 1.0, 1.0),
             "{rendered}"
         );
         assert!(fit_seconds >= 0.12, "{rendered}");

@@ -271,7 +271,7 @@ async fn traffic_shows_in_metrics(server: TestServer) {
     let unmatched = [("route", "unmatched"), ("status", "404")];
     assert!(value(&after, "tvbo_http_requests_total", &unmatched) >= 1.0);
 
-    for stage in ["fit", "acquisition", "forgetting"] {
+    for stage in ["fit", "acquisition", "forgetting", "optimum"] {
         let fitted = moved("tvbo_model_work_seconds", &[("stage", stage)]);
         assert!(fitted > 0.0, "no {stage} timed");
     }

@@ -12,7 +12,7 @@ use crate::domain::records::{
 use crate::domain::space::Arm;
 use crate::gp::arms::{ArmGp, TimeVaryingArmGp};
 use crate::policy::tv_gp_ucb::TvGpUcbWithPrior;
-use crate::policy::{self, FitSettings, PolicyError, PolicyState, SessionPolicy, Surrogate};
+use crate::policy::{self, FitSettings, PolicyError, PolicyState, SessionPolicy, Stage, Surrogate};
 
 /// The model predictions, recommendations and regret estimates read from.
 pub enum CurrentModel {
@@ -142,7 +142,18 @@ impl CurrentModel {
     /// name for arm sessions (ties go to the first arm). Off the arms, it maximises the
     /// mean over 512 Sobol points refined by bounded L-BFGS, seeded from the session's
     /// seed, so the same model and time give the same point (on any number of `cores`).
+    /// A [`Stage::Optimum`].
     pub fn recommend(
+        &self,
+        config: &CheckedConfig,
+        t: f64,
+        fixed: &[(usize, f64)],
+        cores: &dyn Cores,
+    ) -> (Vec<f64>, Option<String>) {
+        Stage::Optimum.run(|| self.search_recommendation(config, t, fixed, cores))
+    }
+
+    fn search_recommendation(
         &self,
         config: &CheckedConfig,
         t: f64,

@@ -17,16 +17,20 @@ pub enum Stage {
     Acquisition,
     /// Deciding what to forget (relevance, budgets, resets) when data arrives.
     Forgetting,
+    /// Searching a model's posterior mean for the optimum it recommends (each step's
+    /// recorded optimum, the reads' `best`).
+    Optimum,
 }
 
 impl Stage {
     /// Runs `work` inside a span of this stage (target [`MODEL_WORK_TARGET`], level
-    /// TRACE, named `fit`, `acquisition` or `forgetting`).
+    /// TRACE, named `fit`, `acquisition`, `forgetting` or `optimum`).
     pub fn run<T>(self, work: impl FnOnce() -> T) -> T {
         let span = match self {
             Stage::Fit => tracing::trace_span!(target: MODEL_WORK_TARGET, "fit"),
             Stage::Acquisition => tracing::trace_span!(target: MODEL_WORK_TARGET, "acquisition"),
             Stage::Forgetting => tracing::trace_span!(target: MODEL_WORK_TARGET, "forgetting"),
+            Stage::Optimum => tracing::trace_span!(target: MODEL_WORK_TARGET, "optimum"),
         };
         span.in_scope(work)
     }
