@@ -126,7 +126,18 @@ class Server:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
         database = Path(tempfile.mkdtemp(prefix="botorch-compare-")) / "tvbo.db"
-        env = dict(os.environ, TVBO_AUTH="off", TVBO_RATE_LIMIT="0", RUST_LOG="warn")
+        # As users run it: keys required, the default rate limit; the key made as an
+        # operator makes one.
+        env = dict(os.environ, RUST_LOG="warn")
+        for name in ("TVBO_AUTH", "TVBO_RATE_LIMIT", "TVBO_RATE_BURST"):
+            env.pop(name, None)
+        self.key = subprocess.run(
+            [binary, "keys", "create", "--name", "botorch-compare", "--database-url", f"sqlite://{database}"],
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
         self.process = subprocess.Popen(
             [binary, "serve", "--bind", f"127.0.0.1:{self.port}", "--database-url", f"sqlite://{database}"],
             env=env,
@@ -144,7 +155,7 @@ class Server:
 
     def call(self, method: str, path: str, body: object | None, expect: int | None = 2) -> tuple[int, dict]:
         payload = None if body is None else json.dumps(body)
-        headers = {"Content-Type": "application/json"}
+        headers = {"Content-Type": "application/json", "Authorization": f"Bearer {self.key}"}
         try:
             self.connection.request(method, path, body=payload, headers=headers)
             response = self.connection.getresponse()
