@@ -10,7 +10,7 @@ use common::{DIM, data, hyper, model, observations, spec, unit_space};
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use tvbo_core::acquisition::{AcquisitionOptions, beta_wdbo, maximize_ucb};
+use tvbo_core::acquisition::{AcquisitionOptions, beta_wdbo, maximize_mean, maximize_ucb};
 use tvbo_core::gp::{
     FitOptions, Fixed, Gp, KernelKind, SearchStart, fit_hyperparameters, log_marginal_likelihood,
 };
@@ -75,6 +75,28 @@ fn bench_ucb(c: &mut Criterion) {
             b.iter(|| {
                 let mut rng = ChaCha8Rng::seed_from_u64(2);
                 maximize_ucb(&gp, beta, 610.0, &options, &mut rng)
+            })
+        });
+    }
+    group.finish();
+}
+
+/// The search of the posterior mean for the recorded optimum, which every suggest and
+/// `GET …/best` run on the fitted model (its 512 raw samples need no variances).
+fn bench_mean(c: &mut Criterion) {
+    let mut group = c.benchmark_group("maximize_mean");
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3));
+    for n in SIZES {
+        let (xs, ts, ys) = data(n);
+        let gp = Gp::new(spec(), hyper(), DIM, xs, ts, ys).unwrap();
+        let options = AcquisitionOptions::default();
+        group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
+            b.iter(|| {
+                let mut rng = ChaCha8Rng::seed_from_u64(2);
+                maximize_mean(&gp, 610.0, &options, &[], &1, &mut rng)
             })
         });
     }
@@ -224,6 +246,7 @@ criterion_group!(
     bench_lml,
     bench_fit,
     bench_ucb,
+    bench_mean,
     bench_push_remove,
     bench_suggest,
     bench_bolt_iteration

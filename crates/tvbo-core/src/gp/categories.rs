@@ -61,6 +61,11 @@ impl Categories {
         dim - self.categorical(dim).count()
     }
 
+    /// True when categorical coordinate values `p` and `q` hold different choices.
+    pub fn differ(p: f64, q: f64) -> bool {
+        (p - q).abs() > SAME_CHOICE
+    }
+
     /// The squared Euclidean distance over the continuous coordinates of `a` and `b`, and
     /// the number of categorical coordinates whose choices differ.
     pub fn split_distance(&self, a: &[f64], b: &[f64]) -> (f64, f64) {
@@ -68,7 +73,7 @@ impl Categories {
         let mut differ = 0.0;
         for (i, (p, q)) in a.iter().zip(b).enumerate() {
             if self.choices(i) > 0 {
-                if (p - q).abs() > SAME_CHOICE {
+                if Categories::differ(*p, *q) {
                     differ += 1.0;
                 }
             } else {
@@ -88,7 +93,7 @@ impl Categories {
         self.categorical(a.len())
             .map(|i| {
                 let k = self.choices(i) as f64;
-                if (a[i] - b[i]).abs() > SAME_CHOICE {
+                if Categories::differ(a[i], b[i]) {
                     2.0 * rho + (k - 2.0) * rho * rho
                 } else {
                     1.0 + (k - 1.0) * rho * rho

@@ -1,17 +1,16 @@
 //! e^x of many arguments at once. libm's `exp` is one call per value; the kernel matrix
 //! of a likelihood evaluation needs n²/2 of them, which took about a fifth of an
 //! evaluation at n = 400 (docs/performance.md). This one is written in plain IEEE
-//! arithmetic over a slice, so the compiler vectorises it; it is compiled once for the
-//! portable target and once each with AVX2 and AVX-512 enabled, chosen at run time.
-//! No step uses a fused multiply-add or a rounding instruction that only some targets
-//! have, so every variant gives the same bits on every machine (a refit on another
-//! replica agrees with this one).
+//! arithmetic over a slice, so the compiler vectorises it, for the widest vectors the
+//! CPU has ([`super::vectorise`]: the same bits on every machine).
 //!
 //! Method (Cody & Waite range reduction): x = k·ln 2 + r with k the nearest integer to
 //! x / ln 2 and |r| ≤ ln 2 / 2, ln 2 split in two parts so that k·ln 2 is exact to
 //! 2⁻⁸⁵; e^r by its Taylor polynomial to degree 13 (the remainder is below 10⁻¹⁷
 //! relative); then 2^k is put into the exponent bits. Accurate to a few units in the
 //! last place (the tests bound it against `f64::exp`).
+
+use super::vectorise::widest_vectors;
 
 /// Below this e^x is near f64's smallest normal number; such arguments give 0 (e^x is
 /// then < 3.4·10⁻³⁰⁸, where a kernel value or a likelihood term is nothing anyway).
@@ -74,33 +73,10 @@ fn exp_slice(values: &mut [f64]) {
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-fn exp_slice_avx512(values: &mut [f64]) {
-    exp_slice(values);
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn exp_slice_avx2(values: &mut [f64]) {
-    exp_slice(values);
-}
-
-/// Replaces every value x of `values` by e^x: 0 below −708, +∞ above 709.78, NaN
-/// for NaN.
-pub(crate) fn exp_in_place(values: &mut [f64]) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU has AVX-512F, checked just above.
-            return unsafe { exp_slice_avx512(values) };
-        }
-        if std::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has AVX2, checked just above.
-            return unsafe { exp_slice_avx2(values) };
-        }
-    }
-    exp_slice(values);
+widest_vectors! {
+    /// Replaces every value x of `values` by e^x: 0 below −708, +∞ above 709.78, NaN
+    /// for NaN.
+    pub(crate) fn exp_in_place(values: &mut [f64]) = exp_slice;
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ use super::linalg;
 use super::model::{
     GpError, Hyperparameters, factorise_with_jitter_into, validate_data, validate_hyperparameters,
 };
+use super::vectorise::widest_vectors;
 use crate::domain::config::{
     SIGNAL_VARIANCE_BOUNDS, SPATIAL_LENGTHSCALE_BOUNDS, TEMPORAL_LENGTHSCALE_BOUNDS,
 };
@@ -305,92 +306,104 @@ impl Workspace {
             column: ColumnScratch::new(n),
         }
     }
+}
 
+widest_vectors! {
     /// Fills K (lower triangle and diagonal) and the lengthscale derivatives for `h`;
     /// ∂K/∂ln λ is K itself off the diagonal. Column by column, in stages over the
-    /// column's pairs (loops that vectorise): the factors of each kernel, then one
-    /// exponential of their exponents together, then the products.
+    /// column's pairs (loops that vectorise, for the widest vectors the CPU has): the
+    /// factors of each kernel, then one exponential of their exponents together, then the
+    /// products.
     fn fill_kernel(
-        &mut self,
+        ws: &mut Workspace,
         spec: KernelSpec,
         h: &Hyperparameters,
         layout: Layout,
         pairs: &Pairs,
-    ) {
-        let n = pairs.n;
-        let lambda = h.signal_variance;
-        let inv_ls = 1.0 / h.spatial_lengthscale;
-        let inv_lt = 1.0 / h.temporal_lengthscale;
-        let inv_lc = 1.0 / h.categorical_lengthscale;
-        let data = self.k.as_mut_slice();
-        let c = &mut self.column;
-        let mut p = 0;
-        for j in 0..n {
-            let column = &mut data[j * n..(j + 1) * n];
-            column[j] = lambda + h.noise_variance;
-            let below = &mut column[j + 1..];
-            let count = below.len();
-            let (ps, ms_rs, qs) = (
-                &mut c.ps[..count],
-                &mut c.ms_rs[..count],
-                &mut c.qs[..count],
-            );
-            let (pt, mt_rt, qt) = (
-                &mut c.pt[..count],
-                &mut c.mt_rt[..count],
-                &mut c.qt[..count],
-            );
-            // k = λ p_S p_T e^{−(q_S+q_T)}; ∂k/∂ln l = k'(r)·(−r) for each factor.
-            spec.spatial
-                .factors_into(&pairs.spatial[p..p + count], inv_ls, ps, ms_rs, qs);
-            match spec.temporal {
-                Some(kind) => {
-                    kind.factors_into(&pairs.temporal[p..p + count], inv_lt, pt, mt_rt, qt);
-                    for q in 0..count {
-                        qs[q] = -(qs[q] + qt[q]);
-                    }
-                }
-                None => {
-                    pt.fill(1.0);
-                    for v in qs.iter_mut() {
-                        *v = -*v;
-                    }
-                }
-            }
-            // The overlap kernel's factor e^{−h/l_C} joins the exponent.
-            if !pairs.differing.is_empty() {
-                for (q, differ) in qs.iter_mut().zip(&pairs.differing[p..p + count]) {
-                    *q -= differ * inv_lc;
-                }
-            }
-            let e = qs;
-            exp_in_place(e);
-            let ls_out = &mut self.d_ls[p..p + count];
-            for q in 0..count {
-                let e = lambda * e[q];
-                below[q] = ps[q] * pt[q] * e;
-                ls_out[q] = -ms_rs[q] * pt[q] * e;
-            }
-            if layout.temporal {
-                let lt_out = &mut self.d_lt[p..p + count];
+    ) = fill_kernel_loops;
+}
+
+#[inline(always)]
+fn fill_kernel_loops(
+    ws: &mut Workspace,
+    spec: KernelSpec,
+    h: &Hyperparameters,
+    layout: Layout,
+    pairs: &Pairs,
+) {
+    let n = pairs.n;
+    let lambda = h.signal_variance;
+    let inv_ls = 1.0 / h.spatial_lengthscale;
+    let inv_lt = 1.0 / h.temporal_lengthscale;
+    let inv_lc = 1.0 / h.categorical_lengthscale;
+    let data = ws.k.as_mut_slice();
+    let c = &mut ws.column;
+    let mut p = 0;
+    for j in 0..n {
+        let column = &mut data[j * n..(j + 1) * n];
+        column[j] = lambda + h.noise_variance;
+        let below = &mut column[j + 1..];
+        let count = below.len();
+        let (ps, ms_rs, qs) = (
+            &mut c.ps[..count],
+            &mut c.ms_rs[..count],
+            &mut c.qs[..count],
+        );
+        let (pt, mt_rt, qt) = (
+            &mut c.pt[..count],
+            &mut c.mt_rt[..count],
+            &mut c.qt[..count],
+        );
+        // k = λ p_S p_T e^{−(q_S+q_T)}; ∂k/∂ln l = k'(r)·(−r) for each factor.
+        spec.spatial
+            .factors_into(&pairs.spatial[p..p + count], inv_ls, ps, ms_rs, qs);
+        match spec.temporal {
+            Some(kind) => {
+                kind.factors_into(&pairs.temporal[p..p + count], inv_lt, pt, mt_rt, qt);
                 for q in 0..count {
-                    lt_out[q] = -ps[q] * mt_rt[q] * (lambda * e[q]);
+                    qs[q] = -(qs[q] + qt[q]);
                 }
             }
-            // ∂k/∂ln l_C = k · h / l_C.
-            if layout.categorical {
-                let lc_out = &mut self.d_lc[p..p + count];
-                let differing = &pairs.differing[p..p + count];
-                for q in 0..count {
-                    lc_out[q] = below[q] * differing[q] * inv_lc;
+            None => {
+                pt.fill(1.0);
+                for v in qs.iter_mut() {
+                    *v = -*v;
                 }
             }
-            p += count;
         }
+        // The overlap kernel's factor e^{−h/l_C} joins the exponent.
+        if !pairs.differing.is_empty() {
+            for (q, differ) in qs.iter_mut().zip(&pairs.differing[p..p + count]) {
+                *q -= differ * inv_lc;
+            }
+        }
+        let e = qs;
+        exp_in_place(e);
+        let ls_out = &mut ws.d_ls[p..p + count];
+        for q in 0..count {
+            let e = lambda * e[q];
+            below[q] = ps[q] * pt[q] * e;
+            ls_out[q] = -ms_rs[q] * pt[q] * e;
+        }
+        if layout.temporal {
+            let lt_out = &mut ws.d_lt[p..p + count];
+            for q in 0..count {
+                lt_out[q] = -ps[q] * mt_rt[q] * (lambda * e[q]);
+            }
+        }
+        // ∂k/∂ln l_C = k · h / l_C.
+        if layout.categorical {
+            let lc_out = &mut ws.d_lc[p..p + count];
+            let differing = &pairs.differing[p..p + count];
+            for q in 0..count {
+                lc_out[q] = below[q] * differing[q] * inv_lc;
+            }
+        }
+        p += count;
     }
 }
 
-/// One column's intermediate values in [`Workspace::fill_kernel`] (n each): the factors
+/// One column's intermediate values in [`fill_kernel`] (n each): the factors
 /// p, m·r and q of the spatial and the temporal kernel; `qs` then holds the exponent and
 /// its exponential.
 struct ColumnScratch {
@@ -460,7 +473,7 @@ fn lml_value(
     ws: &mut Workspace,
 ) -> Result<f64, GpError> {
     let n = pairs.n;
-    ws.fill_kernel(spec, h, layout, pairs);
+    fill_kernel(ws, spec, h, layout, pairs);
     factorise_with_jitter_into(&ws.k, &mut ws.factor, h.signal_variance)?;
     let l = &ws.factor;
     let alpha = &mut ws.alpha;

@@ -96,6 +96,7 @@ impl KernelKind {
     /// [`Self::factors`] of every scaled distance r = distances[i]·inverse_lengthscale:
     /// p(r), m(r)·r and q(r) into the three outputs (each as long as `distances`). One
     /// loop per kind, so that each vectorises.
+    #[inline(always)]
     pub(crate) fn factors_into(
         self,
         distances: &[f64],
@@ -127,6 +128,106 @@ impl KernelKind {
             KernelKind::Matern32 => each(KernelKind::Matern32, d, s, p, m_times_r, q),
             KernelKind::Matern52 => each(KernelKind::Matern52, d, s, p, m_times_r, q),
             KernelKind::Rbf => each(KernelKind::Rbf, d, s, p, m_times_r, q),
+        }
+    }
+
+    /// A kernel column's spatial factors ([`super::model::Gp`]): for each i, with
+    /// r = √squared[i] / lengthscale, q(r) of [`Self::correlation_factors`] replaces
+    /// `squared[i]`, p(r) goes to `p[i]` and, with `slope`,
+    /// [`Self::derivative_over_r_factor`] to `slope[i]`. One loop per kind, so that each
+    /// vectorises; the same values as those functions one point at a time.
+    #[inline(always)]
+    pub(crate) fn spatial_factors_into(
+        self,
+        squared: &mut [f64],
+        lengthscale: f64,
+        p: &mut [f64],
+        slope: Option<&mut [f64]>,
+    ) {
+        #[inline(always)]
+        fn each(
+            kind: KernelKind,
+            squared: &mut [f64],
+            lengthscale: f64,
+            p: &mut [f64],
+            slope: Option<&mut [f64]>,
+        ) {
+            let p = &mut p[..squared.len()];
+            match slope {
+                Some(slope) => {
+                    let slope = &mut slope[..squared.len()];
+                    for i in 0..squared.len() {
+                        let r = squared[i].sqrt() / lengthscale;
+                        (p[i], squared[i]) = kind.correlation_factors(r);
+                        slope[i] = kind.derivative_over_r_factor(r);
+                    }
+                }
+                None => {
+                    for i in 0..squared.len() {
+                        let r = squared[i].sqrt() / lengthscale;
+                        (p[i], squared[i]) = kind.correlation_factors(r);
+                    }
+                }
+            }
+        }
+        match self {
+            KernelKind::Matern12 => each(KernelKind::Matern12, squared, lengthscale, p, slope),
+            KernelKind::Matern32 => each(KernelKind::Matern32, squared, lengthscale, p, slope),
+            KernelKind::Matern52 => each(KernelKind::Matern52, squared, lengthscale, p, slope),
+            KernelKind::Rbf => each(KernelKind::Rbf, squared, lengthscale, p, slope),
+        }
+    }
+
+    /// A kernel column's temporal factors: for each i, with r = |t − ts[i]| / lengthscale
+    /// and (p(r), q(r)) of [`Self::correlation_factors`], `q[i]` += q(r), and `p[i]` and,
+    /// with `slope`, `slope[i]` are multiplied by p(r). One loop per kind, as
+    /// [`Self::spatial_factors_into`].
+    #[inline(always)]
+    pub(crate) fn temporal_factors_into(
+        self,
+        t: f64,
+        ts: &[f64],
+        lengthscale: f64,
+        q: &mut [f64],
+        p: &mut [f64],
+        slope: Option<&mut [f64]>,
+    ) {
+        #[inline(always)]
+        fn each(
+            kind: KernelKind,
+            t: f64,
+            ts: &[f64],
+            lengthscale: f64,
+            q: &mut [f64],
+            p: &mut [f64],
+            slope: Option<&mut [f64]>,
+        ) {
+            let (q, p) = (&mut q[..ts.len()], &mut p[..ts.len()]);
+            match slope {
+                Some(slope) => {
+                    let slope = &mut slope[..ts.len()];
+                    for i in 0..ts.len() {
+                        let (pt, qt) = kind.correlation_factors((t - ts[i]).abs() / lengthscale);
+                        q[i] += qt;
+                        p[i] *= pt;
+                        slope[i] *= pt;
+                    }
+                }
+                None => {
+                    for i in 0..ts.len() {
+                        let (pt, qt) = kind.correlation_factors((t - ts[i]).abs() / lengthscale);
+                        q[i] += qt;
+                        p[i] *= pt;
+                    }
+                }
+            }
+        }
+        let l = lengthscale;
+        match self {
+            KernelKind::Matern12 => each(KernelKind::Matern12, t, ts, l, q, p, slope),
+            KernelKind::Matern32 => each(KernelKind::Matern32, t, ts, l, q, p, slope),
+            KernelKind::Matern52 => each(KernelKind::Matern52, t, ts, l, q, p, slope),
+            KernelKind::Rbf => each(KernelKind::Rbf, t, ts, l, q, p, slope),
         }
     }
 

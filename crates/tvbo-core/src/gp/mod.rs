@@ -3,12 +3,14 @@
 
 pub mod arms;
 pub mod categories;
+mod coordinates;
 mod exp;
 pub mod fit;
 pub mod kernel;
 mod linalg;
 pub mod model;
 mod special;
+mod vectorise;
 
 pub use categories::Categories;
 pub use fit::{
