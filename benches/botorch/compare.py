@@ -34,6 +34,12 @@ alone, tvbo's UCB on `--torch-threads` threads (default: the machine's CPUs), wh
 numpy only:
 
     python3 benches/botorch/compare.py --no-botorch --dims 3 --sizes 400 --repeats 7
+
+With `--rounds R` it times the two in turn R times against one server and reports each
+round's HTTP / in-process ratio and their median (this VM's speed drifts within minutes,
+more than the difference between the two):
+
+    python3 benches/botorch/compare.py --no-botorch --dims 3 --sizes 400 --repeats 15 --rounds 8
 """
 
 from __future__ import annotations
@@ -241,6 +247,36 @@ def tvbo_table(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n\n(milliseconds; medians)"
 
 
+def alternating_rounds(args: argparse.Namespace, sets: dict[int, list[dict]], threads: int) -> str:
+    """`--rounds`: the in-process and the HTTP suggest timed in turn, round after round
+    (medians of `--repeats` each), against one server; each round's HTTP / in-process
+    ratio and their median, since this VM's speed drifts within minutes."""
+    rounds: dict[tuple[int, int], list[tuple[float, float]]] = {}
+    server = Server(args.tvbo)
+    try:
+        for _ in range(args.rounds):
+            for dim, dim_sets in sets.items():
+                mine = tvbo_in_process(args.iteration, dim, dim_sets, args.repeats, threads)
+                for data, row in zip(dim_sets, mine):
+                    over_http = statistics.median(server.suggest_seconds(data, dim) for _ in range(args.repeats))
+                    rounds.setdefault((dim, len(data["y"])), []).append((row["suggest_seconds"], over_http))
+    finally:
+        server.close()
+    lines = [
+        "| d | n | in process (per round) | over HTTP (per round) | HTTP / in-process (per round) | **median ratio** |",
+        "|---|---|---|---|---|---|",
+    ]
+    for (dim, n), pairs in rounds.items():
+        ratios = [h / m for m, h in pairs]
+        print(json.dumps({"dim": dim, "n": n, "rounds": [{"tvbo_suggest": m, "http_suggest": h} for m, h in pairs]}))
+        lines.append(
+            f"| {dim} | {n} | {', '.join(f'{m * 1e3:.3g}' for m, _ in pairs)} | "
+            f"{', '.join(f'{h * 1e3:.3g}' for _, h in pairs)} | {', '.join(f'{r:.3f}' for r in ratios)} | "
+            f"**{statistics.median(ratios):.3f}** |"
+        )
+    return "\n".join(lines) + f"\n\n(milliseconds; medians of {args.repeats} per round)"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="25,100,200,400,800,1600")
@@ -260,7 +296,16 @@ def main() -> None:
         help="time tvbo alone, in-process and over HTTP (no torch needed; UCB on --torch-threads, else every CPU)",
     )
     parser.add_argument("--output", help="append one JSON line per (d, n) here")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="with --no-botorch: time in process and over HTTP in turn this many times, "
+        "and report each round's HTTP / in-process ratio and their median",
+    )
     args = parser.parse_args()
+    if args.rounds > 1 and not args.no_botorch:
+        parser.error("--rounds needs --no-botorch")
 
     if args.no_botorch:
         torch = None
@@ -282,6 +327,9 @@ def main() -> None:
     # Both tvbo columns first, for every (d, n), before torch starts its threads: they spin
     # for a while after each parallel region and would take a core from tvbo.
     sets = {dim: [dataset(n, dim, seed=1000 * dim + n) for n in sizes] for dim in dims}
+    if args.rounds > 1:
+        print(alternating_rounds(args, sets, threads))
+        return
     # tvbo's UCB refinements get as many threads as torch has (a server gives a suggest
     # the cores no other job holds); its fit runs on one.
     ours = {dim: tvbo_in_process(args.iteration, dim, sets[dim], args.repeats, threads) for dim in dims}

@@ -125,26 +125,30 @@ impl SessionService {
             .map_err(|e| ServiceError::Internal(format!("model task failed: {e}")))
     }
 
-    /// Runs an engine step as model work of `session` ([`Self::blocking_on_cores`]), and
-    /// fills in the compute time of its calls.
-    async fn plan(
+    /// Runs an engine step on `input` as model work of `session`
+    /// ([`Self::blocking_on_cores`]), fills in the compute time of its calls, and hands
+    /// `input` back with the change (moved to the model thread and back, not copied: a
+    /// session's history holds every active observation).
+    async fn plan<I: Send + 'static>(
         &self,
         session: Uuid,
-        step: impl FnOnce(&dyn Cores) -> Result<ChangeSet, EngineError> + Send + 'static,
-    ) -> Result<ChangeSet, ServiceError> {
-        let change = self
+        input: I,
+        step: impl FnOnce(&I, &dyn Cores) -> Result<ChangeSet, EngineError> + Send + 'static,
+    ) -> Result<(ChangeSet, I), ServiceError> {
+        let (change, input) = self
             .blocking_on_cores(session, move |cores| {
                 let started = Instant::now();
-                step(cores).map(|mut change| {
+                let change = step(&input, cores).map(|mut change| {
                     let seconds = started.elapsed().as_secs_f64();
                     for call in &mut change.calls {
                         call.compute_seconds = seconds;
                     }
                     change
-                })
+                });
+                (change, input)
             })
-            .await??;
-        Ok(change)
+            .await?;
+        Ok((change?, input))
     }
 
     /// The same service with another cap on sessions per tenant.
@@ -376,10 +380,11 @@ impl SessionService {
         let fixed = &fixed;
         let _guard = self.lock(id).await;
         self.commit_with_retry(id, idempotency, |snapshot| async move {
-            let (history, fixed) = (snapshot.history.clone(), fixed.clone());
-            let change = self
-                .plan(id, move |cores| {
-                    plan_suggest(&history, count as usize, t, &fixed, arrived, &limits, cores)
+            let fixed = fixed.clone();
+            let (change, snapshot) = self
+                .plan(id, snapshot, move |snapshot, cores| {
+                    let history = &snapshot.history;
+                    plan_suggest(history, count as usize, t, &fixed, arrived, &limits, cores)
                 })
                 .await?;
             let response = SuggestResponse {
@@ -508,7 +513,7 @@ impl SessionService {
         }
         let (arrived, limits) = (Utc::now(), self.limits);
         let _guard = self.lock(id).await;
-        self.commit_with_retry(id, idempotency, |mut snapshot| {
+        self.commit_with_retry(id, idempotency, |snapshot| {
             let inputs = inputs.clone();
             async move {
                 let mut suggestions = HashMap::new();
@@ -522,21 +527,24 @@ impl SessionService {
                         suggestions.insert(suggestion_id, row);
                     }
                 }
-                let response_times = match &snapshot.response_times {
-                    Some(summaries) => summaries.clone(),
+                let response_times = match snapshot.response_times {
+                    Some(summaries) => summaries,
                     None => self.store.response_time_summaries(id).await?,
                 };
-                snapshot.response_times = Some(response_times.clone());
                 let observed = ObserveSnapshot {
-                    history: snapshot.history.clone(),
+                    history: snapshot.history,
                     suggestions,
                     response_times,
                 };
-                let change = self
-                    .plan(id, move |_cores| {
-                        plan_observe(&observed, &inputs, arrived, &limits)
+                let (change, observed) = self
+                    .plan(id, observed, move |observed, _cores| {
+                        plan_observe(observed, &inputs, arrived, &limits)
                     })
                     .await?;
+                let snapshot = SessionSnapshot {
+                    history: observed.history,
+                    response_times: Some(observed.response_times),
+                };
                 let response = ObservationList {
                     observations: change.new_observations.iter().map(Into::into).collect(),
                     next_after: None,

@@ -1,9 +1,11 @@
 //! The GP's stored inputs by coordinate, so that the distance loop of a kernel column
-//! runs over contiguous memory and vectorises ([`super::model::Gp`]).
+//! (`Gp::kernel_column`) runs over contiguous memory and vectorises.
 
 use std::ops::Range;
 
 use super::categories::Categories;
+#[cfg(doc)]
+use super::kernel::KernelSpec;
 
 /// Coordinate j of every stored input, in the inputs' order, for each j < dim: the
 /// transpose of the GP's inputs, kept beside them and changed with them.
@@ -63,7 +65,7 @@ impl Coordinates {
     /// For each stored input i of `inputs`, into position i − inputs.start: the squared
     /// distance between `x` and input i over the continuous coordinates, into `squared`,
     /// and the number of categorical coordinates whose choices differ, into `differ`
-    /// (only used with categories). The same values as [`super::KernelSpec::distances`]
+    /// (only used with categories). The same values as [`KernelSpec::distances`]
     /// (the squares summed in coordinate order from 0), a coordinate at a time.
     #[inline(always)]
     pub fn distances_into(

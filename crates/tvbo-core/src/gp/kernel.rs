@@ -131,7 +131,7 @@ impl KernelKind {
         }
     }
 
-    /// A kernel column's spatial factors ([`super::model::Gp`]): for each i, with
+    /// A kernel column's spatial factors (`Gp::kernel_column`): for each i, with
     /// r = √squared[i] / lengthscale, q(r) of [`Self::correlation_factors`] replaces
     /// `squared[i]`, p(r) goes to `p[i]` and, with `slope`,
     /// [`Self::derivative_over_r_factor`] to `slope[i]`. One loop per kind, so that each
