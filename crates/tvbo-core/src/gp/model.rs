@@ -945,6 +945,12 @@ mod tests {
         if !gp.is_empty() {
             assert!((gp.cholesky_factor() - fresh.cholesky_factor()).amax() < 1e-8);
             assert!((gp.alpha() - fresh.alpha()).amax() < 1e-8);
+            // The kernel columns read the inputs by coordinate, kept beside them.
+            let points = vec![vec![0.2; gp.dim()], vec![0.7; gp.dim()]];
+            let means = gp.predict_mean_many(&points, 3.0);
+            for (mean, fresh) in means.iter().zip(fresh.predict_mean_many(&points, 3.0)) {
+                assert!((mean - fresh).abs() < 1e-8);
+            }
         }
     }
 
