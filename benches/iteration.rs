@@ -142,6 +142,7 @@ fn main() -> anyhow::Result<()> {
             fixed_noise: None,
             cores: &args.threads,
             fixed: &[],
+            beside: None,
         };
         let suggest = timed(args.repeats, || {
             let mut state = PolicyState::default();

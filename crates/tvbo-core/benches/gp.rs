@@ -154,6 +154,7 @@ fn bench_suggest(c: &mut Criterion) {
             fixed_noise: None,
             cores: &1,
             fixed: &[],
+            beside: None,
         };
         group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
             b.iter(|| {
@@ -199,6 +200,7 @@ fn bench_bolt_iteration(c: &mut Criterion) {
             fixed_noise: None,
             cores: &1,
             fixed: &[],
+            beside: None,
         };
         group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
             b.iter(|| {

@@ -297,6 +297,26 @@ pub fn maximize_ucb_on<R: Rng + ?Sized>(
     cores: &dyn Cores,
     rng: &mut R,
 ) -> (Vec<f64>, f64) {
+    maximize_ucb_beside(gp, beta, t, options, fixed, cores, rng, None)
+}
+
+/// [`maximize_ucb_on`], running `beside` (other work of the same job, on one thread) as
+/// one more piece of the refinements' round: first, so that a second thread takes the
+/// refinements meanwhile. The refinements of two groups gain little from a second
+/// thread (one group takes most of the time), which leaves a core idle for about what
+/// the search of a model's posterior mean takes. With one thread, `beside` runs before
+/// them. The maximisation is the same whatever `beside` does.
+#[allow(clippy::too_many_arguments)]
+pub fn maximize_ucb_beside<R: Rng + ?Sized>(
+    gp: &Gp,
+    beta: f64,
+    t: f64,
+    options: &AcquisitionOptions,
+    fixed: &[(usize, f64)],
+    cores: &dyn Cores,
+    rng: &mut R,
+    beside: Option<&(dyn Fn() + Sync)>,
+) -> (Vec<f64>, f64) {
     let dim = gp.dim();
     let sqrt_beta = if beta > 0.0 && beta.is_finite() {
         beta.sqrt()
@@ -337,9 +357,19 @@ pub fn maximize_ucb_on<R: Rng + ?Sized>(
         .into_iter()
         .map(|i| raw[i].as_slice())
         .collect();
-    let groups: Vec<&[&[f64]]> = starts.chunks(REFINEMENT_GROUP).collect();
-    let refined = in_parallel(&groups, cores, |group| {
-        refine_together(gp, group, t, sqrt_beta, fixed, &options.optimizer)
+    let pieces: Vec<Option<&[&[f64]]>> = beside
+        .map(|_| None)
+        .into_iter()
+        .chain(starts.chunks(REFINEMENT_GROUP).map(Some))
+        .collect();
+    let refined = in_parallel(&pieces, cores, |piece| match piece {
+        Some(group) => refine_together(gp, group, t, sqrt_beta, fixed, &options.optimizer),
+        None => {
+            if let Some(work) = beside {
+                work();
+            }
+            Vec::new()
+        }
     });
     for m in refined.into_iter().flatten() {
         let value = -m.value;

@@ -184,6 +184,7 @@ fn check(algorithm: &Value, context: bool, categorical: bool, pending: usize, co
         fixed: &coordinates,
         cores: &1,
         built,
+        searched: None,
     };
     let afresh = step_snapshot(
         &config,

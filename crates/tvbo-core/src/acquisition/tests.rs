@@ -231,6 +231,43 @@ fn the_maximiser_is_the_same_on_one_thread_or_several() {
     }
 }
 
+/// Work run beside the refinements runs once, on any number of threads, and leaves the
+/// maximiser as it is without it.
+#[test]
+fn work_beside_the_refinements_runs_once_and_changes_nothing() {
+    let mut rng = ChaCha8Rng::seed_from_u64(31);
+    let gp = random_gp(60, 3, &mut rng);
+    let options = AcquisitionOptions::default();
+    let alone = maximize_ucb_on(
+        &gp,
+        2.0,
+        25.0,
+        &options,
+        &[],
+        &1,
+        &mut ChaCha8Rng::seed_from_u64(4),
+    );
+    for threads in [1, 2, 3] {
+        let runs = AtomicUsize::new(0);
+        let beside = || {
+            runs.fetch_add(1, Ordering::Relaxed);
+        };
+        let mut rng = ChaCha8Rng::seed_from_u64(4);
+        let found = maximize_ucb_beside(
+            &gp,
+            2.0,
+            25.0,
+            &options,
+            &[],
+            &threads,
+            &mut rng,
+            Some(&beside),
+        );
+        assert_eq!(found, alone);
+        assert_eq!(runs.load(Ordering::Relaxed), 1);
+    }
+}
+
 #[test]
 fn searches_stepped_together_end_where_each_would_alone() {
     // The batch's values equal a lone point's to rounding, so each search takes the

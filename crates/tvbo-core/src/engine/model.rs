@@ -2,6 +2,8 @@
 //! hyperparameters, that predictions, recommendations, regret estimates and the step
 //! snapshots are read from.
 
+use std::sync::OnceLock;
+
 use super::policy_data;
 use crate::acquisition::{self, AcquisitionOptions, Cores};
 use crate::domain::checked::CheckedConfig;
@@ -12,7 +14,9 @@ use crate::domain::records::{
 use crate::domain::space::Arm;
 use crate::gp::arms::{ArmGp, TimeVaryingArmGp};
 use crate::policy::tv_gp_ucb::TvGpUcbWithPrior;
-use crate::policy::{self, FitSettings, PolicyError, PolicyState, SessionPolicy, Stage, Surrogate};
+use crate::policy::{
+    self, BesideUcb, FitSettings, PolicyError, PolicyState, SessionPolicy, Stage, Surrogate,
+};
 
 /// The model predictions, recommendations and regret estimates read from.
 pub enum CurrentModel {
@@ -53,15 +57,25 @@ impl CurrentModel {
         state: &PolicyState,
         built: Option<Surrogate>,
     ) -> Result<Option<CurrentModel>, PolicyError> {
+        Ok(Self::reusing_told(config, active, state, built)?.map(|(model, _)| model))
+    }
+
+    /// [`CurrentModel::reusing`], telling whether the model is `built`.
+    fn reusing_told(
+        config: &CheckedConfig,
+        active: &[ObservationRow],
+        state: &PolicyState,
+        built: Option<Surrogate>,
+    ) -> Result<Option<(CurrentModel, bool)>, PolicyError> {
         let data = policy_data(config, active);
         let policy = match SessionPolicy::of(config) {
             SessionPolicy::Arms(selection) => {
                 let gp = selection.current_model(&data, state)?;
-                return Ok(Some(CurrentModel::Arms { selection, gp }));
+                return Ok(Some((CurrentModel::Arms { selection, gp }, false)));
             }
             SessionPolicy::TimeVaryingArms(policy) => {
                 let gp = policy.current_model(&data, state)?;
-                return Ok(Some(CurrentModel::TimeVaryingArms { policy, gp }));
+                return Ok(Some((CurrentModel::TimeVaryingArms { policy, gp }, false)));
             }
             SessionPolicy::Surrogate(policy) => policy,
         };
@@ -70,23 +84,32 @@ impl CurrentModel {
         }
         let spec = policy.model_kernel(&config.model, config.space());
         let dim = config.parameters.len();
-        let surrogate = match state.hyperparameters {
+        let (surrogate, is_built) = match state.hyperparameters {
             Some(hyper) => match built.filter(|b| b.is_built_from(spec, dim, &data, &hyper)) {
-                Some(built) => built,
-                None => Surrogate::with_hyperparameters(spec, dim, &data, hyper)?,
+                Some(built) => (built, true),
+                None => (
+                    Surrogate::with_hyperparameters(spec, dim, &data, hyper)?,
+                    false,
+                ),
             },
             // Nothing fitted yet (warm-up, random search): fit now.
-            None => Surrogate::fit(
-                spec,
-                dim,
-                &data,
-                &FitSettings {
-                    fixed_temporal_lengthscale: policy.fixed_temporal_lengthscale(),
-                    ..FitSettings::from_default_start(config.model.noise, config.model.hyperpriors)
-                },
-            )?,
+            None => (
+                Surrogate::fit(
+                    spec,
+                    dim,
+                    &data,
+                    &FitSettings {
+                        fixed_temporal_lengthscale: policy.fixed_temporal_lengthscale(),
+                        ..FitSettings::from_default_start(
+                            config.model.noise,
+                            config.model.hyperpriors,
+                        )
+                    },
+                )?,
+                false,
+            ),
         };
-        Ok(Some(CurrentModel::Surrogate(surrogate)))
+        Ok(Some((CurrentModel::Surrogate(surrogate), is_built)))
     }
 
     /// Posterior mean and standard deviation at (x, t) on the internal scale; None for a
@@ -170,18 +193,7 @@ impl CurrentModel {
             }
             CurrentModel::Surrogate(surrogate) => match config.arms() {
                 Some(arms) => (&arms.arms, &arms.points),
-                None => {
-                    let mut rng = super::call_rng(config.seed, u64::MAX);
-                    let (x, _) = acquisition::maximize_mean(
-                        surrogate.gp(),
-                        t,
-                        &AcquisitionOptions::default(),
-                        fixed,
-                        cores,
-                        &mut rng,
-                    );
-                    return (config.space().snap(&x), None);
-                }
+                None => return (mean_maximiser(surrogate, config, t, fixed, cores), None),
             },
         };
         let index = (0..points.len())
@@ -206,6 +218,17 @@ impl CurrentModel {
         cores: &dyn Cores,
     ) -> RecordedOptimum {
         let (x, arm) = self.recommend(config, t, fixed, cores);
+        self.recorded(config, t, x, arm)
+    }
+
+    /// The record of the maximiser `x` (with its arm's name) of this model's mean at `t`.
+    fn recorded(
+        &self,
+        config: &CheckedConfig,
+        t: f64,
+        x: Vec<f64>,
+        arm: Option<String>,
+    ) -> RecordedOptimum {
         let mean = self.mean(&x, t);
         RecordedOptimum {
             t,
@@ -213,6 +236,68 @@ impl CurrentModel {
             arm,
             mean: config.goal.sign() * mean,
         }
+    }
+}
+
+/// The maximiser of `surrogate`'s posterior mean at `t` over the unit cube given `fixed`,
+/// for a session without arms: 512 Sobol points from the session's own stream refined by
+/// bounded L-BFGS, snapped to the space's grid ([`CurrentModel::recommend`]).
+fn mean_maximiser(
+    surrogate: &Surrogate,
+    config: &CheckedConfig,
+    t: f64,
+    fixed: &[(usize, f64)],
+    cores: &dyn Cores,
+) -> Vec<f64> {
+    let mut rng = super::call_rng(config.seed, u64::MAX);
+    let (x, _) = acquisition::maximize_mean(
+        surrogate.gp(),
+        t,
+        &AcquisitionOptions::default(),
+        fixed,
+        cores,
+        &mut rng,
+    );
+    config.space().snap(&x)
+}
+
+/// The step's search for the recorded optimum, run by the policy beside UCB's
+/// refinements on its fitted model ([`BesideUcb`]), on one thread: what
+/// [`CurrentModel::recommend`] finds on that model, for a session without arms, found
+/// while UCB runs instead of after it. A [`Stage::Optimum`].
+pub(crate) struct MeanSearchBeside<'a> {
+    config: &'a CheckedConfig,
+    t: f64,
+    fixed: &'a [(usize, f64)],
+    found: OnceLock<Vec<f64>>,
+}
+
+impl<'a> MeanSearchBeside<'a> {
+    /// The search at `t` given `fixed`, for a session without arms (None with arms).
+    pub(crate) fn new(
+        config: &'a CheckedConfig,
+        t: f64,
+        fixed: &'a [(usize, f64)],
+    ) -> Option<Self> {
+        config.arms().is_none().then(|| MeanSearchBeside {
+            config,
+            t,
+            fixed,
+            found: OnceLock::new(),
+        })
+    }
+
+    /// The maximiser found, if the policy ran the search.
+    pub(crate) fn found(self) -> Option<Vec<f64>> {
+        self.found.into_inner()
+    }
+}
+
+impl BesideUcb for MeanSearchBeside<'_> {
+    fn run(&self, model: &Surrogate) {
+        let x = Stage::Optimum.run(|| mean_maximiser(model, self.config, self.t, self.fixed, &1));
+        // Run once per suggest: one proposal.
+        let _ = self.found.set(x);
     }
 }
 
@@ -257,6 +342,10 @@ pub struct OptimumAt<'a> {
     pub cores: &'a dyn Cores,
     /// The policy's model of the active data ([`crate::policy::Proposed::model`]), if any.
     pub built: Option<Surrogate>,
+    /// The maximiser of `built`'s mean at `t` given `fixed`, if the policy searched for it
+    /// beside UCB (the engine's `MeanSearchBeside`); read only when `built` is the record's
+    /// model.
+    pub searched: Option<Vec<f64>>,
 }
 
 /// What a step leaves the model as ([`StepSnapshot`]): the dataset size after it
@@ -283,8 +372,13 @@ pub fn step_snapshot(
     let has_model = past_warmup && (state.hyperparameters.is_some() || selection.is_some());
     let optimum = match optimum_at {
         Some(at) if has_model && !at.active.is_empty() => {
-            CurrentModel::reusing(config, at.active, state, at.built)?
-                .map(|model| model.optimum(config, at.t, at.fixed, at.cores))
+            let searched = at.searched;
+            CurrentModel::reusing_told(config, at.active, state, at.built)?.map(
+                |(model, is_built)| match searched.filter(|_| is_built) {
+                    Some(x) => model.recorded(config, at.t, x, None),
+                    None => model.optimum(config, at.t, at.fixed, at.cores),
+                },
+            )
         }
         _ => None,
     };

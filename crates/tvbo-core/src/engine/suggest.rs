@@ -4,6 +4,7 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+use super::model::MeanSearchBeside;
 use super::{
     EngineError, Limits, OptimumAt, StepData, call_rng, events, lead, max_suggestions_for,
     policy_data, policy_state, step_outcome,
@@ -16,7 +17,7 @@ use crate::domain::records::{
 };
 use crate::domain::space::Params;
 use crate::domain::time::resolve_time;
-use crate::policy::{self, SuggestContext};
+use crate::policy::{self, BesideUcb, SuggestContext};
 
 /// Plans `count` suggestions for the session of `history`, asked at session time `t`
 /// (client-time sessions) or at `now` (wall-clock sessions). The change hands them out
@@ -60,6 +61,8 @@ pub fn plan_suggest(
     let before = policy_state(session)?;
     let mut state = before.clone();
     let ordinal = session.suggest_count as u64;
+    // The recorded optimum's search, which the policy may run beside UCB.
+    let beside = MeanSearchBeside::new(config, target, &fixed_coordinates);
     let ctx = SuggestContext {
         space,
         arms: config.arms().map(|arms| arms.points.as_slice()),
@@ -72,10 +75,12 @@ pub fn plan_suggest(
         fixed_noise: config.model.noise,
         cores,
         fixed: &fixed_coordinates,
+        beside: beside.as_ref().map(|b| b as &dyn BesideUcb),
     };
     let policy = policy::policy_for(config);
     let mut rng = call_rng(config.seed, ordinal);
     let proposed = policy::suggest(policy.as_ref(), &ctx, &mut state, &mut rng)?;
+    let searched = beside.and_then(MeanSearchBeside::found);
     let rows: Vec<SuggestionRow> = proposed
         .proposals
         .into_iter()
@@ -116,8 +121,10 @@ pub fn plan_suggest(
             fixed: &fixed_coordinates,
             cores,
             // The recorded optimum is read from the policy's model when it is the one the
-            // record would build (no second factorisation).
+            // record would build (no second factorisation), and its search was done
+            // beside UCB when the policy ran it.
             built: proposed.model,
+            searched,
         }),
         None,
         ordinal + rows.len() as u64,

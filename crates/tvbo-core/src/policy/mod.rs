@@ -170,6 +170,19 @@ pub struct SuggestContext<'a> {
     /// Coordinates held at given values (index, unit value): the suggest's `fixed`
     /// parameters, context ones included. Every proposal has them.
     pub fixed: &'a [(usize, f64)],
+    /// Work on the policy's fitted model that may run beside UCB's refinements
+    /// ([`BesideUcb`]); run only on the model [`Proposed::model`] hands on, over the unit
+    /// cube. None runs nothing.
+    pub beside: Option<&'a dyn BesideUcb>,
+}
+
+/// Work of the suggest's step on the policy's fitted model (the model of `ctx.data`
+/// alone, [`Proposed::model`]), which the policy runs beside UCB's refinements on a core
+/// they leave idle ([`acquisition::maximize_ucb_beside`]): the step's search of the
+/// model's posterior mean for its recorded optimum. Not run when the policy fits no
+/// such model (warm-up, a flat fit answered at random, arms, pending points).
+pub trait BesideUcb: Sync {
+    fn run(&self, model: &Surrogate);
 }
 
 /// A proposed point: its unit-cube coordinates, and its arm index for arm sessions.

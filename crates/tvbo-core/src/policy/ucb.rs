@@ -135,7 +135,15 @@ pub fn ucb_proposals(
                 }
             }
             None => {
-                let (x, _) = acquisition::maximize_ucb_on(
+                // The step's work on this model, while it is the one handed on.
+                let beside = ctx.beside.filter(|_| of_data_alone);
+                let model = &surrogate;
+                let work = move || {
+                    if let Some(beside) = beside {
+                        beside.run(model);
+                    }
+                };
+                let (x, _) = acquisition::maximize_ucb_beside(
                     surrogate.gp(),
                     beta,
                     ctx.t,
@@ -143,6 +151,7 @@ pub fn ucb_proposals(
                     ctx.fixed,
                     ctx.cores,
                     rng,
+                    beside.map(|_| &work as &(dyn Fn() + Sync)),
                 );
                 Proposal {
                     x: ctx.space.snap(&x),
@@ -173,7 +182,7 @@ mod tests {
     use crate::gp::fit::{FitOptions, fit_hyperparameters};
     use crate::gp::{Hyperparameters, SearchStart};
     use crate::policy::surrogate::standardised;
-    use crate::policy::{policy_for, suggest};
+    use crate::policy::{BesideUcb, policy_for, suggest};
 
     fn bolt_with(fit_start: FitStart, hyperpriors: Hyperpriors) -> CheckedConfig {
         let request: CreateSession = serde_json::from_value(json!({
@@ -210,6 +219,7 @@ mod tests {
             fixed_noise: None,
             cores: &1,
             fixed: &[],
+            beside: None,
         };
         let policy = policy_for(config);
         let proposals = suggest(
@@ -221,6 +231,62 @@ mod tests {
         .unwrap()
         .proposals;
         (proposals, state)
+    }
+
+    /// Records the models it is run on.
+    struct Seen(std::sync::Mutex<Vec<Surrogate>>);
+
+    impl BesideUcb for Seen {
+        fn run(&self, model: &Surrogate) {
+            self.0.lock().unwrap().push(model.clone());
+        }
+    }
+
+    /// The work beside UCB runs once, on the very model handed on, when the suggest's
+    /// model is of the data alone; with a pending point, or two proposals, not at all.
+    #[test]
+    fn the_work_beside_ucb_sees_the_model_handed_on_and_no_other() {
+        let config = bolt(FitStart::Fixed);
+        let data: Vec<Observation> = (0..30)
+            .map(|i| Observation {
+                seq: i + 1,
+                x: vec![(i * 7 % 30) as f64 / 30.0, (i * 11 % 30) as f64 / 30.0],
+                t: i as f64,
+                y: ((i * 7 % 30) as f64 / 30.0 - 0.4).powi(2),
+            })
+            .collect();
+        let pending = [(vec![0.5, 0.5], 30.0)];
+        for (pending, count, runs) in [(&[][..], 1, 1), (&pending[..], 1, 0), (&[][..], 2, 0)] {
+            let seen = Seen(std::sync::Mutex::new(Vec::new()));
+            let ctx = SuggestContext {
+                space: config.space(),
+                arms: None,
+                model: &config.model,
+                data: &data,
+                pending,
+                t: 30.0,
+                count,
+                issued_before: data.len() as u64 + 1,
+                fixed_noise: None,
+                cores: &2,
+                fixed: &[],
+                beside: Some(&seen),
+            };
+            let policy = policy_for(&config);
+            let mut state = PolicyState::default();
+            let mut rng = PolicyRng::seed_from_u64(3);
+            let proposed = suggest(policy.as_ref(), &ctx, &mut state, &mut rng).unwrap();
+            let seen = seen.0.into_inner().unwrap();
+            assert_eq!(seen.len(), runs, "{pending:?}, {count}");
+            if let Some(model) = seen.first() {
+                let handed = proposed.model.expect("the model of the data alone");
+                let spec = policy.model_kernel(&config.model, config.space());
+                let hyper = state.hyperparameters.unwrap();
+                assert!(model.is_built_from(spec, 2, &data, &hyper));
+                assert!(handed.is_built_from(spec, 2, &data, &hyper));
+                assert_eq!(model.gp().alpha(), handed.gp().alpha());
+            }
+        }
     }
 
     /// Values that depend on time alone, over points spread across the square: the
