@@ -355,7 +355,8 @@ pub struct OptimumAt<'a> {
 /// time and the cores the search may use, the posterior mean's maximiser at that time
 /// (none for random search, which fits no model). The maximiser costs a model built
 /// from the saved hyperparameters (no refit), unless the policy's own model of the active
-/// data is that model (`OptimumAt::built`), and a search of its mean.
+/// data is that model (`OptimumAt::built`), and a search of its mean, unless the policy
+/// ran that search beside UCB (`OptimumAt::searched`).
 pub fn step_snapshot(
     config: &CheckedConfig,
     state: &PolicyState,
