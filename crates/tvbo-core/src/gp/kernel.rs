@@ -14,6 +14,31 @@ pub use crate::domain::kernel::KernelKind;
 const SQRT3: f64 = 1.732_050_807_568_877_2;
 const SQRT5: f64 = 2.236_067_977_499_79;
 
+/// `$body` with `$kind` bound to `$value` as a constant of each kind in turn (one arm
+/// per kind), so that a loop in `$body` has its kind fixed outside it and vectorises.
+macro_rules! with_constant_kind {
+    ($value:expr, |$kind:ident| $body:expr) => {
+        match $value {
+            KernelKind::Matern12 => {
+                let $kind = KernelKind::Matern12;
+                $body
+            }
+            KernelKind::Matern32 => {
+                let $kind = KernelKind::Matern32;
+                $body
+            }
+            KernelKind::Matern52 => {
+                let $kind = KernelKind::Matern52;
+                $body
+            }
+            KernelKind::Rbf => {
+                let $kind = KernelKind::Rbf;
+                $body
+            }
+        }
+    };
+}
+
 impl KernelKind {
     /// Correlation k(r) of the scaled distance r = d / lengthscale >= 0, with k(0) = 1.
     pub fn correlation(self, r: f64) -> f64 {
@@ -122,13 +147,14 @@ impl KernelKind {
                 q[i] = qi;
             }
         }
-        let (d, s) = (distances, inverse_lengthscale);
-        match self {
-            KernelKind::Matern12 => each(KernelKind::Matern12, d, s, p, m_times_r, q),
-            KernelKind::Matern32 => each(KernelKind::Matern32, d, s, p, m_times_r, q),
-            KernelKind::Matern52 => each(KernelKind::Matern52, d, s, p, m_times_r, q),
-            KernelKind::Rbf => each(KernelKind::Rbf, d, s, p, m_times_r, q),
-        }
+        with_constant_kind!(self, |kind| each(
+            kind,
+            distances,
+            inverse_lengthscale,
+            p,
+            m_times_r,
+            q
+        ))
     }
 
     /// A kernel column's spatial factors (`Gp::kernel_column`): for each i, with
@@ -170,12 +196,7 @@ impl KernelKind {
                 }
             }
         }
-        match self {
-            KernelKind::Matern12 => each(KernelKind::Matern12, squared, lengthscale, p, slope),
-            KernelKind::Matern32 => each(KernelKind::Matern32, squared, lengthscale, p, slope),
-            KernelKind::Matern52 => each(KernelKind::Matern52, squared, lengthscale, p, slope),
-            KernelKind::Rbf => each(KernelKind::Rbf, squared, lengthscale, p, slope),
-        }
+        with_constant_kind!(self, |kind| each(kind, squared, lengthscale, p, slope))
     }
 
     /// A kernel column's temporal factors: for each i, with r = |t − ts[i]| / lengthscale
@@ -222,13 +243,7 @@ impl KernelKind {
                 }
             }
         }
-        let l = lengthscale;
-        match self {
-            KernelKind::Matern12 => each(KernelKind::Matern12, t, ts, l, q, p, slope),
-            KernelKind::Matern32 => each(KernelKind::Matern32, t, ts, l, q, p, slope),
-            KernelKind::Matern52 => each(KernelKind::Matern52, t, ts, l, q, p, slope),
-            KernelKind::Rbf => each(KernelKind::Rbf, t, ts, l, q, p, slope),
-        }
+        with_constant_kind!(self, |kind| each(kind, t, ts, lengthscale, q, p, slope))
     }
 
     /// Correlation and dk/dr together, sharing the exponential.
