@@ -45,8 +45,7 @@ pub const HTTP_REQUESTS: &str = "tvbo_http_requests_total";
 /// Histogram: seconds from a request's arrival to its answer's head, by `method`, `route`.
 pub const HTTP_DURATION: &str = "tvbo_http_request_duration_seconds";
 /// Histogram: seconds of model work by `stage` (`fit`, `acquisition`, `forgetting`,
-/// `optimum`), each
-/// span's time minus that of the stages nested in it.
+/// `optimum`), each span's time minus that of the stages nested in it.
 pub const MODEL_WORK_SECONDS: &str = "tvbo_model_work_seconds";
 /// Gauge: model-work jobs waiting for their turn of the fair scheduler.
 pub const MODEL_WORK_QUEUE_DEPTH: &str = "tvbo_model_work_queue_depth";

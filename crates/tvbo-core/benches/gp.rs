@@ -60,8 +60,14 @@ fn bench_fit(c: &mut Criterion) {
     group.finish();
 }
 
-fn bench_ucb(c: &mut Criterion) {
-    let mut group = c.benchmark_group("maximize_ucb");
+/// A maximisation over the unit cube on the GP of `data(n)`, one thread, from the same
+/// Sobol scramble each time: `search(gp, n, rng)`.
+fn bench_maximisation(
+    c: &mut Criterion,
+    name: &str,
+    search: impl Fn(&Gp, usize, &mut ChaCha8Rng) -> (Vec<f64>, f64),
+) {
+    let mut group = c.benchmark_group(name);
     group
         .sample_size(10)
         .warm_up_time(Duration::from_millis(500))
@@ -69,38 +75,24 @@ fn bench_ucb(c: &mut Criterion) {
     for n in SIZES {
         let (xs, ts, ys) = data(n);
         let gp = Gp::new(spec(), hyper(), DIM, xs, ts, ys).unwrap();
-        let beta = beta_wdbo(DIM, n);
-        let options = AcquisitionOptions::default();
         group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
-            b.iter(|| {
-                let mut rng = ChaCha8Rng::seed_from_u64(2);
-                maximize_ucb(&gp, beta, 610.0, &options, &mut rng)
-            })
+            b.iter(|| search(&gp, n, &mut ChaCha8Rng::seed_from_u64(2)))
         });
     }
     group.finish();
 }
 
-/// The search of the posterior mean for the recorded optimum, which every suggest and
-/// `GET …/best` run on the fitted model (its 512 raw samples need no variances).
-fn bench_mean(c: &mut Criterion) {
-    let mut group = c.benchmark_group("maximize_mean");
-    group
-        .sample_size(10)
-        .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(3));
-    for n in SIZES {
-        let (xs, ts, ys) = data(n);
-        let gp = Gp::new(spec(), hyper(), DIM, xs, ts, ys).unwrap();
-        let options = AcquisitionOptions::default();
-        group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
-            b.iter(|| {
-                let mut rng = ChaCha8Rng::seed_from_u64(2);
-                maximize_mean(&gp, 610.0, &options, &[], &1, &mut rng)
-            })
-        });
-    }
-    group.finish();
+/// UCB's maximisation, and the search of the posterior mean for the recorded optimum,
+/// which every suggest and `GET …/best` run on the fitted model (its 512 raw samples
+/// need no variances).
+fn bench_ucb(c: &mut Criterion) {
+    let options = AcquisitionOptions::default();
+    bench_maximisation(c, "maximize_ucb", |gp, n, rng| {
+        maximize_ucb(gp, beta_wdbo(DIM, n), 610.0, &options, rng)
+    });
+    bench_maximisation(c, "maximize_mean", |gp, _, rng| {
+        maximize_mean(gp, 610.0, &options, &[], &1, rng)
+    });
 }
 
 fn bench_push_remove(c: &mut Criterion) {
@@ -248,7 +240,6 @@ criterion_group!(
     bench_lml,
     bench_fit,
     bench_ucb,
-    bench_mean,
     bench_push_remove,
     bench_suggest,
     bench_bolt_iteration

@@ -1,5 +1,5 @@
 //! The GP's stored inputs by coordinate, so that the distance loop of a kernel column
-//! (`Gp::kernel_column`) runs over contiguous memory and vectorises.
+//! (`gp::model::kernel_column`) runs over contiguous memory and vectorises.
 
 use std::ops::Range;
 

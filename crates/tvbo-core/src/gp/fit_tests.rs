@@ -91,6 +91,17 @@ fn mixed_inputs(n: usize, rng: &mut ChaCha8Rng) -> (Vec<Vec<f64>>, Vec<f64>) {
     (xs, ts)
 }
 
+/// Hyperparameters of the tests over [`mixed_inputs`].
+fn mixed_hyperparameters() -> Hyperparameters {
+    Hyperparameters {
+        signal_variance: 1.2,
+        spatial_lengthscale: 0.4,
+        temporal_lengthscale: 15.0,
+        noise_variance: 0.05,
+        categorical_lengthscale: 0.7,
+    }
+}
+
 /// With categorical inputs: the kernel is λ k_S(continuous distance / l_S) e^{−h/l_C}
 /// k_T, positive definite; the likelihood matches the dense formula, and its gradient
 /// (ln l_C included) finite differences, the log posterior's too.
@@ -98,13 +109,7 @@ fn mixed_inputs(n: usize, rng: &mut ChaCha8Rng) -> (Vec<Vec<f64>>, Vec<f64>) {
 fn mixed_inputs_likelihood_and_gradient_match_brute_force() {
     let mut rng = ChaCha8Rng::seed_from_u64(41);
     let categories = Categories::new(&[0, 3, 0, 2]);
-    let hyper = Hyperparameters {
-        signal_variance: 1.2,
-        spatial_lengthscale: 0.4,
-        temporal_lengthscale: 15.0,
-        noise_variance: 0.05,
-        categorical_lengthscale: 0.7,
-    };
+    let hyper = mixed_hyperparameters();
     for temporal in [None, Some(KernelKind::Matern32)] {
         let spec = KernelSpec::new(KernelKind::Matern52, temporal).with_categories(categories);
         let (xs, ts) = mixed_inputs(24, &mut rng);
@@ -650,13 +655,7 @@ fn the_guard_searches_again_only_from_a_fit_at_a_bound() {
 #[test]
 fn every_compiled_variant_of_the_kernel_fill_gives_the_same_bits() {
     let mut rng = ChaCha8Rng::seed_from_u64(43);
-    let hyper = Hyperparameters {
-        signal_variance: 1.2,
-        spatial_lengthscale: 0.4,
-        temporal_lengthscale: 15.0,
-        noise_variance: 0.05,
-        categorical_lengthscale: 0.7,
-    };
+    let hyper = mixed_hyperparameters();
     let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
     for spatial in KernelKind::ALL {
         for temporal in [None, Some(spatial)] {

@@ -18,23 +18,14 @@ const SQRT5: f64 = 2.236_067_977_499_79;
 /// per kind), so that a loop in `$body` has its kind fixed outside it and vectorises.
 macro_rules! with_constant_kind {
     ($value:expr, |$kind:ident| $body:expr) => {
+        with_constant_kind!(@arms $value, $kind, $body, Matern12 Matern32 Matern52 Rbf)
+    };
+    (@arms $value:expr, $kind:ident, $body:expr, $($each:ident)*) => {
         match $value {
-            KernelKind::Matern12 => {
-                let $kind = KernelKind::Matern12;
+            $(KernelKind::$each => {
+                let $kind = KernelKind::$each;
                 $body
-            }
-            KernelKind::Matern32 => {
-                let $kind = KernelKind::Matern32;
-                $body
-            }
-            KernelKind::Matern52 => {
-                let $kind = KernelKind::Matern52;
-                $body
-            }
-            KernelKind::Rbf => {
-                let $kind = KernelKind::Rbf;
-                $body
-            }
+            })*
         }
     };
 }
@@ -157,7 +148,7 @@ impl KernelKind {
         ))
     }
 
-    /// A kernel column's spatial factors (`Gp::kernel_column`): for each i, with
+    /// A kernel column's spatial factors (`gp::model::kernel_column`): for each i, with
     /// r = √squared[i] / lengthscale, q(r) of [`Self::correlation_factors`] replaces
     /// `squared[i]`, p(r) goes to `p[i]` and, with `slope`,
     /// [`Self::derivative_over_r_factor`] to `slope[i]`. One loop per kind, so that each

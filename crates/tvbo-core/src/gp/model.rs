@@ -126,7 +126,7 @@ pub struct Gp {
     jitter: f64,
 }
 
-/// Scratch of [`Gp::kernel_column`] for columns of up to n observations.
+/// Scratch of [`kernel_column`] for columns of up to n observations.
 struct ColumnScratch {
     polynomial: Vec<f64>,
     /// Categorical coordinates that differ (empty without categories).
@@ -377,30 +377,21 @@ impl Gp {
         for (j, column) in k.as_mut_slice().chunks_exact_mut(n.max(1)).enumerate() {
             column[j] = lambda + self.hyper.noise_variance;
             let (x, t) = (&self.xs[j], self.ts[j]);
-            self.kernel_column(x, t, j + 1..n, &mut column[j + 1..], &mut scratch, None);
+            kernel_column(
+                self,
+                x,
+                t,
+                j + 1..n,
+                &mut column[j + 1..],
+                &mut scratch,
+                None,
+            );
         }
         let (l, jitter) = factorise_with_jitter(&k, lambda)?;
         self.chol = l;
         self.jitter = jitter;
         self.update_alpha();
         Ok(())
-    }
-
-    /// k(x, t; x_i, t_i) = λ p_S p_T e^{−(q_S+q_T+h/l_C)} for the observations i of
-    /// `observations` into `column`, the column's exponentials taken together; with
-    /// `slope`, also the (dk_i/dr)/r / l_S² of each, so that ∂k_i/∂x = slope_i·(x − x_i),
-    /// sharing the exponential. See [`kernel_column`].
-    fn kernel_column(
-        &self,
-        x: &[f64],
-        t: f64,
-        observations: std::ops::Range<usize>,
-        column: &mut [f64],
-        scratch: &mut ColumnScratch,
-        slope: Option<&mut [f64]>,
-    ) {
-        debug_assert_eq!(x.len(), self.dim);
-        kernel_column(self, x, t, observations, column, scratch, slope);
     }
 
     fn update_alpha(&mut self) {
@@ -551,7 +542,7 @@ impl Gp {
         }
         let n = self.len();
         // Column j of `k` holds k(x_j), then L⁻¹k(x_j), then K⁻¹k(x_j); column j of
-        // `slope` the slopes of k(x_j) ([`Self::kernel_column`]).
+        // `slope` the slopes of k(x_j) ([`kernel_column`]).
         let mut k = DMatrix::zeros(n, xs.len());
         let mut slope = DMatrix::zeros(n, xs.len());
         let mut scratch = ColumnScratch::new(n, &self.spec);
@@ -560,7 +551,7 @@ impl Gp {
             .zip(slope.as_mut_slice().chunks_exact_mut(n))
             .zip(xs)
         {
-            self.kernel_column(x, t, 0..n, column, &mut scratch, Some(slope_column));
+            kernel_column(self, x, t, 0..n, column, &mut scratch, Some(slope_column));
         }
         let means = self.means_of(&k);
         linalg::forward_solve_matrix(&self.chol, &mut k);
@@ -611,7 +602,7 @@ impl Gp {
         let n = self.len();
         let (mut k, mut slope) = (vec![0.0; n], vec![0.0; n]);
         let mut scratch = ColumnScratch::new(n, &self.spec);
-        self.kernel_column(x, t, 0..n, &mut k, &mut scratch, Some(&mut slope));
+        kernel_column(self, x, t, 0..n, &mut k, &mut scratch, Some(&mut slope));
         let mean = linalg::dot(&k, self.alpha.as_slice());
         let mut gradient = vec![0.0; self.dim];
         for ((xi, s), a) in self.xs.iter().zip(&slope).zip(self.alpha.iter()) {
@@ -660,7 +651,7 @@ impl Gp {
         let mut k = DMatrix::zeros(n, xs.len());
         let mut scratch = ColumnScratch::new(n, &self.spec);
         for (column, x) in k.as_mut_slice().chunks_exact_mut(n).zip(xs) {
-            self.kernel_column(x, t, 0..n, column, &mut scratch, None);
+            kernel_column(self, x, t, 0..n, column, &mut scratch, None);
         }
         k
     }
@@ -676,9 +667,12 @@ impl Gp {
 }
 
 widest_vectors! {
-    /// [`Gp::kernel_column`]: each factor is one loop over the observations (the distances
-    /// from [`Coordinates`], then the kinds' factors), so that each vectorises, for the
-    /// widest vectors the CPU has; the same values as [`Gp::kernel`]'s formula one
+    /// k(x, t; x_i, t_i) = λ p_S p_T e^{−(q_S+q_T+h/l_C)} for the observations i of
+    /// `observations` into `column`, the column's exponentials taken together; with
+    /// `slope`, also the (dk_i/dr)/r / l_S² of each, so that ∂k_i/∂x = slope_i·(x − x_i),
+    /// sharing the exponential. Each factor is one loop over the observations (the
+    /// distances from [`Coordinates`], then the kinds' factors), so that each vectorises,
+    /// for the widest vectors the CPU has; the same values as [`Gp::kernel`]'s formula one
     /// observation at a time.
     fn kernel_column(
         gp: &Gp,
@@ -701,6 +695,7 @@ fn kernel_column_loops(
     scratch: &mut ColumnScratch,
     mut slope: Option<&mut [f64]>,
 ) {
+    debug_assert_eq!(x.len(), gp.dim);
     let m = observations.len();
     let column = &mut column[..m];
     let polynomial = &mut scratch.polynomial[..m];
@@ -852,7 +847,8 @@ mod tests {
             let observations = 4..n;
             let mut scratch = ColumnScratch::new(n, &spec);
             let (mut column, mut slope) = (vec![0.0; n], vec![0.0; n]);
-            gp.kernel_column(
+            kernel_column(
+                &gp,
                 &x,
                 6.0,
                 observations.clone(),
