@@ -15,7 +15,8 @@ const SQRT3: f64 = 1.732_050_807_568_877_2;
 const SQRT5: f64 = 2.236_067_977_499_79;
 
 /// `$body` with `$kind` bound to `$value` as a constant of each kind in turn (one arm
-/// per kind), so that a loop in `$body` has its kind fixed outside it and vectorises.
+/// per kind, each a copy of `$body`), so that a loop in `$body` has its kind fixed
+/// outside it and vectorises.
 macro_rules! with_constant_kind {
     ($value:expr, |$kind:ident| $body:expr) => {
         with_constant_kind!(@arms $value, $kind, $body, Matern12 Matern32 Matern52 Rbf)
@@ -121,15 +122,7 @@ impl KernelKind {
         m_times_r: &mut [f64],
         q: &mut [f64],
     ) {
-        #[inline(always)]
-        fn each(
-            kind: KernelKind,
-            distances: &[f64],
-            inverse_lengthscale: f64,
-            p: &mut [f64],
-            m_times_r: &mut [f64],
-            q: &mut [f64],
-        ) {
+        with_constant_kind!(self, |kind| {
             for i in 0..distances.len() {
                 let r = distances[i] * inverse_lengthscale;
                 let (pi, mi, qi) = kind.factors(r);
@@ -137,15 +130,7 @@ impl KernelKind {
                 m_times_r[i] = mi * r;
                 q[i] = qi;
             }
-        }
-        with_constant_kind!(self, |kind| each(
-            kind,
-            distances,
-            inverse_lengthscale,
-            p,
-            m_times_r,
-            q
-        ))
+        })
     }
 
     /// A kernel column's spatial factors (`gp::model::kernel_column`): for each i, with
@@ -161,33 +146,23 @@ impl KernelKind {
         p: &mut [f64],
         slope: Option<&mut [f64]>,
     ) {
-        #[inline(always)]
-        fn each(
-            kind: KernelKind,
-            squared: &mut [f64],
-            lengthscale: f64,
-            p: &mut [f64],
-            slope: Option<&mut [f64]>,
-        ) {
-            let p = &mut p[..squared.len()];
-            match slope {
-                Some(slope) => {
-                    let slope = &mut slope[..squared.len()];
-                    for i in 0..squared.len() {
-                        let r = squared[i].sqrt() / lengthscale;
-                        (p[i], squared[i]) = kind.correlation_factors(r);
-                        slope[i] = kind.derivative_over_r_factor(r);
-                    }
-                }
-                None => {
-                    for i in 0..squared.len() {
-                        let r = squared[i].sqrt() / lengthscale;
-                        (p[i], squared[i]) = kind.correlation_factors(r);
-                    }
+        let p = &mut p[..squared.len()];
+        with_constant_kind!(self, |kind| match slope {
+            Some(slope) => {
+                let slope = &mut slope[..squared.len()];
+                for i in 0..squared.len() {
+                    let r = squared[i].sqrt() / lengthscale;
+                    (p[i], squared[i]) = kind.correlation_factors(r);
+                    slope[i] = kind.derivative_over_r_factor(r);
                 }
             }
-        }
-        with_constant_kind!(self, |kind| each(kind, squared, lengthscale, p, slope))
+            None => {
+                for i in 0..squared.len() {
+                    let r = squared[i].sqrt() / lengthscale;
+                    (p[i], squared[i]) = kind.correlation_factors(r);
+                }
+            }
+        })
     }
 
     /// A kernel column's temporal factors: for each i, with r = |t − ts[i]| / lengthscale
@@ -204,37 +179,25 @@ impl KernelKind {
         p: &mut [f64],
         slope: Option<&mut [f64]>,
     ) {
-        #[inline(always)]
-        fn each(
-            kind: KernelKind,
-            t: f64,
-            ts: &[f64],
-            lengthscale: f64,
-            q: &mut [f64],
-            p: &mut [f64],
-            slope: Option<&mut [f64]>,
-        ) {
-            let (q, p) = (&mut q[..ts.len()], &mut p[..ts.len()]);
-            match slope {
-                Some(slope) => {
-                    let slope = &mut slope[..ts.len()];
-                    for i in 0..ts.len() {
-                        let (pt, qt) = kind.correlation_factors((t - ts[i]).abs() / lengthscale);
-                        q[i] += qt;
-                        p[i] *= pt;
-                        slope[i] *= pt;
-                    }
-                }
-                None => {
-                    for i in 0..ts.len() {
-                        let (pt, qt) = kind.correlation_factors((t - ts[i]).abs() / lengthscale);
-                        q[i] += qt;
-                        p[i] *= pt;
-                    }
+        let (q, p) = (&mut q[..ts.len()], &mut p[..ts.len()]);
+        with_constant_kind!(self, |kind| match slope {
+            Some(slope) => {
+                let slope = &mut slope[..ts.len()];
+                for i in 0..ts.len() {
+                    let (pt, qt) = kind.correlation_factors((t - ts[i]).abs() / lengthscale);
+                    q[i] += qt;
+                    p[i] *= pt;
+                    slope[i] *= pt;
                 }
             }
-        }
-        with_constant_kind!(self, |kind| each(kind, t, ts, lengthscale, q, p, slope))
+            None => {
+                for i in 0..ts.len() {
+                    let (pt, qt) = kind.correlation_factors((t - ts[i]).abs() / lengthscale);
+                    q[i] += qt;
+                    p[i] *= pt;
+                }
+            }
+        })
     }
 
     /// Correlation and dk/dr together, sharing the exponential.
