@@ -1,7 +1,8 @@
 //! Fair scheduling (docs/architecture.md, "Fair scheduling of model work"): one client's
 //! backlog of big model jobs on its session (concurrent large predicts, suggests piling up
 //! pending suggestions) must not push another session's suggest latency past twice its
-//! solo latency. Measured as a ratio of medians within one run, not as an absolute time.
+//! solo latency. Measured as a ratio of medians within one run, not as an absolute time,
+//! with keys required and the default limits.
 //!
 //! Alone in its test binary, so that no other test competes for the cores.
 
@@ -13,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use common::TestServer;
 use serde_json::{Value, json};
+use tvbo::api::RouterSettings;
 
 /// Observations of the heavy session.
 const HEAVY_OBSERVATIONS: usize = 600;
@@ -83,7 +85,12 @@ fn median(mut samples: Vec<f64>) -> f64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_sessions_backlog_does_not_starve_another() {
     let _alone = crate::ALONE.lock().await;
-    let server = Arc::new(TestServer::start().await);
+    // As users run it: keys required, the default limits.
+    let server = TestServer::start_configured(RouterSettings::default(), Default::default())
+        .await
+        .with_key("fairness")
+        .await;
+    let server = Arc::new(server);
     // Warm up (first connections, first fits), then time the light suggest alone.
     light_suggest(&server).await;
     let mut solo = Vec::new();
