@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::api::auth::AccessSettings;
 use crate::api::headers::CorsOrigins;
+use crate::api::stream_slots::StreamLimits;
 use crate::api::{REQUEST_TIMEOUT, RouterSettings};
 use crate::dashboard::BasePath;
 use crate::delivery::AllowList;
@@ -241,6 +242,29 @@ pub struct ServeArgs {
         global = true
     )]
     pub header_read_timeout: f64,
+    /// Most event streams (`GET /v1/events`) one API key may hold open on a replica; one
+    /// more answers 429 `too-many-streams` with Retry-After.
+    #[arg(
+        long,
+        env = "TVBO_MAX_STREAMS_PER_KEY",
+        default_value_t = StreamLimits::DEFAULT_PER_KEY,
+        global = true
+    )]
+    pub max_streams_per_key: usize,
+    /// Most event streams one tenant's keys together may hold open on a replica; one more
+    /// answers 429 `too-many-streams` with Retry-After.
+    #[arg(
+        long,
+        env = "TVBO_MAX_STREAMS_PER_TENANT",
+        default_value_t = StreamLimits::DEFAULT_PER_TENANT,
+        global = true
+    )]
+    pub max_streams_per_tenant: usize,
+    /// Most event streams open on a replica, every tenant's together; one more answers 503
+    /// `busy`. Unset: half of TVBO_MAX_CONNECTIONS, so that the other half serves
+    /// everything that is not a stream.
+    #[arg(long, env = "TVBO_MAX_STREAMS", global = true)]
+    pub max_streams: Option<usize>,
     /// Browser origins allowed to call the API from their pages (CORS), comma-separated
     /// and exact (`https://app.example.com,http://localhost:3000`); none when empty.
     #[arg(long, env = "TVBO_CORS_ORIGINS", default_value = "", global = true)]
@@ -318,7 +342,32 @@ impl ServeArgs {
             serve_metrics: self.metrics_bind.is_none(),
             draining: crate::api::drain::Draining::default(),
             webhook_allow: AllowList::parse(&self.webhook_allow).map_err(anyhow::Error::msg)?,
+            streams: self.stream_limits()?,
         })
+    }
+
+    /// The caps on open event streams of these arguments.
+    fn stream_limits(&self) -> anyhow::Result<StreamLimits> {
+        let defaults = StreamLimits::for_connections(self.max_connections);
+        let limits = StreamLimits {
+            per_key: self.max_streams_per_key,
+            per_tenant: self.max_streams_per_tenant,
+            total: self.max_streams.unwrap_or(defaults.total),
+        };
+        for (name, value) in [
+            ("TVBO_MAX_STREAMS_PER_KEY", limits.per_key),
+            ("TVBO_MAX_STREAMS_PER_TENANT", limits.per_tenant),
+            ("TVBO_MAX_STREAMS", limits.total),
+        ] {
+            anyhow::ensure!(value >= 1, "{name} must be at least 1");
+        }
+        anyhow::ensure!(
+            self.max_streams
+                .is_none_or(|total| total < self.max_connections),
+            "TVBO_MAX_STREAMS must be below TVBO_MAX_CONNECTIONS, so that connections stay \
+             for requests that are not streams"
+        );
+        Ok(limits)
     }
 
     /// DATABASE_URL as the store opens it: with the password of

@@ -9,6 +9,7 @@ pub mod extract;
 pub mod handlers;
 pub mod headers;
 pub mod outbound;
+pub mod stream_slots;
 pub mod transport;
 
 use std::sync::Arc;
@@ -32,6 +33,7 @@ use crate::session::service::SessionService;
 use crate::store::Store;
 use crate::telemetry::{self, MeteredStore};
 use bearer::BearerScheme;
+use stream_slots::{StreamLimits, StreamSlots};
 
 /// Shared state of the handlers.
 #[derive(Clone)]
@@ -41,6 +43,8 @@ pub struct AppState {
     /// Set when the server is told to stop ([`drain`]): `/readyz` then answers 503.
     pub draining: drain::Draining,
     pub webhooks: Webhooks,
+    /// The event streams open on this replica, against their caps.
+    pub streams: StreamSlots,
     /// Stops the delivery worker when the last clone of the state goes.
     _worker: Arc<WorkerGuard>,
 }
@@ -77,6 +81,8 @@ pub struct RouterSettings {
     pub draining: drain::Draining,
     /// The hosts webhooks may reach (`TVBO_WEBHOOK_ALLOW`); none by default.
     pub webhook_allow: AllowList,
+    /// Caps on open event streams per key, per tenant and per replica.
+    pub streams: StreamLimits,
 }
 
 impl Default for RouterSettings {
@@ -91,6 +97,7 @@ impl Default for RouterSettings {
             serve_metrics: true,
             draining: drain::Draining::default(),
             webhook_allow: AllowList::default(),
+            streams: StreamLimits::default(),
         }
     }
 }
@@ -405,6 +412,7 @@ pub fn router(store: Arc<dyn Store>, settings: RouterSettings) -> Router {
         serve_metrics,
         draining,
         webhook_allow,
+        streams,
     } = settings;
     telemetry::install();
     let store: Arc<dyn Store> = Arc::new(MeteredStore::new(store));
@@ -424,6 +432,7 @@ pub fn router(store: Arc<dyn Store>, settings: RouterSettings) -> Router {
         access: Arc::new(Access::new(store, &access)),
         draining: draining.clone(),
         webhooks,
+        streams: StreamSlots::new(streams),
         _worker: Arc::new(WorkerGuard(stop_worker)),
     };
     Router::new()

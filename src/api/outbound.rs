@@ -60,7 +60,8 @@ pub struct StreamQuery {
 /// `{"session", "version"}`) say the session changed; with `changes=true` instead, any
 /// of the tenant's sessions. A comment every 15 s keeps it
 /// open; a replica that stops ends its streams, and clients reconnect; a stream whose key
-/// is revoked ends within 5 s.
+/// is revoked ends within 5 s. Each key, tenant and replica may hold a bounded number of
+/// streams at once (docs/api.md, "Limits").
 #[utoipa::path(get, path = "/v1/events", tag = "insight",
     params(StreamQuery,
         ("Last-Event-ID" = Option<i64>, Header, description = "Resume after this event id")),
@@ -68,6 +69,8 @@ pub struct StreamQuery {
         (status = 200, description = "The stream", content_type = "text/event-stream", body = Event),
         (status = 404, description = "No such session", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "`kinds` or `Last-Event-ID` invalid", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "The key or its tenant holds as many open streams as it may (`too-many-streams`); Retry-After says when to retry", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The replica holds as many open streams as it may (`busy`); Retry-After says when to retry", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn stream_events(
     State(state): State<AppState>,
@@ -78,6 +81,7 @@ pub async fn stream_events(
     if let Some(session) = query.session {
         state.access.check_session(&caller, session).await?;
     }
+    let slot = state.streams.take(&caller)?;
     let last_event_id = match headers.get("last-event-id") {
         None => None,
         Some(value) => Some(
@@ -129,9 +133,11 @@ pub async fn stream_events(
         }
     };
     let first = futures_util::stream::once(async { Ok(SseEvent::default().retry(RETRY)) });
-    let messages = events
-        .take_until(stopped)
-        .map(|message| Ok(sse_message(message)));
+    // The slot is the stream's: given back when the stream is dropped.
+    let messages = events.take_until(stopped).map(move |message| {
+        let _held = &slot;
+        Ok(sse_message(message))
+    });
     Ok(Sse::new(first.chain(messages)).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
 }
 

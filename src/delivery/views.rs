@@ -31,9 +31,31 @@ pub struct Webhook {
     /// The kinds it takes; empty for every kind.
     pub events: Vec<String>,
     pub created_at: DateTime<Utc>,
+    /// `active`, or `paused`: its attempts kept failing (10 in a row, for an hour), so it
+    /// takes no new deliveries and its pending ones wait until a delivered ping
+    /// (`POST /v1/webhooks/{id}/ping`) resumes it.
+    pub state: WebhookState,
+    /// Attempts that failed in a row since the last delivered one.
+    pub consecutive_failures: i64,
+    /// When the first of those failed attempts was made.
+    pub failing_since: Option<DateTime<Utc>>,
+    /// When it was paused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paused_at: Option<DateTime<Utc>>,
+    /// The error of the attempt that paused it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paused_reason: Option<String>,
     /// The signing secret: in the create's answer only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub secret: Option<String>,
+}
+
+/// Whether a webhook takes deliveries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum WebhookState {
+    Active,
+    Paused,
 }
 
 impl From<WebhookRow> for Webhook {
@@ -43,6 +65,15 @@ impl From<WebhookRow> for Webhook {
             url: row.url,
             events: row.kinds,
             created_at: row.created_at,
+            state: if row.health.paused_at.is_some() {
+                WebhookState::Paused
+            } else {
+                WebhookState::Active
+            },
+            consecutive_failures: row.health.consecutive_failures,
+            failing_since: row.health.failing_since,
+            paused_at: row.health.paused_at,
+            paused_reason: row.health.paused_reason,
             secret: None,
         }
     }
@@ -55,14 +86,17 @@ pub struct WebhookList {
     pub webhooks: Vec<Webhook>,
 }
 
-/// What a test ping found.
+/// What a test ping found, coarsely: never the receiver's own text.
 #[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
 pub struct PingResult {
     /// The receiver answered 2xx.
     pub delivered: bool,
-    /// Its status, if it answered.
+    /// Its 2xx status when delivered; null otherwise (`error` gives the class).
     pub status: Option<u16>,
-    /// Why not delivered.
+    /// Why not delivered: `not-allowed` (nothing sent: the URL's host or every address it
+    /// resolves to is refused by the allow list), `unreachable` (no HTTP answer),
+    /// `timeout` (none within 10 s), `answered-3xx`, `answered-4xx`, `answered-5xx` (a
+    /// status of that class; redirects are not followed) or `not-sent`.
     pub error: Option<String>,
     pub duration_ms: f64,
 }

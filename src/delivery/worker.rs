@@ -6,20 +6,25 @@
 //! holding a claim leaves it due again when the lease ends. In order per session and
 //! webhook: a delivery waits while an earlier one of its session is pending (retries
 //! included), until that one is delivered or given up.
+//!
+//! Fair: a webhook has at most one delivery in flight (on all replicas together), the
+//! tenants take turns in each claim, and each attempt runs on its own, so that a slow or
+//! dead receiver holds one of [`IN_FLIGHT`] slots and delays no one else's deliveries. A
+//! webhook whose attempts keep failing is paused ([`BREAKER`]) until a delivered ping
+//! resumes it.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use futures_util::StreamExt;
-use futures_util::stream::FuturesUnordered;
 use tokio::sync::Notify;
+use tokio::task::JoinSet;
 
 use super::Webhooks;
 use super::send::{ATTEMPT_TIMEOUT, Attempt};
 use crate::domain::events::session_idle;
 use crate::session::views::Event;
-use crate::store::outbox::{AttemptOutcome, ClaimedDelivery};
+use crate::store::outbox::{AttemptOutcome, Breaker, ClaimedDelivery};
 use crate::store::to_micros;
 
 /// How long a claim holds a delivery: an attempt's timeout and a margin.
@@ -28,8 +33,15 @@ pub const LEASE: Duration = Duration::from_secs(ATTEMPT_TIMEOUT.as_secs() + 5);
 pub const RETRY_FOR: Duration = Duration::from_secs(24 * 3600);
 /// The longest wait between two attempts.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(3600);
-/// Most deliveries claimed, and sent at once, per pass.
-const BATCH: i64 = 16;
+/// Most attempts a replica makes at once, each to a different webhook.
+pub const IN_FLIGHT: usize = 64;
+/// A webhook is paused after 10 failed attempts in a row, failing for an hour: a
+/// receiver down for a deploy or a short outage is retried, one gone for good stops
+/// taking a share of the attempts.
+pub const BREAKER: Breaker = Breaker {
+    failures: 10,
+    after: 3600 * 1_000_000,
+};
 /// Longest a replica waits before looking for due deliveries (events committed by this
 /// replica wake it at once; another replica's are found by this poll).
 const POLL: Duration = Duration::from_secs(1);
@@ -38,12 +50,14 @@ const IDLE_SCAN: Duration = Duration::from_secs(15);
 /// Delivered and failed deliveries are kept this long in the log.
 const LOG_KEPT: Duration = Duration::from_secs(7 * 24 * 3600);
 
-/// Runs the worker until `stop` is notified.
+/// Runs the worker until `stop` is notified (the attempts in flight are dropped: their
+/// leases end and they are tried again).
 pub async fn run(webhooks: Webhooks, new_events: Arc<Notify>, stop: Arc<Notify>) {
     let mut last_idle_scan = tokio::time::Instant::now() - IDLE_SCAN;
     // The first prune an hour after the start: a replica that starts has nothing to do
     // more urgently than serve.
     let mut last_prune = tokio::time::Instant::now();
+    let mut attempts = JoinSet::new();
     loop {
         let woken = new_events.notified();
         if last_idle_scan.elapsed() >= IDLE_SCAN {
@@ -59,17 +73,26 @@ pub async fn run(webhooks: Webhooks, new_events: Arc<Notify>, stop: Arc<Notify>)
                 tracing::warn!(error = %e, "cannot prune the webhook delivery log");
             }
         }
-        let sent = match deliver_due(&webhooks).await {
-            Ok(sent) => sent,
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot claim webhook deliveries");
-                0
+        let free = IN_FLIGHT - attempts.len();
+        let claimed = if free == 0 {
+            0
+        } else {
+            match claim_due(&webhooks, free, &mut attempts).await {
+                Ok(claimed) => claimed,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot claim webhook deliveries");
+                    0
+                }
             }
         };
-        if sent as i64 == BATCH {
+        if claimed == free && free > 0 {
             continue;
         }
+        // Claims again when an attempt ends (a slot and its webhook are free), when this
+        // replica commits events, or after a poll's wait (another replica's events, and
+        // retries falling due).
         tokio::select! {
+            Some(_) = attempts.join_next(), if !attempts.is_empty() => {}
             () = woken => {}
             () = tokio::time::sleep(POLL) => {}
             () = stop.notified() => return,
@@ -77,20 +100,24 @@ pub async fn run(webhooks: Webhooks, new_events: Arc<Notify>, stop: Arc<Notify>)
     }
 }
 
-/// Claims and sends one batch of due deliveries; how many were claimed.
-async fn deliver_due(webhooks: &Webhooks) -> Result<usize, crate::store::StoreError> {
+/// Claims up to `free` due deliveries and starts an attempt at each in `attempts`; how
+/// many were claimed.
+async fn claim_due(
+    webhooks: &Webhooks,
+    free: usize,
+    attempts: &mut JoinSet<()>,
+) -> Result<usize, crate::store::StoreError> {
     let now = to_micros(Utc::now());
     let lease_until = now + LEASE.as_micros() as i64;
     let claimed = webhooks
         .store
-        .claim_deliveries(now, lease_until, BATCH)
+        .claim_deliveries(now, lease_until, free as i64)
         .await?;
     let count = claimed.len();
-    let mut attempts: FuturesUnordered<_> = claimed
-        .into_iter()
-        .map(|delivery| attempt(webhooks, delivery))
-        .collect();
-    while attempts.next().await.is_some() {}
+    for delivery in claimed {
+        let webhooks = webhooks.clone();
+        attempts.spawn(async move { attempt(&webhooks, delivery).await });
+    }
     Ok(count)
 }
 
@@ -127,13 +154,23 @@ async fn attempt(webhooks: &Webhooks, delivery: ClaimedDelivery) {
     }
     crate::telemetry::record_delivery(&outcome);
     let now = to_micros(Utc::now());
-    if let Err(e) = webhooks
+    match webhooks
         .store
-        .finish_delivery(delivery.webhook_id, event.id, &outcome, now)
+        .finish_delivery(delivery.webhook_id, event.id, &outcome, BREAKER, now)
         .await
     {
+        Ok(false) => {}
+        Ok(true) => {
+            tracing::warn!(
+                webhook = %delivery.webhook_id,
+                failures = BREAKER.failures,
+                "webhook paused: its attempts kept failing for an hour; a delivered ping \
+                 resumes it"
+            );
+            crate::telemetry::record_webhook_paused();
+        }
         // The lease ends and the delivery is tried again: at least once holds.
-        tracing::warn!(error = %e, "cannot record a webhook delivery's outcome");
+        Err(e) => tracing::warn!(error = %e, "cannot record a webhook delivery's outcome"),
     }
 }
 

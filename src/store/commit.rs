@@ -127,15 +127,17 @@ const INSERT_EVENT: &str = "INSERT INTO events (session_id, seq, step, kind, t, 
      created_micros) VALUES ($1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM events \
      WHERE session_id = $1), $2, $3, $4, $5, $6) RETURNING id";
 
-/// A delivery of event `$1` for each webhook of the session's tenant that takes its kind
-/// (`kinds` is a JSON array of names, empty for every kind), due at once.
+/// A delivery of event `$1` for each active (not paused) webhook of the session's tenant
+/// that takes its kind (`kinds` is a JSON array of names, empty for every kind), due at
+/// once.
 const FAN_OUT_EVENT: &str = "INSERT INTO webhook_deliveries (webhook_id, event_id, \
      session_id, seq, state, attempts, next_attempt_micros, claimed_until_micros, \
      created_micros) \
      SELECT w.id, e.id, e.session_id, e.seq, 'pending', 0, $2, 0, $2 \
      FROM events e JOIN sessions s ON s.id = e.session_id \
      JOIN webhooks w ON w.tenant = s.tenant \
-     WHERE e.id = $1 AND (w.kinds = '[]' OR w.kinds LIKE '%\"' || e.kind || '\"%')";
+     WHERE e.id = $1 AND w.paused_micros IS NULL \
+     AND (w.kinds = '[]' OR w.kinds LIKE '%\"' || e.kind || '\"%')";
 
 const INSERT_ENDED_RUN: &str = "INSERT INTO ended_runs (session_id, suggestion_id, kind, \
      params, t, reason, created_micros, metadata) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";

@@ -59,6 +59,10 @@ const SQLITE: &[MigrationFile] = &[
         "0011_webhooks.sql",
         include_str!("../../migrations/sqlite/0011_webhooks.sql"),
     ),
+    (
+        "0012_webhook_breaker.sql",
+        include_str!("../../migrations/sqlite/0012_webhook_breaker.sql"),
+    ),
 ];
 
 const POSTGRES: &[MigrationFile] = &[
@@ -109,6 +113,10 @@ const POSTGRES: &[MigrationFile] = &[
     (
         "0012_webhooks.sql",
         include_str!("../../migrations/postgres/0012_webhooks.sql"),
+    ),
+    (
+        "0013_webhook_breaker.sql",
+        include_str!("../../migrations/postgres/0013_webhook_breaker.sql"),
     ),
 ];
 

@@ -31,6 +31,30 @@ pub struct WebhookRow {
     pub kinds: Vec<String>,
     pub secret: String,
     pub created_at: DateTime<Utc>,
+    pub health: WebhookHealth,
+}
+
+/// How a webhook's deliveries have been going: what its circuit breaker reads
+/// (docs/events.md, "Delivery"). A new webhook's is the default: no failure, active.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct WebhookHealth {
+    /// Attempts that failed in a row since the last delivered one.
+    pub consecutive_failures: i64,
+    /// When the first of them was made.
+    pub failing_since: Option<DateTime<Utc>>,
+    /// When the breaker paused it (None: active).
+    pub paused_at: Option<DateTime<Utc>>,
+    /// The last failed attempt's error when it was paused.
+    pub paused_reason: Option<String>,
+}
+
+/// When a webhook's breaker opens: after `failures` failed attempts in a row, the first
+/// of them at least `after` ago.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Breaker {
+    pub failures: i64,
+    /// Micros.
+    pub after: i64,
 }
 
 /// A delivery of an event to a webhook, as its log lists it.
@@ -133,21 +157,29 @@ pub trait Outbox: Send + Sync {
     ) -> Result<Vec<DeliveryRow>, StoreError>;
     /// Claims up to `limit` deliveries due at `now` (micros) until `lease_until`: pending,
     /// not claimed by a live lease, and first of their webhook and session still pending
-    /// (a session's events go out in order). Replicas never claim the same row at once.
+    /// (a session's events go out in order), of active webhooks that have no delivery in
+    /// flight; at most one per webhook, taking turns between tenants (each tenant's first
+    /// webhook before any tenant's second), the longest due first. Replicas never claim
+    /// the same row at once.
     async fn claim_deliveries(
         &self,
         now: i64,
         lease_until: i64,
         limit: i64,
     ) -> Result<Vec<ClaimedDelivery>, StoreError>;
-    /// Records how the attempt on a claimed delivery ended, and ends the claim.
+    /// Records how the attempt on a claimed delivery ended, and ends the claim; counts it
+    /// in the webhook's health, and pauses the webhook when `breaker` says so: whether
+    /// this attempt paused it.
     async fn finish_delivery(
         &self,
         webhook: Uuid,
         event: i64,
         outcome: &AttemptOutcome,
+        breaker: Breaker,
         now: i64,
-    ) -> Result<(), StoreError>;
+    ) -> Result<bool, StoreError>;
+    /// Resumes a paused webhook (its failures forgotten); false if there was none.
+    async fn resume_webhook(&self, id: Uuid) -> Result<bool, StoreError>;
     /// Deletes delivered and failed deliveries made before `before` (micros); how many.
     async fn prune_deliveries(&self, before: i64) -> Result<u64, StoreError>;
     /// Up to `limit` sessions silent at `now` (micros) beyond their threshold and not yet
@@ -181,6 +213,15 @@ pub(crate) fn webhook_from_row(row: &impl Columns) -> Result<WebhookRow, StoreEr
         kinds: from_json(row.text("kinds")?, "webhook kinds")?,
         secret: row.text("secret")?.to_string(),
         created_at: from_micros(row.int("created_micros")?)?,
+        health: WebhookHealth {
+            consecutive_failures: row.int("consecutive_failures")?,
+            failing_since: row
+                .opt_int("failing_since_micros")?
+                .map(from_micros)
+                .transpose()?,
+            paused_at: row.opt_int("paused_micros")?.map(from_micros).transpose()?,
+            paused_reason: row.opt_text("paused_reason")?.map(str::to_string),
+        },
     })
 }
 
@@ -234,18 +275,32 @@ pub(super) const EVENT_COLUMNS: &str =
 
 /// Claims due deliveries (`$1` now, `$2` lease end, `$3` limit); `{lock}` is PostgreSQL's
 /// `FOR UPDATE SKIP LOCKED` (SQLite's single writer needs none).
-pub(super) fn claim_sql(lock: &str) -> String {
-    format!(
-        "UPDATE webhook_deliveries SET claimed_until_micros = $2, attempts = attempts + 1 \
-         WHERE (webhook_id, event_id) IN (SELECT c.webhook_id, c.event_id \
-           FROM webhook_deliveries c WHERE c.state = 'pending' \
-           AND c.next_attempt_micros <= $1 AND c.claimed_until_micros <= $1 \
-           AND NOT EXISTS (SELECT 1 FROM webhook_deliveries p \
-             WHERE p.webhook_id = c.webhook_id AND p.session_id = c.session_id \
-             AND p.state = 'pending' AND p.seq < c.seq) \
-           ORDER BY c.next_attempt_micros LIMIT $3{lock}) \
-         RETURNING webhook_id, event_id"
-    )
+pub(super) fn claim_sql() -> String {
+    // The candidates: due, not leased, first pending of their webhook and session, of an
+    // active webhook with no live lease; then one per webhook (its longest due), ranked
+    // within its tenant, so that the tenants take turns. The outer condition is checked
+    // again on a row another claim changed meanwhile (PostgreSQL's read committed).
+    "UPDATE webhook_deliveries SET claimed_until_micros = $2, attempts = attempts + 1 \
+     WHERE state = 'pending' AND claimed_until_micros <= $1 \
+     AND (webhook_id, event_id) IN (SELECT webhook_id, event_id FROM ( \
+       SELECT webhook_id, event_id, due, \
+         ROW_NUMBER() OVER (PARTITION BY tenant ORDER BY due, event_id) AS tenant_turn \
+       FROM (SELECT c.webhook_id, c.event_id, c.next_attempt_micros AS due, w.tenant, \
+           ROW_NUMBER() OVER (PARTITION BY c.webhook_id \
+             ORDER BY c.next_attempt_micros, c.event_id) AS webhook_turn \
+         FROM webhook_deliveries c JOIN webhooks w ON w.id = c.webhook_id \
+         WHERE c.state = 'pending' AND w.paused_micros IS NULL \
+         AND c.next_attempt_micros <= $1 AND c.claimed_until_micros <= $1 \
+         AND NOT EXISTS (SELECT 1 FROM webhook_deliveries p \
+           WHERE p.webhook_id = c.webhook_id AND p.session_id = c.session_id \
+           AND p.state = 'pending' AND p.seq < c.seq) \
+         AND NOT EXISTS (SELECT 1 FROM webhook_deliveries f \
+           WHERE f.webhook_id = c.webhook_id AND f.state = 'pending' \
+           AND f.claimed_until_micros > $1)) due_now \
+       WHERE webhook_turn = 1) turns \
+     ORDER BY tenant_turn, due, event_id LIMIT $3) \
+     RETURNING webhook_id, event_id"
+        .to_string()
 }
 
 /// Reads back `count` claimed deliveries with their events and webhooks, by event id;
@@ -264,7 +319,7 @@ pub(super) fn claimed_sql(count: usize) -> String {
 }
 
 /// Expands the [`Outbox`] implementation of `$store` (a field `pool`, `begin_write` and
-/// `const CLAIM_LOCK`) on `$connection`.
+/// `const CLAIM_TURN`) on `$connection`.
 macro_rules! outbox_on {
     ($store:ty) => {
         #[async_trait::async_trait]
@@ -443,8 +498,11 @@ macro_rules! outbox_on {
             ) -> Result<Vec<$crate::store::outbox::ClaimedDelivery>, $crate::store::StoreError>
             {
                 use sqlx::Row;
-                let sql = $crate::store::outbox::claim_sql(Self::CLAIM_LOCK);
+                let sql = $crate::store::outbox::claim_sql();
                 let (turn, mut tx) = self.begin_write().await?;
+                if let Some(claim_turn) = Self::CLAIM_TURN {
+                    sqlx::query(claim_turn).execute(&mut *tx).await?;
+                }
                 let claimed = sqlx::query(sqlx::AssertSqlSafe(sql))
                     .bind(now)
                     .bind(lease_until)
@@ -478,8 +536,9 @@ macro_rules! outbox_on {
                 webhook: uuid::Uuid,
                 event: i64,
                 outcome: &$crate::store::outbox::AttemptOutcome,
+                breaker: $crate::store::outbox::Breaker,
                 now: i64,
-            ) -> Result<(), $crate::store::StoreError> {
+            ) -> Result<bool, $crate::store::StoreError> {
                 use $crate::store::outbox::AttemptOutcome;
                 let (state, status, error, next, delivered) = match outcome {
                     AttemptOutcome::Delivered { status } => {
@@ -494,6 +553,7 @@ macro_rules! outbox_on {
                         ("failed", *status, Some(error.as_str()), now, None)
                     }
                 };
+                let key = webhook.to_string();
                 // In the writer turn, as every write of the outbox: on SQLite a write
                 // outside it could land between another transaction's read and its write,
                 // which SQLite then refuses (its snapshot is stale), not waits for.
@@ -503,7 +563,7 @@ macro_rules! outbox_on {
                      last_error = $5, next_attempt_micros = $6, delivered_micros = $7, \
                      claimed_until_micros = 0 WHERE webhook_id = $1 AND event_id = $2",
                 )
-                .bind(webhook.to_string())
+                .bind(&key)
                 .bind(event)
                 .bind(state)
                 .bind(status)
@@ -512,8 +572,60 @@ macro_rules! outbox_on {
                 .bind(delivered)
                 .execute(&mut *tx)
                 .await?;
+                let paused = match error {
+                    None => {
+                        sqlx::query(
+                            "UPDATE webhooks SET consecutive_failures = 0, \
+                             failing_since_micros = NULL \
+                             WHERE id = $1 AND consecutive_failures <> 0",
+                        )
+                        .bind(&key)
+                        .execute(&mut *tx)
+                        .await?;
+                        false
+                    }
+                    // Every SET reads the row as it was: the failure counted here is the
+                    // (consecutive_failures + 1)-th.
+                    Some(error) => sqlx::query_scalar::<_, Option<i64>>(
+                        "UPDATE webhooks SET consecutive_failures = consecutive_failures + 1, \
+                         failing_since_micros = COALESCE(failing_since_micros, $2), \
+                         paused_micros = CASE WHEN paused_micros IS NULL \
+                           AND consecutive_failures + 1 >= $3 \
+                           AND COALESCE(failing_since_micros, $2) <= $2 - $4 \
+                           THEN $2 ELSE paused_micros END, \
+                         paused_reason = CASE WHEN paused_micros IS NULL \
+                           AND consecutive_failures + 1 >= $3 \
+                           AND COALESCE(failing_since_micros, $2) <= $2 - $4 \
+                           THEN $5 ELSE paused_reason END \
+                         WHERE id = $1 RETURNING paused_micros",
+                    )
+                    .bind(&key)
+                    .bind(now)
+                    .bind(breaker.failures)
+                    .bind(breaker.after)
+                    .bind(error)
+                    .fetch_optional(&mut *tx)
+                    .await?
+                    .flatten()
+                        == Some(now),
+                };
                 tx.commit().await?;
-                Ok(())
+                Ok(paused)
+            }
+
+            async fn resume_webhook(&self, id: uuid::Uuid) -> Result<bool, $crate::store::StoreError> {
+                let (_turn, mut tx) = self.begin_write().await?;
+                let resumed = sqlx::query(
+                    "UPDATE webhooks SET paused_micros = NULL, paused_reason = NULL, \
+                     consecutive_failures = 0, failing_since_micros = NULL \
+                     WHERE id = $1 AND paused_micros IS NOT NULL",
+                )
+                .bind(id.to_string())
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+                tx.commit().await?;
+                Ok(resumed > 0)
             }
 
             async fn prune_deliveries(&self, before: i64) -> Result<u64, $crate::store::StoreError> {

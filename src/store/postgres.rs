@@ -68,8 +68,11 @@ impl PostgresStore {
     /// Replicas share the database.
     const SHARED: bool = true;
 
-    /// Replicas claiming webhook deliveries at once skip each other's rows.
-    const CLAIM_LOCK: &str = " FOR UPDATE SKIP LOCKED";
+    /// Replicas claim webhook deliveries one at a time (a transaction-scoped advisory
+    /// lock): a claim then sees the leases of the one before, and two claims never wait
+    /// on each other's rows in opposite orders.
+    const CLAIM_TURN: Option<&str> =
+        Some("SELECT pg_advisory_xact_lock(hashtextextended('tvbo webhook claims', 0))");
 
     /// A transaction-scoped advisory lock on the tenant's name: READ COMMITTED would let
     /// two creates each count the other's session out.

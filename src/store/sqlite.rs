@@ -195,8 +195,8 @@ impl SqliteStore {
     /// One server per database file (docs/scaling.md).
     const SHARED: bool = false;
 
-    /// One writer at a time: a claim needs no row locks.
-    const CLAIM_LOCK: &str = "";
+    /// One writer at a time: the write turn orders claims already.
+    const CLAIM_TURN: Option<&str> = None;
 
     /// None needed: this process's creates hold the write turn, and another process's
     /// insert between the count and this one's makes this transaction's write fail

@@ -63,12 +63,16 @@ pub const STEP_PENDING: &str = "tvbo_step_pending_suggestions";
 pub const EVENTS: &str = "tvbo_events_total";
 /// Counter: webhook delivery attempts by `outcome` (`delivered`, `retry`, `failed`).
 pub const WEBHOOK_ATTEMPTS: &str = "tvbo_webhook_attempts_total";
+/// Counter: webhooks the circuit breaker paused.
+pub const WEBHOOKS_PAUSED: &str = "tvbo_webhooks_paused_total";
 /// Histogram: seconds of each store operation, by `operation` (the `Store` method).
 pub const STORE_SECONDS: &str = "tvbo_store_operation_seconds";
 /// Gauge: the connection pool's open connections by `state` (`in_use`, `idle`).
 pub const POOL_CONNECTIONS: &str = "tvbo_store_pool_connections";
 /// Gauge: the most connections the pool opens.
 pub const POOL_MAX: &str = "tvbo_store_pool_max_connections";
+/// Gauge: event streams open on this replica (`GET /v1/events`).
+pub const EVENT_STREAMS: &str = "tvbo_event_streams_open";
 
 /// Bucket bounds of every `_seconds` histogram: 0.5 ms to 2 minutes (the request timeout).
 const SECONDS_BUCKETS: [f64; 17] = [
@@ -142,9 +146,11 @@ fn describe() {
     describe_histogram!(STEP_PENDING, "Pending suggestions when a step began");
     describe_counter!(EVENTS, "Events committed with their steps");
     describe_counter!(WEBHOOK_ATTEMPTS, "Webhook delivery attempts by outcome");
+    describe_counter!(WEBHOOKS_PAUSED, "Webhooks paused by the circuit breaker");
     describe_histogram!(STORE_SECONDS, "Seconds of a store operation");
     describe_gauge!(POOL_CONNECTIONS, "Open database connections by state");
     describe_gauge!(POOL_MAX, "Most database connections the pool opens");
+    describe_gauge!(EVENT_STREAMS, "Event streams open on this replica");
     gauge!(MODEL_WORK_QUEUE_DEPTH).increment(0.0);
     gauge!(MODEL_WORK_RUNNING).increment(0.0);
 }
@@ -207,6 +213,16 @@ pub fn record_delivery(outcome: &crate::store::outbox::AttemptOutcome) {
         AttemptOutcome::Failed { .. } => "failed",
     };
     counter!(WEBHOOK_ATTEMPTS, "outcome" => outcome).increment(1);
+}
+
+/// The number of event streams open on this replica now.
+pub fn set_open_streams(open: usize) {
+    gauge!(EVENT_STREAMS).set(open as f64);
+}
+
+/// Counts a webhook the circuit breaker paused.
+pub fn record_webhook_paused() {
+    counter!(WEBHOOKS_PAUSED).increment(1);
 }
 
 /// A model-work job joined the fair scheduler's queue. The scheduler's gauges move by

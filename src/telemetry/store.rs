@@ -9,7 +9,9 @@ use uuid::Uuid;
 
 use super::STORE_SECONDS;
 use crate::domain::events::NewEvent;
-use crate::store::outbox::{AttemptOutcome, ClaimedDelivery, DeliveryRow, IdleSession, WebhookRow};
+use crate::store::outbox::{
+    AttemptOutcome, Breaker, ClaimedDelivery, DeliveryRow, IdleSession, WebhookRow,
+};
 use crate::store::{
     ApiKeyRow, CallStats, ChangeSet, Creation, EventRecord, History, IdempotencyRecord,
     ListedSession, ObservationPage, ObservationQuery, ObservationRow, Outbox, PoolUsage,
@@ -304,10 +306,17 @@ impl Outbox for MeteredStore {
         webhook: Uuid,
         event: i64,
         outcome: &AttemptOutcome,
+        breaker: Breaker,
         now: i64,
-    ) -> Result<(), StoreError> {
-        let finished = self.inner.finish_delivery(webhook, event, outcome, now);
+    ) -> Result<bool, StoreError> {
+        let finished = self
+            .inner
+            .finish_delivery(webhook, event, outcome, breaker, now);
         timed("finish_delivery", finished).await
+    }
+
+    async fn resume_webhook(&self, id: Uuid) -> Result<bool, StoreError> {
+        timed("resume_webhook", self.inner.resume_webhook(id)).await
     }
 
     async fn prune_deliveries(&self, before: i64) -> Result<u64, StoreError> {

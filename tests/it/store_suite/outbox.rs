@@ -4,15 +4,22 @@
 
 use super::*;
 use tvbo::domain::events::{EventKind, NewEvent};
-use tvbo::store::outbox::{AttemptOutcome, WebhookRow};
+use tvbo::store::outbox::{AttemptOutcome, Breaker, WebhookRow};
 
 store_tests!(
     check_events_fan_out_to_the_tenants_webhooks_in_order,
     check_concurrent_claims_take_each_delivery_once,
+    check_claims_take_one_per_webhook_and_tenants_take_turns,
+    check_a_webhook_that_keeps_failing_is_paused_until_resumed,
     check_the_idle_scan_raises_once_per_silence,
 );
 
 const SECOND: i64 = 1_000_000;
+/// The worker's breaker (`delivery::worker::BREAKER`): 10 failures, for an hour.
+const BREAKER: Breaker = Breaker {
+    failures: 10,
+    after: 3600 * SECOND,
+};
 
 fn event(kind: EventKind) -> NewEvent {
     NewEvent {
@@ -30,6 +37,7 @@ fn webhook(tenant: &str, kinds: &[&str]) -> WebhookRow {
         kinds: kinds.iter().map(|k| k.to_string()).collect(),
         secret: "s".repeat(16),
         created_at: at(1_700_000_000_000_000),
+        health: Default::default(),
     }
 }
 
@@ -131,12 +139,12 @@ async fn check_events_fan_out_to_the_tenants_webhooks_in_order(store: &dyn Store
         next_attempt: t0 + 10 * SECOND,
     };
     store
-        .finish_delivery(every.id, first, &retry, t0)
+        .finish_delivery(every.id, first, &retry, BREAKER, t0)
         .await
         .unwrap();
     let delivered = AttemptOutcome::Delivered { status: 200 };
     store
-        .finish_delivery(moved_only.id, second, &delivered, t0)
+        .finish_delivery(moved_only.id, second, &delivered, BREAKER, t0)
         .await
         .unwrap();
     assert!(
@@ -153,7 +161,7 @@ async fn check_events_fan_out_to_the_tenants_webhooks_in_order(store: &dyn Store
     assert_eq!(again.len(), 1);
     assert_eq!((again[0].event.id, again[0].attempts), (first, 2));
     store
-        .finish_delivery(every.id, first, &delivered, t0)
+        .finish_delivery(every.id, first, &delivered, BREAKER, t0)
         .await
         .unwrap();
     let next = store
@@ -174,7 +182,7 @@ async fn check_events_fan_out_to_the_tenants_webhooks_in_order(store: &dyn Store
         error: "cannot connect".into(),
     };
     store
-        .finish_delivery(every.id, second, &failed, late)
+        .finish_delivery(every.id, second, &failed, BREAKER, late)
         .await
         .unwrap();
 
@@ -202,26 +210,142 @@ async fn check_events_fan_out_to_the_tenants_webhooks_in_order(store: &dyn Store
 }
 
 async fn check_concurrent_claims_take_each_delivery_once(store: &dyn Store) {
-    let hook = webhook("default", &[]);
-    store.insert_webhook(&hook, 20).await.unwrap();
-    // 24 sessions with one event each: 24 deliveries, none waiting behind another.
-    for i in 0..24 {
-        let session = created(store, &format!("s{i}"), i).await;
-        commit_events(store, session.id, 0, vec![event(EventKind::DatasetFull)]).await;
+    // 24 webhooks and a session's event: 24 deliveries, none waiting behind another.
+    for _ in 0..24 {
+        store
+            .insert_webhook(&webhook("default", &[]), 100)
+            .await
+            .unwrap();
     }
+    let session = created(store, "s", 1).await;
+    commit_events(store, session.id, 0, vec![event(EventKind::DatasetFull)]).await;
     let t0 = now();
     let claims = (0..6).map(|_| store.claim_deliveries(t0, t0 + 15 * SECOND, 5));
-    let mut seen: Vec<i64> = futures_util::future::join_all(claims)
+    let mut seen: Vec<(Uuid, i64)> = futures_util::future::join_all(claims)
         .await
         .into_iter()
         .flat_map(|claimed| claimed.unwrap())
-        .map(|c| c.event.id)
+        .map(|c| (c.webhook_id, c.event.id))
         .collect();
     let total = seen.len();
     seen.sort();
     seen.dedup();
     assert_eq!(seen.len(), total, "a delivery was claimed twice");
     assert_eq!(total, 24);
+}
+
+/// Creates a session of `tenant` named `name` and commits one event of it; its id.
+async fn session_with_event(store: &dyn Store, tenant: &str, name: &str, at: i64) -> Uuid {
+    let mut row = session(name, at);
+    row.tenant = tenant.into();
+    store.create_session(&row, None, None, false).await.unwrap();
+    commit_events(store, row.id, 0, vec![event(EventKind::DatasetFull)]).await;
+    row.id
+}
+
+async fn check_claims_take_one_per_webhook_and_tenants_take_turns(store: &dyn Store) {
+    // A tenant with 3 webhooks and 10 sessions' events (30 deliveries, all due at once),
+    // another with one webhook and one event, due last.
+    let busy: Vec<WebhookRow> = (0..3).map(|_| webhook("busy", &[])).collect();
+    for hook in &busy {
+        store.insert_webhook(hook, 20).await.unwrap();
+    }
+    for i in 0..10 {
+        session_with_event(store, "busy", &format!("busy-{i}"), i).await;
+    }
+    let quiet = webhook("quiet", &[]);
+    store.insert_webhook(&quiet, 20).await.unwrap();
+    session_with_event(store, "quiet", "quiet", 20).await;
+    let t0 = now() + SECOND;
+    let lease = 15 * SECOND;
+    // One delivery per webhook, whatever the limit; the quiet tenant's in the first two.
+    let claimed = store.claim_deliveries(t0, t0 + lease, 2).await.unwrap();
+    let hooks: Vec<Uuid> = claimed.iter().map(|c| c.webhook_id).collect();
+    assert!(
+        hooks.contains(&quiet.id),
+        "the quiet tenant waited: {hooks:?}"
+    );
+    let rest = store.claim_deliveries(t0, t0 + lease, 100).await.unwrap();
+    let mut all: Vec<Uuid> = hooks
+        .into_iter()
+        .chain(rest.iter().map(|c| c.webhook_id))
+        .collect();
+    all.sort();
+    let mut expected: Vec<Uuid> = busy.iter().map(|h| h.id).chain([quiet.id]).collect();
+    expected.sort();
+    assert_eq!(all, expected, "one delivery in flight per webhook");
+    // A webhook's next delivery is claimed once its attempt ends.
+    let first = &rest[0];
+    let delivered = AttemptOutcome::Delivered { status: 200 };
+    store
+        .finish_delivery(first.webhook_id, first.event.id, &delivered, BREAKER, t0)
+        .await
+        .unwrap();
+    let next = store.claim_deliveries(t0, t0 + lease, 100).await.unwrap();
+    assert_eq!(next.len(), 1);
+    assert_eq!(next[0].webhook_id, first.webhook_id);
+}
+
+async fn check_a_webhook_that_keeps_failing_is_paused_until_resumed(store: &dyn Store) {
+    let dead = webhook("default", &[]);
+    store.insert_webhook(&dead, 20).await.unwrap();
+    let mut t = now() + SECOND;
+    let refused = |at: i64| AttemptOutcome::Retry {
+        status: None,
+        error: "no answer within 10 s".into(),
+        next_attempt: at,
+    };
+    let session = session_with_event(store, "default", "watched", 1).await;
+    // Nine failures over two hours, then the tenth: paused only at the tenth.
+    for attempt in 1..=10 {
+        let claimed = store
+            .claim_deliveries(t, t + 15 * SECOND, 10)
+            .await
+            .unwrap();
+        assert_eq!(claimed.len(), 1, "attempt {attempt}");
+        let paused = store
+            .finish_delivery(dead.id, claimed[0].event.id, &refused(t), BREAKER, t)
+            .await
+            .unwrap();
+        assert_eq!(paused, attempt == 10, "attempt {attempt}");
+        let health = store.get_webhook(dead.id).await.unwrap().unwrap().health;
+        assert_eq!(health.consecutive_failures, attempt);
+        t += 15 * 60 * SECOND;
+    }
+    let health = store.get_webhook(dead.id).await.unwrap().unwrap().health;
+    assert!(health.paused_at.is_some());
+    assert_eq!(
+        health.paused_reason.as_deref(),
+        Some("no answer within 10 s")
+    );
+    // Paused: nothing claimed, and a new event takes no delivery of it.
+    assert!(
+        store
+            .claim_deliveries(t, t + SECOND, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    commit_events(store, session, 1, vec![event(EventKind::OptimumMoved)]).await;
+    assert_eq!(
+        store.list_deliveries(dead.id, 0, 10).await.unwrap().len(),
+        1
+    );
+    // Resumed: its pending delivery is claimed again, and its failures are forgotten.
+    assert!(store.resume_webhook(dead.id).await.unwrap());
+    assert!(!store.resume_webhook(dead.id).await.unwrap());
+    assert_eq!(
+        store.get_webhook(dead.id).await.unwrap().unwrap().health,
+        Default::default()
+    );
+    assert_eq!(
+        store
+            .claim_deliveries(t, t + SECOND, 10)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
 }
 
 async fn check_the_idle_scan_raises_once_per_silence(store: &dyn Store) {

@@ -164,6 +164,9 @@ pub const DRIFT_RATE_PERSISTENCE: u32 = 3;
 
 /// Default of `events.idle_seconds`: an hour.
 pub const IDLE_SECONDS: f64 = 3600.0;
+/// Least `events.idle_seconds`: the server looks for silent sessions every 15 s, and a
+/// smaller threshold would raise an event at every pause between two observations.
+pub const MIN_IDLE_SECONDS: f64 = 60.0;
 
 /// A recommendation as the drift events compare it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
