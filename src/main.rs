@@ -84,12 +84,12 @@ async fn main() -> anyhow::Result<()> {
             let args = cli.serve;
             init_logging(args.log_format, true);
             let store = server::open_store(&args.database_url, &args.pool_settings()?).await?;
-            let report = tvbo::session::check::check_sessions(store.as_ref()).await;
+            let report = tvbo::session::check::check_database(store.as_ref()).await;
             store.close().await;
             let report = match report {
                 Ok(report) => report,
                 Err(e) => {
-                    eprintln!("tvbo check: reading the sessions failed: {e}");
+                    eprintln!("tvbo check: reading the database failed: {e}");
                     std::process::exit(2);
                 }
             };
@@ -98,12 +98,20 @@ async fn main() -> anyhow::Result<()> {
                     println!("session {}: {problem}", damaged.id);
                 }
             }
+            for damaged in &report.damaged_webhooks {
+                for problem in &damaged.problems {
+                    println!("webhook {}: {problem}", damaged.id);
+                }
+            }
             eprintln!(
-                "{} sessions read, {} with rows that do not read back",
+                "{} sessions read, {} with rows that do not read back; {} webhooks read, {} \
+                 with rows that do not read back",
                 report.sessions,
-                report.damaged.len()
+                report.damaged.len(),
+                report.webhooks,
+                report.damaged_webhooks.len()
             );
-            if !report.damaged.is_empty() {
+            if !(report.damaged.is_empty() && report.damaged_webhooks.is_empty()) {
                 std::process::exit(1);
             }
             Ok(())

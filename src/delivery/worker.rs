@@ -125,6 +125,12 @@ async fn claim_due(
 async fn attempt(webhooks: &Webhooks, delivery: ClaimedDelivery) {
     let event = &delivery.event;
     let outcome = match webhooks.allow.check(&delivery.url) {
+        // A damaged row is not sent as a marker nor retried: `tvbo check` names it.
+        _ if event.event.is_unreadable() => AttemptOutcome::Failed {
+            status: None,
+            error: "not sent: the event's stored row does not read back (tvbo check names it)"
+                .into(),
+        },
         Err(e) => AttemptOutcome::Failed {
             status: None,
             error: format!("not sent: {}", e.message),

@@ -1,5 +1,6 @@
-//! `tvbo check`: read every row of every session back, as the API would, and report the
-//! sessions whose rows do not decode (docs/operations.md, "Checking a database").
+//! `tvbo check`: read every row of every session and webhook back, as the API would, and
+//! report the sessions and webhooks whose rows do not decode (docs/operations.md,
+//! "Checking a database").
 //!
 //! The server refuses a structurally damaged SQLite file at start (its integrity check),
 //! but a row whose JSON or values were changed by hand, by a script or by a bug is only
@@ -23,20 +24,33 @@ pub struct DamagedSession {
     pub problems: Vec<String>,
 }
 
-/// What [`check_sessions`] found.
+/// A webhook with rows (its own, or its deliveries') that do not read back.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DamagedWebhook {
+    pub id: Uuid,
+    /// What could not be read, and why.
+    pub problems: Vec<String>,
+}
+
+/// What [`check_database`] found.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CheckReport {
     /// Sessions read, damaged or not.
     pub sessions: usize,
     pub damaged: Vec<DamagedSession>,
+    /// Webhooks read, damaged or not.
+    pub webhooks: usize,
+    pub damaged_webhooks: Vec<DamagedWebhook>,
 }
 
 /// Reads every session of `store` (each row: the session, its policy state, suggestions,
-/// observations, response-time samples and step records) and reports what does not
-/// decode. An error is a failure to read at all (the database is unreachable, or a
-/// session's id or creation time is damaged, so the listing cannot page past it).
-pub async fn check_sessions(store: &dyn Store) -> Result<CheckReport, StoreError> {
+/// observations, response-time samples, step records and events) and every webhook (its
+/// row and its deliveries'), and reports what does not decode. An error is a failure to
+/// read at all (the database is unreachable, or a session's id or creation time is
+/// damaged, so the listing cannot page past it).
+pub async fn check_database(store: &dyn Store) -> Result<CheckReport, StoreError> {
     let mut report = CheckReport::default();
+    check_webhooks(store, &mut report).await?;
     let mut before: Option<SessionCursor> = None;
     loop {
         let page = store
@@ -88,6 +102,7 @@ async fn check_rows(store: &dyn Store, id: Uuid) -> Vec<String> {
             }
         }
     }
+    problems.extend(check_events(store, id).await);
     if let Err(e) = store.response_time_summaries(id).await {
         problems.push(format!("response-time samples: {e}"));
     }
@@ -103,4 +118,64 @@ async fn check_rows(store: &dyn Store, id: Uuid) -> Vec<String> {
         }
     }
     problems
+}
+
+/// The problems of session `id`'s events: those listed as unreadable markers.
+async fn check_events(store: &dyn Store, id: Uuid) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut after = 0;
+    loop {
+        match store.list_events(id, after, ROWS_PAGE).await {
+            Ok(events) if events.is_empty() => break,
+            Ok(events) => {
+                after = events.last().map_or(after, |e| e.event.seq);
+                problems.extend(
+                    events
+                        .iter()
+                        .map(|e| &e.event)
+                        .filter(|e| e.is_unreadable())
+                        .map(|e| {
+                            format!(
+                                "event {}: {}",
+                                e.seq,
+                                e.data["error"].as_str().unwrap_or("")
+                            )
+                        }),
+                );
+            }
+            Err(e) => {
+                problems.push(format!("events after seq {after}: {e}"));
+                break;
+            }
+        }
+    }
+    problems
+}
+
+/// Reads every webhook and its deliveries into `report`.
+async fn check_webhooks(store: &dyn Store, report: &mut CheckReport) -> Result<(), StoreError> {
+    for id in store.webhook_ids().await? {
+        report.webhooks += 1;
+        let mut problems = Vec::new();
+        if let Err(e) = store.get_webhook(id).await {
+            problems.push(format!("webhook row: {e}"));
+        }
+        let mut after = 0;
+        loop {
+            match store.list_deliveries(id, after, ROWS_PAGE).await {
+                Ok(rows) if rows.is_empty() => break,
+                Ok(rows) => after = rows.last().map_or(after, |d| d.event_id),
+                Err(e) => {
+                    problems.push(format!("deliveries after event {after}: {e}"));
+                    break;
+                }
+            }
+        }
+        if !problems.is_empty() {
+            report
+                .damaged_webhooks
+                .push(DamagedWebhook { id, problems });
+        }
+    }
+    Ok(())
 }

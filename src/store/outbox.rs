@@ -148,6 +148,8 @@ pub trait Outbox: Send + Sync {
     async fn list_webhooks(&self, tenant: &str) -> Result<Vec<WebhookRow>, StoreError>;
     /// Deletes a webhook and its deliveries; false if there was none.
     async fn delete_webhook(&self, id: Uuid) -> Result<bool, StoreError>;
+    /// The ids of every tenant's webhooks (`tvbo check` reads each).
+    async fn webhook_ids(&self) -> Result<Vec<Uuid>, StoreError>;
     /// Up to `limit` deliveries of the webhook with event id > `after`, by event id.
     async fn list_deliveries(
         &self,
@@ -273,8 +275,8 @@ pub(crate) fn idle_from_row(row: &impl Columns) -> Result<IdleSession, StoreErro
 pub(super) const EVENT_COLUMNS: &str =
     "e.id, e.session_id, e.seq, e.step, e.kind, e.t, e.data, e.created_micros";
 
-/// Claims due deliveries (`$1` now, `$2` lease end, `$3` limit); `{lock}` is PostgreSQL's
-/// `FOR UPDATE SKIP LOCKED` (SQLite's single writer needs none).
+/// Claims due deliveries (`$1` now, `$2` lease end, `$3` limit), in a transaction that
+/// holds the claim turn (`CLAIM_TURN`).
 pub(super) fn claim_sql() -> String {
     // The candidates: due, not leased, first pending of their webhook and session, of an
     // active webhook with no live lease; then one per webhook (its longest due), ranked
@@ -453,6 +455,15 @@ macro_rules! outbox_on {
                 .collect()
             }
 
+            async fn webhook_ids(&self) -> Result<Vec<uuid::Uuid>, $crate::store::StoreError> {
+                let ids: Vec<String> = sqlx::query_scalar("SELECT id FROM webhooks ORDER BY id")
+                    .fetch_all(&self.pool)
+                    .await?;
+                ids.iter()
+                    .map(|id| $crate::store::rows::parse_uuid(id))
+                    .collect()
+            }
+
             async fn delete_webhook(&self, id: uuid::Uuid) -> Result<bool, $crate::store::StoreError> {
                 let (_turn, mut tx) = self.begin_write().await?;
                 let key = id.to_string();
@@ -524,11 +535,34 @@ macro_rules! outbox_on {
                         .bind(row.try_get::<String, _>("webhook_id")?)
                         .bind(row.try_get::<i64, _>("event_id")?);
                 }
-                read.fetch_all(&self.pool)
-                    .await?
-                    .iter()
-                    .map($crate::store::outbox::claimed_from_row)
-                    .collect()
+                let mut deliveries = Vec::with_capacity(claimed.len());
+                for row in read.fetch_all(&self.pool).await? {
+                    match $crate::store::outbox::claimed_from_row(&row) {
+                        Ok(delivery) => deliveries.push(delivery),
+                        // A damaged webhook or delivery row fails its delivery, saying
+                        // so, instead of failing every claim after it.
+                        Err(e) => {
+                            let (webhook, event) = (
+                                row.try_get::<String, _>("webhook_id")?,
+                                row.try_get::<i64, _>("id")?,
+                            );
+                            tracing::warn!(%webhook, event, error = %e, "a claimed delivery does not read back");
+                            let (_turn, mut tx) = self.begin_write().await?;
+                            sqlx::query(
+                                "UPDATE webhook_deliveries SET state = 'failed', \
+                                 last_error = $3, claimed_until_micros = 0 \
+                                 WHERE webhook_id = $1 AND event_id = $2",
+                            )
+                            .bind(webhook)
+                            .bind(event)
+                            .bind(format!("not sent: its stored row does not read back: {e}"))
+                            .execute(&mut *tx)
+                            .await?;
+                            tx.commit().await?;
+                        }
+                    }
+                }
+                Ok(deliveries)
             }
 
             async fn finish_delivery(

@@ -238,13 +238,30 @@ pub(crate) fn call_from_row(row: &impl Columns) -> Result<StoredCall, StoreError
     })
 }
 
+/// An event's row; one whose step, kind, time, data or date does not read back is its
+/// [`StoredEvent::unreadable`] marker (only a damaged `seq`, the order of the session's
+/// events, is an error).
 pub(crate) fn event_from_row(row: &impl Columns) -> Result<StoredEvent, StoreError> {
-    Ok(StoredEvent {
-        seq: row.int("seq")?,
-        step: row.int("step")?,
-        kind: row.text("kind")?.to_string(),
-        t: row.real("t")?,
-        data: from_json(row.text("data")?, "event data")?,
-        created_at: from_micros(row.int("created_micros")?)?,
-    })
+    let seq = row.int("seq")?;
+    let read = || -> Result<StoredEvent, StoreError> {
+        Ok(StoredEvent {
+            seq,
+            step: row.int("step")?,
+            kind: row.text("kind")?.to_string(),
+            t: row.real("t")?,
+            data: from_json(row.text("data")?, "event data")?,
+            created_at: from_micros(row.int("created_micros")?)?,
+        })
+    };
+    Ok(read().unwrap_or_else(|e| {
+        StoredEvent::unreadable(
+            seq,
+            row.int("step").ok(),
+            row.real("t").ok(),
+            row.int("created_micros")
+                .ok()
+                .and_then(|micros| from_micros(micros).ok()),
+            e.to_string(),
+        )
+    }))
 }

@@ -277,6 +277,10 @@ impl Outbox for MeteredStore {
         timed("list_webhooks", self.inner.list_webhooks(tenant)).await
     }
 
+    async fn webhook_ids(&self) -> Result<Vec<Uuid>, StoreError> {
+        timed("webhook_ids", self.inner.webhook_ids()).await
+    }
+
     async fn delete_webhook(&self, id: Uuid) -> Result<bool, StoreError> {
         timed("delete_webhook", self.inner.delete_webhook(id)).await
     }

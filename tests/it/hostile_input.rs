@@ -93,7 +93,7 @@ async fn an_unreadable_session_is_listed_and_checked(server: TestServer) {
             json!([{"id": damaged, "unreadable": true}])
         );
     }
-    let report = tvbo::session::check::check_sessions(server.store().as_ref())
+    let report = tvbo::session::check::check_database(server.store().as_ref())
         .await
         .unwrap();
     assert_eq!(report.sessions, 2);

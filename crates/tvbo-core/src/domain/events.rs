@@ -99,6 +99,38 @@ pub struct StoredEvent {
     pub created_at: DateTime<Utc>,
 }
 
+/// The kind of an event whose stored row does not read back (damaged by hand, a script or
+/// a failing disk): listed, streamed and logged as a marker in its place, so that one
+/// damaged row stops nothing after it; never delivered to a webhook.
+pub const UNREADABLE_KIND: &str = "unreadable";
+
+impl StoredEvent {
+    /// The marker of event `seq` whose row does not read back because of `reason`: kind
+    /// [`UNREADABLE_KIND`], `data` `{"error": reason}`, step, time and date those of the
+    /// row where they read back (else 0, 0 and the epoch).
+    pub fn unreadable(
+        seq: i64,
+        step: Option<i64>,
+        t: Option<f64>,
+        created_at: Option<DateTime<Utc>>,
+        reason: String,
+    ) -> StoredEvent {
+        StoredEvent {
+            seq,
+            step: step.unwrap_or(0),
+            kind: UNREADABLE_KIND.to_string(),
+            t: t.filter(|t| t.is_finite()).unwrap_or(0.0),
+            data: serde_json::json!({ "error": reason }),
+            created_at: created_at.unwrap_or(DateTime::UNIX_EPOCH),
+        }
+    }
+
+    /// Whether this is the marker of a row that does not read back.
+    pub fn is_unreadable(&self) -> bool {
+        self.kind == UNREADABLE_KIND
+    }
+}
+
 /// The `session-idle` event the server's scan raises at session time `t` (the session's
 /// newest step's) for a session whose threshold is `idle_seconds` (its
 /// `events.idle_seconds`) and whose newest observation, at `last_observation_at` (none:

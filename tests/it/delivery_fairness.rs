@@ -1,0 +1,153 @@
+//! One tenant's dead receivers do not delay another tenant's webhooks (docs/events.md,
+//! "Delivery"): with keys on and the default limits, a tenant with 20 webhooks to a
+//! receiver that accepts connections and never answers, and 600 deliveries queued for
+//! them, leaves another tenant's one event delivered to its healthy receiver within
+//! seconds (the worker used to send 16 at a time from one queue and wait for the whole
+//! batch: 393 s). On both backends, whose claims are written once for both.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use tvbo::api::RouterSettings;
+use tvbo::delivery::AllowList;
+use tvbo::domain::events::{EventKind, NewEvent};
+use tvbo::domain::records::{CallRecord, ChangeSet};
+use uuid::Uuid;
+
+use crate::common;
+
+use common::TestServer;
+
+backend_tests!(
+    settings = super::settings();
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    dead_receivers_of_one_tenant_do_not_delay_another_tenants_delivery,
+);
+
+/// Keys on, the default limits, webhooks to loopback allowed (the test's receivers).
+fn settings() -> RouterSettings {
+    RouterSettings {
+        webhook_allow: AllowList::parse("127.0.0.1").unwrap(),
+        ..RouterSettings::default()
+    }
+}
+
+/// A receiver that accepts connections and never answers (each attempt at it waits for
+/// the attempt's timeout); its port.
+async fn black_hole() -> u16 {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    port
+}
+
+/// A receiver that answers 204 at once and records when each delivery arrived; its port.
+async fn healthy(arrivals: Arc<Mutex<Vec<Instant>>>) -> u16 {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move || {
+            let arrivals = arrivals.clone();
+            async move {
+                arrivals.lock().unwrap().push(Instant::now());
+                axum::http::StatusCode::NO_CONTENT
+            }
+        }),
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    port
+}
+
+/// A key of `tenant`, as `tvbo keys create` makes it.
+pub(crate) async fn key(server: &TestServer, tenant: &str) -> String {
+    let made = tvbo::keys::new_key(tenant, None, false).unwrap();
+    server.store().insert_api_key(&made.row).await.unwrap();
+    made.key
+}
+
+/// POSTs `body` to `path` with `key`; asserts a 201 and answers its body.
+pub(crate) async fn created(
+    server: &TestServer,
+    key: &str,
+    path: &str,
+    body: serde_json::Value,
+) -> String {
+    let response = reqwest::Client::new()
+        .post(server.url(path))
+        .bearer_auth(key)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let (status, answer) = TestServer::read(response).await;
+    assert_eq!(status, 201, "{path}: {answer}");
+    answer["id"].as_str().unwrap().to_string()
+}
+
+/// Commits `count` events to the session at version `version` on, one step each, as the
+/// steps of a busy session would (through the store: the server's own events take a
+/// model's drift to raise).
+pub(crate) async fn raise_events(server: &TestServer, session: &str, version: i64, count: i64) {
+    let id: Uuid = session.parse().unwrap();
+    for v in version..version + count {
+        let change = ChangeSet {
+            calls: vec![CallRecord {
+                kind: "observe",
+                t: v as f64,
+                dataset_size: 0,
+                compute_seconds: 0.001,
+                snapshot: None,
+            }],
+            events: vec![NewEvent {
+                kind: EventKind::DatasetFull,
+                t: v as f64,
+                data: json!({"active": 1, "cap": 1}),
+            }],
+            ..ChangeSet::default()
+        };
+        server.store().commit(id, v, &change, None).await.unwrap();
+    }
+}
+
+async fn dead_receivers_of_one_tenant_do_not_delay_another_tenants_delivery(server: TestServer) {
+    let session_body = json!({"parameters": [{"name": "x", "low": 0, "high": 1}]});
+    // The noisy tenant: 20 webhooks to a receiver that never answers, 30 sessions' events
+    // for each (600 deliveries).
+    let noisy = key(&server, "noisy").await;
+    let dead = black_hole().await;
+    for _ in 0..20 {
+        let hook = json!({"url": format!("http://127.0.0.1:{dead}/hook")});
+        created(&server, &noisy, "/v1/webhooks", hook).await;
+    }
+    for _ in 0..30 {
+        let session = created(&server, &noisy, "/v1/sessions", session_body.clone()).await;
+        raise_events(&server, &session, 0, 1).await;
+    }
+    // Let the worker take up the noisy tenant's deliveries first.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    // The quiet tenant: one webhook to a healthy receiver, one event.
+    let quiet = key(&server, "quiet").await;
+    let arrivals = Arc::new(Mutex::new(Vec::new()));
+    let port = healthy(arrivals.clone()).await;
+    let hook = json!({"url": format!("http://127.0.0.1:{port}/hook")});
+    created(&server, &quiet, "/v1/webhooks", hook).await;
+    let session = created(&server, &quiet, "/v1/sessions", session_body).await;
+    let raised = Instant::now();
+    raise_events(&server, &session, 0, 1).await;
+    let deadline = raised + Duration::from_secs(30);
+    while arrivals.lock().unwrap().is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let arrived = arrivals.lock().unwrap().first().copied();
+    let delay = arrived.expect("the quiet tenant's event was never delivered") - raised;
+    println!("the quiet tenant's event waited {delay:?} behind 600 deliveries to dead receivers");
+    assert!(delay < Duration::from_secs(3), "delivered after {delay:?}");
+}
