@@ -8,6 +8,9 @@
 //! - default seeds fit in a double exactly and larger seeds are refused;
 //! - `time.lead` and `time.pending_timeout` are bounded, and so is the `t` of best and
 //!   predict (at −1.8e308 best answered 200 with a null mean);
+//! - a grid's `step` is at least 1024 ulp of its bounds' magnitude (finer grids' points
+//!   are not distinct in f64: every suggest answered 500), and every suggestion on an
+//!   accepted grid is accepted back by observe;
 //! - pending suggestions and the active dataset of non-forgetting algorithms are capped,
 //!   with a 409 that names the cap.
 
@@ -24,6 +27,7 @@ backend_tests!(
     seeds_fit_in_a_double,
     time_settings_are_bounded,
     query_times_are_bounded,
+    grids_are_representable,
 );
 
 /// POSTs a session; asserts a 422 naming `field` that stored nothing.
@@ -318,4 +322,42 @@ async fn query_times_are_bounded(server: TestServer) {
     let (status, best) = server.get(&format!("/v1/sessions/{id}/best?t=-1e10")).await;
     assert_eq!(status, 200, "{best}");
     assert!(best["mean"].is_f64(), "{best}");
+}
+
+/// Grids whose points low + k·step are not distinct in f64 are refused at creation (the
+/// fuzzed cases whose suggests all answered 500, and whose observations were all off the
+/// grid); extreme grids that are accepted suggest, and observe what they suggested.
+async fn grids_are_representable(server: TestServer) {
+    let grid = |low: f64, high: f64, step: f64| {
+        json!({
+            "parameters": [{"name": "x", "low": low, "high": high, "step": step}],
+            "model": {"warmup": 2},
+            "time": {"source": "client"},
+        })
+    };
+    for (low, high, step) in [
+        (1e15, 1e15 + 10.0, 0.1),
+        (-1e10, 1e10, 1e-6),
+        (0.0, 1.0, 5e-324),
+    ] {
+        refused(&server, grid(low, high, step), "parameters[0].step").await;
+    }
+    for (low, high, step) in [(1e15, 1e15 + 4096.0, 128.0), (-1e10, 1e10, 0.01)] {
+        let id = server.create(grid(low, high, step)).await;
+        for i in 0..5 {
+            let t = f64::from(i);
+            let (status, answer) = server
+                .post(&format!("/v1/sessions/{id}/suggestions"), &json!({"t": t}))
+                .await;
+            assert_eq!(status, 201, "{low}..{high} by {step}: {answer}");
+            let params = &answer["suggestions"][0]["params"];
+            let (status, answer) = server
+                .post(
+                    &format!("/v1/sessions/{id}/observations"),
+                    &json!({"params": params, "value": t, "t": t}),
+                )
+                .await;
+            assert_eq!(status, 201, "{low}..{high} by {step}, {params}: {answer}");
+        }
+    }
 }

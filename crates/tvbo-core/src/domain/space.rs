@@ -182,7 +182,9 @@ pub struct ParameterSpec {
     #[schema(min_items = 2, max_items = 64)]
     pub choices: Option<Vec<String>>,
     /// A grid: the parameter takes only the values low + k·step, k = 0, 1, … up to high
-    /// (as Optuna's `step`). Linear scale only; an integer for an int parameter.
+    /// (as Optuna's `step`). Linear scale only; an integer for an int parameter; at least
+    /// 1024 ulp of max(|low|, |high|), so that the grid's points are distinct in double
+    /// precision (any integer step of an int parameter within ±2^52).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(exclusive_minimum = 0)]
     pub step: Option<f64>,
@@ -196,6 +198,20 @@ pub struct ParameterSpec {
 /// Relative tolerance of a value on a parameter's grid: `low + k·step` computed in f64
 /// differs from the decimal a client sends (0.1 · 3 is 0.30000000000000004).
 const GRID_TOLERANCE: f64 = 1e-9;
+
+/// The smallest step, in ulp of the bounds' magnitude: the rounding of `low + k·step`
+/// (a few ulp) stays far below a step, so grid points are distinct and each reads back
+/// as itself.
+const GRID_MIN_STEP_ULPS: f64 = 1024.0;
+
+/// Absolute slack of a value on a parameter's grid, in ulp of the bounds' magnitude: the
+/// rounding of `low + k·step` computed in f64 and of the client's decimal.
+const GRID_SLACK_ULPS: f64 = 4.0;
+
+/// The gap from `x` (finite, ≥ 0) to the next double.
+fn ulp(x: f64) -> f64 {
+    x.next_up() - x
+}
 
 impl ParameterSpec {
     /// A float parameter on `[low, high]` (linear scale, no step).
@@ -234,6 +250,18 @@ impl ParameterSpec {
         self.choices.as_deref().unwrap_or_default()
     }
 
+    /// max(|low|, |high|).
+    fn magnitude(&self) -> f64 {
+        let (low, high) = self.bounds();
+        low.abs().max(high.abs())
+    }
+
+    /// Whether the grid's arithmetic is exact: an int parameter within ±2^52, whose
+    /// points low + k·step and their differences are integers below 2^53.
+    fn exact_grid(&self) -> bool {
+        self.kind == ParameterType::Int && self.magnitude() <= EXACT_INTEGERS / 2.0
+    }
+
     /// The nearest point of the parameter's grid to `value` in [low, high] (the grid's
     /// last point is the largest low + k·step ≤ high).
     fn nearest_on_grid(&self, step: f64, value: f64) -> f64 {
@@ -243,10 +271,17 @@ impl ParameterSpec {
         (low + k * step).min(high)
     }
 
-    /// Whether `value` is on the parameter's grid, within [`GRID_TOLERANCE`] of a step.
+    /// Whether `value` (in [low, high]) is on the parameter's grid: its nearest grid
+    /// point itself on an exact grid, else within [`GRID_TOLERANCE`] of a step plus
+    /// [`GRID_SLACK_ULPS`] ulp of the bounds' magnitude. A point `nearest_on_grid` gave
+    /// is its own nearest point on a grid `validate_step` accepted.
     fn on_grid(&self, step: f64, value: f64) -> bool {
-        let k = (value - self.bounds().0) / step;
-        (k - k.round()).abs() <= GRID_TOLERANCE
+        let tolerance = if self.exact_grid() {
+            0.0
+        } else {
+            GRID_TOLERANCE * step + GRID_SLACK_ULPS * ulp(self.magnitude())
+        };
+        (value - self.nearest_on_grid(step, value)).abs() <= tolerance
     }
 
     /// `value` mapped into `[0, 1]`, rejecting (under the field `name`) a value of the
@@ -286,10 +321,7 @@ impl ParameterSpec {
                 format!("{value} is not {low} + k·{step} for an integer k"),
             ));
         }
-        let unit = match self.scale {
-            Scale::Linear => (value - low) / self.unit_span(),
-            Scale::Log => (value.ln() - low.ln()) / self.unit_span(),
-        };
+        let unit = self.unit_of_number(value);
         // Guaranteed by the span check of `SearchSpace::new`; kept as a guard so that
         // nothing non-finite is ever stored.
         if !(0.0..=1.0).contains(&unit) {
@@ -299,6 +331,15 @@ impl ParameterSpec {
             ));
         }
         Ok(unit)
+    }
+
+    /// The unit coordinate of a number in [low, high], unchecked.
+    fn unit_of_number(&self, value: f64) -> f64 {
+        let low = self.bounds().0;
+        match self.scale {
+            Scale::Linear => (value - low) / self.unit_span(),
+            Scale::Log => (value.ln() - low.ln()) / self.unit_span(),
+        }
     }
 
     /// The value at unit coordinate `u` (in [0, 1]): a number rounded for an integer and
@@ -576,24 +617,29 @@ impl SearchSpace {
         self.parameters
             .iter()
             .zip(unit)
-            .map(|(p, &u)| {
-                let u = if u.is_finite() {
-                    u.clamp(0.0, 1.0)
-                } else {
-                    0.5
-                };
-                let value = p.value_at(u);
-                (p.name.clone(), value)
-            })
+            .map(|(p, &u)| (p.name.clone(), p.value_at(in_unit(u))))
             .collect()
     }
 
-    /// The unit-cube point a suggestion stands for once integers are rounded (and values
-    /// put on their grids), so that the
-    /// model sees exactly what the client will evaluate.
+    /// The unit-cube point a suggestion stands for once integers are rounded, values put
+    /// on their grids and choices at their cells' centres, so that the model sees exactly
+    /// what the client will evaluate: `to_unit` of `from_unit(unit)`, which accepts it,
+    /// computed without its checks.
     pub fn snap(&self, unit: &[f64]) -> Vec<f64> {
-        self.to_unit(&self.from_unit(unit), "params")
-            .expect("from_unit returns values inside the box")
+        self.parameters
+            .iter()
+            .zip(unit)
+            .map(|(p, &u)| {
+                let u = in_unit(u);
+                match p.value_at(u) {
+                    ParamValue::Number(value) => p.unit_of_number(value).clamp(0.0, 1.0),
+                    ParamValue::Choice(_) => {
+                        let choices = p.choice_list().len();
+                        choice_centre(choice_at(u, choices), choices)
+                    }
+                }
+            })
+            .collect()
     }
 
     /// Validates arms: at least one, at most [`MAX_ARMS`], each inside the box, names unique.
@@ -621,6 +667,15 @@ impl SearchSpace {
                 })
             })
             .collect()
+    }
+}
+
+/// `u` clamped into [0, 1]; the centre, ½, when it is not finite.
+fn in_unit(u: f64) -> f64 {
+    if u.is_finite() {
+        u.clamp(0.0, 1.0)
+    } else {
+        0.5
     }
 }
 
@@ -667,7 +722,9 @@ fn validate_categorical(
 }
 
 /// A parameter's step: finite and positive, with at least two points on the grid
-/// (step ≤ high − low), on a linear scale, and an integer for an int parameter.
+/// (step ≤ high − low), on a linear scale, an integer for an int parameter, and at
+/// least [`GRID_MIN_STEP_ULPS`] ulp of the bounds' magnitude unless the grid is exact
+/// (the points low + k·step must be distinct in f64, and read back as themselves).
 fn validate_step(p: &ParameterSpec, step: f64, field: &str) -> Result<(), InvalidInput> {
     if !(step.is_finite() && step > 0.0) {
         return Err(InvalidInput::new(field, "must be a finite number > 0"));
@@ -689,6 +746,16 @@ fn validate_step(p: &ParameterSpec, step: f64, field: &str) -> Result<(), Invali
         return Err(InvalidInput::new(
             field,
             "must be an integer for an int parameter",
+        ));
+    }
+    let least = GRID_MIN_STEP_ULPS * ulp(p.magnitude());
+    if step < least && !p.exact_grid() {
+        return Err(InvalidInput::new(
+            field,
+            format!(
+                "must be at least {least:e} ({GRID_MIN_STEP_ULPS} ulp of max(|low|, |high|)): \
+                 the grid's points low + k·step must be distinct in double precision"
+            ),
         ));
     }
     Ok(())

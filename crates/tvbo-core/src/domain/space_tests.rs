@@ -336,3 +336,190 @@ fn integral_values_are_written_as_integers() {
     let back: Params = serde_json::from_value(json).unwrap();
     assert_eq!(back, params);
 }
+
+/// Grids whose points low + k·step are not distinct in f64 are refused at `step`, naming
+/// the least step: the fuzzed cases whose suggests answered 500.
+#[test]
+fn steps_below_the_bounds_precision_are_refused() {
+    for (low, high, step) in [
+        (1e15, 1e15 + 10.0, 0.1),
+        (-1e10, 1e10, 1e-6),
+        (0.0, 1.0, 5e-324),
+        (-1.0, 1.0, 1e-14),
+    ] {
+        let err =
+            SearchSpace::new(vec![stepped(ParameterType::Float, low, high, step)]).unwrap_err();
+        assert_eq!(err.field, "parameters[0].step", "{low}..{high} by {step}");
+        assert!(err.message.contains("must be at least"), "{}", err.message);
+    }
+    // An int grid beyond ±2^52 is inexact too.
+    let err = SearchSpace::new(vec![stepped(ParameterType::Int, 0.0, 1e17, 1000.0)]).unwrap_err();
+    assert_eq!(err.field, "parameters[0].step");
+}
+
+/// Ordinary and extreme-but-valid grids: each suggestion reads back, a client's decimal
+/// of a grid point does, a value between points does not; an int grid within ±2^52 is
+/// exact, whatever its step.
+#[test]
+fn grids_read_back_at_every_magnitude_they_accept() {
+    let at = |x: f64| -> Params { numbers([("x", x)]) };
+    for (kind, low, high, step, on, off) in [
+        (
+            ParameterType::Float,
+            0.1,
+            1.0,
+            0.1,
+            0.30000000000000004,
+            0.35,
+        ),
+        (ParameterType::Float, 0.1, 1.0, 0.1, 0.3, 0.25000001),
+        (
+            ParameterType::Float,
+            1e15,
+            1e15 + 4096.0,
+            128.0,
+            1e15 + 384.0,
+            1e15 + 320.0,
+        ),
+        (
+            ParameterType::Float,
+            -1e10,
+            1e10,
+            0.01,
+            -9999999999.99,
+            0.005,
+        ),
+        (ParameterType::Float, -1e10, 1e10, 0.01, 12345.67, 12345.675),
+        (ParameterType::Int, 0.0, 1e7, 1.0, 9_999_999.0, 0.5),
+        (
+            ParameterType::Int,
+            0.0,
+            1e15,
+            1.0,
+            999_999_999_999_999.0,
+            0.5,
+        ),
+        (
+            ParameterType::Int,
+            0.0,
+            4_503_599_627_370_496.0,
+            1024.0,
+            2048.0,
+            2049.0,
+        ),
+        (ParameterType::Int, 0.0, 1e11, 1e10, 3e10, 3e10 + 1.0),
+    ] {
+        let space = SearchSpace::new(vec![stepped(kind, low, high, step)]).unwrap();
+        let case = format!("{low}..{high} by {step}");
+        assert!(space.to_unit(&at(on), "params").is_ok(), "{case}: {on}");
+        assert!(space.to_unit(&at(off), "params").is_err(), "{case}: {off}");
+        for i in 0..=1000 {
+            let u = i as f64 / 1000.0;
+            let suggested = space.from_unit(&[u]);
+            let unit = space.to_unit(&suggested, "params").unwrap();
+            assert_eq!(space.snap(&[u]), unit, "{case} at {u}");
+        }
+    }
+}
+
+/// Over thousands of random grids of extreme magnitudes (bounds from subnormal to 1e100,
+/// both signs; steps coarse, fine, near the least accepted, subnormal), every grid is
+/// refused at `step` or has distinct, increasing points about a step apart, and every
+/// suggestion lies in the bounds, on the grid, and reads back as `snap` gives it.
+#[test]
+fn accepted_grids_read_back_their_own_points() {
+    use rand::{RngExt, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+    let (mut accepted, mut refused, mut near_least) = (0, 0, 0);
+    for _ in 0..4000 {
+        let power = |rng: &mut rand_chacha::ChaCha8Rng, least: i32, most: i32| {
+            rng.random::<f64>() * 10f64.powi(rng.random_range(least..=most))
+        };
+        let sign = |rng: &mut rand_chacha::ChaCha8Rng| {
+            if rng.random::<bool>() { 1.0 } else { -1.0 }
+        };
+        let (mut low, mut high) = match rng.random_range(0..3) {
+            // Narrow relative to the bounds' magnitude.
+            0 => {
+                let low = sign(&mut rng) * power(&mut rng, -310, 100);
+                (low, low + low.abs() * power(&mut rng, -17, 0))
+            }
+            // Across zero.
+            1 => (-power(&mut rng, -310, 100), power(&mut rng, -310, 100)),
+            _ => {
+                let a = sign(&mut rng) * power(&mut rng, -310, 100);
+                let b = sign(&mut rng) * power(&mut rng, -310, 100);
+                (a.min(b), a.max(b))
+            }
+        };
+        let kind = if rng.random_range(0..4) == 0 {
+            low = low.round();
+            high = high.round();
+            ParameterType::Int
+        } else {
+            ParameterType::Float
+        };
+        if !(high > low && high.abs() <= MAX_MAGNITUDE && low.abs() <= MAX_MAGNITUDE) {
+            continue;
+        }
+        let magnitude = low.abs().max(high.abs());
+        let least = GRID_MIN_STEP_ULPS * ulp(magnitude);
+        let mut step = match rng.random_range(0..4) {
+            0 => (high - low) / 10f64.powi(rng.random_range(0..17)),
+            1 => least * (0.5 + 1.5 * rng.random::<f64>()),
+            2 => 5e-324 * rng.random_range(1..1_000_000) as f64,
+            _ => (high - low) * rng.random::<f64>(),
+        };
+        if kind == ParameterType::Int {
+            step = step.round().max(1.0);
+        }
+        let space = match SearchSpace::new(vec![stepped(kind, low, high, step)]) {
+            Ok(space) => space,
+            Err(err) => {
+                assert_eq!(err.field, "parameters[0].step", "{err:?}");
+                refused += 1;
+                continue;
+            }
+        };
+        accepted += 1;
+        if step < 2.0 * least {
+            near_least += 1;
+        }
+        let case = format!("{kind:?} {low:e}..{high:e} by {step:e}");
+        let span = high - low;
+        let last = (span / step + GRID_TOLERANCE).floor();
+        let mut units: Vec<f64> = (0..40).map(|_| rng.random::<f64>()).collect();
+        units.extend([0.0, 1.0]);
+        for _ in 0..10 {
+            // Halfway between two grid points, where rounding decides.
+            let k = (rng.random::<f64>() * last).floor();
+            units.push(((k + 0.5) * step / span).min(1.0));
+            // Two neighbouring points: distinct, about a step apart.
+            let point = |k: f64| n(&space.from_unit(&[(k * step / span).min(1.0)])["x"]);
+            let (a, b) = (point(k), point((k + 1.0).min(last)));
+            if k < last {
+                assert!(
+                    b > a && (b - a - step).abs() <= step / 64.0,
+                    "{case}: {a} {b}"
+                );
+            }
+        }
+        for u in units {
+            let suggested = space.from_unit(&[u]);
+            let value = n(&suggested["x"]);
+            assert!((low..=high).contains(&value), "{case}: {u} -> {value}");
+            if kind == ParameterType::Int {
+                assert_eq!(value.fract(), 0.0, "{case}: {u} -> {value}");
+            }
+            let unit = space
+                .to_unit(&suggested, "params")
+                .unwrap_or_else(|err| panic!("{case}: {u} -> {value}: {err:?}"));
+            assert_eq!(space.snap(&[u]), unit, "{case}: {u}");
+            assert_eq!(space.snap(&unit), unit, "{case}: {u}");
+        }
+    }
+    assert!(
+        accepted > 1000 && refused > 500 && near_least > 200,
+        "{accepted} accepted ({near_least} near the least step), {refused} refused"
+    );
+}
