@@ -11,6 +11,7 @@
 //! - a grid's `step` is at least 1024 ulp of its bounds' magnitude (finer grids' points
 //!   are not distinct in f64: every suggest answered 500), and every suggestion on an
 //!   accepted grid is accepted back by observe;
+//! - `events.optimum_moved.relative_value` is at most 100;
 //! - pending suggestions and the active dataset of non-forgetting algorithms are capped,
 //!   with a 409 that names the cap.
 
@@ -28,6 +29,7 @@ backend_tests!(
     time_settings_are_bounded,
     query_times_are_bounded,
     grids_are_representable,
+    relative_values_are_bounded,
 );
 
 /// POSTs a session; asserts a 422 naming `field` that stored nothing.
@@ -360,4 +362,24 @@ async fn grids_are_representable(server: TestServer) {
             assert_eq!(status, 201, "{low}..{high} by {step}, {params}: {answer}");
         }
     }
+}
+
+/// `relative_value` is a fraction of the reference's |mean|, at most 100 (1e308 used to
+/// be accepted).
+async fn relative_values_are_bounded(server: TestServer) {
+    let moved = |relative: f64| {
+        json!({
+            "parameters": [parameter("x")],
+            "events": {"optimum_moved": {"relative_value": relative}},
+        })
+    };
+    for relative in [1e308, 100.5] {
+        refused(
+            &server,
+            moved(relative),
+            "events.optimum_moved.relative_value",
+        )
+        .await;
+    }
+    server.create(moved(100.0)).await;
 }

@@ -170,8 +170,9 @@ pub struct OptimumMovedRequest {
     #[schema(minimum = 1, maximum = 100)]
     pub persistence: Option<u32>,
     /// Also a move: the recommendation's predicted mean changed by more than this
-    /// fraction of the reference's |mean| (above 0). Default `null`: only `distance`.
-    #[schema(exclusive_minimum = 0)]
+    /// fraction of the reference's |mean| (above 0, at most 100: a hundredfold change).
+    /// Default `null`: only `distance`.
+    #[schema(exclusive_minimum = 0, maximum = 100)]
     pub relative_value: Option<f64>,
 }
 
@@ -313,6 +314,9 @@ pub const MAX_EVENT_PERSISTENCE: u32 = 100;
 pub const MAX_STANDARD_ERRORS: f64 = 100.0;
 /// Largest `events.drift_rate_factor`.
 pub const MAX_DRIFT_RATE_FACTOR: f64 = 1000.0;
+/// Largest `events.optimum_moved.relative_value`: a change of the mean by a hundred
+/// times its |mean| (beyond, the threshold only ever fires at a reference mean near 0).
+pub const MAX_RELATIVE_VALUE: f64 = 100.0;
 /// Largest seed: 2^53 − 1, so that JavaScript, jq and every other client that reads JSON
 /// numbers as doubles reads it exactly (and a re-created session is the same session).
 pub const MAX_SEED: u64 = (1 << 53) - 1;
@@ -435,11 +439,14 @@ impl EventsConfig {
             ));
         }
         if let Some(relative) = moved.relative_value
-            && !(relative.is_finite() && relative > 0.0)
+            && !(relative > 0.0 && relative <= MAX_RELATIVE_VALUE)
         {
             return Err(InvalidInput::new(
                 "events.optimum_moved.relative_value",
-                "must be a finite number above 0 (a fraction of the mean), or left out",
+                format!(
+                    "must be a fraction of the reference's |mean| in (0, {MAX_RELATIVE_VALUE}], \
+                     or left out"
+                ),
             ));
         }
         let tracking = request.tracking.unwrap_or_default();
@@ -663,6 +670,14 @@ mod tests {
                 r#"{"optimum_moved":{"relative_value":0}}"#,
                 "events.optimum_moved.relative_value",
             ),
+            (
+                r#"{"optimum_moved":{"relative_value":100.5}}"#,
+                "events.optimum_moved.relative_value",
+            ),
+            (
+                r#"{"optimum_moved":{"relative_value":1e308}}"#,
+                "events.optimum_moved.relative_value",
+            ),
             (r#"{"tracking":{"window":7}}"#, "events.tracking.window"),
             (r#"{"tracking":{"window":1025}}"#, "events.tracking.window"),
             (r#"{"tracking":{"rise":0}}"#, "events.tracking.rise"),
@@ -686,6 +701,15 @@ mod tests {
             .unwrap_err();
             assert_eq!(err.field, field, "{events}");
         }
+        let most = parse(
+            r#"{"parameters":[{"name":"x","low":0,"high":1}],
+                "events":{"optimum_moved":{"relative_value":100}}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            most.events.optimum_moved.relative_value,
+            Some(MAX_RELATIVE_VALUE)
+        );
         let unknown: Result<CreateSession, _> = serde_json::from_str(
             r#"{"parameters":[{"name":"x","low":0,"high":1}],"events":{"tracking":{"bogus":1}}}"#,
         );
