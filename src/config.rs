@@ -172,6 +172,15 @@ pub struct ServeArgs {
         global = true
     )]
     pub max_active_observations: usize,
+    /// Most runs of one session that ended without a value (failed or abandoned); a
+    /// failed run or an abandon beyond it answers 409 `too-many-ended-runs`.
+    #[arg(
+        long,
+        env = "TVBO_MAX_ENDED_RUNS",
+        default_value_t = Limits::DEFAULT_MAX_ENDED_RUNS,
+        global = true
+    )]
+    pub max_ended_runs: usize,
     /// The path prefix a reverse proxy serves tvbo under (`/tvbo`, say), for the
     /// dashboard's links; empty when it is served at the root.
     #[arg(long, env = "TVBO_BASE_PATH", default_value = "", global = true)]
@@ -457,9 +466,14 @@ impl ServeArgs {
             self.max_active_observations >= 1,
             "TVBO_MAX_ACTIVE_OBSERVATIONS must be at least 1"
         );
+        anyhow::ensure!(
+            self.max_ended_runs >= 1,
+            "TVBO_MAX_ENDED_RUNS must be at least 1"
+        );
         Ok(Limits {
             max_pending: self.max_pending_suggestions,
             max_active_observations: self.max_active_observations,
+            max_ended_runs: self.max_ended_runs,
         })
     }
 

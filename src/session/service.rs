@@ -403,7 +403,7 @@ impl SessionService {
     /// abandoned; a second abandon changes nothing (not even the session's version,
     /// unless it races the first).
     pub async fn abandon(&self, id: Uuid, suggestion_id: Uuid) -> Result<(), ServiceError> {
-        let now = Utc::now();
+        let (now, limits) = (Utc::now(), self.limits);
         let _guard = self.lock(id).await;
         let stored = self.store.get_suggestion(id, suggestion_id).await?;
         if stored.is_some_and(|row| row.status == SuggestionStatus::Abandoned) {
@@ -419,7 +419,8 @@ impl SessionService {
                     .await?
                     .ok_or(ServiceError::NotFound("suggestion"))?,
             };
-            let change = plan_abandon(&suggestion, now)?.unwrap_or_default();
+            let change =
+                plan_abandon(&snapshot.history, &suggestion, now, &limits)?.unwrap_or_default();
             Ok((change, (), snapshot))
         })
         .await

@@ -501,12 +501,19 @@ macro_rules! store_on {
                 .bind(&key)
                 .fetch_one(&mut *c)
                 .await?;
+                let ended_runs: i64 =
+                    sqlx::query_scalar("SELECT COUNT(*) FROM ended_runs WHERE session_id = $1")
+                        .bind(&key)
+                        .fetch_one(&mut *c)
+                        .await?;
                 Ok(Some(History {
                     session,
                     active,
                     pending,
                     recent_delays,
                     next_seq,
+                    ended_runs: usize::try_from(ended_runs)
+                        .map_err(|e| corrupt("ended run count", e))?,
                 }))
             }
 

@@ -197,6 +197,7 @@ fn limits(max_pending: usize, max_active_observations: usize) -> Limits {
     Limits {
         max_pending,
         max_active_observations,
+        ..Limits::default()
     }
 }
 

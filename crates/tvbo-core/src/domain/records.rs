@@ -321,6 +321,9 @@ pub struct History {
     /// Delays between handing out and measuring, of the latest observed suggestions.
     pub recent_delays: Vec<f64>,
     pub next_seq: i64,
+    /// Runs of the session that ended without a value, failed or abandoned (what
+    /// `Limits::max_ended_runs` caps).
+    pub ended_runs: usize,
 }
 
 /// A change [`History::apply`] cannot replay in memory: the history has to be read back.
@@ -390,6 +393,7 @@ impl History {
         for d in &change.deactivate {
             self.active.retain(|o| o.seq != d.seq);
         }
+        self.ended_runs += change.ended_runs.len();
         let session = &mut self.session;
         session.version += 1;
         if let Some(state) = &change.state {

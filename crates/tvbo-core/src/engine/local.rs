@@ -39,6 +39,7 @@ impl LocalSession {
                 pending: Vec::new(),
                 recent_delays: Vec::new(),
                 next_seq: 1,
+                ended_runs: 0,
             },
             suggestions: HashMap::new(),
             response_times: Vec::new(),

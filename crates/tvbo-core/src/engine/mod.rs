@@ -37,7 +37,8 @@ pub use model::{CurrentModel, OptimumAt, fitted_hyperparameters, step_snapshot};
 pub use observe::{ObserveSnapshot, plan_abandon, plan_observe};
 pub use suggest::plan_suggest;
 
-/// Caps on the work one session may ask of the server (docs/api.md, "Limits").
+/// Caps on the work and the rows one session may ask of the server (docs/api.md,
+/// "Limits").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
     /// Most pending (handed out, not yet observed, not expired) suggestions per session:
@@ -46,6 +47,10 @@ pub struct Limits {
     /// Most active observations of a session whose algorithm does not bound its own
     /// dataset (every algorithm but BOLT, whose `max_dataset_size` is its bound).
     pub max_active_observations: usize,
+    /// Most runs of a session that ended without a value (failed or abandoned): each is
+    /// a row the session keeps, with up to 500 characters of reason and 4 KiB of
+    /// metadata, that reaches no model.
+    pub max_ended_runs: usize,
 }
 
 impl Limits {
@@ -54,6 +59,10 @@ impl Limits {
     /// Default of [`Limits::max_active_observations`]: a fit at this size takes seconds,
     /// well inside the request timeout, on one core.
     pub const DEFAULT_MAX_ACTIVE_OBSERVATIONS: usize = 2000;
+    /// Default of [`Limits::max_ended_runs`]: a session of a year, a run every five
+    /// minutes and one in ten failing, ends about 10,000 runs without a value; at the
+    /// largest (reason and metadata), 70 MB of rows.
+    pub const DEFAULT_MAX_ENDED_RUNS: usize = 10_000;
 }
 
 /// Model work one suggest call may ask for, in units of (suggestions × N²), N the
@@ -77,6 +86,7 @@ impl Default for Limits {
         Limits {
             max_pending: Self::DEFAULT_MAX_PENDING,
             max_active_observations: Self::DEFAULT_MAX_ACTIVE_OBSERVATIONS,
+            max_ended_runs: Self::DEFAULT_MAX_ENDED_RUNS,
         }
     }
 }

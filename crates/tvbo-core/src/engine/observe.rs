@@ -37,8 +37,9 @@ pub struct ObserveSnapshot {
 /// `observations[2].`), all or nothing: the change stores them, marks their suggestions
 /// observed, forgets what the policy removes (a new observation may be stored already
 /// inactive) and saves the policy's state. A failed run (`failed: true`) is recorded as
-/// an [`EndedRun`], its suggestion marked failed, and reaches no model. Its call
-/// record's `compute_seconds` is left at 0 for the caller to fill in.
+/// an [`EndedRun`], its suggestion marked failed, and reaches no model; failed runs
+/// beyond [`Limits::max_ended_runs`] refuse the request. Its call record's
+/// `compute_seconds` is left at 0 for the caller to fill in.
 pub fn plan_observe(
     snapshot: &ObserveSnapshot,
     inputs: &[(String, ObservationInput)],
@@ -54,6 +55,21 @@ pub fn plan_observe(
         failed,
         suggestion_status,
     } = checked_observations(snapshot, inputs, now)?;
+    // The first failed run beyond the cap is named (failed runs are the inputs marked so).
+    let room = limits.max_ended_runs.saturating_sub(history.ended_runs);
+    if failed.len() > room {
+        let mut failed_inputs = inputs
+            .iter()
+            .filter(|(_, input)| input.failed == Some(true));
+        let prefix = failed_inputs
+            .nth(room)
+            .map_or("", |(prefix, _)| prefix.as_str());
+        return Err(too_many_ended_runs(
+            history,
+            limits,
+            format!("{prefix}failed"),
+        ));
+    }
     if rows.is_empty() {
         // Failed runs alone: recorded, their suggestions released, the model untouched.
         return Ok(ChangeSet {
@@ -163,12 +179,16 @@ pub fn plan_observe(
     })
 }
 
-/// Plans abandoning a suggestion (`DELETE …/suggestions/{sid}`): no longer pending,
-/// recorded as an [`EndedRun`] at its target time, never observed. `None` when it was
-/// abandoned already (nothing to do); a conflict when it was observed or failed.
+/// Plans abandoning a suggestion of the session of `history` (`DELETE
+/// …/suggestions/{sid}`): no longer pending, recorded as an [`EndedRun`] at its target
+/// time, never observed. `None` when it was abandoned already (nothing to do); a
+/// conflict when it was observed or failed; refused when the session has
+/// [`Limits::max_ended_runs`] already.
 pub fn plan_abandon(
+    history: &History,
     suggestion: &SuggestionRow,
     now: DateTime<Utc>,
+    limits: &Limits,
 ) -> Result<Option<ChangeSet>, EngineError> {
     let ended = match suggestion.status {
         SuggestionStatus::Pending | SuggestionStatus::Expired => None,
@@ -181,6 +201,9 @@ pub fn plan_abandon(
             "suggestion_id",
             format!("this suggestion {ended}; only a pending one can be abandoned"),
         )));
+    }
+    if history.ended_runs >= limits.max_ended_runs {
+        return Err(too_many_ended_runs(history, limits, "suggestion_id".into()));
     }
     Ok(Some(ChangeSet {
         suggestion_status: vec![(suggestion.id, SuggestionStatus::Abandoned)],
@@ -195,6 +218,24 @@ pub fn plan_abandon(
         }],
         ..ChangeSet::default()
     }))
+}
+
+/// The refusal of one more ended run in a session that has [`Limits::max_ended_runs`],
+/// naming `field`.
+fn too_many_ended_runs(history: &History, limits: &Limits, field: String) -> EngineError {
+    EngineError::Limit(
+        "too-many-ended-runs",
+        InvalidInput::new(
+            field,
+            format!(
+                "this session holds {} runs that ended without a value (failed or \
+                 abandoned) and this server keeps at most {} per session: nothing was \
+                 stored; continue in a new session (a pending suggestion expires after \
+                 time.pending_timeout)",
+                history.ended_runs, limits.max_ended_runs
+            ),
+        ),
+    )
 }
 
 /// The rows `inputs` would store, in order, with each one's suggestion ordinal (None for
@@ -447,4 +488,112 @@ fn observation_time(
         }
         (_, None) => resolve_time(source, input.t, session.created_at, now, &field("t"))?,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::config::CreateSession;
+    use crate::engine::{new_session_config, new_session_row};
+
+    /// A client-time random session over x in [0, 1] holding `ended_runs` ended runs.
+    fn snapshot(ended_runs: usize) -> ObserveSnapshot {
+        let request: CreateSession = serde_json::from_value(serde_json::json!({
+            "parameters": [{"name": "x", "low": 0, "high": 1}],
+            "algorithm": {"name": "random"},
+            "time": {"source": "client"},
+        }))
+        .unwrap();
+        let config = new_session_config(request, 1).unwrap();
+        let session = new_session_row(Uuid::new_v4(), "t", config, Utc::now());
+        ObserveSnapshot {
+            history: History {
+                session,
+                active: Vec::new(),
+                pending: Vec::new(),
+                recent_delays: Vec::new(),
+                next_seq: 1,
+                ended_runs,
+            },
+            suggestions: HashMap::new(),
+            response_times: Vec::new(),
+        }
+    }
+
+    fn input(failed: bool) -> ObservationInput {
+        let value = if failed {
+            serde_json::json!({"params": {"x": 0.5}, "failed": true, "t": 1.0})
+        } else {
+            serde_json::json!({"params": {"x": 0.5}, "value": 1.0, "t": 1.0})
+        };
+        serde_json::from_value(value).unwrap()
+    }
+
+    fn batch(failed: &[bool]) -> Vec<(String, ObservationInput)> {
+        failed
+            .iter()
+            .enumerate()
+            .map(|(i, &f)| (format!("observations[{i}]."), input(f)))
+            .collect()
+    }
+
+    #[test]
+    fn failed_runs_beyond_the_cap_are_refused_naming_the_first_beyond() {
+        let limits = Limits {
+            max_ended_runs: 10,
+            ..Limits::default()
+        };
+        let inputs = batch(&[false, true, false, true, true]);
+        let change = plan_observe(&snapshot(7), &inputs, Utc::now(), &limits).unwrap();
+        assert_eq!(change.ended_runs.len(), 3, "7 + 3 = 10 fits");
+        for (ended, field) in [(8, "observations[4].failed"), (9, "observations[3].failed")] {
+            match plan_observe(&snapshot(ended), &inputs, Utc::now(), &limits) {
+                Err(EngineError::Limit("too-many-ended-runs", e)) => {
+                    assert_eq!(e.field, field, "{e}");
+                    assert!(e.message.contains("at most 10"), "{e}");
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        let values = batch(&[false, false]);
+        assert!(plan_observe(&snapshot(10), &values, Utc::now(), &limits).is_ok());
+    }
+
+    #[test]
+    fn an_abandon_beyond_the_cap_is_refused() {
+        let limits = Limits {
+            max_ended_runs: 3,
+            ..Limits::default()
+        };
+        let suggestion = SuggestionRow {
+            id: Uuid::new_v4(),
+            ordinal: 0,
+            params: Default::default(),
+            unit: vec![0.5],
+            arm: None,
+            issued_t: 0.0,
+            t: 0.0,
+            created_at: Utc::now(),
+            status: SuggestionStatus::Pending,
+        };
+        let history = snapshot(2).history;
+        let change = plan_abandon(&history, &suggestion, Utc::now(), &limits).unwrap();
+        assert_eq!(change.unwrap().ended_runs.len(), 1);
+        let full = snapshot(3).history;
+        match plan_abandon(&full, &suggestion, Utc::now(), &limits) {
+            Err(EngineError::Limit("too-many-ended-runs", e)) => {
+                assert_eq!(e.field, "suggestion_id");
+            }
+            other => panic!("{other:?}"),
+        }
+        let abandoned = SuggestionRow {
+            status: SuggestionStatus::Abandoned,
+            ..suggestion
+        };
+        let again = plan_abandon(&full, &abandoned, Utc::now(), &limits).unwrap();
+        assert!(
+            again.is_none(),
+            "abandoned already: nothing to do, at the cap too"
+        );
+    }
 }
