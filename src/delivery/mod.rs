@@ -25,7 +25,7 @@ use crate::store::Store;
 use crate::store::outbox::WebhookRow;
 
 pub use allow::AllowList;
-use send::{Attempt, Sender};
+use send::{Attempt, Failure, Sender};
 use views::{CreateWebhook, DeliveryList, PingResult, Webhook, WebhookList};
 
 /// Most webhooks one tenant may have.
@@ -48,15 +48,19 @@ pub struct Webhooks {
 }
 
 impl Webhooks {
+    /// The webhooks over `store`, reaching only where `allow` permits.
     pub fn new(store: Arc<dyn Store>, allow: AllowList) -> Webhooks {
+        let allow = Arc::new(allow);
         Webhooks {
             store,
-            allow: Arc::new(allow),
-            sender: Sender::new(),
+            sender: Sender::new(allow.clone()),
+            allow,
         }
     }
 
-    /// Stores a webhook of the caller's tenant (422 naming the field at fault; 409
+    /// Stores a webhook of the caller's tenant (422 naming the field at fault: `url` not
+    /// allowed or with port 0, `events` longer than the kinds, `events[i]` unknown or
+    /// repeated, `secret` of the wrong length or with a control character; 409
     /// `too-many-webhooks` past [`MAX_WEBHOOKS_PER_TENANT`]); its secret is answered here
     /// only.
     pub async fn create(
@@ -66,27 +70,33 @@ impl Webhooks {
     ) -> Result<Webhook, ServiceError> {
         let url = self.allow.check(&request.url)?;
         let kinds = request.events.unwrap_or_default();
+        if kinds.len() > EventKind::ALL.len() {
+            return Err(InvalidInput::new(
+                "events",
+                format!(
+                    "has {} kinds; there are {} ({})",
+                    kinds.len(),
+                    EventKind::ALL.len(),
+                    kind_names()
+                ),
+            )
+            .into());
+        }
         for (i, kind) in kinds.iter().enumerate() {
-            if EventKind::named(kind).is_none() {
-                return Err(InvalidInput::new(
-                    format!("events[{i}]"),
-                    format!("unknown event kind {kind:?}; kinds: {}", kind_names()),
-                )
-                .into());
-            }
+            let problem = if EventKind::named(kind).is_none() {
+                format!("unknown event kind {kind:?}; kinds: {}", kind_names())
+            } else if let Some(first) = kinds[..i].iter().position(|k| k == kind) {
+                format!("duplicate kind {kind:?} (as events[{first}])")
+            } else {
+                continue;
+            };
+            return Err(InvalidInput::new(format!("events[{i}]"), problem).into());
         }
         let secret = match request.secret {
-            Some(secret) if SECRET_CHARS.contains(&secret.chars().count()) => secret,
-            Some(_) => {
-                return Err(InvalidInput::new(
-                    "secret",
-                    format!(
-                        "must be {} to {} characters",
-                        SECRET_CHARS.start(),
-                        SECRET_CHARS.end()
-                    ),
-                )
-                .into());
+            Some(secret) => {
+                let (min, max) = (*SECRET_CHARS.start(), *SECRET_CHARS.end());
+                crate::domain::validate_text("secret", &secret, min, max)?;
+                secret
             }
             None => new_secret(),
         };
@@ -97,6 +107,7 @@ impl Webhooks {
             kinds,
             secret: secret.clone(),
             created_at: Utc::now(),
+            health: Default::default(),
         };
         if !self
             .store
@@ -149,15 +160,14 @@ impl Webhooks {
         }
     }
 
-    /// Sends a `ping` (event id 0, never a real event's) now and says how it went.
+    /// Sends a `ping` (event id 0, never a real event's) now and says how it went, coarsely:
+    /// the 2xx status if delivered, else one of a few words (`not-allowed` when the URL or
+    /// every address of its host is refused; docs/events.md), never the receiver's text.
     pub async fn ping(&self, caller: &Caller, id: Uuid) -> Result<PingResult, ServiceError> {
         let row = self.find(caller, id).await?;
         let started = Instant::now();
         let attempt = match self.allow.check(&row.url) {
-            Err(e) => Attempt::Refused {
-                status: None,
-                error: e.message,
-            },
+            Err(_) => Failure::NotAllowed.refused(),
             Ok(url) => {
                 let body = json!({"id": 0, "kind": "ping", "webhook": id, "at": Utc::now()});
                 let headers = delivery_headers(id, 0, "ping");
@@ -173,9 +183,9 @@ impl Webhooks {
                 error: None,
                 duration_ms,
             },
-            Attempt::Refused { status, error } => PingResult {
+            Attempt::Refused { error, .. } => PingResult {
                 delivered: false,
-                status,
+                status: None,
                 error: Some(error),
                 duration_ms,
             },
