@@ -240,7 +240,8 @@ pub async fn delete_webhook(
 }
 
 /// Send a test `ping` to the webhook now (event id 0, kind `ping`, signed like every
-/// delivery) and say how the receiver answered.
+/// delivery) and say how the receiver answered; a delivered ping resumes a webhook that
+/// was paused because its attempts kept failing.
 #[utoipa::path(post, path = "/v1/webhooks/{id}/ping", tag = "webhooks",
     params(("id" = Uuid, Path, description = "Webhook id")),
     responses(

@@ -162,7 +162,8 @@ impl Webhooks {
 
     /// Sends a `ping` (event id 0, never a real event's) now and says how it went, coarsely:
     /// the 2xx status if delivered, else one of a few words (`not-allowed` when the URL or
-    /// every address of its host is refused; docs/events.md), never the receiver's text.
+    /// every address of its host is refused; docs/events.md), never the receiver's text. A
+    /// delivered ping resumes a webhook its circuit breaker paused.
     pub async fn ping(&self, caller: &Caller, id: Uuid) -> Result<PingResult, ServiceError> {
         let row = self.find(caller, id).await?;
         let started = Instant::now();
@@ -182,12 +183,15 @@ impl Webhooks {
                 status: Some(status),
                 error: None,
                 duration_ms,
+                // The receiver is back: a webhook the breaker paused takes deliveries again.
+                resumed: row.health.paused_at.is_some() && self.store.resume_webhook(id).await?,
             },
             Attempt::Refused { error, .. } => PingResult {
                 delivered: false,
                 status: None,
                 error: Some(error),
                 duration_ms,
+                resumed: false,
             },
         })
     }

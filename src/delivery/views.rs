@@ -11,14 +11,15 @@ use crate::store::outbox::{DeliveryRow, WebhookRow};
 #[derive(Clone, Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateWebhook {
-    /// Where deliveries are POSTed: http or https, its host in the server's allow list
-    /// (`TVBO_WEBHOOK_ALLOW`).
+    /// Where deliveries are POSTed: http or https, a port other than 0, its host in the
+    /// server's allow list (`TVBO_WEBHOOK_ALLOW`), and the addresses it resolves to public
+    /// unless the list names them.
     pub url: String,
-    /// The event kinds to deliver; absent or empty for every kind.
+    /// The event kinds to deliver, each at most once; absent or empty for every kind.
     #[serde(default)]
     pub events: Option<Vec<String>>,
-    /// The key of each delivery's HMAC-SHA256 signature, 16 to 256 characters; the server
-    /// makes one if absent (answered once, by this create).
+    /// The key of each delivery's HMAC-SHA256 signature, 16 to 256 characters and no
+    /// control characters; the server makes one if absent (answered once, by this create).
     #[serde(default)]
     pub secret: Option<String>,
 }
@@ -99,6 +100,9 @@ pub struct PingResult {
     /// status of that class; redirects are not followed) or `not-sent`.
     pub error: Option<String>,
     pub duration_ms: f64,
+    /// The webhook was paused (its attempts kept failing) and this delivered ping resumed
+    /// it: its pending deliveries go out again.
+    pub resumed: bool,
 }
 
 /// A delivery of an event to a webhook.

@@ -23,6 +23,7 @@ backend_tests!(
     settings = super::settings();
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     dead_receivers_of_one_tenant_do_not_delay_another_tenants_delivery,
+    a_paused_webhook_is_listed_and_a_delivered_ping_resumes_it,
 );
 
 /// Keys on, the default limits, webhooks to loopback allowed (the test's receivers).
@@ -150,4 +151,75 @@ async fn dead_receivers_of_one_tenant_do_not_delay_another_tenants_delivery(serv
     let delay = arrived.expect("the quiet tenant's event was never delivered") - raised;
     println!("the quiet tenant's event waited {delay:?} behind 600 deliveries to dead receivers");
     assert!(delay < Duration::from_secs(3), "delivered after {delay:?}");
+}
+
+/// GETs `path` with `key`: the body of a 200.
+async fn read(server: &TestServer, key: &str, path: &str) -> serde_json::Value {
+    let response = reqwest::Client::new()
+        .get(server.url(path))
+        .bearer_auth(key)
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = TestServer::read(response).await;
+    assert_eq!(status, 200, "{path}: {body}");
+    body
+}
+
+async fn a_paused_webhook_is_listed_and_a_delivered_ping_resumes_it(server: TestServer) {
+    let key = key(&server, "acme").await;
+    let arrivals = Arc::new(Mutex::new(Vec::new()));
+    let port = healthy(arrivals.clone()).await;
+    let hook = json!({"url": format!("http://127.0.0.1:{port}/hook")});
+    let webhook = created(&server, &key, "/v1/webhooks", hook).await;
+    let listed = read(&server, &key, "/v1/webhooks").await;
+    assert_eq!(listed["webhooks"][0]["state"], "active", "{listed}");
+    assert_eq!(listed["webhooks"][0]["consecutive_failures"], 0, "{listed}");
+    // As the breaker leaves it after an hour of failures (the store suite drives the
+    // breaker itself on both backends).
+    server
+        .execute(
+            "UPDATE webhooks SET consecutive_failures = 12, failing_since_micros = 1, \
+             paused_micros = 2, paused_reason = 'timeout' WHERE id = $1",
+            &webhook,
+        )
+        .await;
+    let listed = read(&server, &key, "/v1/webhooks").await;
+    let paused = &listed["webhooks"][0];
+    assert_eq!(paused["state"], "paused", "{listed}");
+    assert_eq!(paused["paused_reason"], "timeout", "{listed}");
+    // Paused: a new event takes no delivery of it.
+    let body = json!({"parameters": [{"name": "x", "low": 0, "high": 1}]});
+    let session = created(&server, &key, "/v1/sessions", body).await;
+    raise_events(&server, &session, 0, 1).await;
+    let log = read(&server, &key, &format!("/v1/webhooks/{webhook}/deliveries")).await;
+    assert_eq!(log["deliveries"], json!([]), "{log}");
+    // A delivered ping resumes it.
+    let response = reqwest::Client::new()
+        .post(server.url(&format!("/v1/webhooks/{webhook}/ping")))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap();
+    let (status, ping) = TestServer::read(response).await;
+    assert_eq!(status, 200, "{ping}");
+    assert_eq!(
+        (&ping["delivered"], &ping["resumed"]),
+        (&json!(true), &json!(true))
+    );
+    let listed = read(&server, &key, "/v1/webhooks").await;
+    let active = &listed["webhooks"][0];
+    assert_eq!(active["state"], "active", "{listed}");
+    assert_eq!(active["consecutive_failures"], 0, "{listed}");
+    assert!(active.get("paused_at").is_none(), "{listed}");
+    raise_events(&server, &session, 1, 1).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while arrivals.lock().unwrap().len() < 2 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        arrivals.lock().unwrap().len(),
+        2,
+        "the ping and the new event arrive"
+    );
 }
