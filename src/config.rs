@@ -181,6 +181,15 @@ pub struct ServeArgs {
         global = true
     )]
     pub max_ended_runs: usize,
+    /// MiB of memory this replica's timeline reads may hold at once; a read waits for
+    /// its share, then answers 503 `busy` (docs/security.md, "Memory per request").
+    #[arg(
+        long,
+        env = "TVBO_READ_MEMORY_MIB",
+        default_value_t = Limits::DEFAULT_READ_MEMORY >> 20,
+        global = true
+    )]
+    pub read_memory_mib: usize,
     /// The path prefix a reverse proxy serves tvbo under (`/tvbo`, say), for the
     /// dashboard's links; empty when it is served at the root.
     #[arg(long, env = "TVBO_BASE_PATH", default_value = "", global = true)]
@@ -470,10 +479,16 @@ impl ServeArgs {
             self.max_ended_runs >= 1,
             "TVBO_MAX_ENDED_RUNS must be at least 1"
         );
+        let read_memory = self
+            .read_memory_mib
+            .checked_mul(1 << 20)
+            .filter(|bytes| *bytes >= 1 << 20)
+            .ok_or_else(|| anyhow::anyhow!("TVBO_READ_MEMORY_MIB must be at least 1"))?;
         Ok(Limits {
             max_pending: self.max_pending_suggestions,
             max_active_observations: self.max_active_observations,
             max_ended_runs: self.max_ended_runs,
+            read_memory,
         })
     }
 

@@ -103,6 +103,13 @@ impl From<ServiceError> for ApiError {
                 "busy",
                 "other replicas kept changing this session; nothing was changed, retry",
             ),
+            ServiceError::ReadsBusy => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "busy",
+                "this replica's memory for large reads (TVBO_READ_MEMORY_MIB) stayed taken \
+                 by other reads for 10 s; retry",
+            )
+            .retry_after(1),
             ServiceError::Store(StoreError::Conflict) | ServiceError::IdempotencyRace => {
                 ApiError::new(
                     StatusCode::CONFLICT,

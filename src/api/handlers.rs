@@ -18,7 +18,7 @@ use crate::domain::config::CreateSession;
 use crate::session::idempotency::Once;
 use crate::session::listing::{AlgorithmName, ListCursor, ListingQuery, ObservationListing};
 use crate::session::resume::Resumed;
-use crate::session::timeline::DEFAULT_TIMELINE_POINTS;
+use crate::session::timeline::{DEFAULT_TIMELINE_POINTS, TimelineJson};
 use crate::session::views::{
     Best, EventList, ModelView, ObservationList, ObservationRequest, PredictRequest,
     PredictResponse, RegretReport, Session, SessionList, StepList, SuggestRequest, SuggestResponse,
@@ -187,7 +187,7 @@ pub async fn delete_session(
     responses(
         (status = 204, description = "Abandoned (also when it had been already)"),
         (status = 404, description = "No such session or suggestion", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "The suggestion was observed or reported failed (`conflict`)", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The suggestion was observed or reported failed (`conflict`), or the session holds its cap of runs that ended without a value (`too-many-ended-runs`, naming `suggestion_id`)", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn abandon_suggestion(
     State(state): State<AppState>,
@@ -238,7 +238,7 @@ pub async fn suggest(
     responses(
         (status = 201, description = "The observations as stored", body = ObservationList),
         (status = 404, description = "No such session", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "A suggestion was observed already (`conflict`), the algorithm's dataset is full (`dataset-full`), or the session changed concurrently (`concurrent-change`)", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "A suggestion was observed already (`conflict`), the algorithm's dataset is full (`dataset-full`), a failed run would pass the session's cap of runs that ended without a value (`too-many-ended-runs`, naming the run's `failed`), or the session changed concurrently (`concurrent-change`)", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "A field's value is wrong for this session (unknown suggestion, params out of bounds, `t` or `measured_at` for the wrong time source), or the Idempotency-Key was used for another body", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn observe(
@@ -396,7 +396,9 @@ pub struct TimelineQuery {
 
 /// The session's history for plotting (what the dashboard draws): every observation
 /// with its regret (reported, or estimated and marked so), every step's model snapshot,
-/// and the forgetting events; downsampled past the point budget, keeping extremes.
+/// and the forgetting events; downsampled past the point budget, keeping extremes. The
+/// answer is at most 16 MiB: the point budget is lowered as far as the session's rows
+/// need.
 #[utoipa::path(get, path = "/v1/sessions/{id}/timeline", tag = "insight",
     params(SessionId, TimelineQuery),
     responses(
@@ -408,13 +410,40 @@ pub async fn timeline(
     State(state): State<AppState>,
     SessionId(id): SessionId,
     QueryParams(query): QueryParams<TimelineQuery>,
-) -> ApiResult<Json<Timeline>> {
-    Ok(Json(
-        state
-            .service
-            .timeline(id, query.points.unwrap_or(DEFAULT_TIMELINE_POINTS))
-            .await?,
-    ))
+) -> ApiResult<Response> {
+    let answer = state
+        .service
+        .timeline(id, query.points.unwrap_or(DEFAULT_TIMELINE_POINTS))
+        .await?;
+    Ok(sent_holding(answer))
+}
+
+/// Bytes of an answer handed to the connection at a time.
+const SENT_CHUNK_BYTES: usize = 64 << 10;
+
+/// A timeline's JSON as the answer's body, sent a chunk at a time, holding its share of
+/// the read budget until the last chunk is handed over.
+fn sent_holding(answer: TimelineJson) -> Response {
+    let TimelineJson { json, slot } = answer;
+    let length = json.len();
+    let chunks = futures_util::stream::unfold(
+        (bytes::Bytes::from(json), slot),
+        |(mut rest, slot)| async move {
+            if rest.is_empty() {
+                return None;
+            }
+            let chunk = rest.split_to(rest.len().min(SENT_CHUNK_BYTES));
+            Some((Ok::<_, std::convert::Infallible>(chunk), (rest, slot)))
+        },
+    );
+    let mut response = axum::body::Body::from_stream(chunks).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    headers.insert(header::CONTENT_LENGTH, HeaderValue::from(length));
+    response
 }
 
 /// Regret of every observation: reported, or estimated from the model.

@@ -206,9 +206,9 @@ impl CommonAnswers {
             "ServiceUnavailable",
             "The database is unavailable (`database-unavailable`, `not-ready`), no answer came \
              within the time limit (`timeout`), the server is at capacity (`busy`: \
-             connections, or checks of keys' secrets), or `/readyz` of a server draining \
-             before it stops (`draining`: it still serves what it is sent); nothing was \
-             changed unless the detail says it may have been",
+             connections, checks of keys' secrets, or memory for large reads), or `/readyz` \
+             of a server draining before it stops (`draining`: it still serves what it is \
+             sent); nothing was changed unless the detail says it may have been",
             false,
             false,
         ),

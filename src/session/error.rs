@@ -31,6 +31,10 @@ pub enum ServiceError {
     /// Other replicas kept changing the session for `COMMIT_RETRY_BUDGET` (`session::service`): 503, retry.
     #[error("the session stayed busy with concurrent changes")]
     Busy,
+    /// The replica's memory for large reads stayed taken by other reads for
+    /// `READ_WAIT` (`session::timeline`): 503, retry.
+    #[error("the replica's memory for large reads stayed taken")]
+    ReadsBusy,
     #[error(transparent)]
     Store(StoreError),
     #[error(transparent)]

@@ -71,6 +71,8 @@ pub struct SessionService {
     /// Woken when this replica commits events: the streams and the webhook worker look at
     /// once instead of at their next poll.
     new_events: Arc<tokio::sync::Notify>,
+    /// The shares of the replica's memory for large reads (`session::timeline`).
+    pub(super) reads: Arc<tokio::sync::Semaphore>,
 }
 
 /// How many unreadable sessions a replica remembers having logged.
@@ -94,6 +96,7 @@ impl SessionService {
             snapshots: Arc::default(),
             unreadable_logged: Arc::new(quick_cache::sync::Cache::new(UNREADABLE_LOGGED_CAPACITY)),
             new_events: Arc::default(),
+            reads: super::timeline::read_slots(&limits),
         }
     }
 

@@ -1,9 +1,15 @@
 //! A session's history as the dashboard draws it: every observation (active or
 //! forgotten, with its regret, reported or estimated), every step's snapshot of the
 //! model, the response-time samples and the forgetting events; downsampled by the
-//! store, keeping extremes, past a point budget.
+//! store, keeping extremes, past a point budget, itself lowered so that the answer fits
+//! [`MAX_TIMELINE_BYTES`]. A replica builds at most so many answers at once that their
+//! memory fits its read budget ([`Limits::read_memory`]).
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use uuid::Uuid;
 
 use super::error::ServiceError;
@@ -14,13 +20,87 @@ use super::views::{
     TimelineObservation,
 };
 use crate::domain::InvalidInput;
+use crate::domain::checked::CheckedConfig;
 use crate::domain::config::TimeSource;
-use crate::store::StoredTimeline;
+use crate::domain::records::MAX_REASON_LEN;
+use crate::engine::Limits;
+use crate::store::{RowBytes, StoredTimeline, TimelineBudget};
 
 /// Most points a timeline returns per series when the client asks for no other budget.
 pub const DEFAULT_TIMELINE_POINTS: i64 = 2000;
 /// Bounds of a client's point budget.
 pub const TIMELINE_POINTS_RANGE: std::ops::RangeInclusive<i64> = 100..=20_000;
+/// Most bytes of a timeline's answer, whatever the session: its point budget is lowered
+/// until the rows, counted at their largest for the session's parameters, fit.
+pub const MAX_TIMELINE_BYTES: i64 = 16 << 20;
+/// Most bytes of metadata a timeline's observations carry, and likewise its ended runs':
+/// the newest rows' (older rows' `metadata` is null; the observation listing has every
+/// observation's).
+pub const TIMELINE_METADATA_BYTES: i64 = 2 << 20;
+/// The memory one timeline read counts against the replica's read budget, whatever its
+/// size: above the peak of the largest answer ([`MAX_TIMELINE_BYTES`]: its rows, their
+/// view and its JSON; tests/it/bounded_reads.rs measures it).
+pub const TIMELINE_READ_MEMORY: usize = 80 << 20;
+/// How long a timeline read waits for its share of the read budget before it answers
+/// 503.
+pub const READ_WAIT: Duration = Duration::from_secs(10);
+/// How long an answer being sent keeps its share: past it, the memory of a client that
+/// does not read is no longer counted, so that such clients cannot hold every share.
+pub const READ_SEND_LIMIT: Duration = Duration::from_secs(60);
+
+/// JSON bytes of any number the timeline writes, at most (an f64 as serde_json writes
+/// it, `-2.2250738585072014e-308`, or an i64).
+const NUMBER_BYTES: i64 = 24;
+/// JSON bytes of an observation besides its `params` (its `metadata` null), with the
+/// comma before it, and of the forgetting span and the rolling-regret point it may
+/// bring.
+const OBSERVATION_BYTES: i64 = 256 + 128 + 112;
+/// JSON bytes of a step besides its optimum's `params` and `arm`, with the comma.
+const STEP_BYTES: i64 = 2048;
+/// JSON bytes of a response-time sample, with the comma.
+const SAMPLE_BYTES: i64 = 96;
+/// JSON bytes of an ended run besides its `params` and `reason` (its `metadata` null).
+const ENDED_RUN_BYTES: i64 = 256;
+/// JSON bytes of the rest of the answer: counts, the tracking status and its reason,
+/// the cubic's coefficients, and one forgetting span per reason beyond one per
+/// observation.
+const TIMELINE_BYTES: i64 = 4096;
+
+/// The share of the replica's read budget a timeline's answer holds while it is built
+/// and sent (at most [`READ_SEND_LIMIT`]).
+pub struct ReadSlot {
+    _held: Arc<Mutex<Option<OwnedSemaphorePermit>>>,
+}
+
+impl ReadSlot {
+    /// Holds `permit` until this slot is dropped or [`READ_SEND_LIMIT`] has passed.
+    fn new(permit: OwnedSemaphorePermit) -> ReadSlot {
+        let held = Arc::new(Mutex::new(Some(permit)));
+        let expiring = Arc::downgrade(&held);
+        tokio::spawn(async move {
+            tokio::time::sleep(READ_SEND_LIMIT).await;
+            if let Some(held) = expiring.upgrade() {
+                held.lock().expect("read slot poisoned").take();
+            }
+        });
+        ReadSlot { _held: held }
+    }
+}
+
+/// A timeline's answer: its JSON, and the share of the read budget it holds until the
+/// JSON is sent (drop `slot` then).
+pub struct TimelineJson {
+    pub json: Vec<u8>,
+    pub slot: ReadSlot,
+}
+
+/// The shares of a replica's read budget ([`Limits::read_memory`]): one per
+/// [`TIMELINE_READ_MEMORY`], at least one.
+pub(super) fn read_slots(limits: &Limits) -> Arc<Semaphore> {
+    Arc::new(Semaphore::new(
+        (limits.read_memory / TIMELINE_READ_MEMORY).max(1),
+    ))
+}
 
 impl SessionService {
     /// A page of the session's steps (suggest and observe calls) with id > `after`.
@@ -37,11 +117,14 @@ impl SessionService {
         Ok(StepList { steps, next_after })
     }
 
-    /// The session's timeline with at most about `points` observations, `points` steps
-    /// and `points` response-time samples (the extremes of each bucket kept). The store
-    /// does the downsampling: the work outside the database is linear in `points`, not
-    /// in the session's age.
-    pub async fn timeline(&self, id: Uuid, points: i64) -> Result<Timeline, ServiceError> {
+    /// The session's timeline as JSON, with at most about `points` observations,
+    /// `points` steps, `points` response-time samples (the extremes of each bucket kept)
+    /// and the newest `points` ended runs, `points` lowered so that the answer fits
+    /// [`MAX_TIMELINE_BYTES`]. The store does the downsampling: the work outside the
+    /// database is linear in `points`, not in the session's age. It waits up to
+    /// [`READ_WAIT`] for a share of the replica's read budget, else fails with
+    /// [`ServiceError::ReadsBusy`].
+    pub async fn timeline(&self, id: Uuid, points: i64) -> Result<TimelineJson, ServiceError> {
         if !TIMELINE_POINTS_RANGE.contains(&points) {
             return Err(InvalidInput::new(
                 "points",
@@ -54,13 +137,68 @@ impl SessionService {
             .into());
         }
         let session = self.session_row(id).await?;
-        let stored = self.store.timeline(id, points).await?;
-        Ok(timeline_view(
-            stored,
-            session.config.time.source,
-            Utc::now(),
-        ))
+        let budget = timeline_budget(&session.config, points);
+        let permit = tokio::time::timeout(READ_WAIT, self.reads.clone().acquire_owned())
+            .await
+            .map_err(|_| ServiceError::ReadsBusy)?
+            .map_err(|_| ServiceError::Internal("the read budget is closed".into()))?;
+        let slot = ReadSlot::new(permit);
+        let stored = self.store.timeline(id, &budget).await?;
+        let time_source = session.config.time.source;
+        // Megabytes of JSON: written off the async runtime, into room for the largest
+        // (never grown: no copy beside it; pages never written are not taken).
+        let json = tokio::task::spawn_blocking(move || {
+            let mut json = Vec::with_capacity(MAX_TIMELINE_BYTES as usize);
+            let view = timeline_view(stored, time_source, Utc::now());
+            serde_json::to_writer(&mut json, &view).map(|()| json)
+        })
+        .await
+        .map_err(|e| ServiceError::Internal(format!("timeline task failed: {e}")))?
+        .map_err(|e| ServiceError::Internal(format!("timeline JSON: {e}")))?;
+        Ok(TimelineJson { json, slot })
     }
+}
+
+/// The budget of a timeline of `points` points of a session of `config`: its rows
+/// counted at their largest for the session's parameters and arms.
+fn timeline_budget(config: &CheckedConfig, points: i64) -> TimelineBudget {
+    let params = params_bytes(config);
+    let arm = config.arms().map_or(0, |arms| {
+        let longest = arms.arms.iter().map(|a| json_bytes(&a.name)).max();
+        longest.unwrap_or(0) + r#","arm":"#.len() as i64
+    });
+    let reason = 2 + 4 * MAX_REASON_LEN as i64;
+    TimelineBudget {
+        points,
+        max_bytes: MAX_TIMELINE_BYTES,
+        row_bytes: RowBytes {
+            observation: OBSERVATION_BYTES + params,
+            step: STEP_BYTES + params + arm,
+            sample: SAMPLE_BYTES,
+            ended_run: ENDED_RUN_BYTES + params + reason,
+        },
+        fixed_bytes: TIMELINE_BYTES,
+        metadata_bytes: TIMELINE_METADATA_BYTES,
+    }
+}
+
+/// The most JSON bytes of a setting of the session's parameters: each name, and its
+/// longest choice or a number.
+fn params_bytes(config: &CheckedConfig) -> i64 {
+    let parameters = config.space().parameters();
+    let entries: i64 = parameters
+        .iter()
+        .map(|p| {
+            let choice = p.choice_list().iter().map(|c| json_bytes(c)).max();
+            json_bytes(&p.name) + 1 + choice.unwrap_or(0).max(NUMBER_BYTES)
+        })
+        .sum();
+    2 + entries + parameters.len().saturating_sub(1) as i64
+}
+
+/// The bytes of `text` as a JSON string.
+fn json_bytes(text: &str) -> i64 {
+    serde_json::to_string(text).map_or(i64::MAX, |json| json.len() as i64)
 }
 
 /// The API's view of a stored timeline: each observation's regret as reported, else as
@@ -161,4 +299,209 @@ pub(crate) fn page<R, T>(
     let items: Vec<T> = rows.into_iter().take(limit as usize).map(item).collect();
     let next = more.then(|| items.last().map(key)).flatten();
     (items, next)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::config::CreateSession;
+    use crate::domain::hyperpriors::{BoundHit, FitReport};
+    use crate::domain::records::{FittedHyperparameters, RecordedOptimum, RunEnd, StepSnapshot};
+    use crate::domain::space::{ParamValue, Params};
+    use crate::engine::new_session_config;
+    use crate::session::tracking::{RollingRegret, Tracking, TrackingStatus};
+    use crate::session::views::EndedRunView;
+
+    /// The longest number JSON writes.
+    const LONGEST: f64 = -2.2250738585072014e-308;
+
+    /// The largest names and choices a session may have: 32 parameters of 100
+    /// four-byte characters, without arms half of them categorical with 64 choices as
+    /// long, with arms as long.
+    fn largest_config(arms: bool) -> CheckedConfig {
+        let name = |i: usize| format!("{i:02}{}", "😀".repeat(98));
+        let parameters: Vec<serde_json::Value> = (0..32)
+            .map(|i| {
+                if arms || i % 2 == 0 {
+                    serde_json::json!({"name": name(i), "low": 0, "high": 1})
+                } else {
+                    let choices: Vec<String> = (0..64).map(name).collect();
+                    serde_json::json!({"name": name(i), "type": "categorical", "choices": choices})
+                }
+            })
+            .collect();
+        let mut request = serde_json::json!({"parameters": parameters});
+        if arms {
+            let arms: Vec<serde_json::Value> = (0..3)
+                .map(|a| {
+                    let params: serde_json::Map<String, serde_json::Value> = (0..32)
+                        .map(|i| (name(i), serde_json::json!(0.1 * a as f64)))
+                        .collect();
+                    serde_json::json!({"name": format!("{a}{}", "😀".repeat(99)), "params": params})
+                })
+                .collect();
+            request["arms"] = serde_json::json!(arms);
+        }
+        let request: CreateSession = serde_json::from_value(request).unwrap();
+        new_session_config(request, 1).unwrap()
+    }
+
+    /// A setting of `config` as long as its JSON gets.
+    fn longest_params(config: &CheckedConfig) -> Params {
+        config
+            .space()
+            .parameters()
+            .iter()
+            .map(|p| {
+                let longest = p.choice_list().iter().max_by_key(|c| json_bytes(c));
+                let value = longest.map_or(ParamValue::Number(LONGEST), |c| {
+                    ParamValue::Choice(c.clone())
+                });
+                (p.name.clone(), value)
+            })
+            .collect()
+    }
+
+    /// Bytes of `value`'s JSON and the comma before it in a list.
+    fn bytes(value: &impl serde::Serialize) -> i64 {
+        serde_json::to_vec(value).unwrap().len() as i64 + 1
+    }
+
+    #[test]
+    fn rows_as_large_as_they_get_fit_their_bounds() {
+        for config in [largest_config(false), largest_config(true)] {
+            let budget = timeline_budget(&config, 100);
+            let params = longest_params(&config);
+            let observation = TimelineObservation {
+                seq: i64::MIN,
+                t: LONGEST,
+                value: LONGEST,
+                params: params.clone(),
+                regret: Some(LONGEST),
+                estimated: false,
+                active: false,
+                removed_t: Some(LONGEST),
+                removed_reason: Some("relevance".into()),
+                metadata: None,
+            };
+            let forgotten = ForgetEvent {
+                t: LONGEST,
+                t_end: LONGEST,
+                reason: "relevance".into(),
+                count: i64::MIN,
+            };
+            let rolling = RollingRegret {
+                t: LONGEST,
+                regret: LONGEST,
+                observations: i64::MIN,
+            };
+            let largest = bytes(&observation) + bytes(&forgotten) + bytes(&rolling);
+            assert!(largest <= budget.row_bytes.observation, "{largest}");
+            let arm = config.arms().map(|a| a.arms[0].name.clone());
+            let step = Step {
+                id: i64::MIN,
+                kind: "suggest".into(),
+                t: LONGEST,
+                dataset_size: i64::MIN,
+                compute_seconds: LONGEST,
+                snapshot: Some(StepSnapshot {
+                    dataset_size: i64::MIN,
+                    max_dataset_size: Some(u64::MAX),
+                    budget: Some(LONGEST),
+                    hyperparameters: Some(FittedHyperparameters {
+                        signal_variance: LONGEST,
+                        spatial_lengthscale: LONGEST,
+                        temporal_lengthscale: Some(LONGEST),
+                        noise_variance: LONGEST,
+                        epsilon: Some(LONGEST),
+                        categorical_lengthscale: Some(LONGEST),
+                    }),
+                    optimum: Some(RecordedOptimum {
+                        t: LONGEST,
+                        params: params.clone(),
+                        arm,
+                        mean: LONGEST,
+                    }),
+                    prior_probabilities: Some(vec![LONGEST; 16]),
+                    priors_active: Some(vec![false; 16]),
+                    response_time_fit: Some([LONGEST; 4]),
+                    // The engine's note is 130 characters.
+                    state_not_saved: Some("x".repeat(256)),
+                    fit: Some(FitReport {
+                        at_bound: vec![BoundHit::CategoricalLengthscaleUpper; 10],
+                        second_start: true,
+                        explored: true,
+                    }),
+                }),
+            };
+            assert!(bytes(&step) <= budget.row_bytes.step, "{}", bytes(&step));
+            let sample = ResponseTimeSampleView {
+                n: i64::MIN,
+                seconds: LONGEST,
+                count: i64::MIN,
+            };
+            assert!(bytes(&sample) <= budget.row_bytes.sample);
+            let ended = EndedRunView {
+                kind: RunEnd::Abandoned,
+                suggestion_id: Some(Uuid::new_v4()),
+                params,
+                t: LONGEST,
+                reason: Some("😀".repeat(MAX_REASON_LEN)),
+                metadata: None,
+                created_at: Utc::now(),
+            };
+            assert!(
+                bytes(&ended) <= budget.row_bytes.ended_run,
+                "{}",
+                bytes(&ended)
+            );
+            // The largest session fits the answer's bound at the smallest point budget.
+            let counts = crate::store::SeriesCounts {
+                observations: 1 << 40,
+                steps: 1 << 40,
+                samples: 1 << 40,
+                ended_runs: 1 << 40,
+            };
+            let smallest = *TIMELINE_POINTS_RANGE.start();
+            assert!(budget.bytes(&counts, smallest) <= MAX_TIMELINE_BYTES);
+        }
+    }
+
+    #[test]
+    fn the_rest_of_the_answer_fits_its_bound() {
+        let timeline = Timeline {
+            observation_count: i64::MIN,
+            step_count: i64::MIN,
+            reported_regrets: i64::MIN,
+            estimated_regrets: i64::MIN,
+            average_regret: Some(LONGEST),
+            tracking: Tracking {
+                status: TrackingStatus::NoRecentData,
+                reason: "x".repeat(1024),
+                window: i64::MIN,
+                recent_regret: Some(LONGEST),
+                previous_regret: Some(LONGEST),
+                last_step_at: Some(Utc::now()),
+                rolling: Vec::new(),
+            },
+            observations: Vec::new(),
+            steps: Vec::new(),
+            response_time: ResponseTimeView {
+                samples: Vec::new(),
+                coefficients: Some([LONGEST; 4]),
+            },
+            forgotten: vec![
+                ForgetEvent {
+                    t: LONGEST,
+                    t_end: LONGEST,
+                    reason: "relevance".into(),
+                    count: i64::MIN,
+                };
+                3
+            ],
+            ended_run_count: i64::MIN,
+            ended_runs: Vec::new(),
+        };
+        assert!(bytes(&timeline) <= TIMELINE_BYTES, "{}", bytes(&timeline));
+    }
 }

@@ -34,6 +34,7 @@ pub use listing::{
 };
 pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
+pub use timeline::{RowBytes, SeriesCounts, TimelineBudget};
 
 /// A backend's turn to write, held for the length of one write transaction: SQLite's
 /// in-process writer turn, none for PostgreSQL.
@@ -217,7 +218,7 @@ pub struct StoredTimeline {
     pub forgotten: Vec<ForgetSpan>,
     /// Runs that ended without a value, in the session (before the budget).
     pub ended_run_count: i64,
-    /// The newest of them, at most the budget, in order of recording.
+    /// The newest of them, at most the budget's points, in order of recording.
     pub ended_runs: Vec<EndedRun>,
     /// Past the budget, the regrets of each downsampled group of observations (whose
     /// last row `observations` keeps); empty while every observation is returned.
@@ -352,8 +353,12 @@ pub trait Store: Outbox + Send + Sync + 'static {
         after: i64,
         limit: i64,
     ) -> Result<Vec<EventRecord>, StoreError>;
-    /// The session's timeline with about `budget` points per series at most.
-    async fn timeline(&self, session_id: Uuid, budget: i64) -> Result<StoredTimeline, StoreError>;
+    /// The session's timeline within `budget` ([`TimelineBudget`]), read in one snapshot.
+    async fn timeline(
+        &self,
+        session_id: Uuid,
+        budget: &TimelineBudget,
+    ) -> Result<StoredTimeline, StoreError>;
     /// Compute-time statistics per kind of call.
     async fn call_stats(&self, session_id: Uuid) -> Result<Vec<CallStats>, StoreError>;
     async fn get_idempotency(

@@ -28,6 +28,28 @@ pub(super) const SESSION_COLUMNS: &str = "s.id, s.tenant, s.config, s.created_mi
      (SELECT COUNT(*) FROM suggestions g WHERE g.session_id = s.id AND g.status = 'pending') \
      AS pending_count";
 
+/// The columns of an observation a timeline reads, its metadata aside.
+pub(super) const TIMELINE_OBSERVATION_COLUMNS: &str = "seq, suggestion_id, params, unit, value, \
+     t, measured_micros, regret, regret_estimate, active, removed_micros, removed_t, \
+     removed_reason, created_micros";
+
+/// Keys bound in one `IN (…)` list.
+pub(super) const KEYS_PER_QUERY: usize = 500;
+
+/// The bytes of metadata of a row and of every newer one (by `order`, descending): a
+/// window over the rows a query selects.
+pub(super) fn metadata_through(order: &str) -> String {
+    format!("SUM(COALESCE(octet_length(metadata), 0)) OVER (ORDER BY {order} DESC)")
+}
+
+/// `count` placeholders from `$first` on, comma-separated.
+pub(super) fn placeholders(first: usize, count: usize) -> String {
+    (first..first + count)
+        .map(|i| format!("${i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Expands, in the calling module, a module `queries` of async functions over
 /// `&mut $connection` (each runs the statements of one store operation on a connection: a
 /// pooled one, or a transaction the caller opened and commits), and the [`Store`]
@@ -48,6 +70,7 @@ macro_rules! store_on {
     ($store:ty, $connection:ty, $database:ty) => {
         mod queries {
             use chrono::Utc;
+            use futures_util::TryStreamExt;
             use sqlx::Row;
             use uuid::Uuid;
 
@@ -58,9 +81,12 @@ macro_rules! store_on {
                 observation_from_row, parse_uuid,
                 response_time_from_row, session_from_row, suggestion_from_row, to_json,
             };
+            use $crate::store::queries::{
+                KEYS_PER_QUERY, TIMELINE_OBSERVATION_COLUMNS, metadata_through, placeholders,
+            };
             use $crate::store::timeline::{
-                BUCKET_ROWS, Bucket, bucket_from_row, forget_spans, kept_keys, newest_holding,
-                regret_groups,
+                BUCKET_ROWS, Bucket, SeriesCounts, TimelineBudget, bucket_from_row, forget_spans,
+                kept_keys, newest_holding, regret_groups,
             };
             use $crate::store::{
                 ApiKeyRow, CallStats, EndedRun, ForgetSpan, History, IdempotencyRecord, ListedSession,
@@ -88,33 +114,34 @@ macro_rules! store_on {
                 row.as_ref().map(session_from_row).transpose()
             }
 
-            /// How many runs of the session ended without a value, and the newest `limit`
-            /// of them in order of recording.
+            /// The newest `limit` runs of the session that ended without a value, in order
+            /// of recording, each with its metadata while the metadata of the newer ones,
+            /// summed newest first, fits `metadata_bytes`.
             async fn newest_ended_runs(
                 c: &mut Connection,
                 key: &str,
                 limit: i64,
+                metadata_bytes: i64,
                 row_id: &str,
-            ) -> Result<(i64, Vec<EndedRun>), StoreError> {
-                let count: i64 =
-                    sqlx::query_scalar("SELECT COUNT(*) FROM ended_runs WHERE session_id = $1")
-                        .bind(key)
-                        .fetch_one(&mut *c)
-                        .await?;
+            ) -> Result<Vec<EndedRun>, StoreError> {
+                let through = metadata_through(row_id);
                 let sql = format!(
                     "SELECT * FROM (SELECT {row_id} AS id, suggestion_id, kind, params, t, \
-                     reason, created_micros, metadata FROM ended_runs WHERE session_id = $1 \
+                     reason, created_micros, CASE WHEN {through} <= $3 THEN metadata END \
+                     AS metadata FROM ended_runs WHERE session_id = $1 \
                      ORDER BY {row_id} DESC LIMIT $2) newest ORDER BY id"
                 );
-                let runs = sqlx::query(sqlx::AssertSqlSafe(sql))
+                let mut rows = sqlx::query(sqlx::AssertSqlSafe(sql))
                     .bind(key)
                     .bind(limit)
-                    .fetch_all(&mut *c)
-                    .await?
-                    .iter()
-                    .map(ended_run_from_row)
-                    .collect::<Result<Vec<_>, _>>()?;
-                Ok((count, runs))
+                    .bind(metadata_bytes)
+                    .fetch(&mut *c);
+                // Decoded as they come: the raw rows are not all held beside the runs.
+                let mut runs = Vec::new();
+                while let Some(row) = rows.try_next().await? {
+                    runs.push(ended_run_from_row(&row)?);
+                }
+                Ok(runs)
             }
 
             /// The tenant's newest session named `name`.
@@ -606,7 +633,7 @@ macro_rules! store_on {
             pub(super) async fn timeline(
                 c: &mut Connection,
                 session_id: Uuid,
-                budget: i64,
+                budget: &TimelineBudget,
                 row_id: &str,
             ) -> Result<StoredTimeline, StoreError> {
                 let key = session_id.to_string();
@@ -624,103 +651,57 @@ macro_rules! store_on {
                 };
                 let (observed, calls, samples) = (series("o"), series("c"), series("s"));
                 let count = |buckets: &[&Bucket]| buckets.iter().map(|b| b.count).sum::<i64>();
-                let observation_count = count(&observed);
-                let observations = match kept_keys(&observed, budget, 6) {
-                    None => sqlx::query(
-                        "SELECT * FROM observations WHERE session_id = $1 ORDER BY seq",
-                    )
-                    .bind(&key)
-                    .fetch_all(&mut *c)
-                    .await?,
-                    Some(keys) => {
-                        fetch_by_keys(&mut *c, "SELECT * FROM observations", "seq", &key, &keys)
-                            .await?
-                    }
+                let ended_run_count: i64 =
+                    sqlx::query_scalar("SELECT COUNT(*) FROM ended_runs WHERE session_id = $1")
+                        .bind(&key)
+                        .fetch_one(&mut *c)
+                        .await?;
+                let counts = SeriesCounts {
+                    observations: count(&observed),
+                    steps: count(&calls),
+                    samples: count(&samples),
+                    ended_runs: ended_run_count,
                 };
-                let observations = observations
-                    .iter()
-                    .map(observation_from_row)
-                    .collect::<Result<Vec<_>, _>>()?;
+                let points = budget.points_within(&counts);
+                let observations = timeline_observations(
+                    &mut *c,
+                    &key,
+                    kept_keys(&observed, points, 6),
+                    budget.metadata_bytes,
+                )
+                .await?;
                 let select_calls = format!(
                     "SELECT {row_id} AS id, kind, t, dataset_size, compute_seconds, snapshot \
                      FROM calls"
                 );
-                let calls_kept = match kept_keys(&calls, budget, 4) {
-                    None => {
-                        let sql = format!(
-                            "{select_calls} WHERE session_id = $1 ORDER BY {row_id}"
-                        );
-                        sqlx::query(sqlx::AssertSqlSafe(sql))
-                            .bind(&key)
-                            .fetch_all(&mut *c)
-                            .await?
-                    }
-                    Some(keys) => fetch_by_keys(&mut *c, &select_calls, row_id, &key, &keys).await?,
-                };
+                let calls_kept = fetch_kept(
+                    &mut *c,
+                    &select_calls,
+                    row_id,
+                    &key,
+                    kept_keys(&calls, points, 4),
+                    call_from_row,
+                )
+                .await?;
                 let select_samples = format!("SELECT {row_id} AS id, n, seconds FROM response_times");
-                let samples_kept = match kept_keys(&samples, budget, 4) {
-                    None => {
-                        let sql = format!(
-                            "{select_samples} WHERE session_id = $1 ORDER BY {row_id}"
-                        );
-                        sqlx::query(sqlx::AssertSqlSafe(sql))
-                            .bind(&key)
-                            .fetch_all(&mut *c)
-                            .await?
-                    }
-                    Some(keys) => {
-                        fetch_by_keys(&mut *c, &select_samples, row_id, &key, &keys).await?
-                    }
-                };
-                // Forgetting: exact, one event per step and reason, while the session fits
-                // the budget; else the summaries' spans of 64 steps, merged to fit.
-                let forgotten = if observation_count <= budget {
-                    sqlx::query(
-                        "SELECT removed_t AS t, removed_t AS t_end, removed_reason AS reason, \
-                         COUNT(*) AS count FROM observations \
-                         WHERE session_id = $1 AND removed_t IS NOT NULL \
-                         GROUP BY removed_t, removed_reason ORDER BY removed_t, removed_reason",
-                    )
-                    .bind(&key)
-                    .fetch_all(&mut *c)
-                    .await?
-                    .iter()
-                    .map(|r| {
-                        Ok(ForgetSpan {
-                            t: r.try_get("t")?,
-                            t_end: r.try_get("t_end")?,
-                            reason: r.try_get("reason")?,
-                            count: r.try_get("count")?,
-                        })
-                    })
-                    .collect::<Result<Vec<_>, StoreError>>()?
+                let samples_kept = fetch_kept(
+                    &mut *c,
+                    &select_samples,
+                    row_id,
+                    &key,
+                    kept_keys(&samples, points, 4),
+                    response_time_from_row,
+                )
+                .await?;
+                let forgotten = if counts.observations <= points {
+                    forget_events(&mut *c, &key).await?
                 } else {
-                    forget_spans(&summaries, budget)
+                    forget_spans(&summaries, points)
                 };
-                let (ended_run_count, ended_runs) =
-                    newest_ended_runs(&mut *c, &key, budget, row_id).await?;
-                // The newest regrets, exact at any age, for the status of "now": read from
-                // the newest buckets that hold them (none when no bucket does), so that a
-                // long history with few regrets is not scanned at every read.
-                let from_seq = newest_holding(&observed, RECENT_REGRETS);
-                let mut recent_regrets = match from_seq {
-                    None => Vec::new(),
-                    Some(from_seq) => sqlx::query(
-                        "SELECT t, COALESCE(regret, regret_estimate) AS regret FROM observations \
-                         WHERE session_id = $1 AND seq >= $3 \
-                         AND COALESCE(regret, regret_estimate) IS NOT NULL \
-                         ORDER BY seq DESC LIMIT $2",
-                    )
-                    .bind(&key)
-                    .bind(RECENT_REGRETS)
-                    .bind(from_seq)
-                    .fetch_all(&mut *c)
-                    .await?
-                    .iter()
-                    .map(|r| Ok((r.try_get::<f64, _>("t")?, r.try_get::<f64, _>("regret")?)))
-                    .collect::<Result<Vec<_>, StoreError>>()?,
-                };
-                recent_regrets.reverse();
+                let ended_runs =
+                    newest_ended_runs(&mut *c, &key, points, budget.metadata_bytes, row_id)
+                        .await?;
+                let recent_regrets = recent_regrets(&mut *c, &key, &observed).await?;
                 // When the newest step was committed (the listing's column of the session,
                 // which holds the creation time before any step).
                 let last_step_at = if calls.is_empty() {
@@ -736,53 +717,162 @@ macro_rules! store_on {
                     .transpose()?
                 };
                 Ok(StoredTimeline {
-                    regret_groups: regret_groups(&observed, budget, 6),
+                    regret_groups: regret_groups(&observed, points, 6),
                     recent_regrets,
                     last_step_at,
                     ended_run_count,
                     ended_runs,
-                    observation_count,
-                    step_count: count(&calls),
+                    observation_count: counts.observations,
+                    step_count: counts.steps,
                     reported_regrets: observed.iter().map(|b| b.n_reported).sum(),
                     estimated_regrets: observed.iter().map(|b| b.n_valued - b.n_reported).sum(),
                     regret_sum: observed.iter().map(|b| b.total).sum(),
                     observations,
-                    calls: calls_kept
-                        .iter()
-                        .map(call_from_row)
-                        .collect::<Result<Vec<_>, _>>()?,
-                    response_times: samples_kept
-                        .iter()
-                        .map(response_time_from_row)
-                        .collect::<Result<Vec<_>, _>>()?,
+                    calls: calls_kept,
+                    response_times: samples_kept,
                     forgotten,
                 })
             }
 
+            /// The session's observations of `keys` (every one when None), in order, each
+            /// with its metadata while the metadata of the newer ones, summed newest
+            /// first, fits `metadata_bytes`. Read newest first, a few hundred keys per
+            /// query, each query's rows decoded before the next.
+            async fn timeline_observations(
+                c: &mut Connection,
+                key: &str,
+                keys: Option<Vec<i64>>,
+                metadata_bytes: i64,
+            ) -> Result<Vec<ObservationRow>, StoreError> {
+                let chunks: Vec<Option<&[i64]>> = match &keys {
+                    None => vec![None],
+                    Some(keys) => keys.chunks(KEYS_PER_QUERY).map(Some).collect(),
+                };
+                let through = metadata_through("seq");
+                let mut remaining = metadata_bytes;
+                let mut parts = Vec::with_capacity(chunks.len());
+                for chunk in chunks.into_iter().rev() {
+                    let keys = chunk.unwrap_or_default();
+                    let filter = match chunk {
+                        None => String::new(),
+                        Some(chunk) => format!(" AND seq IN ({})", placeholders(3, chunk.len())),
+                    };
+                    let sql = format!(
+                        "SELECT {TIMELINE_OBSERVATION_COLUMNS}, CASE WHEN {through} <= $2 \
+                         THEN metadata END AS metadata, {through} AS metadata_through \
+                         FROM observations WHERE session_id = $1{filter} ORDER BY seq"
+                    );
+                    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
+                        .bind(key)
+                        .bind(remaining);
+                    for k in keys {
+                        query = query.bind(*k);
+                    }
+                    let mut rows = query.fetch(&mut *c);
+                    let (mut spent, mut part) = (0, Vec::new());
+                    while let Some(row) = rows.try_next().await? {
+                        spent = spent.max(row.try_get::<i64, _>("metadata_through")?);
+                        part.push(observation_from_row(&row)?);
+                    }
+                    drop(rows);
+                    // Past the first row whose metadata did not fit, no older one has any.
+                    remaining = if spent <= remaining { remaining - spent } else { -1 };
+                    parts.push(part);
+                }
+                Ok(parts.into_iter().rev().flatten().collect())
+            }
+
             /// The rows of `select` (a `SELECT … FROM table`) of the session whose
-            /// `column` is one of `keys`, in its order, a few hundred keys per query.
-            async fn fetch_by_keys(
+            /// `column` is one of `keys` (every row when None), in its order, decoded by
+            /// `decode` a few hundred keys at a time.
+            async fn fetch_kept<T>(
                 c: &mut Connection,
                 select: &str,
                 column: &str,
                 session: &str,
-                keys: &[i64],
-            ) -> Result<Vec<<$database as sqlx::Database>::Row>, StoreError> {
+                keys: Option<Vec<i64>>,
+                decode: fn(&<$database as sqlx::Database>::Row) -> Result<T, StoreError>,
+            ) -> Result<Vec<T>, StoreError> {
+                let Some(keys) = keys else {
+                    let sql = format!("{select} WHERE session_id = $1 ORDER BY {column}");
+                    let mut rows = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(session).fetch(&mut *c);
+                    let mut decoded = Vec::new();
+                    while let Some(row) = rows.try_next().await? {
+                        decoded.push(decode(&row)?);
+                    }
+                    return Ok(decoded);
+                };
                 let mut rows = Vec::with_capacity(keys.len());
-                for chunk in keys.chunks(500) {
-                    let placeholders: Vec<String> =
-                        (0..chunk.len()).map(|i| format!("${}", i + 2)).collect();
+                for chunk in keys.chunks(KEYS_PER_QUERY) {
                     let sql = format!(
                         "{select} WHERE session_id = $1 AND {column} IN ({}) ORDER BY {column}",
-                        placeholders.join(", ")
+                        placeholders(2, chunk.len())
                     );
                     let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(session);
                     for key in chunk {
                         query = query.bind(*key);
                     }
-                    rows.extend(query.fetch_all(&mut *c).await?);
+                    for row in query.fetch_all(&mut *c).await? {
+                        rows.push(decode(&row)?);
+                    }
                 }
                 Ok(rows)
+            }
+
+            /// The session's forgetting, exact: one event per step and reason.
+            async fn forget_events(
+                c: &mut Connection,
+                key: &str,
+            ) -> Result<Vec<ForgetSpan>, StoreError> {
+                sqlx::query(
+                    "SELECT removed_t AS t, removed_t AS t_end, removed_reason AS reason, \
+                     COUNT(*) AS count FROM observations \
+                     WHERE session_id = $1 AND removed_t IS NOT NULL \
+                     GROUP BY removed_t, removed_reason ORDER BY removed_t, removed_reason",
+                )
+                .bind(key)
+                .fetch_all(&mut *c)
+                .await?
+                .iter()
+                .map(|r| {
+                    Ok(ForgetSpan {
+                        t: r.try_get("t")?,
+                        t_end: r.try_get("t_end")?,
+                        reason: r.try_get("reason")?,
+                        count: r.try_get("count")?,
+                    })
+                })
+                .collect()
+            }
+
+            /// The newest regrets, exact at any age, for the status of "now", newest last:
+            /// read from the newest buckets of `observed` that hold them (none when no
+            /// bucket does), so that a long history with few regrets is not scanned at
+            /// every read.
+            async fn recent_regrets(
+                c: &mut Connection,
+                key: &str,
+                observed: &[&Bucket],
+            ) -> Result<Vec<(f64, f64)>, StoreError> {
+                let Some(from_seq) = newest_holding(observed, RECENT_REGRETS) else {
+                    return Ok(Vec::new());
+                };
+                let mut regrets = sqlx::query(
+                    "SELECT t, COALESCE(regret, regret_estimate) AS regret FROM observations \
+                     WHERE session_id = $1 AND seq >= $3 \
+                     AND COALESCE(regret, regret_estimate) IS NOT NULL \
+                     ORDER BY seq DESC LIMIT $2",
+                )
+                .bind(key)
+                .bind(RECENT_REGRETS)
+                .bind(from_seq)
+                .fetch_all(&mut *c)
+                .await?
+                .iter()
+                .map(|r| Ok((r.try_get::<f64, _>("t")?, r.try_get::<f64, _>("regret")?)))
+                .collect::<Result<Vec<_>, StoreError>>()?;
+                regrets.reverse();
+                Ok(regrets)
             }
 
             pub(super) async fn call_stats(
@@ -864,7 +954,7 @@ macro_rules! store_on {
             use $crate::store::{
                 ApiKeyRow, CallStats, ChangeSet, History, IdempotencyRecord, ObservationRow,
                 ResponseTimeSummary, SessionRow, StoreError, StoredCall,
-                StoredTimeline, SuggestionRow,
+                StoredTimeline, SuggestionRow, TimelineBudget,
             };
 
             #[async_trait::async_trait]
@@ -1084,7 +1174,7 @@ macro_rules! store_on {
                 async fn timeline(
                     &self,
                     session_id: Uuid,
-                    budget: i64,
+                    budget: &TimelineBudget,
                 ) -> Result<StoredTimeline, StoreError> {
                     let mut tx = self.begin_snapshot().await?;
                     let timeline = queries::timeline(&mut tx, session_id, budget, Self::ROW_ID).await?;

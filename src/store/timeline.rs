@@ -3,13 +3,100 @@
 //! observations, calls, response-time samples and forgetting) is summarised by buckets
 //! of [`BUCKET_ROWS`] consecutive rows, kept up to date by the commit that adds them
 //! (`timeline_buckets`), so that reading a downsampled timeline costs about n / 64 rows
-//! plus the rows it keeps, whatever the session's age.
+//! plus the rows it keeps, whatever the session's age. A read's point budget is lowered
+//! until its answer fits a number of bytes ([`TimelineBudget`]).
 
 use super::rows::Columns;
 use super::{ForgetSpan, RegretGroup, StoreError};
 
 /// Rows per bucket summary.
 pub(crate) const BUCKET_ROWS: i64 = 64;
+
+/// The most bytes of JSON one row of each series of a session's timeline answers (its
+/// metadata aside), as the caller that knows the session's parameters counts them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RowBytes {
+    /// An observation, with the forgetting span and the rolling-regret point it may
+    /// bring.
+    pub observation: i64,
+    pub step: i64,
+    pub sample: i64,
+    pub ended_run: i64,
+}
+
+/// What a timeline read may return: at most `points` rows per series (observations,
+/// steps, response-time samples, the newest ended runs), fewer where the rows, counted
+/// at their largest ([`RowBytes`]), would not fit `max_bytes` with `fixed_bytes` and
+/// the metadata. Metadata comes with the newest observations kept, as long as their
+/// metadata adds up to at most `metadata_bytes`, and likewise with the ended runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TimelineBudget {
+    pub points: i64,
+    pub max_bytes: i64,
+    pub row_bytes: RowBytes,
+    /// The answer's bytes beside its rows and their metadata.
+    pub fixed_bytes: i64,
+    pub metadata_bytes: i64,
+}
+
+/// How many rows of each series a session holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SeriesCounts {
+    pub observations: i64,
+    pub steps: i64,
+    pub samples: i64,
+    pub ended_runs: i64,
+}
+
+impl TimelineBudget {
+    /// `points` rows per series, every metadata, whatever their bytes.
+    pub fn points(points: i64) -> TimelineBudget {
+        TimelineBudget {
+            points,
+            max_bytes: i64::MAX,
+            row_bytes: RowBytes::default(),
+            fixed_bytes: 0,
+            metadata_bytes: i64::MAX,
+        }
+    }
+
+    /// The most bytes of the answer of a session of `counts` with `points` rows per
+    /// series at most.
+    pub fn bytes(&self, counts: &SeriesCounts, points: i64) -> i64 {
+        let rows = |count: i64, bytes: i64| count.min(points).max(0).saturating_mul(bytes);
+        let r = &self.row_bytes;
+        [
+            self.fixed_bytes,
+            self.metadata_bytes.saturating_mul(2),
+            rows(counts.observations, r.observation),
+            rows(counts.steps, r.step),
+            rows(counts.samples, r.sample),
+            rows(counts.ended_runs, r.ended_run),
+        ]
+        .into_iter()
+        .fold(0, i64::saturating_add)
+    }
+
+    /// The rows per series a read of a session of `counts` keeps: the largest number up
+    /// to `points` whose answer fits `max_bytes` ([`Self::bytes`]); at least 1.
+    pub fn points_within(&self, counts: &SeriesCounts) -> i64 {
+        let fits = |points: i64| self.bytes(counts, points) <= self.max_bytes;
+        let (mut fit, mut over) = (1, self.points.max(1) + 1);
+        if fits(self.points) {
+            return self.points.max(1);
+        }
+        // Binary search: `fits` holds at `fit` (or nothing fits) and fails at `over`.
+        while over - fit > 1 {
+            let mid = fit + (over - fit) / 2;
+            if fits(mid) {
+                fit = mid;
+            } else {
+                over = mid;
+            }
+        }
+        fit
+    }
+}
 
 /// One row folded into a bucket: its key, the value whose extremes are kept, and (for
 /// observations) its regret and whether the client reported it.
@@ -255,6 +342,45 @@ mod tests {
         assert_eq!(newest_holding(&refs, 5), Some(193));
         let none = [bucket(1, 0), bucket(65, 0)];
         assert_eq!(newest_holding(&none.iter().collect::<Vec<_>>(), 128), None);
+    }
+
+    #[test]
+    fn the_points_kept_are_the_most_whose_answer_fits() {
+        let budget = TimelineBudget {
+            points: 20_000,
+            max_bytes: 1_000_000,
+            row_bytes: RowBytes {
+                observation: 100,
+                step: 200,
+                sample: 10,
+                ended_run: 1000,
+            },
+            fixed_bytes: 1000,
+            metadata_bytes: 100_000,
+        };
+        let counts = |observations, steps, ended_runs| SeriesCounts {
+            observations,
+            steps,
+            samples: steps,
+            ended_runs,
+        };
+        let small = counts(100, 200, 0);
+        assert_eq!(budget.points_within(&small), 20_000, "all of it fits");
+        let long = counts(50_000, 100_000, 0);
+        let points = budget.points_within(&long);
+        assert!(budget.bytes(&long, points) <= 1_000_000);
+        assert!(budget.bytes(&long, points + 1) > 1_000_000);
+        assert_eq!(points, (1_000_000 - 1000 - 200_000) / 310);
+        // Ended runs take their share only as far as the session has them.
+        let failing = counts(50_000, 100_000, 100);
+        assert_eq!(budget.points_within(&failing), (799_000 - 100_000) / 310);
+        let nothing_fits = TimelineBudget {
+            max_bytes: 10,
+            ..budget
+        };
+        assert_eq!(nothing_fits.points_within(&long), 1);
+        let unbounded = TimelineBudget::points(300);
+        assert_eq!(unbounded.points_within(&long), 300);
     }
 
     #[test]

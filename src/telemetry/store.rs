@@ -16,7 +16,7 @@ use crate::store::{
     ApiKeyRow, CallStats, ChangeSet, Creation, EventRecord, History, IdempotencyRecord,
     ListedSession, ObservationPage, ObservationQuery, ObservationRow, Outbox, PoolUsage,
     RegretSlice, ResponseTimeSummary, SessionQuery, SessionRow, Store, StoreError, StoredCall,
-    StoredTimeline, SuggestionRow,
+    StoredTimeline, SuggestionRow, TimelineBudget,
 };
 
 /// Wraps a store and records the seconds of each operation, failed ones included, into
@@ -198,7 +198,11 @@ impl Store for MeteredStore {
         .await
     }
 
-    async fn timeline(&self, session_id: Uuid, budget: i64) -> Result<StoredTimeline, StoreError> {
+    async fn timeline(
+        &self,
+        session_id: Uuid,
+        budget: &TimelineBudget,
+    ) -> Result<StoredTimeline, StoreError> {
         timed("timeline", self.inner.timeline(session_id, budget)).await
     }
 

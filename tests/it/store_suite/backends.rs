@@ -3,7 +3,7 @@
 
 use super::*;
 
-use tvbo::store::{SessionQuery, SessionSort};
+use tvbo::store::{SessionQuery, SessionSort, TimelineBudget};
 
 /// A history committed in a few changes, with regrets reported and estimated, for the
 /// backfill test; its timeline at a budget small enough to downsample.
@@ -26,7 +26,10 @@ async fn history_for_backfill(store: &dyn Store) -> (Uuid, StoredTimeline) {
         });
         store.commit(row.id, version, &change, None).await.unwrap();
     }
-    let timeline = store.timeline(row.id, 120).await.unwrap();
+    let timeline = store
+        .timeline(row.id, &TimelineBudget::points(120))
+        .await
+        .unwrap();
     assert!(timeline.observations.len() < 500, "downsampled");
     (row.id, timeline)
 }
@@ -47,7 +50,10 @@ fn backfill_sql(backend: &str) -> String {
 async fn check_backfill_matches_commits(store: &dyn Store, wipe_and_backfill: impl AsyncFnOnce()) {
     let (id, before) = history_for_backfill(store).await;
     wipe_and_backfill().await;
-    let after = store.timeline(id, 120).await.unwrap();
+    let after = store
+        .timeline(id, &TimelineBudget::points(120))
+        .await
+        .unwrap();
     assert_eq!(after, before);
 }
 

@@ -3,6 +3,8 @@
 
 use super::*;
 
+use tvbo::store::TimelineBudget;
+
 store_tests!(
     check_load_history,
     check_list_observations,
@@ -122,7 +124,11 @@ async fn check_response_times(store: &dyn Store) {
             .unwrap();
     }
     assert_eq!(
-        store.timeline(row.id, 100).await.unwrap().response_times,
+        store
+            .timeline(row.id, &TimelineBudget::points(100))
+            .await
+            .unwrap()
+            .response_times,
         samples.to_vec()
     );
     let summary = |n, count, total_seconds| ResponseTimeSummary {
@@ -250,7 +256,10 @@ async fn check_timeline_downsampling(store: &dyn Store) {
     }
     change.response_time = Some(ResponseTimeSample { n: 3, seconds: 0.5 });
     store.commit(row.id, 0, &change, None).await.unwrap();
-    let whole = store.timeline(row.id, 20_000).await.unwrap();
+    let whole = store
+        .timeline(row.id, &TimelineBudget::points(20_000))
+        .await
+        .unwrap();
     assert_eq!(
         (
             whole.observations.len(),
@@ -274,7 +283,10 @@ async fn check_timeline_downsampling(store: &dyn Store) {
         .sum();
     assert!((whole.regret_sum - sum).abs() < 1e-6 * sum.abs());
 
-    let small = store.timeline(row.id, 300).await.unwrap();
+    let small = store
+        .timeline(row.id, &TimelineBudget::points(300))
+        .await
+        .unwrap();
     assert_eq!((small.observation_count, small.step_count), (3000, 3000));
     assert_eq!(small.regret_sum, whole.regret_sum);
     assert!(

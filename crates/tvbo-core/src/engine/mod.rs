@@ -37,8 +37,8 @@ pub use model::{CurrentModel, OptimumAt, fitted_hyperparameters, step_snapshot};
 pub use observe::{ObserveSnapshot, plan_abandon, plan_observe};
 pub use suggest::plan_suggest;
 
-/// Caps on the work and the rows one session may ask of the server (docs/api.md,
-/// "Limits").
+/// Caps on the work and the rows one session may ask of the server, and the memory a
+/// server's large reads may hold (docs/api.md, "Limits").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
     /// Most pending (handed out, not yet observed, not expired) suggestions per session:
@@ -51,6 +51,9 @@ pub struct Limits {
     /// a row the session keeps, with up to 500 characters of reason and 4 KiB of
     /// metadata, that reaches no model.
     pub max_ended_runs: usize,
+    /// Bytes of memory the large reads (timelines) of one server process may hold at
+    /// once: a budget of the process, not of a session (the engine does not read it).
+    pub read_memory: usize,
 }
 
 impl Limits {
@@ -63,6 +66,9 @@ impl Limits {
     /// minutes and one in ten failing, ends about 10,000 runs without a value; at the
     /// largest (reason and metadata), 70 MB of rows.
     pub const DEFAULT_MAX_ENDED_RUNS: usize = 10_000;
+    /// Default of [`Limits::read_memory`]: 256 MiB, a quarter of the 1 GiB a replica is
+    /// given in deploy/kubernetes.
+    pub const DEFAULT_READ_MEMORY: usize = 256 << 20;
 }
 
 /// Model work one suggest call may ask for, in units of (suggestions × N²), N the
@@ -87,6 +93,7 @@ impl Default for Limits {
             max_pending: Self::DEFAULT_MAX_PENDING,
             max_active_observations: Self::DEFAULT_MAX_ACTIVE_OBSERVATIONS,
             max_ended_runs: Self::DEFAULT_MAX_ENDED_RUNS,
+            read_memory: Self::DEFAULT_READ_MEMORY,
         }
     }
 }
