@@ -209,6 +209,10 @@ pub struct RecommendationAt {
     /// The posterior mean there, in the objective's units and sign.
     pub mean: f64,
     pub t: f64,
+    /// The coordinates its suggest held (context parameters and any other `fixed`), in
+    /// order: the recommendation is the best setting of the others at those values.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fixed: Vec<usize>,
 }
 
 /// What the drift events carry from step to step (in the policy's saved state).

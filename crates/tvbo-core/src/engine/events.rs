@@ -57,7 +57,7 @@ pub(crate) fn step_events(
 /// What a step saw that the drift events compare, besides the policy's state.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct StepSeen {
-    /// The recommendation the step recorded (suggests without context coordinates only).
+    /// The recommendation the step recorded, with the coordinates its suggest held.
     pub recommendation: Option<RecommendationAt>,
     /// The regrets of the step's new observations, in order: reported, else estimated.
     pub regrets: Vec<f64>,
@@ -130,17 +130,40 @@ pub(crate) fn drift_events(
 /// a static optimum is moves its argmax too). Then an event is found when the
 /// recommendation has stood far from the reference, and near itself, for as many
 /// suggests; it becomes the reference. A suggest back near the reference clears the
-/// count. Far: more than `distance` apart (the largest coordinate change in the unit
-/// cube) or, with `relative_value`, means more than that fraction of the earlier |mean|
-/// apart.
+/// count. Far: more than `distance` apart (the largest change of a coordinate the
+/// suggests chose, in the unit cube) or, with `relative_value`, means more than that
+/// fraction of the earlier |mean| apart.
+///
+/// A recommendation given held coordinates (a context session's suggests give their
+/// context) is compared only with those of the same context: the same coordinates held
+/// at values within `distance`. The context moving is not the optimum moving: a
+/// recommendation in another context than the reference's settles a new reference there,
+/// silently, as the first one settles.
 fn optimum_moved(
     drift: &mut DriftState,
     config: &OptimumMovedConfig,
     seen: Option<RecommendationAt>,
     t: f64,
 ) -> Option<NewEvent> {
+    let seen = seen?;
+    let same_context = |a: &RecommendationAt, b: &RecommendationAt| {
+        a.fixed == b.fixed
+            && a.fixed
+                .iter()
+                .all(|&i| (a.x[i] - b.x[i]).abs() <= config.distance)
+    };
+    if drift
+        .reference
+        .as_ref()
+        .is_some_and(|reference| !same_context(reference, &seen))
+    {
+        drift.reference = None;
+        drift.candidate = None;
+        drift.streak = 0;
+    }
     let far = |a: &RecommendationAt, b: &RecommendationAt| {
-        distance(&a.x, &b.x) > config.distance
+        !same_context(a, b)
+            || chosen_distance(a, b) > config.distance
             || config
                 .relative_value
                 .is_some_and(|fraction| (b.mean - a.mean).abs() > fraction * a.mean.abs())
@@ -149,7 +172,7 @@ fn optimum_moved(
         &mut drift.reference,
         &mut drift.candidate,
         &mut drift.streak,
-        seen?,
+        seen,
         far,
         config.persistence,
     )?;
@@ -159,7 +182,7 @@ fn optimum_moved(
         data: json!({
             "from": {"params": from.params, "mean": from.mean, "t": from.t},
             "to": {"params": to.params, "mean": to.mean, "t": to.t},
-            "distance": distance(&from.x, &to.x),
+            "distance": chosen_distance(&from, &to),
         }),
     })
 }
@@ -325,6 +348,7 @@ pub(crate) fn dataset_full(
 pub(crate) fn recommendation(
     config: &CheckedConfig,
     optimum: &RecordedOptimum,
+    fixed: Vec<usize>,
 ) -> Option<RecommendationAt> {
     let x = config.space().to_unit(&optimum.params, "optimum").ok()?;
     Some(RecommendationAt {
@@ -332,14 +356,18 @@ pub(crate) fn recommendation(
         params: optimum.params.clone(),
         mean: optimum.mean,
         t: optimum.t,
+        fixed,
     })
 }
 
-/// The largest coordinate change between two unit-cube points.
-fn distance(a: &[f64], b: &[f64]) -> f64 {
-    a.iter()
-        .zip(b)
-        .map(|(a, b)| (a - b).abs())
+/// The largest change, in the unit cube, of a coordinate the suggests chose (not held)
+/// between two recommendations of the same context.
+fn chosen_distance(a: &RecommendationAt, b: &RecommendationAt) -> f64 {
+    a.x.iter()
+        .zip(&b.x)
+        .enumerate()
+        .filter(|(i, _)| !a.fixed.contains(i))
+        .map(|(_, (a, b))| (a - b).abs())
         .fold(0.0, f64::max)
 }
 
@@ -365,6 +393,7 @@ mod tests {
             )]),
             mean: 1.0,
             t,
+            fixed: Vec::new(),
         })
     }
 
@@ -393,6 +422,64 @@ mod tests {
             }
         }
         found
+    }
+
+    /// The events of a run of suggests in a context session (x chosen, load held):
+    /// recommending `(x, load)` in turn; each event's (from x, to x).
+    fn context_moves(steps: &[(f64, f64)]) -> Vec<(f64, f64)> {
+        let mut state = None;
+        let mut found = Vec::new();
+        for (i, &(x, load)) in steps.iter().enumerate() {
+            let number = crate::domain::space::ParamValue::Number;
+            let seen = StepSeen {
+                recommendation: Some(RecommendationAt {
+                    x: vec![x, load],
+                    params: std::collections::BTreeMap::from([
+                        ("x".to_string(), number(x)),
+                        ("load".to_string(), number(load)),
+                    ]),
+                    mean: 1.0,
+                    t: i as f64,
+                    fixed: vec![1],
+                }),
+                ..StepSeen::default()
+            };
+            let (next, events) =
+                drift_events(&EventsConfig::default(), state, false, seen, i as f64);
+            state = next;
+            for event in events {
+                let from = event.data["from"]["params"]["x"].as_f64().unwrap();
+                let to = event.data["to"]["params"]["x"].as_f64().unwrap();
+                assert_eq!(event.data["distance"].as_f64(), Some((to - from).abs()));
+                found.push((from, to));
+            }
+        }
+        found
+    }
+
+    #[test]
+    fn in_a_context_the_optimum_moving_is_an_event_and_the_context_moving_is_not() {
+        // The best x moves 0.2 → 0.8 at a constant load: one event.
+        let held = [(0.2, 0.5); 4].into_iter().chain([(0.8, 0.5); 4]);
+        assert_eq!(context_moves(&held.collect::<Vec<_>>()), [(0.2, 0.8)]);
+        // The load moves and the best x with it, then stands: no event, and the next move
+        // at the new load is one.
+        let steps: Vec<(f64, f64)> = [(0.2, 0.1); 4]
+            .into_iter()
+            .chain([(0.8, 0.9); 4])
+            .chain([(0.4, 0.9); 4])
+            .collect();
+        assert_eq!(context_moves(&steps), [(0.8, 0.4)]);
+        // A load that wanders within the distance is the same context.
+        let wandering = [
+            (0.2, 0.5),
+            (0.2, 0.55),
+            (0.2, 0.45),
+            (0.8, 0.5),
+            (0.8, 0.6),
+            (0.8, 0.55),
+        ];
+        assert_eq!(context_moves(&wandering), [(0.2, 0.8)]);
     }
 
     #[test]

@@ -242,8 +242,11 @@ pub(crate) fn step_outcome(
     let fitted = state.last_fit.is_some() || state.hyperparameters != before.hyperparameters;
     let fit = state.last_fit.take().filter(FitReport::is_notable);
     let saved = saved_state(session, state)?;
-    // The recommendation of a suggest given context coordinates is for that context only.
-    let context_free = optimum_at.as_ref().is_some_and(|at| at.fixed.is_empty());
+    // The recommendation of a suggest given held coordinates is for those values only.
+    let held: Vec<usize> = optimum_at
+        .as_ref()
+        .map(|at| at.fixed.iter().map(|&(i, _)| i).collect())
+        .unwrap_or_default();
     let mut snapshot = step_snapshot(
         &session.config,
         &saved.state,
@@ -269,8 +272,7 @@ pub(crate) fn step_outcome(
         recommendation: snapshot
             .optimum
             .as_ref()
-            .filter(|_| context_free)
-            .and_then(|optimum| events::recommendation(&session.config, optimum)),
+            .and_then(|optimum| events::recommendation(&session.config, optimum, held)),
         regrets: data.regrets,
         fit: after
             .hyperparameters
