@@ -146,11 +146,13 @@ impl SessionService {
         let stored = self.store.timeline(id, &budget).await?;
         let time_source = session.config.time.source;
         // Megabytes of JSON: written off the async runtime, into room for the largest
-        // (never grown: no copy beside it; pages never written are not taken).
+        // (never grown: no copy beside it), the room left given back.
         let json = tokio::task::spawn_blocking(move || {
             let mut json = Vec::with_capacity(MAX_TIMELINE_BYTES as usize);
             let view = timeline_view(stored, time_source, Utc::now());
-            serde_json::to_writer(&mut json, &view).map(|()| json)
+            serde_json::to_writer(&mut json, &view)?;
+            json.shrink_to_fit();
+            Ok::<_, serde_json::Error>(json)
         })
         .await
         .map_err(|e| ServiceError::Internal(format!("timeline task failed: {e}")))?

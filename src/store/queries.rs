@@ -774,7 +774,6 @@ macro_rules! store_on {
                         spent = spent.max(row.try_get::<i64, _>("metadata_through")?);
                         part.push(observation_from_row(&row)?);
                     }
-                    drop(rows);
                     // Past the first row whose metadata did not fit, no older one has any.
                     remaining = if spent <= remaining { remaining - spent } else { -1 };
                     parts.push(part);
