@@ -287,8 +287,9 @@ pub struct ServeArgs {
     /// and exact (`https://app.example.com,http://localhost:3000`); none when empty.
     #[arg(long, env = "TVBO_CORS_ORIGINS", default_value = "", global = true)]
     pub cors_origins: String,
-    /// The hosts webhooks may reach, comma-separated: `hooks.example.com`,
-    /// `*.example.com`, `10.0.0.5:8080`. Empty (the default): no webhook can be created
+    /// Where webhooks may go, comma-separated: names (`hooks.example.com`,
+    /// `*.example.com`, whose addresses must be public), addresses (`10.0.0.5:8080`) and
+    /// networks (`10.1.0.0/16`). Empty (the default): no webhook can be created
     /// (docs/events.md, "Outbound safety").
     #[arg(long, env = "TVBO_WEBHOOK_ALLOW", default_value = "", global = true)]
     pub webhook_allow: String,

@@ -337,6 +337,17 @@ impl SessionService {
                 }
                 Ok((Session::from(*existing), Resumed::Yes))
             }
+            // The session of the name is found but does not read back (`tvbo check` says
+            // why): the client can delete it (the listing names it) or ask for another.
+            Err(StoreError::Corrupt(e)) if resume => {
+                tracing::error!(%tenant, error = %e, "a session resumed by name does not read back (run `tvbo check`)");
+                Err(ServiceError::Conflict(InvalidInput::new(
+                    "name",
+                    "the session of this name does not read back from the database (the \
+                     listing names it `unreadable`, `tvbo check` says why): delete it, or \
+                     ask for another name",
+                )))
+            }
             Err(e) => Err(e.into()),
         }
     }

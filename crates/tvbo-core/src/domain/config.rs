@@ -10,8 +10,9 @@ use utoipa::ToSchema;
 
 pub use crate::domain::algorithm::{AlgorithmConfig, Beta, BetaSchedule, MAX_DATASET_SIZE};
 use crate::domain::events::{
-    DRIFT_RATE_FACTOR, IDLE_SECONDS, OPTIMUM_MOVED_DISTANCE, OPTIMUM_MOVED_PERSISTENCE,
-    TRACKING_HYSTERESIS, TRACKING_RISE, TRACKING_WINDOW, TRACKING_WINDOW_BOUNDS,
+    DRIFT_RATE_FACTOR, IDLE_SECONDS, MIN_IDLE_SECONDS, OPTIMUM_MOVED_DISTANCE,
+    OPTIMUM_MOVED_PERSISTENCE, TRACKING_HYSTERESIS, TRACKING_RISE, TRACKING_WINDOW,
+    TRACKING_WINDOW_BOUNDS,
 };
 pub use crate::domain::hyperpriors::{
     Hyperpriors, SIGNAL_VARIANCE_BOUNDS, SPATIAL_LENGTHSCALE_BOUNDS, TEMPORAL_LENGTHSCALE_BOUNDS,
@@ -143,9 +144,9 @@ pub struct EventsRequest {
     #[schema(exclusive_minimum = 1, maximum = 1000)]
     pub drift_rate_factor: Option<f64>,
     /// `session-idle` is raised when no observation arrived for this many seconds
-    /// (default 3600; above 0, at most 30 days). `null` switches it off.
+    /// (default 3600; at least 60, at most 30 days). `null` switches it off.
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<f64>, exclusive_minimum = 0, maximum = 2592000)]
+    #[schema(value_type = Option<f64>, minimum = 60, maximum = 2592000)]
     pub idle_seconds: Option<Option<f64>>,
 }
 
@@ -486,13 +487,13 @@ impl EventsConfig {
         }
         let idle_seconds = request.idle_seconds.unwrap_or(defaults.idle_seconds);
         if let Some(idle) = idle_seconds
-            && !(idle > 0.0 && idle <= MAX_TIME_SETTING)
+            && !(MIN_IDLE_SECONDS..=MAX_TIME_SETTING).contains(&idle)
         {
             return Err(InvalidInput::new(
                 "events.idle_seconds",
                 format!(
-                    "must be a number of seconds in (0, {MAX_TIME_SETTING}] (30 days), or \
-                     null for no session-idle events"
+                    "must be a number of seconds in [{MIN_IDLE_SECONDS}, {MAX_TIME_SETTING}] \
+                     (a minute to 30 days), or null for no session-idle events"
                 ),
             ));
         }
@@ -693,6 +694,7 @@ mod tests {
             (r#"{"drift_rate_factor":1}"#, "events.drift_rate_factor"),
             (r#"{"drift_rate_factor":1001}"#, "events.drift_rate_factor"),
             (r#"{"idle_seconds":0}"#, "events.idle_seconds"),
+            (r#"{"idle_seconds":59.9}"#, "events.idle_seconds"),
             (r#"{"idle_seconds":2592001}"#, "events.idle_seconds"),
         ] {
             let err = parse(&format!(
