@@ -18,7 +18,7 @@ use crate::domain::config::CreateSession;
 use crate::session::idempotency::Once;
 use crate::session::listing::{AlgorithmName, ListCursor, ListingQuery, ObservationListing};
 use crate::session::resume::Resumed;
-use crate::session::timeline::{DEFAULT_TIMELINE_POINTS, TimelineJson};
+use crate::session::timeline::{DEFAULT_TIMELINE_POINTS, HeldJson};
 use crate::session::views::{
     Best, EventList, ModelView, ObservationList, ObservationRequest, PredictRequest,
     PredictResponse, RegretReport, Session, SessionList, StepList, SuggestRequest, SuggestResponse,
@@ -307,12 +307,13 @@ pub struct ListObservationsQuery {
         (status = 200, description = "A page of observations, with `total`", body = ObservationList),
         (status = 404, description = "No such session", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "`limit` or `offset` out of range", body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "A large page waited 10 s for the replica's read memory (`busy`, `Retry-After`)", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn list_observations(
     State(state): State<AppState>,
     SessionId(id): SessionId,
     QueryParams(query): QueryParams<ListObservationsQuery>,
-) -> ApiResult<Json<ObservationList>> {
+) -> ApiResult<Response> {
     let listing = ObservationListing {
         after: query.after,
         limit: query.limit,
@@ -322,7 +323,9 @@ pub async fn list_observations(
         sort: query.sort,
         order: query.order,
     };
-    Ok(Json(state.service.list_observations(id, listing).await?))
+    Ok(sent_holding(
+        state.service.observations_json(id, listing).await?,
+    ))
 }
 
 /// Query of the listings paged by a position (steps by id, events by seq).
@@ -421,10 +424,10 @@ pub async fn timeline(
 /// Bytes of an answer handed to the connection at a time.
 const SENT_CHUNK_BYTES: usize = 64 << 10;
 
-/// A timeline's JSON as the answer's body, sent a chunk at a time, holding its share of
-/// the read budget until the last chunk is handed over.
-fn sent_holding(answer: TimelineJson) -> Response {
-    let TimelineJson { json, slot } = answer;
+/// A large read's JSON as the answer's body, sent a chunk at a time, holding its share
+/// of the read budget until the last chunk is handed over.
+fn sent_holding(answer: HeldJson) -> Response {
+    let HeldJson { json, slot } = answer;
     let length = json.len();
     let chunks = futures_util::stream::unfold(
         (bytes::Bytes::from(json), slot),

@@ -8,8 +8,10 @@ use super::error::ServiceError;
 use super::listing::ObservationListing;
 use super::read_model::cached_model;
 use super::service::{MAX_PREDICT_POINTS, SessionService};
+use super::timeline::HeldJson;
 use crate::domain::InvalidInput;
 use crate::domain::config::TimeSource;
+use crate::domain::input::MAX_METADATA_BYTES;
 use crate::domain::records::History;
 use crate::domain::time::{MAX_CLIENT_TIME, wall_time};
 use crate::engine::lead;
@@ -21,7 +23,45 @@ use crate::session::views::{
 };
 use crate::store::{ObservationQuery, ObservationSort, SortOrder};
 
+/// JSON bytes of an observation in a listing besides its `params` and `metadata`, with
+/// the comma before it.
+const LISTED_OBSERVATION_BYTES: usize = 512;
+/// A page of observations whose answer may be larger than a timeline's largest holds a
+/// share of the replica's read budget while it is built and sent (a page of 10,000
+/// observations with 4 KiB of metadata each is about 45 MB of JSON); a page of the
+/// default 1000 never waits.
+const LISTING_HELD_BYTES: usize = super::timeline::MAX_TIMELINE_BYTES as usize;
+/// Memory a listing's answer takes while it is built and sent, per byte of its JSON: the
+/// rows, their views and the JSON.
+const LISTING_MEMORY_PER_BYTE: usize = 3;
+
 impl SessionService {
+    /// [`Self::list_observations`] as JSON, written off the async runtime; a page that
+    /// may be large holds its share of the replica's read budget (waiting up to
+    /// `READ_WAIT` for it, else [`ServiceError::ReadsBusy`]) until it is sent.
+    pub async fn observations_json(
+        &self,
+        id: Uuid,
+        listing: ObservationListing,
+    ) -> Result<HeldJson, ServiceError> {
+        let limit = listing.query()?.limit.max(0) as usize;
+        let session = self.session_row(id).await?;
+        let row_bytes = LISTED_OBSERVATION_BYTES
+            + super::timeline::params_bytes(&session.config) as usize
+            + MAX_METADATA_BYTES;
+        let largest = limit * row_bytes;
+        let slot = match largest > LISTING_HELD_BYTES {
+            true => Some(self.read_share(largest * LISTING_MEMORY_PER_BYTE).await?),
+            false => None,
+        };
+        let page = self.list_observations(id, listing).await?;
+        let json = tokio::task::spawn_blocking(move || serde_json::to_vec(&page))
+            .await
+            .map_err(|e| ServiceError::Internal(format!("listing task failed: {e}")))?
+            .map_err(|e| ServiceError::Internal(format!("listing JSON: {e}")))?;
+        Ok(HeldJson { json, slot })
+    }
+
     /// A page of the session's observations as `listing` filters, orders and places it,
     /// with how many match the filter.
     pub async fn list_observations(

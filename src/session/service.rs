@@ -55,7 +55,7 @@ const MAX_COMMIT_BACKOFF: Duration = Duration::from_millis(500);
 #[derive(Clone)]
 pub struct SessionService {
     pub(super) store: Arc<dyn Store>,
-    limits: Limits,
+    pub(super) limits: Limits,
     /// Most sessions one tenant may own; a create beyond it answers 409
     /// `too-many-sessions`.
     max_sessions_per_tenant: i64,
@@ -96,7 +96,9 @@ impl SessionService {
             snapshots: Arc::default(),
             unreadable_logged: Arc::new(quick_cache::sync::Cache::new(UNREADABLE_LOGGED_CAPACITY)),
             new_events: Arc::default(),
-            reads: super::timeline::read_slots(&limits),
+            reads: Arc::new(tokio::sync::Semaphore::new(super::timeline::read_shares(
+                &limits,
+            ))),
         }
     }
 

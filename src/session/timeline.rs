@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::OwnedSemaphorePermit;
 use uuid::Uuid;
 
 use super::error::ServiceError;
@@ -87,19 +87,18 @@ impl ReadSlot {
     }
 }
 
-/// A timeline's answer: its JSON, and the share of the read budget it holds until the
-/// JSON is sent (drop `slot` then).
-pub struct TimelineJson {
+/// A large read's answer (a timeline, a page of observations): its JSON, and the share
+/// of the read budget it holds until the JSON is sent (drop `slot` then; none for an
+/// answer too small to count).
+pub struct HeldJson {
     pub json: Vec<u8>,
-    pub slot: ReadSlot,
+    pub slot: Option<ReadSlot>,
 }
 
-/// The shares of a replica's read budget ([`Limits::read_memory`]): one per
+/// The number of shares of a replica's read budget ([`Limits::read_memory`]): one per
 /// [`TIMELINE_READ_MEMORY`], at least one.
-pub(super) fn read_slots(limits: &Limits) -> Arc<Semaphore> {
-    Arc::new(Semaphore::new(
-        (limits.read_memory / TIMELINE_READ_MEMORY).max(1),
-    ))
+pub(super) fn read_shares(limits: &Limits) -> usize {
+    (limits.read_memory / TIMELINE_READ_MEMORY).max(1)
 }
 
 impl SessionService {
@@ -124,7 +123,7 @@ impl SessionService {
     /// database is linear in `points`, not in the session's age. It waits up to
     /// [`READ_WAIT`] for a share of the replica's read budget, else fails with
     /// [`ServiceError::ReadsBusy`].
-    pub async fn timeline(&self, id: Uuid, points: i64) -> Result<TimelineJson, ServiceError> {
+    pub async fn timeline(&self, id: Uuid, points: i64) -> Result<HeldJson, ServiceError> {
         if !TIMELINE_POINTS_RANGE.contains(&points) {
             return Err(InvalidInput::new(
                 "points",
@@ -138,11 +137,7 @@ impl SessionService {
         }
         let session = self.session_row(id).await?;
         let budget = timeline_budget(&session.config, points);
-        let permit = tokio::time::timeout(READ_WAIT, self.reads.clone().acquire_owned())
-            .await
-            .map_err(|_| ServiceError::ReadsBusy)?
-            .map_err(|_| ServiceError::Internal("the read budget is closed".into()))?;
-        let slot = ReadSlot::new(permit);
+        let slot = self.read_share(TIMELINE_READ_MEMORY).await?;
         let stored = self.store.timeline(id, &budget).await?;
         let time_source = session.config.time.source;
         // Megabytes of JSON: written off the async runtime, into room for the largest
@@ -157,7 +152,25 @@ impl SessionService {
         .await
         .map_err(|e| ServiceError::Internal(format!("timeline task failed: {e}")))?
         .map_err(|e| ServiceError::Internal(format!("timeline JSON: {e}")))?;
-        Ok(TimelineJson { json, slot })
+        Ok(HeldJson {
+            json,
+            slot: Some(slot),
+        })
+    }
+
+    /// A share of the replica's read budget for a read whose answer may take `memory`
+    /// bytes while it is built and sent: one share per [`TIMELINE_READ_MEMORY`] (at least
+    /// one, at most all of them), waited for up to [`READ_WAIT`], else
+    /// [`ServiceError::ReadsBusy`].
+    pub(super) async fn read_share(&self, memory: usize) -> Result<ReadSlot, ServiceError> {
+        let shares = memory
+            .div_ceil(TIMELINE_READ_MEMORY)
+            .clamp(1, read_shares(&self.limits)) as u32;
+        let permit = tokio::time::timeout(READ_WAIT, self.reads.clone().acquire_many_owned(shares))
+            .await
+            .map_err(|_| ServiceError::ReadsBusy)?
+            .map_err(|_| ServiceError::Internal("the read budget is closed".into()))?;
+        Ok(ReadSlot::new(permit))
     }
 }
 
@@ -186,7 +199,7 @@ fn timeline_budget(config: &CheckedConfig, points: i64) -> TimelineBudget {
 
 /// The most JSON bytes of a setting of the session's parameters: each name, and its
 /// longest choice or a number.
-fn params_bytes(config: &CheckedConfig) -> i64 {
+pub(super) fn params_bytes(config: &CheckedConfig) -> i64 {
     let parameters = config.space().parameters();
     let entries: i64 = parameters
         .iter()

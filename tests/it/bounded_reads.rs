@@ -299,6 +299,23 @@ async fn the_largest_timeline_is_bounded(server: TestServer) {
     }
     let at_once = Limits::DEFAULT_READ_MEMORY / TIMELINE_READ_MEMORY;
     assert!(served >= at_once, "{served} of 16 served");
+
+    // The largest pages of observations share the same memory: 16 at once are each
+    // answered in full or told to come back.
+    let url = server.url(&format!("/v1/sessions/{id}/observations?limit=10000"));
+    let reads = (0..16).map(|_| streamed(&server.client, &url));
+    let mut served = 0;
+    for (status, bytes, problem) in futures_util::future::join_all(reads).await {
+        match status {
+            200 => {
+                assert!(bytes > 1000 * 4000, "{bytes} bytes");
+                served += 1;
+            }
+            503 => assert_eq!(problem.as_deref(), Some("https://tvbo.dev/problems/busy")),
+            _ => panic!("{status} {problem:?}"),
+        }
+    }
+    assert!(served >= 1, "{served} of 16 pages served");
 }
 
 /// A figure of this process's memory from /proc/self/status, in MiB (`VmRSS`: now,
