@@ -518,6 +518,16 @@ mod tests {
     }
 
     #[test]
+    fn the_default_stream_caps_keep_half_the_default_connections() {
+        let limits = args("sqlite::memory:", None).stream_limits().unwrap();
+        assert_eq!(limits, StreamLimits::default());
+        assert_eq!(
+            StreamLimits::default(),
+            StreamLimits::for_connections(ConnectionSettings::DEFAULT_MAX_CONNECTIONS)
+        );
+    }
+
+    #[test]
     fn a_password_file_is_percent_encoded_into_the_url() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("password");

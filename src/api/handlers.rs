@@ -17,8 +17,9 @@ use crate::api::extract::{
 use crate::domain::config::CreateSession;
 use crate::session::idempotency::Once;
 use crate::session::listing::{AlgorithmName, ListCursor, ListingQuery, ObservationListing};
+use crate::session::read_budget::HeldJson;
 use crate::session::resume::Resumed;
-use crate::session::timeline::{DEFAULT_TIMELINE_POINTS, HeldJson};
+use crate::session::timeline::DEFAULT_TIMELINE_POINTS;
 use crate::session::views::{
     Best, EventList, ModelView, ObservationList, ObservationRequest, PredictRequest,
     PredictResponse, RegretReport, Session, SessionList, StepList, SuggestRequest, SuggestResponse,

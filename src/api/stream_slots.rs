@@ -12,7 +12,6 @@ use uuid::Uuid;
 
 use crate::api::error::ApiError;
 use crate::keys::Caller;
-use crate::server::ConnectionSettings;
 
 /// How many event streams may be open at once on one replica.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,6 +29,8 @@ impl StreamLimits {
     pub const DEFAULT_PER_KEY: usize = 32;
     /// Four keys' worth: a tenant's team, its dashboards and its services.
     pub const DEFAULT_PER_TENANT: usize = 128;
+    /// Half of the server's default connections (`TVBO_MAX_CONNECTIONS`, 1024).
+    pub const DEFAULT_TOTAL: usize = 512;
 
     /// The defaults for a replica of `max_connections` connections: half of them at most
     /// may be streams, so that the other half serves everything else.
@@ -43,9 +44,13 @@ impl StreamLimits {
 }
 
 impl Default for StreamLimits {
-    /// [`Self::for_connections`] of [`ConnectionSettings::DEFAULT_MAX_CONNECTIONS`].
+    /// The defaults of a replica of the default connections.
     fn default() -> Self {
-        Self::for_connections(ConnectionSettings::DEFAULT_MAX_CONNECTIONS)
+        StreamLimits {
+            per_key: Self::DEFAULT_PER_KEY,
+            per_tenant: Self::DEFAULT_PER_TENANT,
+            total: Self::DEFAULT_TOTAL,
+        }
     }
 }
 

@@ -32,7 +32,7 @@ pub enum ServiceError {
     #[error("the session stayed busy with concurrent changes")]
     Busy,
     /// The replica's memory for large reads stayed taken by other reads for
-    /// `READ_WAIT` (`session::timeline`): 503, retry.
+    /// `READ_WAIT` (`session::read_budget`): 503, retry.
     #[error("the replica's memory for large reads stayed taken")]
     ReadsBusy,
     #[error(transparent)]

@@ -6,6 +6,7 @@ pub mod error;
 mod events;
 pub mod idempotency;
 pub mod listing;
+pub mod read_budget;
 mod read_model;
 mod reads;
 pub mod resume;

@@ -6,9 +6,9 @@ use uuid::Uuid;
 
 use super::error::ServiceError;
 use super::listing::ObservationListing;
+use super::read_budget::HeldJson;
 use super::read_model::cached_model;
 use super::service::{MAX_PREDICT_POINTS, SessionService};
-use super::timeline::HeldJson;
 use crate::domain::InvalidInput;
 use crate::domain::config::TimeSource;
 use crate::domain::input::MAX_METADATA_BYTES;
@@ -51,7 +51,7 @@ impl SessionService {
             + MAX_METADATA_BYTES;
         let largest = limit * row_bytes;
         let slot = match largest > LISTING_HELD_BYTES {
-            true => Some(self.read_share(largest * LISTING_MEMORY_PER_BYTE).await?),
+            true => Some(self.reads.share(largest * LISTING_MEMORY_PER_BYTE).await?),
             false => None,
         };
         let page = self.list_observations(id, listing).await?;

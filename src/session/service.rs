@@ -16,6 +16,7 @@ use uuid::Uuid;
 
 use super::error::ServiceError;
 use super::idempotency::{IdempotencyKey, Once, StoredAnswer};
+use super::read_budget::ReadBudget;
 use super::read_model::ModelCache;
 use super::resume::{Resumed, first_difference};
 use super::scheduler::FairScheduler;
@@ -71,8 +72,8 @@ pub struct SessionService {
     /// Woken when this replica commits events: the streams and the webhook worker look at
     /// once instead of at their next poll.
     new_events: Arc<tokio::sync::Notify>,
-    /// The shares of the replica's memory for large reads (`session::timeline`).
-    pub(super) reads: Arc<tokio::sync::Semaphore>,
+    /// The replica's memory for large reads.
+    pub(super) reads: ReadBudget,
 }
 
 /// How many unreadable sessions a replica remembers having logged.
@@ -96,9 +97,7 @@ impl SessionService {
             snapshots: Arc::default(),
             unreadable_logged: Arc::new(quick_cache::sync::Cache::new(UNREADABLE_LOGGED_CAPACITY)),
             new_events: Arc::default(),
-            reads: Arc::new(tokio::sync::Semaphore::new(super::timeline::read_shares(
-                &limits,
-            ))),
+            reads: ReadBudget::new(&limits),
         }
     }
 

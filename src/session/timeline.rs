@@ -3,16 +3,13 @@
 //! model, the response-time samples and the forgetting events; downsampled by the
 //! store, keeping extremes, past a point budget, itself lowered so that the answer fits
 //! [`MAX_TIMELINE_BYTES`]. A replica builds at most so many answers at once that their
-//! memory fits its read budget ([`Limits::read_memory`]).
-
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+//! memory fits its read budget (`session::read_budget`).
 
 use chrono::{DateTime, Utc};
-use tokio::sync::OwnedSemaphorePermit;
 use uuid::Uuid;
 
 use super::error::ServiceError;
+use super::read_budget::{HeldJson, TIMELINE_READ_MEMORY};
 use super::service::SessionService;
 use super::tracking::{RegretAt, TrackingInput, tracking};
 use super::views::{
@@ -23,7 +20,6 @@ use crate::domain::InvalidInput;
 use crate::domain::checked::CheckedConfig;
 use crate::domain::config::TimeSource;
 use crate::domain::records::MAX_REASON_LEN;
-use crate::engine::Limits;
 use crate::store::{RowBytes, StoredTimeline, TimelineBudget};
 
 /// Most points a timeline returns per series when the client asks for no other budget.
@@ -37,16 +33,6 @@ pub const MAX_TIMELINE_BYTES: i64 = 16 << 20;
 /// the newest rows' (older rows' `metadata` is null; the observation listing has every
 /// observation's).
 pub const TIMELINE_METADATA_BYTES: i64 = 2 << 20;
-/// The memory one timeline read counts against the replica's read budget, whatever its
-/// size: above the peak of the largest answer ([`MAX_TIMELINE_BYTES`]: its rows, their
-/// view and its JSON; tests/it/bounded_reads.rs measures it).
-pub const TIMELINE_READ_MEMORY: usize = 80 << 20;
-/// How long a timeline read waits for its share of the read budget before it answers
-/// 503.
-pub const READ_WAIT: Duration = Duration::from_secs(10);
-/// How long an answer being sent keeps its share: past it, the memory of a client that
-/// does not read is no longer counted, so that such clients cannot hold every share.
-pub const READ_SEND_LIMIT: Duration = Duration::from_secs(60);
 
 /// JSON bytes of any number the timeline writes, at most (an f64 as serde_json writes
 /// it, `-2.2250738585072014e-308`, or an i64).
@@ -65,41 +51,6 @@ const ENDED_RUN_BYTES: i64 = 256;
 /// the cubic's coefficients, and one forgetting span per reason beyond one per
 /// observation.
 const TIMELINE_BYTES: i64 = 4096;
-
-/// The share of the replica's read budget a timeline's answer holds while it is built
-/// and sent (at most [`READ_SEND_LIMIT`]).
-pub struct ReadSlot {
-    _held: Arc<Mutex<Option<OwnedSemaphorePermit>>>,
-}
-
-impl ReadSlot {
-    /// Holds `permit` until this slot is dropped or [`READ_SEND_LIMIT`] has passed.
-    fn new(permit: OwnedSemaphorePermit) -> ReadSlot {
-        let held = Arc::new(Mutex::new(Some(permit)));
-        let expiring = Arc::downgrade(&held);
-        tokio::spawn(async move {
-            tokio::time::sleep(READ_SEND_LIMIT).await;
-            if let Some(held) = expiring.upgrade() {
-                held.lock().expect("read slot poisoned").take();
-            }
-        });
-        ReadSlot { _held: held }
-    }
-}
-
-/// A large read's answer (a timeline, a page of observations): its JSON, and the share
-/// of the read budget it holds until the JSON is sent (drop `slot` then; none for an
-/// answer too small to count).
-pub struct HeldJson {
-    pub json: Vec<u8>,
-    pub slot: Option<ReadSlot>,
-}
-
-/// The number of shares of a replica's read budget ([`Limits::read_memory`]): one per
-/// [`TIMELINE_READ_MEMORY`], at least one.
-pub(super) fn read_shares(limits: &Limits) -> usize {
-    (limits.read_memory / TIMELINE_READ_MEMORY).max(1)
-}
 
 impl SessionService {
     /// A page of the session's steps (suggest and observe calls) with id > `after`.
@@ -121,7 +72,7 @@ impl SessionService {
     /// and the newest `points` ended runs, `points` lowered so that the answer fits
     /// [`MAX_TIMELINE_BYTES`]. The store does the downsampling: the work outside the
     /// database is linear in `points`, not in the session's age. It waits up to
-    /// [`READ_WAIT`] for a share of the replica's read budget, else fails with
+    /// `READ_WAIT` for a share of the replica's read budget, else fails with
     /// [`ServiceError::ReadsBusy`].
     pub async fn timeline(&self, id: Uuid, points: i64) -> Result<HeldJson, ServiceError> {
         if !TIMELINE_POINTS_RANGE.contains(&points) {
@@ -137,7 +88,7 @@ impl SessionService {
         }
         let session = self.session_row(id).await?;
         let budget = timeline_budget(&session.config, points);
-        let slot = self.read_share(TIMELINE_READ_MEMORY).await?;
+        let slot = self.reads.share(TIMELINE_READ_MEMORY).await?;
         let stored = self.store.timeline(id, &budget).await?;
         let time_source = session.config.time.source;
         // Megabytes of JSON: written off the async runtime, into room for the largest
@@ -156,21 +107,6 @@ impl SessionService {
             json,
             slot: Some(slot),
         })
-    }
-
-    /// A share of the replica's read budget for a read whose answer may take `memory`
-    /// bytes while it is built and sent: one share per [`TIMELINE_READ_MEMORY`] (at least
-    /// one, at most all of them), waited for up to [`READ_WAIT`], else
-    /// [`ServiceError::ReadsBusy`].
-    pub(super) async fn read_share(&self, memory: usize) -> Result<ReadSlot, ServiceError> {
-        let shares = memory
-            .div_ceil(TIMELINE_READ_MEMORY)
-            .clamp(1, read_shares(&self.limits)) as u32;
-        let permit = tokio::time::timeout(READ_WAIT, self.reads.clone().acquire_many_owned(shares))
-            .await
-            .map_err(|_| ServiceError::ReadsBusy)?
-            .map_err(|_| ServiceError::Internal("the read budget is closed".into()))?;
-        Ok(ReadSlot::new(permit))
     }
 }
 

@@ -23,7 +23,8 @@ use crate::common;
 use common::TestServer;
 use serde_json::{Value, json};
 use tvbo::engine::Limits;
-use tvbo::session::timeline::{MAX_TIMELINE_BYTES, TIMELINE_METADATA_BYTES, TIMELINE_READ_MEMORY};
+use tvbo::session::read_budget::TIMELINE_READ_MEMORY;
+use tvbo::session::timeline::{MAX_TIMELINE_BYTES, TIMELINE_METADATA_BYTES};
 
 backend_tests!(
     settings = tvbo::api::RouterSettings::default();
