@@ -172,7 +172,7 @@ fn bench_session_page(c: &mut Criterion) {
                 let answer = service.timeline(id, DEFAULT_TIMELINE_POINTS).await.unwrap();
                 let timeline: serde_json::Value = serde_json::from_slice(&answer.json).unwrap();
                 assert_eq!(timeline["observation_count"], session.observation_count);
-                service.best(id, None).await.unwrap();
+                service.best(id, None, Default::default()).await.unwrap();
             })
         })
     });
@@ -183,7 +183,9 @@ fn bench_session_page(c: &mut Criterion) {
         b.iter(|| runtime.block_on(async { store.load_history(id).await.unwrap() }))
     });
     group.bench_function(format!("best/{OBSERVATIONS}"), |b| {
-        b.iter(|| runtime.block_on(async { service.best(id, None).await.unwrap() }))
+        b.iter(|| {
+            runtime.block_on(async { service.best(id, None, Default::default()).await.unwrap() })
+        })
     });
     group.bench_function(format!("timeline/{OBSERVATIONS}"), |b| {
         b.iter(|| {

@@ -14,7 +14,9 @@ use crate::api::extract::{
     Authenticated, IdempotencyHeader, JsonBody, MAX_PREDICT_BODY_BYTES, QueryParams, RawJson,
     SessionId, has_member, parse_json,
 };
+use crate::domain::InvalidInput;
 use crate::domain::config::CreateSession;
+use crate::domain::space::Params;
 use crate::session::idempotency::Once;
 use crate::session::listing::{AlgorithmName, ListCursor, ListingQuery, ObservationListing};
 use crate::session::read_budget::HeldJson;
@@ -230,6 +232,43 @@ pub async fn suggest(
         })
         .await?;
     Ok(once_answer(outcome))
+}
+
+/// Query of the suggestion listing.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ListSuggestionsQuery {
+    /// Which suggestions: `pending` (the default and, for now, the only one: handed out
+    /// and neither observed, failed, abandoned nor expired at a later suggest).
+    #[param(inline)]
+    pub status: Option<SuggestionListStatus>,
+}
+
+/// The suggestions a listing asks for.
+#[derive(Clone, Copy, Debug, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum SuggestionListStatus {
+    Pending,
+}
+
+/// List a session's pending suggestions, oldest first: what a client that stopped holds
+/// and may abandon (`DELETE …/suggestions/{suggestion_id}`). At most the session's cap on
+/// pending suggestions (`TVBO_MAX_PENDING_SUGGESTIONS`, 256).
+#[utoipa::path(get, path = "/v1/sessions/{id}/suggestions", tag = "optimisation",
+    params(SessionId, ListSuggestionsQuery),
+    responses(
+        (status = 200, description = "The pending suggestions, oldest first", body = SuggestResponse),
+        (status = 404, description = "No such session", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "`status` is not `pending` (`invalid-query`)", body = Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn list_suggestions(
+    State(state): State<AppState>,
+    SessionId(id): SessionId,
+    QueryParams(query): QueryParams<ListSuggestionsQuery>,
+) -> ApiResult<Json<SuggestResponse>> {
+    let SuggestionListStatus::Pending = query.status.unwrap_or(SuggestionListStatus::Pending);
+    Ok(Json(state.service.pending_suggestions(id).await?))
 }
 
 /// Record one observation, or several (`{"observations": [...]}`, all or nothing).
@@ -502,23 +541,38 @@ pub struct BestQuery {
     /// Session time (default: now, or the latest observation's time in client-time sessions).
     #[param(minimum = -1e10, maximum = 1e10)]
     pub t: Option<f64>,
+    /// Parameters held at given values, as a JSON object (`{"load": 0.7}`, URL-encoded):
+    /// the best setting of the others given them. A context session's context parameters
+    /// not given are held at the newest observation's values.
+    pub fixed: Option<String>,
 }
 
-/// The current recommendation: the best setting under the posterior mean at time t.
+/// The current recommendation: the best setting under the posterior mean at time t,
+/// given the parameters `fixed` holds (a context session's context: by default, the
+/// newest observation's).
 #[utoipa::path(get, path = "/v1/sessions/{id}/best", tag = "insight",
     params(SessionId, BestQuery),
     responses(
         (status = 200, description = "The recommendation", body = Best),
         (status = 404, description = "No such session", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The session has no active observations to recommend from", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "`t` is not a finite number", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "`t` is not a finite number, or `fixed` is not a JSON object of this session's parameters and values (naming the field, e.g. `fixed.load`)", body = Problem, content_type = "application/problem+json"),
     ))]
 pub async fn best(
     State(state): State<AppState>,
     SessionId(id): SessionId,
     QueryParams(query): QueryParams<BestQuery>,
 ) -> ApiResult<Json<Best>> {
-    Ok(Json(state.service.best(id, query.t).await?))
+    let fixed = match query.fixed.as_deref() {
+        None => Params::new(),
+        Some(text) => serde_json::from_str(text).map_err(|_| {
+            ApiError::invalid(InvalidInput::new(
+                "fixed",
+                "must be a JSON object of parameter names and values, e.g. {\"load\": 0.7}",
+            ))
+        })?,
+    };
+    Ok(Json(state.service.best(id, query.t, fixed).await?))
 }
 
 /// Liveness: the process answers.

@@ -115,6 +115,7 @@ impl Default for RouterSettings {
         handlers::get_session,
         handlers::delete_session,
         handlers::suggest,
+        handlers::list_suggestions,
         handlers::abandon_suggestion,
         handlers::observe,
         handlers::list_observations,
@@ -444,7 +445,10 @@ pub fn router(store: Arc<dyn Store>, settings: RouterSettings) -> Router {
             "/v1/sessions/{id}",
             get(handlers::get_session).delete(handlers::delete_session),
         )
-        .route("/v1/sessions/{id}/suggestions", post(handlers::suggest))
+        .route(
+            "/v1/sessions/{id}/suggestions",
+            post(handlers::suggest).get(handlers::list_suggestions),
+        )
         .route(
             "/v1/sessions/{id}/suggestions/{suggestion_id}",
             delete(handlers::abandon_suggestion),

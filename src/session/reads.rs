@@ -13,6 +13,7 @@ use crate::domain::InvalidInput;
 use crate::domain::config::TimeSource;
 use crate::domain::input::MAX_METADATA_BYTES;
 use crate::domain::records::History;
+use crate::domain::space::Params;
 use crate::domain::time::{MAX_CLIENT_TIME, wall_time};
 use crate::engine::lead;
 use crate::engine::reads::{model_reading, relevance};
@@ -20,6 +21,7 @@ use crate::policy::response_time::fit_response_time;
 use crate::session::views::{
     Best, ComputeTimeView, ModelView, Observation, ObservationList, PredictRequest,
     PredictResponse, Prediction, RegretReport, ResponseTimeSampleView, ResponseTimeView,
+    SuggestResponse, Suggestion,
 };
 use crate::store::{ObservationQuery, ObservationSort, SortOrder};
 
@@ -60,6 +62,15 @@ impl SessionService {
             .map_err(|e| ServiceError::Internal(format!("listing task failed: {e}")))?
             .map_err(|e| ServiceError::Internal(format!("listing JSON: {e}")))?;
         Ok(HeldJson { json, slot })
+    }
+
+    /// The session's pending suggestions, oldest first.
+    pub async fn pending_suggestions(&self, id: Uuid) -> Result<SuggestResponse, ServiceError> {
+        self.session_row(id).await?;
+        let rows = self.store.pending_suggestions(id).await?;
+        Ok(SuggestResponse {
+            suggestions: rows.iter().map(Suggestion::from).collect(),
+        })
     }
 
     /// A page of the session's observations as `listing` filters, orders and places it,
@@ -247,9 +258,24 @@ impl SessionService {
 
     /// The maximiser of the posterior mean at time t (the arm with the best mean for arm
     /// sessions).
-    pub async fn best(&self, id: Uuid, t: Option<f64>) -> Result<Best, ServiceError> {
+    pub async fn best(
+        &self,
+        id: Uuid,
+        t: Option<f64>,
+        mut fixed: Params,
+    ) -> Result<Best, ServiceError> {
         let history = self.history(id).await?;
         let t = Self::query_time(&history, t)?;
+        let space = history.session.config.space();
+        // A context not given is the newest observation's: where the system is now.
+        if let Some(newest) = history.active.iter().max_by_key(|o| o.seq) {
+            for p in space.parameters().iter().filter(|p| p.context) {
+                if let Some(value) = newest.params.get(&p.name) {
+                    fixed.entry(p.name.clone()).or_insert_with(|| value.clone());
+                }
+            }
+        }
+        let coordinates = space.fixed_coordinates(&fixed)?;
         let cache = self.models.clone();
         self.blocking_on_cores(id, move |cores| -> Result<Best, ServiceError> {
             let config = &history.session.config;
@@ -260,13 +286,16 @@ impl SessionService {
                 ))
             })?;
             let space = config.space();
-            let (x, arm) = model.recommend(config, t, &[], cores);
+            let (x, arm) = model.recommend(config, t, &coordinates, cores);
             let (mean, std) = model
                 .predict(&x, t)
                 .expect("the recommendation is one of the arms");
+            // The values held, exactly (the unit cube's round trip may move the last digit).
+            let mut params = space.from_unit(&x);
+            params.extend(fixed);
             Ok(Best {
                 t,
-                params: space.from_unit(&x),
+                params,
                 arm,
                 mean: config.goal.sign() * mean,
                 std,

@@ -279,12 +279,40 @@ impl SessionService {
         tenant: &str,
         request: CreateSession,
     ) -> Result<(Session, Resumed), ServiceError> {
-        if request.name.as_deref().is_none_or(str::is_empty) {
+        let Some(name) = request.name.as_deref().filter(|name| !name.is_empty()) else {
             return Err(
                 InvalidInput::new("name", "is required to resume a session by name").into(),
             );
+        };
+        if request.parameters.is_empty() {
+            return self.resume_by_name(tenant, name).await;
         }
         self.create_or_resume(tenant, request, None).await
+    }
+
+    /// Resume by the name alone (Optuna's `load_if_exists`): the tenant's newest session
+    /// of `name` as it is, or a 422 naming `parameters`, which a new one would need.
+    async fn resume_by_name(
+        &self,
+        tenant: &str,
+        name: &str,
+    ) -> Result<(Session, Resumed), ServiceError> {
+        match self.store.newest_named_session(tenant, name).await {
+            Ok(Some(existing)) => Ok((Session::from(existing), Resumed::Yes)),
+            Ok(None) => Err(InvalidInput::new(
+                "parameters",
+                format!(
+                    "is required: this tenant has no session named {name:?} to resume, and a \
+                     new one needs its configuration"
+                ),
+            )
+            .into()),
+            Err(StoreError::Corrupt(e)) => {
+                tracing::error!(%tenant, error = %e, "a session resumed by name does not read back (run `tvbo check`)");
+                Err(unreadable_by_name())
+            }
+            Err(e) => Err(e.into()),
+        }
     }
 
     async fn create_or_resume(
@@ -301,7 +329,7 @@ impl SessionService {
         let config = self
             .blocking(id, move || new_session_config(request, seed))
             .await??;
-        let row = new_session_row(id, tenant, config, Utc::now());
+        let row = new_session_row(id, tenant, config, stored_now());
         let session = Session::from(row.clone());
         let record = idempotency.map(|k| k.record(row.id, 201, &session));
         let max = self.max_sessions_per_tenant;
@@ -342,12 +370,7 @@ impl SessionService {
             // why): the client can delete it (the listing names it) or ask for another.
             Err(StoreError::Corrupt(e)) if resume => {
                 tracing::error!(%tenant, error = %e, "a session resumed by name does not read back (run `tvbo check`)");
-                Err(ServiceError::Conflict(InvalidInput::new(
-                    "name",
-                    "the session of this name does not read back from the database (the \
-                     listing names it `unreadable`, `tvbo check` says why): delete it, or \
-                     ask for another name",
-                )))
+                Err(unreadable_by_name())
             }
             Err(e) => Err(e.into()),
         }
@@ -390,7 +413,7 @@ impl SessionService {
             )
             .into());
         }
-        let (arrived, limits, t) = (Utc::now(), self.limits, request.t);
+        let (arrived, limits, t) = (stored_now(), self.limits, request.t);
         let fixed = request.fixed.unwrap_or_default();
         let fixed = &fixed;
         let _guard = self.lock(id).await;
@@ -418,7 +441,7 @@ impl SessionService {
     /// abandoned; a second abandon changes nothing (not even the session's version,
     /// unless it races the first).
     pub async fn abandon(&self, id: Uuid, suggestion_id: Uuid) -> Result<(), ServiceError> {
-        let (now, limits) = (Utc::now(), self.limits);
+        let (now, limits) = (stored_now(), self.limits);
         let _guard = self.lock(id).await;
         let stored = self.store.get_suggestion(id, suggestion_id).await?;
         if stored.is_some_and(|row| row.status == SuggestionStatus::Abandoned) {
@@ -527,7 +550,7 @@ impl SessionService {
             )
             .into());
         }
-        let (arrived, limits) = (Utc::now(), self.limits);
+        let (arrived, limits) = (stored_now(), self.limits);
         let _guard = self.lock(id).await;
         self.commit_with_retry(id, idempotency, |snapshot| {
             let inputs = inputs.clone();
@@ -572,4 +595,20 @@ impl SessionService {
         })
         .await
     }
+}
+
+/// The answer to a resume whose session of the name does not read back (`tvbo check`
+/// says why): the client can delete it (the listing names it) or ask for another name.
+fn unreadable_by_name() -> ServiceError {
+    ServiceError::Conflict(InvalidInput::new(
+        "name",
+        "the session of this name does not read back from the database (the listing names \
+         it `unreadable`, `tvbo check` says why): delete it, or ask for another name",
+    ))
+}
+
+/// Now, to the microsecond the store keeps: what a change answers reads back the same.
+fn stored_now() -> chrono::DateTime<Utc> {
+    use chrono::SubsecRound;
+    Utc::now().trunc_subsecs(6)
 }

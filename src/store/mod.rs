@@ -269,6 +269,12 @@ pub trait Store: Outbox + Send + Sync + 'static {
         resume: bool,
     ) -> Result<Creation, StoreError>;
     async fn get_session(&self, id: Uuid) -> Result<Option<SessionRow>, StoreError>;
+    /// The tenant's newest session named `name`, if any.
+    async fn newest_named_session(
+        &self,
+        tenant: &str,
+        name: &str,
+    ) -> Result<Option<SessionRow>, StoreError>;
     /// The sessions `query` selects, in its order. A row that does not decode is listed
     /// with its error; only a row whose id, sort key or activity time does not is an
     /// error.
@@ -318,6 +324,10 @@ pub trait Store: Outbox + Send + Sync + 'static {
         session_id: Uuid,
         suggestion_id: Uuid,
     ) -> Result<Option<SuggestionRow>, StoreError>;
+    /// The session's pending suggestions (handed out, neither observed, failed, abandoned
+    /// nor marked expired), by ordinal.
+    async fn pending_suggestions(&self, session_id: Uuid)
+    -> Result<Vec<SuggestionRow>, StoreError>;
     /// Observations with seq > `after`, ascending, at most `limit`.
     async fn list_observations(
         &self,

@@ -499,16 +499,7 @@ macro_rules! store_on {
                 .iter()
                 .map(observation_from_row)
                 .collect::<Result<Vec<_>, _>>()?;
-                let pending = sqlx::query(
-                    "SELECT * FROM suggestions WHERE session_id = $1 AND status = 'pending' \
-                     ORDER BY ordinal",
-                )
-                .bind(&key)
-                .fetch_all(&mut *c)
-                .await?
-                .iter()
-                .map(suggestion_from_row)
-                .collect::<Result<Vec<_>, _>>()?;
+                let pending = pending_suggestions(&mut *c, id).await?;
                 let recent_delays = sqlx::query(
                     "SELECT o.t - g.issued_t AS delay FROM observations o \
                      JOIN suggestions g ON g.id = o.suggestion_id \
@@ -542,6 +533,23 @@ macro_rules! store_on {
                     ended_runs: usize::try_from(ended_runs)
                         .map_err(|e| corrupt("ended run count", e))?,
                 }))
+            }
+
+            /// The session's pending suggestions, by ordinal.
+            pub(super) async fn pending_suggestions(
+                c: &mut Connection,
+                session_id: Uuid,
+            ) -> Result<Vec<SuggestionRow>, StoreError> {
+                sqlx::query(
+                    "SELECT * FROM suggestions WHERE session_id = $1 AND status = 'pending' \
+                     ORDER BY ordinal",
+                )
+                .bind(session_id.to_string())
+                .fetch_all(&mut *c)
+                .await?
+                .iter()
+                .map(suggestion_from_row)
+                .collect()
             }
 
             pub(super) async fn get_suggestion(
@@ -1000,6 +1008,15 @@ macro_rules! store_on {
                     queries::get_session(&mut *self.pool.acquire().await?, id).await
                 }
 
+                async fn newest_named_session(
+                    &self,
+                    tenant: &str,
+                    name: &str,
+                ) -> Result<Option<SessionRow>, StoreError> {
+                    let c = &mut *self.pool.acquire().await?;
+                    queries::newest_named_session(c, tenant, name).await
+                }
+
                 async fn list_sessions(
                     &self,
                     query: &$crate::store::SessionQuery<'_>,
@@ -1085,6 +1102,14 @@ macro_rules! store_on {
                 ) -> Result<Option<SuggestionRow>, StoreError> {
                     let mut c = self.pool.acquire().await?;
                     queries::get_suggestion(&mut c, session_id, suggestion_id).await
+                }
+
+                async fn pending_suggestions(
+                    &self,
+                    session_id: Uuid,
+                ) -> Result<Vec<SuggestionRow>, StoreError> {
+                    let mut c = self.pool.acquire().await?;
+                    queries::pending_suggestions(&mut c, session_id).await
                 }
 
                 async fn list_observations(

@@ -61,6 +61,15 @@ impl Store for MeteredStore {
         timed("get_session", self.inner.get_session(id)).await
     }
 
+    async fn newest_named_session(
+        &self,
+        tenant: &str,
+        name: &str,
+    ) -> Result<Option<SessionRow>, StoreError> {
+        let found = self.inner.newest_named_session(tenant, name);
+        timed("newest_named_session", found).await
+    }
+
     async fn list_sessions(
         &self,
         query: &SessionQuery<'_>,
@@ -130,6 +139,17 @@ impl Store for MeteredStore {
         timed(
             "get_suggestion",
             self.inner.get_suggestion(session_id, suggestion_id),
+        )
+        .await
+    }
+
+    async fn pending_suggestions(
+        &self,
+        session_id: Uuid,
+    ) -> Result<Vec<SuggestionRow>, StoreError> {
+        timed(
+            "pending_suggestions",
+            self.inner.pending_suggestions(session_id),
         )
         .await
     }

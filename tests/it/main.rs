@@ -15,6 +15,7 @@ mod access;
 mod api_contract;
 mod bad_input;
 mod bounded_reads;
+mod context_sessions;
 mod delivery_fairness;
 mod deploy_docs;
 mod engine_parity;

@@ -266,6 +266,9 @@ pub struct CreateSession {
     #[schema(max_length = 200)]
     pub name: Option<String>,
     pub goal: Option<Goal>,
+    /// Required, but in a request that resumes an existing session by its name alone
+    /// (`{"name": …, "resume": true}`).
+    #[serde(default)]
     #[schema(min_items = 1, max_items = 32)]
     pub parameters: Vec<ParameterSpec>,
     #[schema(min_items = 1, max_items = 10000)]
@@ -282,8 +285,9 @@ pub struct CreateSession {
     /// `true`: answer the caller's session of this `name` when there is one (200; the
     /// newest, when older duplicates exist), and create it from this request only when
     /// there is none (201). The existing session must have the configuration this
-    /// request would make (a 409 names the first field that differs). Default `false`:
-    /// always a new session.
+    /// request would make (a 409 names the first field that differs); a request of the
+    /// name alone (no `parameters`) takes the session as it is, and is a 422 naming
+    /// `parameters` when there is none to resume. Default `false`: always a new session.
     pub resume: Option<bool>,
 }
 
