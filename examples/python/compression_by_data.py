@@ -128,7 +128,7 @@ def main() -> None:
             kind, load = kind_at(t, rng), round(load_at(t), 3)
             data = batch(kind, rng)
             (suggestion,) = session.suggest(t=t, fixed={"data": kind, "load": load})
-            codec, level = suggestion.params["codec"], suggestion.params["level"]
+            codec, level = str(suggestion.params["codec"]), int(suggestion.params["level"])
             value = cost(codec, level, data, load)
             session.observe(suggestion, value, t=t + 1.0, metadata={"bytes": len(data)})
             if step % 6 == 5:
@@ -140,7 +140,7 @@ def main() -> None:
             data = batch(kind, rng)
             for load in (0.1, 0.9):
                 (s,) = session.suggest(t=t, fixed={"data": kind, "load": load})
-                ours = cost(s.params["codec"], s.params["level"], data, load)
+                ours = cost(str(s.params["codec"]), int(s.params["level"]), data, load)
                 codec, level, best = cheapest(data, load)
                 print(
                     f"{kind:6}  {load:.1f}   {s.params['codec']:4} {s.params['level']}  {ours:.4f}"

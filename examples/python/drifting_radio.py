@@ -87,7 +87,10 @@ def main() -> None:
         for step in range(steps):
             t = step * DAY / steps
             (suggestion,) = session.suggest(t=t)
-            power, channel = suggestion.params["power_dbm"], suggestion.params["channel"]
+            power, channel = (
+                float(suggestion.params["power_dbm"]),
+                int(suggestion.params["channel"]),
+            )
             true_value = link_value(power, channel, t)
             best_value, best_power, best_channel = optimum(t)
             regret = max(0.0, best_value - true_value)

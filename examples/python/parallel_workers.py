@@ -77,13 +77,14 @@ def main() -> None:
             most_running = max(most_running, running)
         time.sleep(random.uniform(0.2, 0.6))
         ws = working_set_mb()
-        value = latency_ms(params["cache_mb"], params["samples"], ws)
+        cache_mb, samples = float(params["cache_mb"]), int(params["samples"])
+        value = latency_ms(cache_mb, samples, ws)
         with lock:
             running -= 1
             regrets.append(value - best_latency_ms(ws))
             print(
-                f"{threading.current_thread().name:17s} cache {params['cache_mb']:6.0f} MiB  "
-                f"samples {params['samples']:2.0f}  working set {ws:6.0f} MiB  "
+                f"{threading.current_thread().name:17s} cache {cache_mb:6.0f} MiB  "
+                f"samples {samples:2d}  working set {ws:6.0f} MiB  "
                 f"latency {value:5.2f} ms  regret {regrets[-1]:5.2f} ms"
             )
         return value

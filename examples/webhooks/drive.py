@@ -21,7 +21,7 @@ for step in range(120):
     t = float(step)
     centre = 0.2 if t < 60 else 0.8
     suggestion = session.suggest(t=t)[0]
-    x = suggestion.params["x"]
+    x = float(suggestion.params["x"])
     value = math.exp(-((x - centre) ** 2) / 0.02) + rng.gauss(0, 0.05)
     session.observe(suggestion, value, t=t)
 print("events:", [event.kind for event in session.events()])

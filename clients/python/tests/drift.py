@@ -7,6 +7,7 @@ required on one side only, nullability, and the JSON types a value may take.
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
 import typing
 from datetime import datetime
@@ -55,7 +56,8 @@ def model_types(tp: Any) -> JsonTypes:
         return {"any"}
     if origin in (list, List):
         return {"array"}
-    if origin in (dict, Dict) or dataclasses.is_dataclass(tp) or hasattr(tp, "__required_keys__"):
+    mappings = (dict, Dict, collections.abc.Mapping)
+    if origin in mappings or dataclasses.is_dataclass(tp) or hasattr(tp, "__required_keys__"):
         return {"object"}
     if tp is int:
         return {"integer", "number"}

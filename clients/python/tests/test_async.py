@@ -15,7 +15,7 @@ from .server import Server
 
 
 def objective(p: tvbo.Params) -> float:
-    return float(-((p["x"] - 3.0) ** 2))
+    return -((float(p["x"]) - 3.0) ** 2)
 
 
 def test_async_client_covers_every_method(server: Server) -> None:
@@ -90,7 +90,9 @@ def test_async_optimize_raises_the_first_error(server: Server) -> None:
 
             with pytest.raises(ValueError, match="sensor offline"):
                 await s.optimize(failing, iterations=5, workers=2)
-            assert (await s.refresh()).observation_count == 0
+            info = await s.refresh()
+            assert info.observation_count == 0
+            assert info.pending_count == 0  # the suggestions it failed on, abandoned
 
     asyncio.run(main())
 
@@ -113,5 +115,56 @@ def test_async_optimize_stops_when_the_callback_raises(server: Server) -> None:
             # Each worker stopped at its first failing callback: no work went on behind.
             assert len(seen) <= 2
             assert (await s.refresh()).observation_count == len(seen)
+
+    asyncio.run(main())
+
+
+def test_async_values_have_the_types_of_their_parameters(
+    default_server: Server, own_key: str
+) -> None:
+    async def main() -> None:
+        async with tvbo.AsyncClient(default_server.url, own_key) as client:
+            s = await client.create_session(
+                [tvbo.Float("buffer_kb", 0, 8, step=4), tvbo.Float("load", 0, 2, context=True)],
+                model={"warmup": 2},
+            )
+            (sg,) = await s.suggest(fixed={"load": 1.0})
+            assert type(sg.params["buffer_kb"]) is float and type(sg.params["load"]) is float
+            stored = await s.observe(sg, 1.0)
+            assert type(stored.params["load"]) is float
+            assert all([type(o.params["buffer_kb"]) is float async for o in s.observations()])
+            assert type((await s.best()).params["buffer_kb"]) is float
+            listed = [x.info.name async for x in client.sessions(sort="name", order="asc")]
+            assert listed == [""]
+
+    asyncio.run(main())
+
+
+def test_a_cancelled_async_optimize_leaves_nothing_pending(
+    default_server: Server, own_key: str
+) -> None:
+    """Cancelled (as Ctrl-C under asyncio.run cancels the main task) while its tasks
+    measure: the suggestions in hand are abandoned before the cancellation goes on."""
+
+    async def main() -> None:
+        async with tvbo.AsyncClient(default_server.url, own_key) as client:
+            s = await client.create_session([tvbo.Float("x", 0, 1)], model={"warmup": 100})
+            measuring = asyncio.Event()
+
+            async def slow(p: tvbo.Params) -> float:
+                measuring.set()
+                await asyncio.sleep(30)
+                return 1.0
+
+            run = asyncio.ensure_future(s.optimize(slow, iterations=100, workers=4))
+            await measuring.wait()
+            await asyncio.sleep(0.3)  # every task measuring
+            run.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await run
+            info = await s.refresh()
+            assert (info.pending_count, info.observation_count) == (0, 0)
+            timeline = await s.timeline()
+            assert len([r for r in timeline.ended_runs if r.kind == "abandoned"]) == 4
 
     asyncio.run(main())

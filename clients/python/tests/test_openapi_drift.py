@@ -43,6 +43,18 @@ def test_algorithm_names_match_the_schema(spec: Dict[str, Any]) -> None:
     assert set(typing.get_args(models.AlgorithmName)) == names
 
 
+def test_the_session_listing_takes_every_query_parameter(spec: Dict[str, Any]) -> None:
+    """``sessions()`` filters and orders as ``GET /v1/sessions`` does (its ``limit`` is
+    ``page_size``, its ``cursor`` the paging), with the same values."""
+    query = {p["name"]: p["schema"] for p in spec["paths"]["/v1/sessions"]["get"]["parameters"]}
+    assert set(query) - {"limit", "cursor"} == {"name", "algorithm", "sort", "order"}
+    for owner in (tvbo.Client, tvbo.AsyncClient):
+        assert parameters(owner.sessions) == {"page_size", "name", "algorithm", "sort", "order"}
+    assert set(typing.get_args(models.SessionSort)) == set(query["sort"]["enum"])
+    assert set(typing.get_args(models.SortOrder)) == set(query["order"]["enum"])
+    assert set(typing.get_args(models.AlgorithmName)) == set(query["algorithm"]["enum"])
+
+
 def parameters(fn: Any) -> Set[str]:
     return {p for p in inspect.signature(fn).parameters if p not in ("self", "idempotency_key")}
 

@@ -143,12 +143,29 @@ def test_errors_survive_pickling() -> None:
 def test_retries_are_logged_on_the_tvbo_logger(caplog: pytest.LogCaptureFixture) -> None:
     call = _core.post("/v1/sessions", {})
     policy = tvbo.RetryPolicy(retries=2, backoff=0.01)
+    link = _core.Link("http://x", None)
     with caplog.at_level("WARNING", logger="tvbo"):
         _core.wait_after_error(policy, 0, 0.0, call, api_error(503, {"detail": "busy"}))
-        _core.wait_after_lost_answer(policy, 1, 0.1, call, "http://x", httpx.ReadTimeout("slow"))
+        timeout = httpx.Timeout(3.0)
+        link.wait_after_transport_error(policy, 1, 0.1, call, httpx.ReadTimeout("slow"), timeout)
     assert [r.name for r in caplog.records] == ["tvbo", "tvbo"]
     assert "POST /v1/sessions: 503: busy; retry 1" in caplog.records[0].getMessage()
-    assert "no answer (ReadTimeout('slow')); retry 2" in caplog.records[1].getMessage()
+    assert "POST /v1/sessions: no answer from x:80 within 3 s; retry 2" in (
+        caplog.records[1].getMessage()
+    )
+
+
+def test_a_connection_error_is_retried_for_the_connect_deadline_until_an_answer() -> None:
+    policy = tvbo.RetryPolicy(backoff=1.0, max_backoff=1.0)
+    link = _core.Link("https://tvbo.example", None)
+    assert link.hostport == "tvbo.example:443" and link.deadline(policy) == 10.0
+    assert policy.delay(3, None, 9.5, link.deadline(policy)) == pytest.approx(0.5, abs=0.5)
+    assert policy.delay(3, None, 10.0, link.deadline(policy)) is None
+    link.answered = True
+    assert link.deadline(policy) == 60.0
+    # a back-off that would pass the deadline is cut: the last retry is made at it
+    waits = [policy.delay(0, None, 59.9) for _ in range(50)]
+    assert all(w is not None and w <= 0.1 + 1e-9 for w in waits)
 
 
 def test_the_default_policy_retries_until_its_deadline() -> None:

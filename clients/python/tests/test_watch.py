@@ -308,3 +308,17 @@ def test_the_async_watch_ends_on_its_timeout_and_raises_a_4xx(stub: StubStream) 
                     pass
 
     asyncio.run(main())
+
+
+def test_an_id_sent_alone_is_where_a_reconnect_resumes(stub: StubStream) -> None:
+    """A server may name its position before any event (``id:`` without data, which per
+    the standard sets the last event id and dispatches nothing): a reconnect resumes
+    there, with nothing to read from the listings."""
+    stub.plan += [stream(b"retry: 10\nid: 41\n\n", end="drop"), stream(event(42))]
+    with tvbo.Client(stub.url, "k", retry=quick_retry()) as client:
+        assert [e.id for e in client.watch()] == [42]
+    assert [r.path for r in stub.requests] == ["/v1/events"] * 3  # no listing
+    assert [r.headers.get("last-event-id") for r in stub.requests] == [None, "41", "42"]
+    parser = SseParser()
+    assert parser.feed(b"id: 7\n\n") == [] and parser.last_event_id == "7"
+    assert parser.feed(b"id: 8\n") == [] and parser.last_event_id == "7"  # not dispatched yet

@@ -16,6 +16,8 @@ WEBHOOK = {
     "url": "https://hooks.example.com/tvbo",
     "events": ["model-reset"],
     "created_at": "2026-11-28T10:00:00.123456789Z",
+    "state": "active",
+    "consecutive_failures": 0,
 }
 
 
@@ -63,7 +65,13 @@ class Api:
         if method == "DELETE" and path == f"/v1/webhooks/{WEBHOOK['id']}":
             return httpx.Response(204)
         if method == "POST" and path.endswith("/ping"):
-            answer = {"delivered": False, "status": 500, "error": "HTTP 500", "duration_ms": 3.5}
+            answer = {
+                "delivered": False,
+                "status": None,
+                "error": "answered-5xx",
+                "duration_ms": 3.5,
+                "resumed": False,
+            }
             return httpx.Response(200, json=answer)
         if method == "GET" and path.endswith("/deliveries"):
             after = int(request.url.params.get("after", "0"))
@@ -101,7 +109,7 @@ def test_the_sync_client_webhook_calls() -> None:
         assert listed.created_at.microsecond == 123456
         assert client.webhook(listed) == listed == client.webhook(listed.id)
         ping = client.ping_webhook(listed)
-        assert ping == tvbo.WebhookPing(False, 3.5, 500, "HTTP 500")
+        assert ping == tvbo.WebhookPing(False, 3.5, False, None, "answered-5xx")
         deliveries = list(client.webhook_deliveries(listed, page_size=2))
         assert [(d.event, d.state) for d in deliveries] == [
             (1, "delivered"),

@@ -13,6 +13,7 @@ from .client import Client, Session
 from .errors import (
     ApiError,
     BadRequest,
+    ConfigError,
     Conflict,
     ConnectionFailed,
     InvalidField,
@@ -53,6 +54,7 @@ from .models import (
     OptimumMovedOptions,
     ParameterSpec,
     Params,
+    ParamValue,
     Prediction,
     PredictResponse,
     Problem,
@@ -63,6 +65,8 @@ from .models import (
     ResponseTimeSample,
     SessionChanged,
     SessionInfo,
+    SessionSort,
+    SortOrder,
     Suggestion,
     TimeConfig,
     TimeOptions,
@@ -70,6 +74,7 @@ from .models import (
     TrackingOptions,
     Webhook,
     WebhookPing,
+    WebhookState,
 )
 from .signature import verify_signature
 
@@ -88,6 +93,7 @@ __all__ = [
     "Categorical",
     "Client",
     "ComputeTime",
+    "ConfigError",
     "Conflict",
     "ConnectionFailed",
     "DecodeError",
@@ -116,6 +122,7 @@ __all__ = [
     "OptimumMovedOptions",
     "ParameterSpec",
     "Params",
+    "ParamValue",
     "PredictResponse",
     "Prediction",
     "Problem",
@@ -130,7 +137,9 @@ __all__ = [
     "Session",
     "SessionChanged",
     "SessionInfo",
+    "SessionSort",
     "SignatureError",
+    "SortOrder",
     "Suggestion",
     "SuggestionRef",
     "TimeConfig",
@@ -141,6 +150,7 @@ __all__ = [
     "Unauthorized",
     "Webhook",
     "WebhookPing",
+    "WebhookState",
     "__version__",
     "verify_signature",
 ]

@@ -11,12 +11,15 @@ import math
 import os
 import random
 import re
+import socket
+import ssl
 import sys
 import time
 import uuid
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from typing import (
     Any,
+    Callable,
     Dict,
     Iterable,
     List,
@@ -27,13 +30,14 @@ from typing import (
     Tuple,
     TypeVar,
     Union,
+    cast,
 )
 from urllib.parse import quote
 
 import httpx
 
 from . import models
-from .errors import ApiError, ConnectionFailed, TvboError, api_error
+from .errors import ApiError, ConfigError, ConnectionFailed, TvboError, api_error
 from .models import (
     AlgorithmName,
     ArmSpec,
@@ -42,6 +46,8 @@ from .models import (
     ModelOptions,
     ObservationInput,
     ParameterSpec,
+    Params,
+    ParamValue,
     Suggestion,
     TimeOptions,
 )
@@ -52,20 +58,85 @@ log = logging.getLogger("tvbo")
 DEFAULT_BASE_URL = "http://127.0.0.1:8080"
 USER_AGENT = "tvbo-python"
 DEFAULT_TIMEOUT = httpx.Timeout(130.0, connect=10.0)
-"""Per attempt: longer than the server's own limit on a request (``TVBO_REQUEST_TIMEOUT``,
-120 s by default, answered 503 ``timeout``), so that the client does not give up on, and
-then repeat, work that the server is still allowed to finish."""
+"""Per attempt: 10 s to connect, 130 s to wait for an answer. The answer's wait is longer
+than the server's own limit on a request (``TVBO_REQUEST_TIMEOUT``, 120 s by default,
+answered 503 ``timeout``; a suggest on a busy session may legitimately take most of it),
+so that the client never gives up on, and then repeats, work that the server is still
+allowed to finish: the server's 503 says what happened. A server that accepts
+connections and never answers therefore fails a call after 130 s; pass ``timeout=`` (say
+30) where your requests are known to be quick."""
 
 
-def client_settings(base_url: Optional[str], api_key: Optional[str]) -> Tuple[str, Dict[str, str]]:
-    """The base URL (argument, ``$TVBO_URL`` or the default) and the headers of every
-    request (the key from the argument or ``$TVBO_API_KEY``)."""
-    url = (base_url or os.environ.get("TVBO_URL") or DEFAULT_BASE_URL).rstrip("/")
-    key = api_key if api_key is not None else os.environ.get("TVBO_API_KEY")
+def client_settings(
+    base_url: Optional[str], api_key: Optional[str]
+) -> Tuple[str, Dict[str, str], Optional[str]]:
+    """The base URL (argument, ``$TVBO_URL`` or the default), the headers of every request
+    and the API key (the argument or ``$TVBO_API_KEY``, without surrounding whitespace;
+    empty: none). Raises :class:`ConfigError` for a URL without ``http://`` or
+    ``https://`` and for a key with a control character or one outside printable ASCII
+    (its text never shows the key)."""
+    url = (base_url or os.environ.get("TVBO_URL") or DEFAULT_BASE_URL).strip().rstrip("/")
+    url_source = "base_url" if base_url else "$TVBO_URL" if os.environ.get("TVBO_URL") else ""
+    check_base_url(url, url_source or "base_url")
+    from_env = api_key is None
+    key = os.environ.get("TVBO_API_KEY") if from_env else api_key
+    key = key.strip() if key is not None else None
     headers = {"User-Agent": USER_AGENT}
     if key:
+        check_api_key(key, "$TVBO_API_KEY" if from_env else "api_key")
         headers["Authorization"] = f"Bearer {key}"
-    return url, headers
+    return url, headers, key or None
+
+
+def check_base_url(url: str, source: str) -> None:
+    """:class:`ConfigError` unless ``url`` is an absolute http or https URL with a host."""
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, ValueError, TypeError) as e:
+        raise ConfigError(f"{source} {url!r} is not a URL ({e})") from None
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        guess = url.split("://", 1)[-1]
+        raise ConfigError(
+            f"{source} {url!r} needs an http:// or https:// scheme and a host, "
+            f"e.g. 'http://{guess}'"
+        )
+
+
+def check_api_key(key: str, source: str) -> None:
+    """:class:`ConfigError` for a key (surrounding whitespace already removed) holding a
+    character an HTTP header cannot carry or a key never holds: a control character, a
+    space, anything outside printable ASCII. The text says where, never what the key is."""
+    for position, char in enumerate(key, 1):
+        code = ord(char)
+        if 0x21 <= code <= 0x7E:
+            continue
+        if code < 0x20 or code == 0x7F:
+            what = f"a control character (U+{code:04X})"
+        elif code == 0x20:
+            what = "a space"
+        else:
+            what = "a character outside printable ASCII"
+        raise ConfigError(
+            f"{source}: the API key has {what} at position {position} of {len(key)}; a key "
+            "is printable ASCII (tvbo_…): check how it was read or pasted"
+        )
+
+
+def redact(text: str, secret: Optional[str]) -> str:
+    """``text`` with the API key replaced (an error's text may quote a header)."""
+    return text.replace(secret, "<the API key>") if secret else text
+
+
+def carries(error: BaseException, secret: Optional[str]) -> bool:
+    """Whether ``error`` or an exception it chains quotes ``secret``."""
+    seen: set[int] = set()
+    current: Optional[BaseException] = error
+    while secret and current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if secret in str(current) or secret in repr(current.args):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def session_path(session_id: str) -> str:
@@ -73,7 +144,7 @@ def session_path(session_id: str) -> str:
     return f"/v1/sessions/{quote(session_id, safe='')}"
 
 
-SuggestionRef = Union[Suggestion, str, Mapping[str, Any]]
+SuggestionRef = Union[Suggestion, str, Mapping[str, ParamValue]]
 """What an observation is for: a :class:`Suggestion`, a suggestion's id, or a setting
 of the client's own (a mapping of parameter name to value)."""
 
@@ -114,6 +185,29 @@ def page_call(path: str, after: Optional[int], page_size: int, **params: str) ->
     return Call("GET", path, params=query)
 
 
+def sessions_query(
+    page_size: int,
+    cursor: Optional[str],
+    name: Optional[str],
+    algorithm: Optional[str],
+    sort: Optional[str],
+    order: Optional[str],
+) -> Dict[str, str]:
+    """The query of a page of ``GET /v1/sessions``: the filters and order (None: the
+    server's default), and the cursor of the page."""
+    query = {"limit": str(page_size)}
+    for key, value in (
+        ("name", name),
+        ("algorithm", algorithm),
+        ("sort", sort),
+        ("order", order),
+        ("cursor", cursor),
+    ):
+        if value is not None:
+            query[key] = value
+    return query
+
+
 def post(path: str, body: Any, idempotency_key: Optional[str] = None) -> Call:
     """A POST with a fresh idempotency key unless one is given."""
     return Call("POST", path, json=body, idempotency_key=idempotency_key or str(uuid.uuid4()))
@@ -126,12 +220,18 @@ class RetryPolicy:
     A request is retried after a connection error or timeout, a 429, a 503, or a 409
     ``concurrent-change``, for as long as the retry would start within ``deadline``
     seconds of the first attempt (default 60: long enough to ride through a server's
-    restart) and, if ``retries`` is set, at most ``retries`` times. The wait is the
-    answer's ``Retry-After`` when it gives one (honoured up to ``max_retry_after``
-    seconds; a longer one is raised at once), else a "full jitter" back-off: uniform in
-    ``[0, min(max_backoff, backoff * 2**attempt)]``. ``total`` bounds the whole call,
-    attempts and waits (default 180 s; None: unbounded): each attempt's timeout is cut to
-    what is left of it, so a server that hangs holds a call no longer.
+    restart) and, if ``retries`` is set, at most ``retries`` times. Until the client has
+    had an answer from the server (any answer, to any request), a connection error is
+    retried for ``connect_deadline`` seconds only (default 10: a server that is starting
+    is up by then; a wrong URL or a server that is not running is said in 10 s, not 60).
+    Errors no retry can fix are raised at once: a host name that does not resolve, a TLS
+    failure (https:// to an http port, an untrusted certificate), an answer that is not
+    HTTP. The wait is the answer's ``Retry-After`` when it gives one (honoured up to
+    ``max_retry_after`` seconds; a longer one is raised at once), else a "full jitter"
+    back-off: uniform in ``[0, min(max_backoff, backoff * 2**attempt)]``. ``total``
+    bounds the whole call, attempts and waits (default 180 s; None: unbounded): each
+    attempt's timeout is cut to what is left of it, so a server that hangs holds a call
+    no longer.
     """
 
     retries: Optional[int] = None
@@ -140,6 +240,7 @@ class RetryPolicy:
     max_retry_after: float = 60.0
     deadline: float = 60.0
     total: Optional[float] = 180.0
+    connect_deadline: float = 10.0
 
     def attempt_timeout(self, configured: httpx.Timeout, elapsed: float) -> httpx.Timeout:
         """The timeout of an attempt ``elapsed`` seconds into the call: ``configured``,
@@ -159,24 +260,203 @@ class RetryPolicy:
         )
 
     def delay(
-        self, attempt: int, retry_after: Optional[float], elapsed: float = 0.0
+        self,
+        attempt: int,
+        retry_after: Optional[float],
+        elapsed: float = 0.0,
+        deadline: Optional[float] = None,
     ) -> Optional[float]:
         """Seconds to wait before retry number ``attempt + 1``, ``elapsed`` seconds after
-        the first attempt began; None: give up."""
-        if self.retries is not None and attempt >= self.retries:
+        the first attempt began, the retry starting within ``deadline`` (default: the
+        policy's; a back-off that would pass it is cut short, so the last retry is made at
+        the deadline); None: give up."""
+        limit = self.deadline if deadline is None else deadline
+        if (self.retries is not None and attempt >= self.retries) or elapsed >= limit:
             return None
         if retry_after is not None:
             if retry_after > self.max_retry_after:
                 return None
             wait = retry_after + random.uniform(0.0, min(0.1, self.backoff))
+            if elapsed + wait > limit:
+                return None  # the server asks for longer than is left
         else:
             wait = random.uniform(0.0, min(self.max_backoff, self.backoff * (2.0**attempt)))
+            wait = min(wait, limit - elapsed)  # the last retry at the deadline, not before
         within_total = self.total is None or elapsed + wait < self.total
-        return wait if elapsed + wait <= self.deadline and within_total else None
+        return wait if within_total else None
 
 
-RETRYABLE_TRANSPORT = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
-"""httpx errors after which a request is retried (it never got an answer)."""
+@dataclasses.dataclass(frozen=True)
+class Failure:
+    """What a transport error means: ``text`` (host and port, what happened; never the
+    key), and ``stage``: ``connect`` (no connection was made), ``answer`` (connected, no
+    whole answer) or ``fatal`` (no retry can fix it)."""
+
+    text: str
+    stage: str
+
+
+def _root(error: BaseException) -> Optional[BaseException]:
+    """The OS or TLS error under an httpx error (httpx chains httpcore's, which chains
+    the socket's)."""
+    seen: set[int] = set()
+    current: Optional[BaseException] = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, (OSError, ssl.SSLError)):
+            return current
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _seconds(value: Optional[float]) -> str:
+    return "its timeout" if value is None else f"{value:g} s"
+
+
+class Link:
+    """What a client knows of its server, for its retries and its errors: the base URL,
+    ``host:port``, the API key (to keep it out of every error's text), and whether the
+    server has ever answered (``answered``: any HTTP answer to any request). Until it has,
+    a connection error is retried for the policy's ``connect_deadline`` only."""
+
+    def __init__(self, base_url: str, secret: Optional[str]) -> None:
+        self.base_url = base_url
+        self.secret = secret
+        url = httpx.URL(base_url)
+        port = url.port or (443 if url.scheme == "https" else 80)
+        self.scheme = url.scheme
+        self.host = url.host
+        self.hostport = f"[{url.host}]:{port}" if ":" in url.host else f"{url.host}:{port}"
+        self.answered = False
+
+    def failure(self, error: BaseException, timeout: Optional[httpx.Timeout] = None) -> Failure:
+        """What ``error`` (an httpx error) means, for a retry and for the user."""
+        where = self.hostport
+        root = _root(error)
+        message = redact(str(error), self.secret)
+        if isinstance(error, httpx.ConnectTimeout):
+            connect = None if timeout is None else timeout.connect
+            return Failure(f"no connection to {where} within {_seconds(connect)}", "connect")
+        if isinstance(error, httpx.ReadTimeout):
+            read = None if timeout is None else timeout.read
+            return Failure(f"no answer from {where} within {_seconds(read)}", "answer")
+        if isinstance(error, httpx.WriteTimeout):
+            write = None if timeout is None else timeout.write
+            return Failure(
+                f"could not send the request to {where} within {_seconds(write)}", "answer"
+            )
+        if isinstance(error, httpx.PoolTimeout):
+            return Failure("no free connection in the client's pool in time", "answer")
+        if isinstance(root, socket.gaierror):
+            if root.errno == getattr(socket, "EAI_AGAIN", None):
+                return Failure(
+                    f"cannot resolve the host {self.host!r} for now ({root.strerror})", "connect"
+                )
+            return Failure(
+                f"cannot resolve the host {self.host!r} ({root.strerror}): check the URL",
+                "fatal",
+            )
+        if isinstance(root, ssl.SSLError):
+            text = f"TLS with {where} failed ({redact(str(root), self.secret)})"
+            reason = str(getattr(root, "reason", "") or root)
+            if isinstance(root, ssl.SSLCertVerificationError):
+                text += ": its certificate is not trusted"
+            elif any(
+                s in reason.upper()
+                for s in ("WRONG_VERSION", "RECORD_LAYER", "UNKNOWN_PROTOCOL", "PACKET_LENGTH")
+            ):
+                text += f": is it an http:// server? (the URL says {self.scheme}://)"
+            return Failure(text, "fatal")
+        if isinstance(error, (httpx.UnsupportedProtocol, httpx.LocalProtocolError)):
+            return Failure(f"the request could not be sent ({message})", "fatal")
+        if isinstance(error, httpx.ProxyError):
+            return Failure(f"the HTTP proxy failed ({message})", "fatal")
+        if isinstance(error, httpx.RemoteProtocolError):
+            lowered = message.lower()
+            if "without sending a response" in lowered:
+                return Failure(f"{where} closed the connection without an answer", "answer")
+            if "peer closed" in lowered or "incomplete" in lowered:
+                return Failure(
+                    f"{where} closed the connection in the middle of the answer", "answer"
+                )
+            return Failure(
+                f"what answers at {where} does not speak HTTP/1.1 ({message[:200]}): "
+                "is the URL the tvbo server's?",
+                "fatal",
+            )
+        stage = "connect" if isinstance(error, httpx.ConnectError) else "answer"
+        if isinstance(root, ConnectionRefusedError):
+            return Failure(f"connection refused by {where}", stage)
+        if isinstance(root, ConnectionResetError):
+            return Failure(f"connection reset by {where}", stage)
+        if isinstance(root, (ConnectionAbortedError, BrokenPipeError)):
+            return Failure(f"connection closed by {where}", stage)
+        if isinstance(root, OSError) and root.strerror:
+            return Failure(f"{where}: {root.strerror}", stage)
+        if isinstance(error, httpx.TransportError):
+            return Failure(f"{where}: {type(error).__name__}: {message}", stage)
+        return Failure(f"{where}: {type(error).__name__}: {message}", "fatal")
+
+    def deadline(self, retry: RetryPolicy) -> float:
+        """How long after a call's first attempt a connection error may still be retried:
+        the policy's ``connect_deadline`` until the server has answered once."""
+        return retry.deadline if self.answered else min(retry.connect_deadline, retry.deadline)
+
+    def note(self, failure: Failure, retry: RetryPolicy) -> str:
+        """Why the retries stopped, for the error's text."""
+        if self.answered:
+            return (
+                f"it answered before; still none after the retry deadline of {retry.deadline:g} s"
+            )
+        if failure.stage == "connect":
+            return f"never connected: is the server running at {self.base_url}?"
+        return f"no answer from it yet: is {self.base_url} the tvbo server's URL?"
+
+    def given_up(
+        self,
+        what: str,
+        failure: Failure,
+        attempts: int,
+        elapsed: float,
+        retry: RetryPolicy,
+        error: BaseException,
+    ) -> ConnectionFailed:
+        """The :class:`ConnectionFailed` of a request ``what`` (``GET /v1/…``)."""
+        if failure.stage == "fatal":
+            detail = "not retried: a retry cannot fix this"
+        else:
+            plural = "attempt" if attempts == 1 else "attempts"
+            detail = f"{attempts} {plural} over {elapsed:.1f} s; {self.note(failure, retry)}"
+        out = ConnectionFailed(f"{what}: {failure.text} ({detail})")
+        if carries(error, self.secret):
+            out.__suppress_context__ = True  # its text quotes the key: not chained
+        else:
+            out.__cause__ = error
+        return out
+
+    def wait_after_transport_error(
+        self,
+        retry: RetryPolicy,
+        attempt: int,
+        elapsed: float,
+        call: Call,
+        error: BaseException,
+        timeout: Optional[httpx.Timeout] = None,
+    ) -> float:
+        """Seconds to wait before retrying after ``error`` (an httpx error: no answer),
+        ``elapsed`` seconds after the first attempt; raises :class:`ConnectionFailed` when
+        it cannot help or the retries are spent."""
+        failure = self.failure(error, timeout)
+        wait = None
+        if failure.stage != "fatal":
+            wait = retry.delay(attempt, None, elapsed, self.deadline(retry))
+        if wait is None:
+            what = f"{call.method} {call.path}"
+            raise self.given_up(what, failure, attempt + 1, elapsed, retry, error)
+        log.warning(
+            "%s %s: %s; retry %d in %.2f s", call.method, call.path, failure.text, attempt + 1, wait
+        )
+        return wait
 
 
 def headers(call: Call) -> Dict[str, str]:
@@ -223,26 +503,14 @@ def wait_after_error(
     return wait
 
 
-def wait_after_lost_answer(
-    retry: RetryPolicy, attempt: int, elapsed: float, call: Call, base_url: str, error: Exception
-) -> float:
-    """Seconds to wait before retrying after no answer, ``elapsed`` seconds after the first
-    attempt; :class:`ConnectionFailed` once the retries are spent."""
-    wait = retry.delay(attempt, None, elapsed)
-    if wait is None:
-        raise ConnectionFailed(
-            f"{call.method} {base_url}{call.path}: {error!r} "
-            f"(after {attempt + 1} attempts in {elapsed:.1f} s)"
-        ) from error
-    log.warning(
-        "%s %s: no answer (%r); retry %d in %.2f s",
-        call.method,
-        call.path,
-        error,
-        attempt + 1,
-        wait,
-    )
-    return wait
+RELEASE_RETRY = RetryPolicy(
+    retries=3, backoff=0.05, max_backoff=0.5, deadline=3.0, total=5.0, connect_deadline=3.0
+)
+"""The retries of the abandons of an interrupted ``optimize``: a few, over 3 s at most."""
+
+RELEASE_GRACE = 5.0
+"""Seconds an interrupted ``optimize`` waits for its requests in flight (a suggest whose
+answer it then abandons, a value being stored) before it raises."""
 
 
 class Progress:
@@ -313,6 +581,70 @@ def check(call: Call, response: httpx.Response, after_lost_answer: bool) -> Any:
     )
 
 
+# ---------------------------------------------------------------- parameter values
+
+HasParams = TypeVar("HasParams")
+
+
+def param_kind(spec: ParameterSpec) -> str:
+    """A parameter's type: its ``type``, else ``categorical`` with ``choices``, else
+    ``float`` (the server's default)."""
+    if spec.type is not None:
+        return str(spec.type)
+    return "categorical" if spec.choices is not None else "float"
+
+
+def typed_params(parameters: Sequence[ParameterSpec], params: Mapping[str, Any]) -> Params:
+    """``params`` with each value of the type of its parameter: a float parameter's a
+    ``float`` (the server writes 4.0 as the JSON integer 4), an int parameter's an ``int``
+    (when whole), a categorical one's a ``str``. Names the session does not declare are
+    kept as they are."""
+    kinds = {p.name: param_kind(p) for p in parameters}
+    out: Params = {}
+    for name, value in params.items():
+        kind = kinds.get(name)
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if kind == "float" and number:
+            value = float(value)
+        elif kind == "int" and isinstance(value, float) and value.is_integer():
+            value = int(value)
+        elif kind == "categorical" and not isinstance(value, str):
+            value = str(value)
+        out[name] = value
+    return out
+
+
+def typed(parameters: Sequence[ParameterSpec], item: HasParams) -> HasParams:
+    """``item`` (a frozen dataclass with ``params``: a suggestion, an observation, a
+    prediction, ...) with :func:`typed_params`."""
+    params = getattr(item, "params", None)
+    if params is None:
+        return item
+    replaced: HasParams = dataclasses.replace(
+        cast(Any, item), params=typed_params(parameters, params)
+    )
+    return replaced
+
+
+def typed_info(info: models.SessionInfo) -> models.SessionInfo:
+    """``info`` with its arms' settings typed (:func:`typed_params`)."""
+    if not info.arms:
+        return info
+    arms = [typed(info.parameters, arm) for arm in info.arms]
+    return dataclasses.replace(info, arms=arms)
+
+
+def typed_timeline(
+    parameters: Sequence[ParameterSpec], timeline: models.Timeline
+) -> models.Timeline:
+    """``timeline`` with the settings of its observations and ended runs typed."""
+    return dataclasses.replace(
+        timeline,
+        observations=[typed(parameters, o) for o in timeline.observations],
+        ended_runs=[typed(parameters, r) for r in timeline.ended_runs],
+    )
+
+
 # ---------------------------------------------------------------- request bodies
 
 
@@ -352,11 +684,17 @@ def create_session_body(
             "model": _drop_none(model) if model is not None else None,
             "time": _drop_none(time) if time is not None else None,
             "events": dict(events) if events is not None else None,
-            "arms": [_drop_none(dataclasses.asdict(a)) for a in arms] if arms is not None else None,
+            "arms": None if arms is None else [arm_json(i, a) for i, a in enumerate(arms)],
             "seed": seed,
             "resume": True if resume else None,
         }
     )
+
+
+def arm_json(index: int, arm: ArmSpec) -> Dict[str, Any]:
+    """One arm of a create request."""
+    params = {k: param_value(f"arms[{index}].params.{k}", v) for k, v in arm.params.items()}
+    return _drop_none({"params": params, "name": arm.name})
 
 
 def observation_json(
@@ -436,7 +774,7 @@ def batch_json(items: Iterable[ObservationItem]) -> Dict[str, Any]:
 
 
 def suggest_body(
-    count: int, t: Optional[float], fixed: Optional[Mapping[str, Any]] = None
+    count: int, t: Optional[float], fixed: Optional[Mapping[str, ParamValue]] = None
 ) -> Dict[str, Any]:
     return _drop_none(
         {
@@ -449,7 +787,7 @@ def suggest_body(
     )
 
 
-def predict_body(points: Sequence[Mapping[str, float]], t: Optional[float]) -> Dict[str, Any]:
+def predict_body(points: Sequence[Mapping[str, ParamValue]], t: Optional[float]) -> Dict[str, Any]:
     return _drop_none(
         {
             "points": [
@@ -527,10 +865,15 @@ class SseParser:
     space; ``data:`` lines accumulate; a blank line dispatches the message (none when it
     had no data); ``retry:`` with digits only sets :attr:`retry` (seconds); an ``id``
     containing NUL is ignored; a leading byte order mark is dropped. Only the line being
-    read and the message being built are held, never the stream."""
+    read and the message being built are held, never the stream.
+
+    :attr:`last_event_id` is the stream's last event id as the standard keeps it, set when
+    a message that has an ``id:`` line is dispatched, with or without data: a server may
+    send ``id:`` alone to say where the stream stands before any event."""
 
     def __init__(self, max_line: int = 16 * 1024 * 1024) -> None:
         self.retry: Optional[float] = None
+        self.last_event_id: Optional[str] = None
         self._max_line = max_line
         self._rest = b""
         self._skip_lf = False
@@ -588,9 +931,25 @@ class SseParser:
     def _dispatch(self) -> Optional[SseMessage]:
         event, data, id_ = self._event or "message", self._data, self._id
         self._event, self._data, self._id = "", [], None
+        if id_ is not None:
+            self.last_event_id = id_
         if not data:
             return None
         return SseMessage(event, "\n".join(data), id_)
+
+
+def server_time(response: httpx.Response) -> datetime:
+    """The server's clock at an answer: its ``Date`` header (whole seconds, so at most
+    the true time), else this machine's clock less 5 s."""
+    value = response.headers.get("date")
+    if value:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            when = None
+        if when is not None and when.tzinfo is not None:
+            return when
+    return datetime.now(timezone.utc) - timedelta(seconds=5)
 
 
 WatchItem = Union[models.Event, models.SessionChanged]
@@ -602,14 +961,26 @@ class Watch:
     clients do the I/O): the request of each attempt, the parsing and deduplication of
     what arrives, and the wait before a reconnect.
 
-    Resuming: each reconnect sends ``Last-Event-ID`` (and ``after``) set to the last event
-    id yielded, and an event whose id is not above it is dropped, so no id is yielded
-    twice. Waiting: after a connection that delivered something ended, the server's
-    ``retry:`` delay, or the policy's first back-off if longer; after failed attempts
-    (refused, reset, a 5xx or 429), the policy's back-off growing with each one, the
-    answer's ``Retry-After`` when it gives one, until the server has been unreachable for
-    the policy's ``deadline``: then the error is raised (:class:`ConnectionFailed`, or the
-    last :class:`ApiError`)."""
+    Resuming: each reconnect sends ``Last-Event-ID`` (and ``after``) set to the cursor:
+    the last event id yielded, or seen (an ``id:`` the server sent alone, the newest id
+    of a gap filled from the listings), or the ``after`` given; an event whose id is not
+    above it is dropped, so no id is yielded twice. A watch started without ``after``
+    starts from the server's newest event at its first connection, which the stream does
+    not name: if that connection is lost before any event came, the next one starts from
+    the server's newest again, and the events committed in between are read from the
+    listings (``GET /v1/sessions/{id}/events``: the watched session's, or every session's
+    of the key) and yielded first: those committed since the first connection (their
+    ``at`` not before the ``Date`` of its answer), of the kinds asked for, in id order
+    (:meth:`missed`).
+
+    Waiting: after a connection that delivered something ended, the server's ``retry:``
+    delay, or the policy's first back-off if longer; after failed attempts (refused,
+    reset, a 5xx or 429), the policy's back-off growing with each one, the answer's
+    ``Retry-After`` when it gives one, until the server has been unreachable for the
+    policy's ``deadline`` (its ``connect_deadline`` while the client never had an
+    answer): then the error is raised (:class:`ConnectionFailed`, or the last
+    :class:`ApiError`); an error no retry can fix (:meth:`Link.failure`) is raised at
+    once."""
 
     path = "/v1/events"
 
@@ -617,7 +988,7 @@ class Watch:
         self,
         retry: RetryPolicy,
         configured: httpx.Timeout,
-        base_url: str,
+        link: Union[Link, str],
         after: Optional[int],
         session: Optional[str],
         kinds: Optional[Sequence[str]],
@@ -628,7 +999,8 @@ class Watch:
             raise ValueError("kinds: a list of kinds, e.g. ['model-reset'], not a string")
         self.retry = retry
         self.configured = configured
-        self.base_url = base_url
+        self.link = link if isinstance(link, Link) else Link(link, None)
+        self.base_url = self.link.base_url
         self.last_id = after
         self.session = session
         self.kinds = None if kinds is None else list(kinds)
@@ -639,6 +1011,9 @@ class Watch:
         self.attempt = 0
         self.outage: Optional[float] = None
         self.received = False
+        #: Without ``after``: the server's time at the first connection (the ``Date`` of
+        #: its answer), from which events count as new; None once a cursor is known.
+        self.since: Optional[datetime] = None
 
     # ------------------------------------------------------------ requests
 
@@ -690,6 +1065,7 @@ class Watch:
     def opened(self, response: httpx.Response) -> None:
         """Check a 2xx answer (its body not read yet) as an event stream; a new
         connection starts a new parse (a message cut by the last one is dropped)."""
+        self.link.answered = True
         content_type = response.headers.get("content-type", "")
         if not content_type.split(";")[0].strip().lower() == "text/event-stream":
             raise models.DecodeError(
@@ -701,6 +1077,30 @@ class Watch:
         retry = self.parser.retry
         self.parser = SseParser()
         self.parser.retry = retry
+        if self.connections == 1 and self.last_id is None:
+            self.since = server_time(response)
+
+    def gap(self) -> bool:
+        """Whether this connection follows one lost before any event came, on a watch
+        started without ``after``: the events committed in between are to be read from
+        the listings (:meth:`missed`) before the stream's."""
+        return self.connections > 1 and self.last_id is None and self.since is not None
+
+    def missed(self, listed: Iterable[models.Event]) -> List[models.Event]:
+        """Of ``listed`` (every event the watch may see, read after this connection
+        opened), those to yield before the stream's: committed since the first connection
+        (``at`` not before :attr:`since`), of the kinds asked for, in id order. The
+        newest listed id, yielded or not, becomes the cursor: the stream's events up to it
+        are dropped (they were listed)."""
+        events = list(listed)
+        if not events or self.since is None:
+            return []
+        since = self.since
+        self.last_id = max(e.id for e in events)
+        self.since = None
+        kinds = self.kinds
+        new = [e for e in events if e.at >= since and (not kinds or e.kind in kinds)]
+        return sorted(new, key=lambda e: e.id)
 
     def refused(self, response: httpx.Response) -> float:
         """The wait before reconnecting after an error answer (its body read); raises the
@@ -709,37 +1109,57 @@ class Watch:
             body: Any = response.json()
         except ValueError:
             body = response.text
+        self.link.answered = True
         error = api_error(
             response.status_code, body, retry_after(response), response.headers.get("x-request-id")
         )
         if not (response.status_code >= 500 or response.status_code == 429):
             raise error
-        return self._wait(error.retry_after, error, error)
+        return self._wait(error.retry_after, error, lambda attempts, outage: error)
 
-    def lost(self, error: Exception) -> float:
-        """The wait before reconnecting after the connection failed or broke; raises
-        :class:`ConnectionFailed` once the retries are spent."""
-        failure = ConnectionFailed(f"GET {self.base_url}{self.path}: {error!r}")
-        failure.__cause__ = error
-        return self._wait(None, error, failure)
+    def lost(self, error: BaseException) -> float:
+        """The wait before reconnecting after the connection failed or broke (``error``,
+        an httpx error); raises :class:`ConnectionFailed` at once for an error no retry
+        can fix, else once the retries are spent."""
+        failure = self.link.failure(error, self.configured)
+        what = f"GET {self.path}"
+
+        def given_up(attempts: int, outage: float) -> TvboError:
+            return self.link.given_up(what, failure, attempts, outage, self.retry, error)
+
+        if failure.stage == "fatal":
+            raise given_up(1, 0.0)
+        return self._wait(None, failure.text, given_up, self.link.deadline(self.retry))
 
     def ended(self) -> float:
         """The wait before reconnecting after the server ended the stream."""
-        failure = ConnectionFailed(f"GET {self.base_url}{self.path}: the stream ended")
-        return self._wait(None, "the stream ended", failure)
 
-    def _wait(self, retry_after: Optional[float], reason: object, error: TvboError) -> float:
+        def given_up(attempts: int, outage: float) -> TvboError:
+            return ConnectionFailed(
+                f"GET {self.path}: the stream of {self.link.hostport} ended "
+                f"({attempts} attempts over {outage:.1f} s)"
+            )
+
+        return self._wait(None, "the stream ended", given_up)
+
+    def _wait(
+        self,
+        retry_after: Optional[float],
+        reason: object,
+        error: Callable[[int, float], TvboError],
+        deadline: Optional[float] = None,
+    ) -> float:
         now = time.monotonic()
         if self.received:
             # The connection delivered something: the outage starts now, back-off anew.
             self.attempt, self.outage, self.received = 0, None, False
         if self.outage is None:
             self.outage = now
-        wait = self.retry.delay(self.attempt, retry_after, now - self.outage)
+        wait = self.retry.delay(self.attempt, retry_after, now - self.outage, deadline)
         if wait is not None and retry_after is None and self.parser.retry is not None:
             wait = max(wait, min(self.parser.retry, self.retry.max_retry_after))
         if wait is None:
-            raise error
+            raise error(self.attempt + 1, now - self.outage)
         log.warning("GET %s: %s; reconnect %d in %.2f s", self.path, reason, self.attempt + 1, wait)
         self.attempt += 1
         return wait
@@ -760,8 +1180,13 @@ class Watch:
             event = models.decode(models.Event, self._json(message))
             if self.last_id is not None and event.id <= self.last_id:
                 continue  # already yielded (a replay after a reconnect)
-            self.last_id = event.id
+            self.last_id, self.since = event.id, None
             out.append(event)
+        told = self.parser.last_event_id
+        if told is not None and told.isascii() and told.isdigit():
+            # An id the server sent alone: where the stream stands (a cursor, no event).
+            if self.last_id is None or int(told) > self.last_id:
+                self.last_id, self.since = int(told), None
         return out
 
     def _json(self, message: SseMessage) -> Any:

@@ -21,6 +21,7 @@ from typing import (
     Sequence,
     Tuple,
     Type,
+    TypeVar,
     Union,
     overload,
 )
@@ -29,8 +30,9 @@ import httpx
 
 from . import _core
 from ._core import Algorithm, Call, ObservationItem, RetryPolicy, SuggestionRef
-from .errors import ApiError
+from .errors import ApiError, NotFound, TvboError
 from .models import (
+    AlgorithmName,
     ArmSpec,
     Best,
     Delivery,
@@ -46,11 +48,14 @@ from .models import (
     ObservationList,
     ParameterSpec,
     Params,
+    ParamValue,
     PredictResponse,
     RegretReport,
     SessionChanged,
     SessionInfo,
     SessionList,
+    SessionSort,
+    SortOrder,
     Step,
     StepList,
     Suggestion,
@@ -78,9 +83,10 @@ class AsyncClient:
         retry: Optional[RetryPolicy] = None,
         transport: Optional[httpx.AsyncBaseTransport] = None,
     ) -> None:
-        self.base_url, headers = _core.client_settings(base_url, api_key)
+        self.base_url, headers, key = _core.client_settings(base_url, api_key)
         self.retry = retry or RetryPolicy()
         self._timeout = httpx.Timeout(timeout)
+        self._link = _core.Link(self.base_url, key)
         self._http = httpx.AsyncClient(
             base_url=self.base_url, headers=headers, timeout=timeout, transport=transport
         )
@@ -100,8 +106,10 @@ class AsyncClient:
     ) -> None:
         await self.aclose()
 
-    async def request(self, call: Call) -> Any:
-        """Send ``call`` with retries; the decoded JSON answer (None for 204)."""
+    async def request(self, call: Call, *, retry: Optional[RetryPolicy] = None) -> Any:
+        """Send ``call`` with retries (``retry``, default the client's policy); the decoded
+        JSON answer (None for 204)."""
+        policy = retry or self.retry
         attempt, lost_answer = 0, False
         started = time.monotonic()
 
@@ -109,6 +117,7 @@ class AsyncClient:
             return time.monotonic() - started
 
         while True:
+            timeout = policy.attempt_timeout(self._timeout, elapsed())
             try:
                 response = await self._http.request(
                     call.method,
@@ -116,16 +125,19 @@ class AsyncClient:
                     params=call.params,
                     json=call.json,
                     headers=_core.headers(call),
-                    timeout=self.retry.attempt_timeout(self._timeout, elapsed()),
+                    timeout=timeout,
                 )
-                return _core.check(call, response, lost_answer)
-            except ApiError as e:
-                wait = _core.wait_after_error(self.retry, attempt, elapsed(), call, e)
-            except _core.RETRYABLE_TRANSPORT as e:
-                wait = _core.wait_after_lost_answer(
-                    self.retry, attempt, elapsed(), call, self.base_url, e
+            except httpx.HTTPError as e:
+                wait = self._link.wait_after_transport_error(
+                    policy, attempt, elapsed(), call, e, timeout
                 )
                 lost_answer = True
+            else:
+                self._link.answered = True
+                try:
+                    return _core.check(call, response, lost_answer)
+                except ApiError as e:
+                    wait = _core.wait_after_error(policy, attempt, elapsed(), call, e)
             await asyncio.sleep(wait)
             attempt += 1
 
@@ -156,13 +168,19 @@ class AsyncClient:
         data = await self.request(Call("GET", _core.session_path(id)))
         return AsyncSession(self, decode(SessionInfo, data))
 
-    async def sessions(self, page_size: int = 50) -> AsyncIterator["AsyncSession"]:
-        """Every session the key can see, newest first, fetched a page at a time."""
+    async def sessions(
+        self,
+        page_size: int = 50,
+        *,
+        name: Optional[str] = None,
+        algorithm: Optional[AlgorithmName] = None,
+        sort: Optional[SessionSort] = None,
+        order: Optional[SortOrder] = None,
+    ) -> AsyncIterator["AsyncSession"]:
+        """See :meth:`tvbo.Client.sessions`."""
         cursor: Optional[str] = None
         while True:
-            params = {"limit": str(page_size)}
-            if cursor is not None:
-                params["cursor"] = cursor
+            params = _core.sessions_query(page_size, cursor, name, algorithm, sort, order)
             data = await self.request(Call("GET", "/v1/sessions", params=params))
             page = decode(SessionList, data)
             for info in page.sessions:
@@ -227,7 +245,7 @@ class AsyncClient:
         state = _core.Watch(
             self.retry,
             self._timeout,
-            self.base_url,
+            self._link,
             after,
             session.id if isinstance(session, AsyncSession) else session,
             kinds,
@@ -250,19 +268,38 @@ class AsyncClient:
                         wait = state.refused(response)
                     else:
                         state.opened(response)
+                        if state.gap():
+                            for missed in state.missed(await self._visible_events(state.session)):
+                                yield missed
                         async for chunk in response.aiter_bytes():
                             for item in state.feed(chunk):
                                 yield item
                             if state.expired():
                                 return
                         wait = state.ended()
-            except _core.RETRYABLE_TRANSPORT as e:
+            except httpx.HTTPError as e:
                 if state.expired():
                     return
                 wait = state.lost(e)
             if state.expired(wait):
                 return
             await asyncio.sleep(wait)
+
+    async def _visible_events(self, session: Optional[str]) -> List[Event]:
+        """See :meth:`tvbo.Client._visible_events`."""
+        if session is not None:
+            return await self._session_events(session)
+        out: List[Event] = []
+        async for listed in self.sessions(page_size=1000):
+            try:
+                out.extend(await self._session_events(listed.id))
+            except NotFound:
+                continue  # deleted since it was listed
+        return out
+
+    async def _session_events(self, session: str) -> List[Event]:
+        path = f"{_core.session_path(session)}/events"
+        return [e async for page in self._pages(EventList, path, 0, 10_000) for e in page.events]
 
     # ------------------------------------------------------------ webhooks
 
@@ -313,7 +350,7 @@ class AsyncSession:
 
     def __init__(self, client: AsyncClient, info: SessionInfo) -> None:
         self.client = client
-        self.info = info
+        self.info = _core.typed_info(info)
 
     @property
     def id(self) -> str:
@@ -333,7 +370,8 @@ class AsyncSession:
 
     async def refresh(self) -> SessionInfo:
         """Re-read the session into :attr:`info` and return it."""
-        self.info = decode(SessionInfo, await self.client.request(Call("GET", self.path)))
+        data = await self.client.request(Call("GET", self.path))
+        self.info = _core.typed_info(decode(SessionInfo, data))
         return self.info
 
     async def suggest(
@@ -341,12 +379,16 @@ class AsyncSession:
         count: int = 1,
         *,
         t: Optional[float] = None,
-        fixed: Optional[Mapping[str, Any]] = None,
+        fixed: Optional[Mapping[str, ParamValue]] = None,
     ) -> List[Suggestion]:
         """See :meth:`tvbo.Session.suggest`."""
         body = _core.suggest_body(count, t, fixed)
         data = await self.client.request(_core.post(f"{self.path}/suggestions", body))
-        return [decode(Suggestion, s) for s in data["suggestions"]]
+        return [self._typed(decode(Suggestion, s)) for s in data["suggestions"]]
+
+    def _typed(self, item: _core.HasParams) -> _core.HasParams:
+        """``item`` with its setting's values of their parameters' types."""
+        return _core.typed(self.info.parameters, item)
 
     async def observe(
         self,
@@ -361,7 +403,7 @@ class AsyncSession:
         """See :meth:`tvbo.Session.observe`."""
         body = _core.observation_json(suggestion, value, measured_at, t, regret, metadata=metadata)
         data = await self.client.request(_core.post(f"{self.path}/observations", body))
-        return decode(ObservationList, data).observations[0]
+        return self._typed(decode(ObservationList, data).observations[0])
 
     async def fail(
         self,
@@ -377,7 +419,7 @@ class AsyncSession:
             suggestion, None, measured_at, t, None, True, reason, metadata
         )
         data = await self.client.request(_core.post(f"{self.path}/observations", body))
-        return decode(ObservationList, data).failed[0]
+        return self._typed(decode(ObservationList, data).failed[0])
 
     async def abandon(self, suggestion: Union[Suggestion, str]) -> None:
         """See :meth:`tvbo.Session.abandon`."""
@@ -387,22 +429,22 @@ class AsyncSession:
         """See :meth:`tvbo.Session.observe_many`."""
         body = _core.batch_json(items)
         data = await self.client.request(_core.post(f"{self.path}/observations", body))
-        return decode(ObservationList, data).observations
+        return [self._typed(o) for o in decode(ObservationList, data).observations]
 
     async def best(self, t: Optional[float] = None) -> Best:
         """See :meth:`tvbo.Session.best`."""
         params = {"t": _core.fmt_float(t)} if t is not None else None
-        return decode(
-            Best, await self.client.request(Call("GET", f"{self.path}/best", params=params))
-        )
+        data = await self.client.request(Call("GET", f"{self.path}/best", params=params))
+        return self._typed(decode(Best, data))
 
     async def predict(
-        self, points: Sequence[Mapping[str, float]], t: Optional[float] = None
+        self, points: Sequence[Mapping[str, ParamValue]], t: Optional[float] = None
     ) -> PredictResponse:
         """See :meth:`tvbo.Session.predict`."""
         body = _core.predict_body(points, t)
         data = await self.client.request(_core.post(f"{self.path}/predict", body))
-        return decode(PredictResponse, data)
+        response = decode(PredictResponse, data)
+        return PredictResponse(response.t, [self._typed(p) for p in response.predictions])
 
     async def regret(self) -> RegretReport:
         """See :meth:`tvbo.Session.regret`."""
@@ -434,7 +476,7 @@ class AsyncSession:
             ObservationList, "observations", after, page_size, include_pruned=pruned
         ):
             for observation in page.observations:
-                yield observation
+                yield self._typed(observation)
 
     async def steps(self, page_size: int = 1000) -> AsyncIterator[Step]:
         """See :meth:`tvbo.Session.steps`."""
@@ -452,7 +494,7 @@ class AsyncSession:
         """See :meth:`tvbo.Session.timeline`."""
         params = None if points is None else {"points": str(points)}
         data = await self.client.request(Call("GET", f"{self.path}/timeline", params=params))
-        return decode(Timeline, data)
+        return _core.typed_timeline(self.info.parameters, decode(Timeline, data))
 
     async def delete(self) -> None:
         """Delete the session and everything in it."""
@@ -476,10 +518,16 @@ class AsyncSession:
         timeout: Optional[float] = None,
         progress: bool = False,
     ) -> List[Observation]:
-        """:meth:`tvbo.Session.optimize` with ``workers`` tasks awaiting ``fn``; the first
-        exception cancels nothing in flight but stops new work, and is raised at the end
-        (with the values measured but not stored in its ``unstored``). ``catch``,
-        ``timeout`` and ``progress`` as there."""
+        """:meth:`tvbo.Session.optimize` with ``workers`` tasks awaiting ``fn``;
+        ``callback(suggestion, observation)`` (a plain function) is called in the event
+        loop after each value is stored. The first exception stops new work (the other
+        tasks finish the evaluation in hand and store it) and is raised at the end, the
+        suggestion it was for abandoned, with the values measured but not stored in its
+        ``unstored``. Cancelled (the task cancelled, or Ctrl-C under ``asyncio.run``),
+        each task abandons the suggestion in hand before the cancellation goes on (a
+        suggest or a store in flight is awaited a few seconds at most, and what the
+        suggest hands out is abandoned too). ``catch``, ``timeout`` and ``progress`` as
+        there."""
         if iterations < 0 or workers < 1:
             raise ValueError("iterations must be >= 0 and workers >= 1")
         left = iterations
@@ -494,15 +542,29 @@ class AsyncSession:
             while left > 0 and not errors and (ends is None or time.monotonic() < ends):
                 left -= 1
                 try:
-                    (suggestion,) = await self.suggest(1)
+                    asking = asyncio.ensure_future(self.suggest(1))
+                    try:
+                        (suggestion,) = await asyncio.shield(asking)
+                    except asyncio.CancelledError:
+                        late = await _outcome(asking)  # handed out all the same: give it back
+                        if late:
+                            await self._release(late)
+                        raise
                     try:
                         value = await fn(dict(suggestion.params))
                     except catch as e:
                         await self.fail(suggestion, repr(e)[:500])
                         bar.update(None)
                         continue
+                    except BaseException:  # an error or a cancellation: it will not be measured
+                        await self._release([suggestion])
+                        raise
+                    storing = asyncio.ensure_future(self.observe(suggestion, value))
                     try:
-                        observation = await self.observe(suggestion, value)
+                        observation = await asyncio.shield(storing)
+                    except asyncio.CancelledError:
+                        await _outcome(storing)  # the value being stored: let it land
+                        raise
                     except Exception:
                         unstored.append((suggestion, value))
                         raise
@@ -514,7 +576,37 @@ class AsyncSession:
                     errors.append(e)
                     return
 
-        await asyncio.gather(*(work() for _ in range(min(workers, max(iterations, 1)))))
+        # Every task ends before this does, its suggestion abandoned when cancelled (a
+        # plain gather would end at the first task's cancellation, and the program with it).
+        tasks = (work() for _ in range(min(workers, max(iterations, 1))))
+        for outcome in await asyncio.gather(*tasks, return_exceptions=True):
+            if isinstance(outcome, BaseException):
+                raise outcome
         if errors:
             raise _core.with_unstored(errors[0], unstored)
         return sorted(stored, key=lambda o: o.seq)
+
+    async def _release(self, suggestions: Sequence[Suggestion]) -> None:
+        """See :meth:`tvbo.Session._release`."""
+        for suggestion in suggestions:
+            call = Call("DELETE", _core.suggestion_path(self.path, suggestion))
+            try:
+                await self.client.request(call, retry=_core.RELEASE_RETRY)
+            except TvboError as e:
+                _core.log.warning(
+                    "suggestion %s not abandoned (%s): it expires after time.pending_timeout",
+                    suggestion.id,
+                    e,
+                )
+
+
+T = TypeVar("T")
+
+
+async def _outcome(request: "asyncio.Future[T]") -> Optional[T]:
+    """The result of ``request``, in flight when its task was cancelled, awaited for
+    ``RELEASE_GRACE`` seconds at most (None if it failed or took longer)."""
+    try:
+        return await asyncio.wait_for(asyncio.shield(request), _core.RELEASE_GRACE)
+    except Exception:  # noqa: BLE001 - a failed request handed nothing out
+        return None

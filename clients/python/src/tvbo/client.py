@@ -28,8 +28,9 @@ import httpx
 
 from . import _core
 from ._core import Algorithm, Call, ObservationItem, RetryPolicy, SuggestionRef
-from .errors import ApiError
+from .errors import ApiError, NotFound, TvboError
 from .models import (
+    AlgorithmName,
     ArmSpec,
     Best,
     Delivery,
@@ -45,11 +46,14 @@ from .models import (
     ObservationList,
     ParameterSpec,
     Params,
+    ParamValue,
     PredictResponse,
     RegretReport,
     SessionChanged,
     SessionInfo,
     SessionList,
+    SessionSort,
+    SortOrder,
     Step,
     StepList,
     Suggestion,
@@ -68,13 +72,17 @@ if TYPE_CHECKING:  # pandas is optional
 class Client:
     """A connection to a tvbo server.
 
-    ``base_url`` defaults to ``$TVBO_URL`` or ``http://127.0.0.1:8080``; ``api_key`` to
-    ``$TVBO_API_KEY`` (every ``/v1`` request needs one unless the server runs with
-    ``TVBO_AUTH=off``). ``timeout`` is per attempt, in seconds or as an ``httpx.Timeout``;
-    the default waits 130 s for an answer, longer than the server's own limit. Failed
-    attempts are retried as :class:`RetryPolicy` says; every POST carries an
-    ``Idempotency-Key`` that its retries repeat, so a retried write acts once.
-    The client is thread-safe; close it (or use ``with``) to release its connections.
+    ``base_url`` defaults to ``$TVBO_URL`` or ``http://127.0.0.1:8080`` (it needs its
+    ``http://`` or ``https://``); ``api_key`` to ``$TVBO_API_KEY`` (every ``/v1`` request
+    needs one unless the server runs with ``TVBO_AUTH=off``), surrounding whitespace
+    removed (a key read from a file ends in a newline); a URL or key that cannot work
+    raises :class:`tvbo.ConfigError` here. ``timeout`` is per attempt, in seconds or as an
+    ``httpx.Timeout``; the default waits 10 s to connect and 130 s for an answer, longer
+    than the server's own limit of 120 s on a request. Failed attempts are retried as
+    :class:`RetryPolicy` says (a server never reached for 10 s only; a wrong host name or
+    TLS at once); every POST carries an ``Idempotency-Key`` that its retries repeat, so a
+    retried write acts once. The client is thread-safe; close it (or use ``with``) to
+    release its connections.
     """
 
     def __init__(
@@ -86,9 +94,10 @@ class Client:
         retry: Optional[RetryPolicy] = None,
         transport: Optional[httpx.BaseTransport] = None,
     ) -> None:
-        self.base_url, headers = _core.client_settings(base_url, api_key)
+        self.base_url, headers, key = _core.client_settings(base_url, api_key)
         self.retry = retry or RetryPolicy()
         self._timeout = httpx.Timeout(timeout)
+        self._link = _core.Link(self.base_url, key)
         self._http = httpx.Client(
             base_url=self.base_url, headers=headers, timeout=timeout, transport=transport
         )
@@ -108,8 +117,10 @@ class Client:
     ) -> None:
         self.close()
 
-    def request(self, call: Call) -> Any:
-        """Send ``call`` with retries; the decoded JSON answer (None for 204)."""
+    def request(self, call: Call, *, retry: Optional[RetryPolicy] = None) -> Any:
+        """Send ``call`` with retries (``retry``, default the client's policy); the decoded
+        JSON answer (None for 204)."""
+        policy = retry or self.retry
         attempt, lost_answer = 0, False
         started = _time.monotonic()
 
@@ -117,6 +128,7 @@ class Client:
             return _time.monotonic() - started
 
         while True:
+            timeout = policy.attempt_timeout(self._timeout, elapsed())
             try:
                 response = self._http.request(
                     call.method,
@@ -124,16 +136,19 @@ class Client:
                     params=call.params,
                     json=call.json,
                     headers=_core.headers(call),
-                    timeout=self.retry.attempt_timeout(self._timeout, elapsed()),
+                    timeout=timeout,
                 )
-                return _core.check(call, response, lost_answer)
-            except ApiError as e:
-                wait = _core.wait_after_error(self.retry, attempt, elapsed(), call, e)
-            except _core.RETRYABLE_TRANSPORT as e:
-                wait = _core.wait_after_lost_answer(
-                    self.retry, attempt, elapsed(), call, self.base_url, e
+            except httpx.HTTPError as e:
+                wait = self._link.wait_after_transport_error(
+                    policy, attempt, elapsed(), call, e, timeout
                 )
                 lost_answer = True
+            else:
+                self._link.answered = True
+                try:
+                    return _core.check(call, response, lost_answer)
+                except ApiError as e:
+                    wait = _core.wait_after_error(policy, attempt, elapsed(), call, e)
             _time.sleep(wait)
             attempt += 1
 
@@ -177,13 +192,23 @@ class Client:
         """Reattach to an existing session by id (raises :class:`tvbo.NotFound`)."""
         return Session(self, decode(SessionInfo, self.request(Call("GET", _core.session_path(id)))))
 
-    def sessions(self, page_size: int = 50) -> Iterator["Session"]:
-        """Every session the key can see, newest first, fetched a page at a time."""
+    def sessions(
+        self,
+        page_size: int = 50,
+        *,
+        name: Optional[str] = None,
+        algorithm: Optional[AlgorithmName] = None,
+        sort: Optional[SessionSort] = None,
+        order: Optional[SortOrder] = None,
+    ) -> Iterator["Session"]:
+        """The sessions the key can see, fetched a page at a time (``GET /v1/sessions``):
+        those whose name contains ``name`` (ignoring case), of ``algorithm`` (a name,
+        ``"bolt"``), in the order of ``sort`` (``"created"``, the default, ``"name"``,
+        ``"observations"``, ``"last_activity"``) and ``order`` (``"asc"``, ``"desc"``;
+        default the sort's own: newest, largest, most recent first, names A to Z)."""
         cursor: Optional[str] = None
         while True:
-            params = {"limit": str(page_size)}
-            if cursor is not None:
-                params["cursor"] = cursor
+            params = _core.sessions_query(page_size, cursor, name, algorithm, sort, order)
             page = decode(SessionList, self.request(Call("GET", "/v1/sessions", params=params)))
             for info in page.sessions:
                 yield Session(self, info)
@@ -253,19 +278,22 @@ class Client:
 
         The connection is kept: a lost one, a 5xx or a 429 is reconnected with back-off
         (the server's ``retry:`` and ``Retry-After`` honoured) and resumed after the last
-        event yielded (``Last-Event-ID``), never yielding an id twice; the retry policy's
-        ``deadline`` bounds how long the server may stay unreachable before
-        :class:`tvbo.ConnectionFailed` (or the last error answer) is raised. Any other
-        error answer raises at once (:class:`tvbo.NotFound` for another tenant's session).
-        The iteration ends after ``timeout`` seconds if given, when you ``break`` out of
-        it, or when you ``close()`` the generator (either closes the connection);
-        otherwise it does not end. Keep the last
-        :attr:`Event.id` to resume later with ``after``.
+        event yielded (``Last-Event-ID``), never yielding an id twice and missing none,
+        however it started: a watch started without ``after`` whose connection is lost
+        before its first event reads what was committed in between from the sessions'
+        event listings (the watched session's, or every session's of the key: one request
+        each) and yields it first. The retry policy's ``deadline`` bounds how long the
+        server may stay unreachable before :class:`tvbo.ConnectionFailed` (or the last
+        error answer) is raised. Any other error answer raises at once
+        (:class:`tvbo.NotFound` for another tenant's session). The iteration ends after
+        ``timeout`` seconds if given, when you ``break`` out of it, or when you
+        ``close()`` the generator (either closes the connection); otherwise it does not
+        end. Keep the last :attr:`Event.id` to resume later with ``after``.
         """
         state = _core.Watch(
             self.retry,
             self._timeout,
-            self.base_url,
+            self._link,
             after,
             _session_id(session),
             kinds,
@@ -288,18 +316,37 @@ class Client:
                         wait = state.refused(response)
                     else:
                         state.opened(response)
+                        if state.gap():
+                            yield from state.missed(self._visible_events(state.session))
                         for chunk in response.iter_bytes():
                             yield from state.feed(chunk)
                             if state.expired():
                                 return
                         wait = state.ended()
-            except _core.RETRYABLE_TRANSPORT as e:
+            except httpx.HTTPError as e:
                 if state.expired():
                     return
                 wait = state.lost(e)
             if state.expired(wait):
                 return
             _time.sleep(wait)
+
+    def _visible_events(self, session: Optional[str]) -> List[Event]:
+        """Every event the key can see: of ``session``, or of each of its sessions (what
+        fills a watch's gap: :meth:`tvbo._core.Watch.missed`)."""
+        if session is not None:
+            return self._session_events(session)
+        out: List[Event] = []
+        for listed in self.sessions(page_size=1000):
+            try:
+                out.extend(self._session_events(listed.id))
+            except NotFound:
+                continue  # deleted since it was listed
+        return out
+
+    def _session_events(self, session: str) -> List[Event]:
+        path = f"{_core.session_path(session)}/events"
+        return [e for page in self._pages(EventList, path, 0, 10_000) for e in page.events]
 
     # ------------------------------------------------------------ webhooks
 
@@ -362,7 +409,7 @@ class Session:
 
     def __init__(self, client: Client, info: SessionInfo) -> None:
         self.client = client
-        self.info = info
+        self.info = _core.typed_info(info)
 
     @property
     def id(self) -> str:
@@ -382,7 +429,8 @@ class Session:
 
     def refresh(self) -> SessionInfo:
         """Re-read the session (counts, status) into :attr:`info` and return it."""
-        self.info = decode(SessionInfo, self.client.request(Call("GET", self.path)))
+        data = self.client.request(Call("GET", self.path))
+        self.info = _core.typed_info(decode(SessionInfo, data))
         return self.info
 
     def suggest(
@@ -390,17 +438,23 @@ class Session:
         count: int = 1,
         *,
         t: Optional[float] = None,
-        fixed: Optional[Mapping[str, Any]] = None,
+        fixed: Optional[Mapping[str, ParamValue]] = None,
     ) -> List[Suggestion]:
         """Ask for ``count`` (1 to 64) settings to evaluate. They stay pending until
         observed (or until ``time.pending_timeout``), so concurrent callers get distinct
         points. ``t`` is required in client-time sessions and refused otherwise.
         ``fixed`` holds parameters at given values (every context parameter's is
-        required): the suggestions are the best settings of the others given them."""
+        required): the suggestions are the best settings of the others given them. Each
+        value has its parameter's type (a float parameter's a ``float``, even when
+        whole)."""
         data = self.client.request(
             _core.post(f"{self.path}/suggestions", _core.suggest_body(count, t, fixed))
         )
-        return [decode(Suggestion, s) for s in data["suggestions"]]
+        return [self._typed(decode(Suggestion, s)) for s in data["suggestions"]]
+
+    def _typed(self, item: _core.HasParams) -> _core.HasParams:
+        """``item`` with its setting's values of their parameters' types."""
+        return _core.typed(self.info.parameters, item)
 
     def observe(
         self,
@@ -420,7 +474,7 @@ class Session:
         nothing twice."""
         body = _core.observation_json(suggestion, value, measured_at, t, regret, metadata=metadata)
         data = self.client.request(_core.post(f"{self.path}/observations", body))
-        return decode(ObservationList, data).observations[0]
+        return self._typed(decode(ObservationList, data).observations[0])
 
     def fail(
         self,
@@ -438,7 +492,7 @@ class Session:
             suggestion, None, measured_at, t, None, True, reason, metadata
         )
         data = self.client.request(_core.post(f"{self.path}/observations", body))
-        return decode(ObservationList, data).failed[0]
+        return self._typed(decode(ObservationList, data).failed[0])
 
     def abandon(self, suggestion: Union[Suggestion, str]) -> None:
         """Give ``suggestion`` up without measuring it: it stops counting as pending
@@ -450,22 +504,24 @@ class Session:
         """Record several observations in one request, all or nothing (1 to 1000 items:
         :class:`tvbo.ObservationInput` or ``(suggestion, value)`` pairs)."""
         data = self.client.request(_core.post(f"{self.path}/observations", _core.batch_json(items)))
-        return decode(ObservationList, data).observations
+        return [self._typed(o) for o in decode(ObservationList, data).observations]
 
     def best(self, t: Optional[float] = None) -> Best:
         """The setting with the best posterior mean at session time ``t`` (default: now, or
         the latest observation's time in a client-time session)."""
         params = {"t": _core.fmt_float(t)} if t is not None else None
-        return decode(Best, self.client.request(Call("GET", f"{self.path}/best", params=params)))
+        data = self.client.request(Call("GET", f"{self.path}/best", params=params))
+        return self._typed(decode(Best, data))
 
     def predict(
-        self, points: Sequence[Mapping[str, float]], t: Optional[float] = None
+        self, points: Sequence[Mapping[str, ParamValue]], t: Optional[float] = None
     ) -> PredictResponse:
         """Posterior mean and standard deviation of the objective at each point."""
         body = _core.predict_body(points, t)
-        return decode(
-            PredictResponse, self.client.request(_core.post(f"{self.path}/predict", body))
-        )
+        data = self.client.request(_core.post(f"{self.path}/predict", body))
+        response = decode(PredictResponse, data)
+        predictions = [self._typed(p) for p in response.predictions]
+        return PredictResponse(response.t, predictions)
 
     def regret(self) -> RegretReport:
         """The regret of every observation (reported, or estimated by the current model)."""
@@ -495,7 +551,8 @@ class Session:
         for page in self._pages(
             ObservationList, "observations", after, page_size, include_pruned=pruned
         ):
-            yield from page.observations
+            for observation in page.observations:
+                yield self._typed(observation)
 
     def steps(self, page_size: int = 1000) -> Iterator[Step]:
         """The session's steps (each suggest and observe call, with the model it left),
@@ -516,9 +573,8 @@ class Session:
         forgetting, failed and abandoned runs, at most about ``points`` of each series
         (default 2000)."""
         params = None if points is None else {"points": str(points)}
-        return decode(
-            Timeline, self.client.request(Call("GET", f"{self.path}/timeline", params=params))
-        )
+        data = self.client.request(Call("GET", f"{self.path}/timeline", params=params))
+        return _core.typed_timeline(self.info.parameters, decode(Timeline, data))
 
     def delete(self) -> None:
         """Delete the session and everything in it."""
@@ -546,59 +602,112 @@ class Session:
     ) -> List[Observation]:
         """Ask, evaluate, tell ``iterations`` times in all, ``workers`` at a time.
 
-        ``fn`` raising one of ``catch`` is a failed run: reported with :meth:`fail`
-        (the exception's ``repr`` as its reason), counted as an evaluation, and the
-        workers go on. With ``timeout`` (seconds), no evaluation starts after it; the
-        ones in hand finish and are stored. ``progress`` draws a bar on stderr.
+        Each of ``workers`` threads loops: suggest one setting, compute ``fn(params)``,
+        observe the value. Suggestions in flight are pending on the server, so the workers
+        get distinct points. ``callback(suggestion, observation)``, if given, is called
+        from the worker threads after each value is stored, with the suggestion and its
+        stored :class:`Observation` (not for failed runs). Returns the stored
+        observations in order.
 
-        Each of ``workers`` threads loops: suggest one setting, compute
-        ``fn(params)``, observe the value. Suggestions in flight are pending on the
-        server, so the workers get distinct points. ``callback`` (called from the worker
-        threads) sees each observation as it is stored. If ``fn`` or a request raises,
-        the workers stop taking new work and the first exception is raised once they
-        have finished; the observations stored up to then are in the session, and the
-        values measured but not stored (the server gone past the retries' deadline) are
-        in the exception's ``unstored``. An
-        interrupt (Ctrl-C) is raised at once, and the workers stop after the evaluation
-        each has in hand (whose value they still store). Returns
-        the stored observations in order. For wall-clock sessions: a client-time session
-        needs ``t`` on every call, so drive it with :meth:`suggest` and :meth:`observe`.
+        ``fn`` raising one of ``catch`` is a failed run: reported with :meth:`fail` (the
+        exception's ``repr`` as its reason), counted as an evaluation, and the workers go
+        on. With ``timeout`` (seconds), no evaluation starts after it; the ones in hand
+        finish and are stored. ``progress`` draws a bar on stderr.
+
+        If ``fn``, ``callback`` or a request raises, the suggestion it was for is
+        abandoned (:meth:`abandon`) unless its value was measured, the workers take no new
+        work, the others finish the evaluation each has in hand and store it, and the
+        first exception is raised; the values measured but not stored (the server gone
+        past the retries' deadline) are in its ``unstored``. An interrupt (Ctrl-C, or
+        ``KeyboardInterrupt`` raised by ``fn`` or ``callback``) is raised at once, once
+        the suggestions in hand are abandoned: the values being measured are dropped
+        (their ``fn`` calls go on in their threads and store nothing), and the requests
+        in flight are waited for a few seconds at most. So ``optimize`` leaves no
+        suggestion of its own pending, unless the server cannot be reached to abandon it
+        (it then expires after ``time.pending_timeout``). For wall-clock sessions: a
+        client-time session needs ``t`` on every call, so drive it with :meth:`suggest`
+        and :meth:`observe`.
         """
         if iterations < 0 or workers < 1:
             raise ValueError("iterations must be >= 0 and workers >= 1")
-        lock = threading.Lock()
-        state: Dict[str, Any] = {"left": iterations, "error": None}
+        lock = threading.Condition()
+        left = [iterations]
+        errors: List[BaseException] = []  # the first one is raised
         stored: List[Observation] = []
         unstored: List[Tuple[Suggestion, float]] = []
+        held: Dict[str, Suggestion] = {}  # suggested; not observed, failed nor abandoned
+        busy = [0]  # requests in flight: a suggest, or a claimed suggestion's observe or fail
+        stopping = [False]  # interrupted: take nothing, release what comes
         ends = None if timeout is None else _time.monotonic() + timeout
         bar = _core.Progress(iterations, self.info.goal == "minimize", progress)
 
         def take() -> bool:
+            """Whether to start another evaluation (its suggest then counts as busy)."""
             with lock:
-                if state["left"] <= 0 or state["error"] is not None:
+                if stopping[0] or errors or left[0] <= 0:
                     return False
                 if ends is not None and _time.monotonic() >= ends:
                     return False
-                state["left"] -= 1
+                left[0] -= 1
+                busy[0] += 1
                 return True
+
+        def claim(suggestion: Suggestion) -> bool:
+            """Take ``suggestion`` back from ``held`` to store its outcome (busy until
+            :func:`done`); False: an interrupt released it."""
+            with lock:
+                if held.pop(suggestion.id, None) is None:
+                    return False
+                busy[0] += 1
+                return True
+
+        def done() -> None:
+            with lock:
+                busy[0] -= 1
+                lock.notify_all()
 
         def work() -> None:
             try:
                 while take():
-                    (suggestion,) = self.suggest(1)
+                    try:
+                        (suggestion,) = self.suggest(1)
+                        with lock:
+                            interrupted = stopping[0]
+                            if not interrupted:
+                                held[suggestion.id] = suggestion
+                        if interrupted:  # answered after the interrupt: give it back
+                            self._release([suggestion])
+                            return
+                    finally:
+                        done()
                     try:
                         value = fn(dict(suggestion.params))
                     except catch as e:
-                        self.fail(suggestion, repr(e)[:500])
+                        if claim(suggestion):
+                            try:
+                                self.fail(suggestion, repr(e)[:500])
+                            finally:
+                                done()
                         with lock:
                             bar.update(None)
                         continue
+                    except BaseException:
+                        if claim(suggestion):  # it will not be measured
+                            try:
+                                self._release([suggestion])
+                            finally:
+                                done()
+                        raise
+                    if not claim(suggestion):
+                        return  # released by an interrupt: the value is dropped
                     try:
                         observation = self.observe(suggestion, value)
                     except BaseException:
                         with lock:
                             unstored.append((suggestion, value))
                         raise
+                    finally:
+                        done()
                     with lock:
                         stored.append(observation)
                         bar.update(value)
@@ -606,8 +715,9 @@ class Session:
                         callback(suggestion, observation)
             except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread
                 with lock:
-                    if state["error"] is None:
-                        state["error"] = e
+                    if not errors:
+                        errors.append(e)
+                    lock.notify_all()
 
         threads = [
             threading.Thread(target=work, name=f"tvbo-optimize-{i}", daemon=True)
@@ -616,18 +726,52 @@ class Session:
         for thread in threads:
             thread.start()
         try:
-            # Joined in short waits: an interrupt (Ctrl-C) reaches this thread at once on
-            # every platform.
-            for thread in threads:
-                while thread.is_alive():
-                    thread.join(0.1)
+            # Waited for in short waits: an interrupt (Ctrl-C) reaches this thread at once
+            # on every platform, and one raised in a worker is raised here as one.
+            while True:
+                alive = [thread for thread in threads if thread.is_alive()]
+                if not alive:
+                    break
+                alive[0].join(0.1)
+                with lock:
+                    first = errors[0] if errors else None
+                if first is not None and not isinstance(first, Exception):
+                    raise first
         except BaseException as e:
-            # Ctrl-C (or any exception here): the workers take no new work; each one
-            # stores the value it is measuring, if any, and stops.
+            # Interrupted: no new work; the suggestions in hand are abandoned, what the
+            # workers measure from now on is dropped, and the requests in flight (a
+            # suggest, whose answer the worker then abandons; a value being stored) are
+            # waited for, a few seconds at most, so that a program that exits now leaves
+            # nothing of its own pending.
             with lock:
-                if state["error"] is None:
-                    state["error"] = e
+                stopping[0] = True
+                if not errors:
+                    errors.append(e)
+                in_hand = list(held.values())
+                held.clear()
+            self._release(in_hand)
+            with lock:
+                lock.wait_for(lambda: busy[0] == 0, timeout=_core.RELEASE_GRACE)
             raise
-        if state["error"] is not None:
-            raise _core.with_unstored(state["error"], unstored)
+        if errors:
+            raise _core.with_unstored(errors[0], unstored)
         return sorted(stored, key=lambda o: o.seq)
+
+    def _release(self, suggestions: Sequence[Suggestion]) -> None:
+        """Abandon ``suggestions``, which will not be measured, each with a short retry
+        (an interrupt must not wait a minute); one the server cannot be told of is logged
+        and expires after ``time.pending_timeout``.
+
+        These are the suggestions :meth:`optimize` holds. Those of a process that died
+        are not known to it: the server's listing of a session's pending suggestions and
+        an ``abandon_pending()`` built on it are the place for them (not here yet)."""
+        for suggestion in suggestions:
+            call = Call("DELETE", _core.suggestion_path(self.path, suggestion))
+            try:
+                self.client.request(call, retry=_core.RELEASE_RETRY)
+            except TvboError as e:
+                _core.log.warning(
+                    "suggestion %s not abandoned (%s): it expires after time.pending_timeout",
+                    suggestion.id,
+                    e,
+                )

@@ -3,8 +3,11 @@
 Every answer of the server outside 2xx becomes an :class:`ApiError` (a subclass by
 status) carrying the problem+json fields: ``status``, ``type``, ``title``, ``detail`` and
 ``field`` (the dotted path of the offending field, e.g. ``observations[1].value``, or
-None). A request that never got an answer after every retry raises
-:class:`ConnectionFailed`.
+None). A request that never got an answer after every retry, or that no retry could
+help (an unknown host, TLS or HTTP spoken wrongly), raises :class:`ConnectionFailed`; a
+client configured so that no request can work (a base URL without ``http://``, an API
+key with a control character) raises :class:`ConfigError` when it is made. No error's
+text carries the API key.
 """
 
 from __future__ import annotations
@@ -14,8 +17,8 @@ from typing import Any, Dict, Optional, Sequence, Tuple, Type
 
 class TvboError(Exception):
     """Base class of the client's errors: error answers, lost answers, answers it cannot
-    decode. (Arguments it refuses before sending raise ``ValueError``; a base URL httpx
-    cannot use raises httpx's own error.)
+    decode, a configuration it cannot use. (Arguments it refuses before sending raise
+    ``ValueError``.)
 
     ``unstored``: when ``optimize`` gives up, the ``(suggestion, value)`` pairs it measured
     but could not store (observe them again later); empty otherwise.
@@ -25,8 +28,18 @@ class TvboError(Exception):
 
 
 class ConnectionFailed(TvboError):
-    """No answer from the server after every retry (refused, reset or timed out); the
-    underlying ``httpx`` exception is chained as ``__cause__``."""
+    """No answer from the server: after every retry (refused, reset, timed out), or at
+    once when no retry can help (the host's name does not resolve, TLS fails, what answers
+    does not speak HTTP). The text says what failed, with which host and port, and how
+    many attempts were made over how long; the underlying ``httpx`` exception is chained
+    as ``__cause__`` (unless its text carried the API key)."""
+
+
+class ConfigError(TvboError, ValueError):
+    """The client's settings cannot work, raised when the client is made: a base URL
+    without ``http://`` or ``https://`` (or that does not parse), an API key with a
+    control character or a character outside printable ASCII. The text names the setting
+    and what is wrong with it, never the key itself."""
 
 
 class SignatureError(TvboError):

@@ -16,7 +16,19 @@ import dataclasses
 import functools
 import typing
 from datetime import datetime
-from typing import Any, Dict, List, Literal, Optional, Sequence, Type, TypedDict, TypeVar, Union
+from typing import (
+    Any,
+    Dict,
+    List,
+    Literal,
+    Mapping,
+    Optional,
+    Sequence,
+    Type,
+    TypedDict,
+    TypeVar,
+    Union,
+)
 
 from .errors import TvboError
 
@@ -43,10 +55,20 @@ AlgorithmName = Literal[
     "map-gp-ts",
 ]
 
-Params = Dict[str, Any]
-"""A setting: parameter name → value: a float for a float parameter, an int for an int
-parameter (the server writes integral values as JSON integers), a string (one of its
-choices) for a categorical one."""
+SessionSort = Literal["created", "name", "observations", "last_activity"]
+"""The orders of :meth:`Client.sessions` (the listing's ``sort``)."""
+SortOrder = Literal["asc", "desc"]
+"""A listing's direction (``order``)."""
+
+ParamValue = Union[float, int, str]
+"""One parameter's value: a ``float`` for a :func:`Float` parameter, an ``int`` for an
+:func:`Int` one, a ``str`` (one of its choices) for a :func:`Categorical` one. A session's
+methods give each value the type of its parameter (the server writes a whole float as a
+JSON integer: ``4.0`` reads back as ``4.0``, not ``4``). Narrow it where you compute:
+``float(p["x"])``, ``int(p["threads"])``, ``str(p["codec"])``."""
+
+Params = Dict[str, ParamValue]
+"""A setting: parameter name → value (:data:`ParamValue`)."""
 
 
 # ---------------------------------------------------------------- request parts
@@ -136,7 +158,7 @@ def Categorical(name: str, choices: Sequence[str], *, context: bool = False) -> 
 class ArmSpec:
     """An arm of a finite arm set as sent by a client (``name`` defaults to ``arm-<i>``)."""
 
-    params: Params
+    params: Mapping[str, ParamValue]
     name: Optional[str] = None
 
 
@@ -199,7 +221,7 @@ class ObservationInput:
 
     value: Optional[float] = None
     suggestion_id: Optional[str] = None
-    params: Optional[Params] = None
+    params: Optional[Mapping[str, ParamValue]] = None
     measured_at: Optional[datetime] = None
     t: Optional[float] = None
     regret: Optional[float] = None
@@ -525,6 +547,7 @@ class EventList:
 
 
 DeliveryState = Literal["pending", "delivered", "failed"]
+WebhookState = Literal["active", "paused"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -532,13 +555,24 @@ class Webhook:
     """A tenant's webhook: the server POSTs each event of the ``events`` kinds (empty:
     every kind) of the tenant's sessions to ``url``, signed with its secret
     (:func:`tvbo.verify_signature`). ``secret`` is in the answer of
-    :meth:`Client.create_webhook` only (None in listings): keep it then."""
+    :meth:`Client.create_webhook` only (None in listings): keep it then.
+
+    Its health: ``consecutive_failures`` (attempts failed in a row since the last
+    delivered one, the first at ``failing_since``), and ``state``: ``active``, or
+    ``paused`` (since ``paused_at``, for ``paused_reason``) once its attempts kept failing
+    (10 in a row, for an hour): it then takes no new deliveries until a delivered
+    :meth:`Client.ping_webhook` resumes it."""
 
     id: str
     url: str
     events: List[str]
     created_at: datetime
+    state: WebhookState
+    consecutive_failures: int
     secret: Optional[str] = None
+    failing_since: Optional[datetime] = None
+    paused_at: Optional[datetime] = None
+    paused_reason: Optional[str] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -551,11 +585,14 @@ class WebhookList:
 @dataclasses.dataclass(frozen=True)
 class WebhookPing:
     """The result of a test delivery (:meth:`Client.ping_webhook`): whether the receiver
-    answered 2xx, its ``status`` (None: no answer), the ``error`` when it failed, and how
-    long the attempt took."""
+    answered 2xx, the ``status`` of a delivered ping (None otherwise), the ``error`` when
+    it failed in a few words (``not-allowed``, ``unreachable``, ``timeout``,
+    ``answered-5xx``, ...: never the receiver's text), how long the attempt took, and
+    whether it ``resumed`` a paused webhook (its pending deliveries go out again)."""
 
     delivered: bool
     duration_ms: float
+    resumed: bool
     status: Optional[int] = None
     error: Optional[str] = None
 
@@ -763,6 +800,7 @@ ENUMS: Dict[str, Any] = {
     "Hyperpriors": Hyperpriors,
     "RunEnd": RunEnd,
     "TrackingStatus": TrackingStatus,
+    "WebhookState": WebhookState,
 }
 """OpenAPI enum schema name → the Literal type listing its values."""
 
@@ -800,7 +838,9 @@ def _decode(tp: Any, data: Any, where: str) -> Any:
         if data is None and type(None) in args:
             return None
         inner = [a for a in args if a is not type(None)]
-        return _decode(inner[0], data, where)
+        if len(inner) == 1:
+            return _decode(inner[0], data, where)
+        return _decode_scalar(inner, data, where)
     if origin is Literal:
         # A value this client does not know yet (a newer server's) is kept as it is.
         if data not in typing.get_args(tp) and not isinstance(data, str):
@@ -848,6 +888,19 @@ def _decode(tp: Any, data: Any, where: str) -> Any:
             raise DecodeError(f"{where}: expected a date-time string")
         return parse_datetime(data)
     raise DecodeError(f"{where}: cannot decode into {tp!r}")  # pragma: no cover
+
+
+def _decode_scalar(choices: List[Any], data: Any, where: str) -> Any:
+    """A value of a union of scalar types (:data:`ParamValue`): a string, an integer or
+    a number, each as it is (the session's parameters give it its type later)."""
+    if isinstance(data, str) and str in choices:
+        return data
+    if isinstance(data, int) and not isinstance(data, bool) and int in choices:
+        return data
+    if isinstance(data, (int, float)) and not isinstance(data, bool) and float in choices:
+        return float(data)
+    names = " or ".join(getattr(c, "__name__", str(c)) for c in choices)
+    raise DecodeError(f"{where}: expected {names}")
 
 
 def parse_datetime(text: str) -> datetime:
