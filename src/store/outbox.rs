@@ -276,13 +276,13 @@ pub(super) const EVENT_COLUMNS: &str =
     "e.id, e.session_id, e.seq, e.step, e.kind, e.t, e.data, e.created_micros";
 
 /// Claims due deliveries (`$1` now, `$2` lease end, `$3` limit), in a transaction that
-/// holds the claim turn (`CLAIM_TURN`).
-pub(super) fn claim_sql() -> String {
-    // The candidates: due, not leased, first pending of their webhook and session, of an
-    // active webhook with no live lease; then one per webhook (its longest due), ranked
-    // within its tenant, so that the tenants take turns. The outer condition is checked
-    // again on a row another claim changed meanwhile (PostgreSQL's read committed).
-    "UPDATE webhook_deliveries SET claimed_until_micros = $2, attempts = attempts + 1 \
+/// holds the claim turn (`CLAIM_TURN`). The candidates: due, not leased, first pending of
+/// their webhook and session, of an active webhook with no live lease; then one per
+/// webhook (its longest due), ranked within its tenant, so that the tenants take turns.
+/// The outer condition is checked again on a row another claim changed meanwhile
+/// (PostgreSQL's read committed).
+pub(super) const CLAIM_SQL: &str = "UPDATE webhook_deliveries \
+     SET claimed_until_micros = $2, attempts = attempts + 1 \
      WHERE state = 'pending' AND claimed_until_micros <= $1 \
      AND (webhook_id, event_id) IN (SELECT webhook_id, event_id FROM ( \
        SELECT webhook_id, event_id, due, \
@@ -301,9 +301,7 @@ pub(super) fn claim_sql() -> String {
            AND f.claimed_until_micros > $1)) due_now \
        WHERE webhook_turn = 1) turns \
      ORDER BY tenant_turn, due, event_id LIMIT $3) \
-     RETURNING webhook_id, event_id"
-        .to_string()
-}
+     RETURNING webhook_id, event_id";
 
 /// Reads back `count` claimed deliveries with their events and webhooks, by event id;
 /// `$1, $2`, `$3, $4` … are the (webhook, event) pairs.
@@ -509,12 +507,11 @@ macro_rules! outbox_on {
             ) -> Result<Vec<$crate::store::outbox::ClaimedDelivery>, $crate::store::StoreError>
             {
                 use sqlx::Row;
-                let sql = $crate::store::outbox::claim_sql();
                 let (turn, mut tx) = self.begin_write().await?;
                 if let Some(claim_turn) = Self::CLAIM_TURN {
                     sqlx::query(claim_turn).execute(&mut *tx).await?;
                 }
-                let claimed = sqlx::query(sqlx::AssertSqlSafe(sql))
+                let claimed = sqlx::query($crate::store::outbox::CLAIM_SQL)
                     .bind(now)
                     .bind(lease_until)
                     .bind(limit)
