@@ -168,3 +168,44 @@ def test_a_cancelled_async_optimize_leaves_nothing_pending(
             assert len([r for r in timeline.ended_runs if r.kind == "abandoned"]) == 4
 
     asyncio.run(main())
+
+
+def test_async_pending_best_given_fixed_optimize_with_fixed_and_resume_by_name(
+    default_server: Server, own_key: str
+) -> None:
+    async def main() -> None:
+        async with tvbo.AsyncClient(default_server.url, own_key) as client:
+            with pytest.raises(tvbo.InvalidField) as raised:
+                await client.resume_session("by load")
+            assert raised.value.field == "parameters"
+            s = await client.create_session(
+                [tvbo.Float("level", 0, 1), tvbo.Float("load", 0, 1, context=True)],
+                name="by load",
+                model={"warmup": 2},
+            )
+            assert (await client.resume_session("by load")).id == s.id
+
+            async def evaluate(p: tvbo.Params) -> float:
+                await asyncio.sleep(0.01)
+                return -((float(p["level"]) - float(p["load"])) ** 2)
+
+            held = await s.optimize(evaluate, 3, workers=2, fixed={"load": 0.3})
+            assert [o.params["load"] for o in held] == [0.3] * 3
+            loads = [0.1, 0.8, 0.45, 0.6]
+            measured = await s.optimize(
+                evaluate, len(loads), workers=2, fixed=lambda number: {"load": loads[number]}
+            )
+            assert sorted(float(o.params["load"]) for o in measured) == sorted(loads)
+            newest = max(measured, key=lambda o: o.seq).params["load"]
+            assert (await s.best()).params["load"] == newest
+            assert (await s.best(fixed={"load": 0.75})).params["load"] == 0.75
+
+            first, second = await s.suggest(2, fixed={"load": 0.5})
+            assert [p.id for p in await s.pending()] == [first.id, second.id]
+            await s.observe(first, 0.0)
+            assert await s.abandon_pending() == 1
+            assert await s.pending() == []
+            info = await s.refresh()
+            assert (info.pending_count, info.observation_count) == (0, 8)
+
+    asyncio.run(main())

@@ -6,6 +6,7 @@ import math
 import signal
 import threading
 import time
+import uuid
 from datetime import datetime, timedelta, timezone
 from typing import Dict, List, Tuple
 
@@ -664,3 +665,138 @@ def test_an_interrupt_raised_by_the_objective_abandons_what_is_in_hand(
     assert time.monotonic() - started < 2.0
     info = s.refresh()
     assert (info.pending_count, info.observation_count) == (0, 0)
+
+
+# ---------------------------------------------------------------- pending, fixed, resume
+
+
+def context_session(client: tvbo.Client, **kwargs: object) -> tvbo.Session:
+    return client.create_session(
+        [tvbo.Float("level", 0, 1), tvbo.Float("load", 0, 1, context=True)],
+        model={"warmup": 2},
+        seed=11,
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+def test_pending_lists_and_abandon_pending_abandons_what_a_stopped_worker_left(
+    own_client: tvbo.Client, default_server: Server, own_key: str
+) -> None:
+    s = make_session(own_client)
+    assert s.pending() == [] and s.abandon_pending() == 0
+    first, second, third = s.suggest(3)
+    s.observe(first, 1.0)
+    (fourth,) = s.suggest()
+    listed = s.pending()
+    assert [p.id for p in listed] == [second.id, third.id, fourth.id]  # oldest first
+    assert [p.params for p in listed] == [second.params, third.params, fourth.params]
+    assert all(type(p.params["size"]) is int for p in listed)
+    with tvbo.Client(default_server.url, own_key) as restarted:  # the next process
+        again = restarted.session(s.id)
+        assert [p.id for p in again.pending()] == [second.id, third.id, fourth.id]
+        assert again.abandon_pending() == 3
+        assert again.pending() == [] and again.abandon_pending() == 0
+    info = s.refresh()
+    assert (info.pending_count, info.observation_count) == (0, 1)
+    abandoned = [r for r in s.timeline().ended_runs if r.kind == "abandoned"]
+    assert {r.suggestion_id for r in abandoned} == {second.id, third.id, fourth.id}
+
+
+def test_abandon_pending_leaves_a_suggestion_that_ended_meanwhile(
+    own_client: tvbo.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Listed, then observed or failed by its worker before the abandon: skipped, not
+    counted (409 conflict); the others are abandoned."""
+    s = make_session(own_client)
+    observed, failed, left = s.suggest(3)
+    listed = s.pending()
+    s.observe(observed, 2.0)
+    s.fail(failed, "crashed")
+    monkeypatch.setattr(s, "pending", lambda: listed)
+    assert s.abandon_pending() == 1
+    info = s.refresh()
+    assert (info.pending_count, info.observation_count) == (0, 1)
+    runs = {r.suggestion_id: r.kind for r in s.timeline().ended_runs}
+    assert runs == {failed.id: "failed", left.id: "abandoned"}
+
+
+def test_best_holds_the_values_fixed_gives_and_else_the_newest_context(
+    own_client: tvbo.Client,
+) -> None:
+    s = context_session(own_client)
+    for level, load in [(0.2, 0.2), (0.9, 0.9), (0.5, 0.6), (0.4, 0.35)]:
+        s.observe({"level": level, "load": load}, -((level - load) ** 2))
+    assert s.best().params["load"] == 0.35  # the newest observation's
+    given = s.best(fixed={"load": 0.8})
+    assert given.params["load"] == 0.8 and 0 <= float(given.params["level"]) <= 1
+    assert type(given.params["load"]) is float
+    held = s.best(t=given.t, fixed={"level": 0.25})  # an ordinary parameter held too
+    assert held.params == {"level": 0.25, "load": 0.35}
+    both = s.best(fixed={"level": 0.5, "load": 0.1})
+    assert both.params == {"level": 0.5, "load": 0.1}
+    wrong: List[Tuple[Dict[str, tvbo.ParamValue], str]] = [
+        ({"load": 2.0}, "fixed.load"),
+        ({"speed": 1}, "fixed.speed"),
+    ]
+    for fixed, field in wrong:
+        with pytest.raises(tvbo.InvalidField) as raised:
+            s.best(fixed=fixed)
+        assert raised.value.field == field
+    with pytest.raises(ValueError, match="fixed.load"):
+        s.best(fixed={"load": math.nan})
+
+
+def test_optimize_runs_a_context_session_with_fixed_values_or_a_function_of_the_round(
+    own_client: tvbo.Client,
+) -> None:
+    s = context_session(own_client)
+    with pytest.raises(tvbo.InvalidField) as raised:  # what it did before fixed=
+        s.optimize(lambda p: 0.0, 2)
+    assert raised.value.field == "fixed.load"
+    seen: List[float] = []
+    lock = threading.Lock()
+
+    def fn(p: tvbo.Params) -> float:
+        with lock:
+            seen.append(float(p["load"]))
+        return -((float(p["level"]) - float(p["load"])) ** 2)
+
+    held = s.optimize(fn, 4, workers=2, fixed={"load": 0.3})
+    assert len(held) == 4 and all(o.params["load"] == 0.3 for o in held)
+    assert seen == [0.3] * 4
+    loads = [0.1, 0.5, 0.9, 0.2, 0.7, 0.4]
+    rounds: List[int] = []
+
+    def load_now(number: int) -> Dict[str, tvbo.ParamValue]:
+        with lock:
+            rounds.append(number)
+        return {"load": loads[number]}
+
+    measured = s.optimize(fn, len(loads), workers=3, fixed=load_now)
+    assert sorted(rounds) == list(range(len(loads)))
+    assert sorted(float(o.params["load"]) for o in measured) == sorted(loads)
+    assert sorted(seen[4:]) == sorted(loads)
+    observed = {o.suggestion_id: o.params["load"] for o in s.observations()}
+    assert [observed[o.suggestion_id] for o in measured] == [o.params["load"] for o in measured]
+    with pytest.raises(TypeError, match="round 0"):
+        s.optimize(fn, 2, fixed=lambda number: 0.5)  # type: ignore[arg-type]
+    info = s.refresh()
+    assert (info.pending_count, info.observation_count) == (0, 10)
+
+
+def test_resume_by_name_alone(own_client: tvbo.Client, default_server: Server) -> None:
+    with pytest.raises(tvbo.InvalidField) as raised:
+        own_client.resume_session("nightly cache")
+    assert raised.value.field == "parameters"
+    made = context_session(own_client, name="nightly cache", resume=True)
+    made.observe({"level": 0.5, "load": 0.5}, 1.0)
+    again = own_client.resume_session("nightly cache")
+    assert again.id == made.id and again.info.parameters == made.info.parameters
+    assert again.info.observation_count == 1  # as it is
+    newer = context_session(own_client, name="nightly cache")  # a plain create: a duplicate
+    assert own_client.resume_session("nightly cache").id == newer.id  # the newest
+    stranger_key = default_server.make_key(f"t-{uuid.uuid4().hex[:12]}")
+    with tvbo.Client(default_server.url, stranger_key) as stranger:  # another tenant's
+        with pytest.raises(tvbo.InvalidField) as raised:
+            stranger.resume_session("nightly cache")
+        assert raised.value.field == "parameters"

@@ -60,8 +60,14 @@ def test_the_snippets_run_in_order(
     assert len(namespace["stored"]) == 12 and info.pending_count == 0
     assert info.observation_count == 6 + 12  # 1 + 1, a batch of 3, 1; optimize's 12
     assert namespace["worker"].info.name == "cache worker"
+    assert namespace["same"].id == namespace["worker"].id
+    by_load: tvbo.Session = namespace["by_load"]
+    loads = sorted(float(o.params["load"]) for o in by_load.observations())
+    assert loads == sorted([0.4] * 3 + namespace["loads"])
+    assert by_load.refresh().pending_count == 0
     out = capsys.readouterr().out
     assert "cache tuning" in out and "cache worker" in out
+    assert "'load': 0.9" in out and "'load': 0.5" in out
 
 
 def test_the_receiver_runs_as_written(

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import List
 
 import httpx
 import pytest
@@ -199,3 +202,50 @@ def test_the_events_of_a_create_are_sent_with_their_nulls() -> None:
         [tvbo.Float("x", 0, 1)], None, None, None, None, None, None, None
     )
     assert "events" not in without
+
+
+def test_best_sends_fixed_as_a_url_encoded_json_object() -> None:
+    sent: List[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        body = {"t": 1.5, "params": {"level": 0.4, "load": 0.7}, "mean": 1.0, "std": 0.1}
+        return httpx.Response(200, json=body)
+
+    info = {
+        "id": "s1",
+        "name": "",
+        "goal": "maximize",
+        "parameters": [{"name": "load", "low": 0, "high": 1, "context": True}],
+        "algorithm": {"name": "bolt"},
+        "model": {"spatial_kernel": "matern52", "warmup": 5},
+        "time": {"source": "wall", "pending_timeout": 60},
+        "events": {},
+        "seed": 1,
+        "status": "active",
+        "created_at": "2026-01-01T00:00:00Z",
+        "observation_count": 1,
+        "dataset_size": 1,
+        "pending_count": 0,
+        "version": 1,
+    }
+    client = tvbo.Client("http://tvbo.test", "tvbo_k", transport=httpx.MockTransport(answer))
+    session = tvbo.Session(client, decode(tvbo.SessionInfo, info))
+    session.best(t=1.5, fixed={"load": 0.7, "codec": "zstd", "threads": 4})
+    session.best()
+    assert sent[0].url.params["t"] == "1.5"
+    assert json.loads(sent[0].url.params["fixed"]) == {"load": 0.7, "codec": "zstd", "threads": 4}
+    assert "%7B%22load%22%3A0.7" in str(sent[0].url)  # URL-encoded
+    assert sent[1].url.query == b""
+    with pytest.raises(ValueError, match="fixed.load"):
+        _core.best_query(None, {"load": math.inf})
+    with pytest.raises(ValueError, match="fixed"):
+        _core.best_query(None, "load=0.7")  # type: ignore[arg-type]
+
+
+def test_optimize_takes_fixed_values_or_a_function_of_the_round() -> None:
+    assert _core.fixed_at(None, 3) is None
+    assert _core.fixed_at({"load": 0.5}, 3) == {"load": 0.5}
+    assert _core.fixed_at(lambda number: {"load": number / 10}, 3) == {"load": 0.3}
+    with pytest.raises(TypeError, match="round 2"):
+        _core.fixed_at(lambda number: [0.5], 2)  # type: ignore[arg-type]

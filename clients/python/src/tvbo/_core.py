@@ -780,11 +780,66 @@ def suggest_body(
         {
             "count": count,
             "t": None if t is None else finite("t", t),
-            "fixed": None
-            if fixed is None
-            else {k: param_value(f"fixed.{k}", v) for k, v in fixed.items()},
+            "fixed": None if fixed is None else fixed_json(fixed),
         }
     )
+
+
+def fixed_json(fixed: Mapping[str, ParamValue]) -> Dict[str, Any]:
+    """Parameters held at given values (a suggest's or ``best``'s ``fixed``), for JSON."""
+    if isinstance(fixed, str) or not isinstance(fixed, Mapping):
+        raise ValueError(f"fixed: a mapping of parameter names to values, not {fixed!r}")
+    return {k: param_value(f"fixed.{k}", v) for k, v in fixed.items()}
+
+
+def best_query(
+    t: Optional[float], fixed: Optional[Mapping[str, ParamValue]]
+) -> Optional[Dict[str, str]]:
+    """The query of ``GET …/best``: ``t`` exactly, and ``fixed`` as a JSON object (httpx
+    URL-encodes it); None when neither is given."""
+    query: Dict[str, str] = {}
+    if t is not None:
+        query["t"] = fmt_float(t)
+    if fixed is not None:
+        query["fixed"] = json.dumps(fixed_json(fixed), separators=(",", ":"))
+    return query or None
+
+
+Fixed = Union[Mapping[str, ParamValue], Callable[[int], Mapping[str, ParamValue]]]
+"""What ``optimize(fixed=...)`` holds at each suggest: the same values every round, or a
+function of the round (0, 1, …, in the order the evaluations start) returning them."""
+
+
+def fixed_at(fixed: Optional[Fixed], number: int) -> Optional[Mapping[str, ParamValue]]:
+    """The ``fixed`` values of ``optimize``'s evaluation (round) ``number``."""
+    if fixed is None or not callable(fixed):
+        return fixed
+    values = fixed(number)
+    if isinstance(values, str) or not isinstance(values, Mapping):
+        raise TypeError(
+            f"optimize(fixed=...): the function returned {values!r} for round {number}, "
+            "not a mapping of parameter names to values"
+        )
+    return values
+
+
+def pending_call(session_path: str) -> Call:
+    """The listing of a session's pending suggestions, oldest first."""
+    return Call("GET", f"{session_path}/suggestions", params={"status": "pending"})
+
+
+def resume_body(name: str) -> Dict[str, Any]:
+    """The body of a create that resumes the tenant's newest session of ``name`` as it
+    is (no configuration: a 422 naming ``parameters`` when there is none)."""
+    if not isinstance(name, str):
+        raise ValueError(f"name: a session's name (a string), not {name!r}")
+    return {"name": name, "resume": True}
+
+
+def ended_meanwhile(error: ApiError) -> bool:
+    """Whether an abandon's error says the suggestion ended otherwise since it was listed
+    (observed or failed by its worker: 409 ``conflict``): nothing left to abandon."""
+    return error.status == 409 and error.kind == "conflict"
 
 
 def predict_body(points: Sequence[Mapping[str, ParamValue]], t: Optional[float]) -> Dict[str, Any]:

@@ -59,6 +59,7 @@ from .models import (
     Step,
     StepList,
     Suggestion,
+    SuggestionList,
     Timeline,
     TimeOptions,
     Webhook,
@@ -166,6 +167,11 @@ class AsyncClient:
     async def session(self, id: str) -> "AsyncSession":
         """Reattach to an existing session by id (raises :class:`tvbo.NotFound`)."""
         data = await self.request(Call("GET", _core.session_path(id)))
+        return AsyncSession(self, decode(SessionInfo, data))
+
+    async def resume_session(self, name: str) -> "AsyncSession":
+        """See :meth:`tvbo.Client.resume_session`."""
+        data = await self.request(_core.post("/v1/sessions", _core.resume_body(name)))
         return AsyncSession(self, decode(SessionInfo, data))
 
     async def sessions(
@@ -425,15 +431,35 @@ class AsyncSession:
         """See :meth:`tvbo.Session.abandon`."""
         await self.client.request(Call("DELETE", _core.suggestion_path(self.path, suggestion)))
 
+    async def pending(self) -> List[Suggestion]:
+        """See :meth:`tvbo.Session.pending`."""
+        data = await self.client.request(_core.pending_call(self.path))
+        return [self._typed(s) for s in decode(SuggestionList, data).suggestions]
+
+    async def abandon_pending(self) -> int:
+        """See :meth:`tvbo.Session.abandon_pending`."""
+        abandoned = 0
+        for suggestion in await self.pending():
+            try:
+                await self.abandon(suggestion)
+            except ApiError as e:
+                if not _core.ended_meanwhile(e):
+                    raise
+            else:
+                abandoned += 1
+        return abandoned
+
     async def observe_many(self, items: Sequence[ObservationItem]) -> List[Observation]:
         """See :meth:`tvbo.Session.observe_many`."""
         body = _core.batch_json(items)
         data = await self.client.request(_core.post(f"{self.path}/observations", body))
         return [self._typed(o) for o in decode(ObservationList, data).observations]
 
-    async def best(self, t: Optional[float] = None) -> Best:
+    async def best(
+        self, t: Optional[float] = None, fixed: Optional[Mapping[str, ParamValue]] = None
+    ) -> Best:
         """See :meth:`tvbo.Session.best`."""
-        params = {"t": _core.fmt_float(t)} if t is not None else None
+        params = _core.best_query(t, fixed)
         data = await self.client.request(Call("GET", f"{self.path}/best", params=params))
         return self._typed(decode(Best, data))
 
@@ -517,6 +543,7 @@ class AsyncSession:
         catch: Tuple[Type[BaseException], ...] = (),
         timeout: Optional[float] = None,
         progress: bool = False,
+        fixed: Optional[_core.Fixed] = None,
     ) -> List[Observation]:
         """:meth:`tvbo.Session.optimize` with ``workers`` tasks awaiting ``fn``;
         ``callback(suggestion, observation)`` (a plain function) is called in the event
@@ -527,7 +554,7 @@ class AsyncSession:
         each task abandons the suggestion in hand before the cancellation goes on (a
         suggest or a store in flight is awaited a few seconds at most, and what the
         suggest hands out is abandoned too). ``catch``, ``timeout`` and ``progress`` as
-        there."""
+        there; ``fixed`` too (a function of the round is called in the event loop)."""
         if iterations < 0 or workers < 1:
             raise ValueError("iterations must be >= 0 and workers >= 1")
         left = iterations
@@ -541,8 +568,11 @@ class AsyncSession:
             nonlocal left
             while left > 0 and not errors and (ends is None or time.monotonic() < ends):
                 left -= 1
+                number = iterations - left - 1
                 try:
-                    asking = asyncio.ensure_future(self.suggest(1))
+                    asking = asyncio.ensure_future(
+                        self.suggest(1, fixed=_core.fixed_at(fixed, number))
+                    )
                     try:
                         (suggestion,) = await asyncio.shield(asking)
                     except asyncio.CancelledError:

@@ -57,6 +57,7 @@ from .models import (
     Step,
     StepList,
     Suggestion,
+    SuggestionList,
     Timeline,
     TimeOptions,
     Webhook,
@@ -179,8 +180,10 @@ class Client:
 
         With ``resume=True`` (and a ``name``) it answers the key's session of that name
         when there is one, and creates it only when there is none: workers that start
-        together get one session. An existing session with another configuration raises
-        :class:`tvbo.Conflict` naming the field that differs.
+        together get one session (as Optuna's ``create_study(load_if_exists=True)``). An
+        existing session with another configuration raises :class:`tvbo.Conflict` naming
+        the field that differs. To take a session of the name as it is, without its
+        configuration, use :meth:`resume_session`.
         """
         body = _core.create_session_body(
             parameters, name, goal, algorithm, model, time, arms, seed, resume, events
@@ -191,6 +194,15 @@ class Client:
     def session(self, id: str) -> "Session":
         """Reattach to an existing session by id (raises :class:`tvbo.NotFound`)."""
         return Session(self, decode(SessionInfo, self.request(Call("GET", _core.session_path(id)))))
+
+    def resume_session(self, name: str) -> "Session":
+        """Reattach to the key's session named ``name`` as it is, by the name alone (as
+        Optuna's ``load_study``): its newest, when older sessions share the name. Nothing
+        is created: when there is none it raises :class:`tvbo.InvalidField` with
+        ``field`` ``"parameters"`` (a new session needs its configuration; pass it to
+        :meth:`create_session` with ``resume=True`` to make it when missing)."""
+        data = self.request(_core.post("/v1/sessions", _core.resume_body(name)))
+        return Session(self, decode(SessionInfo, data))
 
     def sessions(
         self,
@@ -500,16 +512,46 @@ class Session:
         failed suggestion raises :class:`tvbo.Conflict`."""
         self.client.request(Call("DELETE", _core.suggestion_path(self.path, suggestion)))
 
+    def pending(self) -> List[Suggestion]:
+        """The session's pending suggestions, oldest first: handed out to any worker and
+        not yet observed, failed, abandoned or expired (at most the server's cap on
+        pending suggestions, 256 by default)."""
+        data = self.client.request(_core.pending_call(self.path))
+        return [self._typed(s) for s in decode(SuggestionList, data).suggestions]
+
+    def abandon_pending(self) -> int:
+        """Abandon every pending suggestion of the session (:meth:`pending`, then
+        :meth:`abandon` each), and say how many were: what a worker that was killed left
+        pending, so that it stops counting as pending before its ``time.pending_timeout``.
+        It abandons any worker's: call it when none is running. One that ended meanwhile
+        (its worker observed or failed it) is left as it is and not counted."""
+        abandoned = 0
+        for suggestion in self.pending():
+            try:
+                self.abandon(suggestion)
+            except ApiError as e:
+                if not _core.ended_meanwhile(e):
+                    raise
+            else:
+                abandoned += 1
+        return abandoned
+
     def observe_many(self, items: Sequence[ObservationItem]) -> List[Observation]:
         """Record several observations in one request, all or nothing (1 to 1000 items:
         :class:`tvbo.ObservationInput` or ``(suggestion, value)`` pairs)."""
         data = self.client.request(_core.post(f"{self.path}/observations", _core.batch_json(items)))
         return [self._typed(o) for o in decode(ObservationList, data).observations]
 
-    def best(self, t: Optional[float] = None) -> Best:
+    def best(
+        self, t: Optional[float] = None, fixed: Optional[Mapping[str, ParamValue]] = None
+    ) -> Best:
         """The setting with the best posterior mean at session time ``t`` (default: now, or
-        the latest observation's time in a client-time session)."""
-        params = {"t": _core.fmt_float(t)} if t is not None else None
+        the latest observation's time in a client-time session), given the parameters
+        ``fixed`` holds at the values it maps them to: the best setting of the others for
+        them. A context parameter ``fixed`` does not give is held at the newest
+        observation's value (where the system is now); an unknown name or a value out of
+        bounds raises :class:`tvbo.InvalidField` naming ``fixed.<name>``."""
+        params = _core.best_query(t, fixed)
         data = self.client.request(Call("GET", f"{self.path}/best", params=params))
         return self._typed(decode(Best, data))
 
@@ -599,6 +641,7 @@ class Session:
         catch: Tuple[Type[BaseException], ...] = (),
         timeout: Optional[float] = None,
         progress: bool = False,
+        fixed: Optional[_core.Fixed] = None,
     ) -> List[Observation]:
         """Ask, evaluate, tell ``iterations`` times in all, ``workers`` at a time.
 
@@ -613,6 +656,13 @@ class Session:
         exception's ``repr`` as its reason), counted as an evaluation, and the workers go
         on. With ``timeout`` (seconds), no evaluation starts after it; the ones in hand
         finish and are stored. ``progress`` draws a bar on stderr.
+
+        ``fixed`` is passed to each :meth:`suggest`: parameters held at given values, the
+        same every round (``{"load": 0.7}``), or a function of the round (0, 1, …, in the
+        order the evaluations start; called from the worker threads) returning them, e.g.
+        the load measured now. A session with context parameters needs it (every context
+        parameter's value, every round); the suggestions, and so the observations, carry
+        the values given.
 
         If ``fn``, ``callback`` or a request raises, the suggestion it was for is
         abandoned (:meth:`abandon`) unless its value was measured, the workers take no new
@@ -641,16 +691,17 @@ class Session:
         ends = None if timeout is None else _time.monotonic() + timeout
         bar = _core.Progress(iterations, self.info.goal == "minimize", progress)
 
-        def take() -> bool:
-            """Whether to start another evaluation (its suggest then counts as busy)."""
+        def take() -> Optional[int]:
+            """The round of another evaluation to start (its suggest then counts as
+            busy); None: start none."""
             with lock:
                 if stopping[0] or errors or left[0] <= 0:
-                    return False
+                    return None
                 if ends is not None and _time.monotonic() >= ends:
-                    return False
+                    return None
                 left[0] -= 1
                 busy[0] += 1
-                return True
+                return iterations - left[0] - 1
 
         def claim(suggestion: Suggestion) -> bool:
             """Take ``suggestion`` back from ``held`` to store its outcome (busy until
@@ -668,9 +719,12 @@ class Session:
 
         def work() -> None:
             try:
-                while take():
+                while True:
+                    number = take()
+                    if number is None:
+                        break
                     try:
-                        (suggestion,) = self.suggest(1)
+                        (suggestion,) = self.suggest(1, fixed=_core.fixed_at(fixed, number))
                         with lock:
                             interrupted = stopping[0]
                             if not interrupted:
@@ -763,8 +817,8 @@ class Session:
         and expires after ``time.pending_timeout``.
 
         These are the suggestions :meth:`optimize` holds. Those of a process that died
-        are not known to it: the server's listing of a session's pending suggestions and
-        an ``abandon_pending()`` built on it are the place for them (not here yet)."""
+        are not known to it: :meth:`abandon_pending` (on the server's listing of the
+        session's pending suggestions) is the place for them."""
         for suggestion in suggestions:
             call = Call("DELETE", _core.suggestion_path(self.path, suggestion))
             try:

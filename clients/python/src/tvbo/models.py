@@ -329,6 +329,14 @@ class Suggestion:
 
 
 @dataclasses.dataclass(frozen=True)
+class SuggestionList:
+    """Suggestions: a suggest's answer, or a session's pending ones, oldest first
+    (:meth:`Session.pending`)."""
+
+    suggestions: List[Suggestion]
+
+
+@dataclasses.dataclass(frozen=True)
 class Observation:
     """An observation as stored (``active`` False once forgotten, with the reason)."""
 
@@ -758,6 +766,7 @@ SCHEMAS: Dict[str, Any] = {
     "SessionList": SessionList,
     "UnreadableSession": UnreadableSession,
     "Suggestion": Suggestion,
+    "SuggestResponse": SuggestionList,
     "Observation": Observation,
     "ObservationList": ObservationList,
     "EndedRunView": EndedRun,
