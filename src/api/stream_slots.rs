@@ -5,7 +5,7 @@
 //! connections stays for requests that are not streams.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use axum::http::StatusCode;
 use uuid::Uuid;
@@ -76,8 +76,8 @@ struct OpenStreams {
 #[derive(Debug)]
 pub struct StreamSlot {
     slots: StreamSlots,
-    key: Option<Uuid>,
-    tenant: String,
+    /// The key and tenant it counts against (none without keys).
+    counted: Option<(Uuid, String)>,
 }
 
 impl StreamSlots {
@@ -90,12 +90,14 @@ impl StreamSlots {
 
     /// A slot for one more stream of `caller`: 429 `too-many-streams` naming the cap when
     /// its key or its tenant holds as many as it may, 503 `busy` when the replica does;
-    /// both with Retry-After.
+    /// both with Retry-After. Without keys (`TVBO_AUTH=off`) every client is the one
+    /// default tenant, so only the replica's cap applies (as the rate limits need keys).
     pub fn take(&self, caller: &Caller) -> Result<StreamSlot, ApiError> {
         let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
-        let key_count = caller
-            .key_id
-            .map_or(0, |key| open.by_key.get(&key).copied().unwrap_or(0));
+        let Some(key) = caller.key_id else {
+            return self.take_unkeyed(open);
+        };
+        let key_count = open.by_key.get(&key).copied().unwrap_or(0);
         let tenant_count = open.by_tenant.get(&caller.tenant).copied().unwrap_or(0);
         let too_many = |what: &str, limit: usize, setting: &str| {
             ApiError::new(
@@ -108,7 +110,7 @@ impl StreamSlots {
             )
             .retry_after(RETRY_AFTER_SECONDS)
         };
-        if caller.key_id.is_some() && key_count >= self.limits.per_key {
+        if key_count >= self.limits.per_key {
             return Err(too_many(
                 "this key",
                 self.limits.per_key,
@@ -122,39 +124,53 @@ impl StreamSlots {
                 "TVBO_MAX_STREAMS_PER_TENANT",
             ));
         }
-        if open.total >= self.limits.total {
-            return Err(ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "busy",
-                format!(
-                    "the replica holds {} open event streams, the most it keeps beside its \
-                     other requests (TVBO_MAX_STREAMS); retry later",
-                    self.limits.total
-                ),
-            )
-            .retry_after(RETRY_AFTER_SECONDS));
-        }
-        if let Some(key) = caller.key_id {
-            *open.by_key.entry(key).or_insert(0) += 1;
-        }
+        self.check_replica(&open)?;
+        *open.by_key.entry(key).or_insert(0) += 1;
         *open.by_tenant.entry(caller.tenant.clone()).or_insert(0) += 1;
         open.total += 1;
         crate::telemetry::set_open_streams(open.total);
         Ok(StreamSlot {
             slots: self.clone(),
-            key: caller.key_id,
-            tenant: caller.tenant.clone(),
+            counted: Some((key, caller.tenant.clone())),
         })
+    }
+
+    /// A slot of a caller without a key: the replica's cap only.
+    fn take_unkeyed(&self, mut open: MutexGuard<'_, OpenStreams>) -> Result<StreamSlot, ApiError> {
+        self.check_replica(&open)?;
+        open.total += 1;
+        crate::telemetry::set_open_streams(open.total);
+        Ok(StreamSlot {
+            slots: self.clone(),
+            counted: None,
+        })
+    }
+
+    /// 503 `busy` when the replica holds as many streams as it may.
+    fn check_replica(&self, open: &OpenStreams) -> Result<(), ApiError> {
+        if open.total < self.limits.total {
+            return Ok(());
+        }
+        Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "busy",
+            format!(
+                "the replica holds {} open event streams, the most it keeps beside its other \
+                 requests (TVBO_MAX_STREAMS); retry later",
+                self.limits.total
+            ),
+        )
+        .retry_after(RETRY_AFTER_SECONDS))
     }
 }
 
 impl Drop for StreamSlot {
     fn drop(&mut self) {
         let mut open = self.slots.open.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(key) = self.key {
-            release(&mut open.by_key, &key);
+        if let Some((key, tenant)) = &self.counted {
+            release(&mut open.by_key, key);
+            release(&mut open.by_tenant, tenant);
         }
-        release(&mut open.by_tenant, &self.tenant);
         open.total -= 1;
         crate::telemetry::set_open_streams(open.total);
     }
@@ -207,5 +223,21 @@ mod tests {
         assert_eq!(open.total, 4);
         assert_eq!(open.by_key.get(&a1), Some(&1));
         assert_eq!(open.by_tenant.get("b"), Some(&2));
+        drop(open);
+        // Without keys, only the replica's cap.
+        let unkeyed = Caller::unauthenticated();
+        assert!(slots.take(&unkeyed).is_err());
+        let wide = StreamSlots::new(StreamLimits {
+            per_key: 1,
+            per_tenant: 1,
+            total: 3,
+        });
+        let held: Vec<StreamSlot> = (0..3).map(|_| wide.take(&unkeyed).unwrap()).collect();
+        assert_eq!(
+            wide.take(&unkeyed).unwrap_err().status,
+            StatusCode::SERVICE_UNAVAILABLE
+        );
+        drop(held);
+        assert_eq!(wide.open.lock().unwrap().total, 0);
     }
 }
