@@ -110,6 +110,7 @@ async fn unknown_sessions_routes_and_methods(server: TestServer) {
             (Method::GET, s.clone(), None),
             (Method::DELETE, s.clone(), None),
             (Method::POST, format!("{s}/suggestions"), Some(json!({}))),
+            (Method::GET, format!("{s}/suggestions"), None),
             (
                 Method::POST,
                 format!("{s}/observations"),
@@ -159,10 +160,11 @@ async fn unknown_sessions_routes_and_methods(server: TestServer) {
             .expect(405, &[]),
         case("DELETE /v1/sessions", Method::DELETE, "/v1/sessions").expect(405, &[]),
         case(
-            "GET suggestions",
-            Method::GET,
+            "PUT suggestions",
+            Method::PUT,
             format!("/v1/sessions/{session}/suggestions"),
         )
+        .json(json!({}))
         .expect(405, &[]),
         case(
             "PATCH a session",
