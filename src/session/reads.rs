@@ -38,7 +38,8 @@ const LISTING_HELD_BYTES: usize = super::timeline::MAX_TIMELINE_BYTES as usize;
 const LISTING_MEMORY_PER_BYTE: usize = 3;
 
 impl SessionService {
-    /// [`Self::list_observations`] as JSON, written off the async runtime; a page that
+    /// A page of the session's observations as `listing` filters, orders and places it,
+    /// with how many match the filter, as JSON written off the async runtime; a page that
     /// may be large holds its share of the replica's read budget (waiting up to
     /// `READ_WAIT` for it, else [`ServiceError::ReadsBusy`]) until it is sent.
     pub async fn observations_json(
@@ -46,7 +47,8 @@ impl SessionService {
         id: Uuid,
         listing: ObservationListing,
     ) -> Result<HeldJson, ServiceError> {
-        let limit = listing.query()?.limit.max(0) as usize;
+        let query = listing.query()?;
+        let limit = query.limit.max(0) as usize;
         let session = self.session_row(id).await?;
         let row_bytes = LISTED_OBSERVATION_BYTES
             + super::timeline::params_bytes(&session.config) as usize
@@ -56,7 +58,7 @@ impl SessionService {
             true => Some(self.reads.share(largest * LISTING_MEMORY_PER_BYTE).await?),
             false => None,
         };
-        let page = self.list_observations(id, listing).await?;
+        let page = self.observation_page(id, query).await?;
         let json = tokio::task::spawn_blocking(move || serde_json::to_vec(&page))
             .await
             .map_err(|e| ServiceError::Internal(format!("listing task failed: {e}")))?
@@ -73,15 +75,13 @@ impl SessionService {
         })
     }
 
-    /// A page of the session's observations as `listing` filters, orders and places it,
-    /// with how many match the filter.
-    pub async fn list_observations(
+    /// The page `query` selects of session `id`'s observations (the session known to
+    /// exist), with how many match its filter.
+    async fn observation_page(
         &self,
         id: Uuid,
-        listing: ObservationListing,
+        query: ObservationQuery,
     ) -> Result<ObservationList, ServiceError> {
-        let query = listing.query()?;
-        self.session_row(id).await?;
         let limit = query.limit;
         let page = self
             .store

@@ -203,10 +203,9 @@ async fn streamed(client: &reqwest::Client, url: &str) -> (u16, usize, Option<St
 
 /// A client of a key of another tenant of `server`.
 async fn other_tenant(server: &TestServer, tenant: &str) -> reqwest::Client {
-    let made = tvbo::keys::new_key(tenant, None, false).unwrap();
-    server.store().insert_api_key(&made.row).await.unwrap();
+    let key = server.new_key(tenant).await;
     let mut headers = reqwest::header::HeaderMap::new();
-    let bearer = format!("Bearer {}", made.key).parse().unwrap();
+    let bearer = format!("Bearer {key}").parse().unwrap();
     headers.insert(reqwest::header::AUTHORIZATION, bearer);
     reqwest::Client::builder()
         .default_headers(headers)

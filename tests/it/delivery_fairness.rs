@@ -27,7 +27,7 @@ backend_tests!(
 );
 
 /// Keys on, the default limits, webhooks to loopback allowed (the test's receivers).
-fn settings() -> RouterSettings {
+pub(crate) fn settings() -> RouterSettings {
     RouterSettings {
         webhook_allow: AllowList::parse("127.0.0.1").unwrap(),
         ..RouterSettings::default()
@@ -64,13 +64,6 @@ async fn healthy(arrivals: Arc<Mutex<Vec<Instant>>>) -> u16 {
     );
     tokio::spawn(async move { axum::serve(listener, app).await });
     port
-}
-
-/// A key of `tenant`, as `tvbo keys create` makes it.
-pub(crate) async fn key(server: &TestServer, tenant: &str) -> String {
-    let made = tvbo::keys::new_key(tenant, None, false).unwrap();
-    server.store().insert_api_key(&made.row).await.unwrap();
-    made.key
 }
 
 /// POSTs `body` to `path` with `key`; asserts a 201 and answers its body.
@@ -121,7 +114,7 @@ async fn dead_receivers_of_one_tenant_do_not_delay_another_tenants_delivery(serv
     let session_body = json!({"parameters": [{"name": "x", "low": 0, "high": 1}]});
     // The noisy tenant: 20 webhooks to a receiver that never answers, 30 sessions' events
     // for each (600 deliveries).
-    let noisy = key(&server, "noisy").await;
+    let noisy = server.new_key("noisy").await;
     let dead = black_hole().await;
     for _ in 0..20 {
         let hook = json!({"url": format!("http://127.0.0.1:{dead}/hook")});
@@ -135,7 +128,7 @@ async fn dead_receivers_of_one_tenant_do_not_delay_another_tenants_delivery(serv
     tokio::time::sleep(Duration::from_secs(2)).await;
 
     // The quiet tenant: one webhook to a healthy receiver, one event.
-    let quiet = key(&server, "quiet").await;
+    let quiet = server.new_key("quiet").await;
     let arrivals = Arc::new(Mutex::new(Vec::new()));
     let port = healthy(arrivals.clone()).await;
     let hook = json!({"url": format!("http://127.0.0.1:{port}/hook")});
@@ -153,21 +146,26 @@ async fn dead_receivers_of_one_tenant_do_not_delay_another_tenants_delivery(serv
     assert!(delay < Duration::from_secs(3), "delivered after {delay:?}");
 }
 
-/// GETs `path` with `key`: the body of a 200.
-async fn read(server: &TestServer, key: &str, path: &str) -> serde_json::Value {
+/// GETs `path` with `key`: status and body.
+pub(crate) async fn get(server: &TestServer, key: &str, path: &str) -> (u16, serde_json::Value) {
     let response = reqwest::Client::new()
         .get(server.url(path))
         .bearer_auth(key)
         .send()
         .await
         .unwrap();
-    let (status, body) = TestServer::read(response).await;
+    TestServer::read(response).await
+}
+
+/// GETs `path` with `key`: the body of a 200.
+async fn read(server: &TestServer, key: &str, path: &str) -> serde_json::Value {
+    let (status, body) = get(server, key, path).await;
     assert_eq!(status, 200, "{path}: {body}");
     body
 }
 
 async fn a_paused_webhook_is_listed_and_a_delivered_ping_resumes_it(server: TestServer) {
-    let key = key(&server, "acme").await;
+    let key = server.new_key("acme").await;
     let arrivals = Arc::new(Mutex::new(Vec::new()));
     let port = healthy(arrivals.clone()).await;
     let hook = json!({"url": format!("http://127.0.0.1:{port}/hook")});

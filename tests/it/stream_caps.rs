@@ -11,13 +11,6 @@ use tvbo::api::RouterSettings;
 use tvbo::api::stream_slots::StreamLimits;
 use tvbo::server::ConnectionSettings;
 
-/// A new key of `tenant` stored in the server's database, as `tvbo keys create` makes it.
-async fn new_key(server: &TestServer, tenant: &str) -> String {
-    let made = tvbo::keys::new_key(tenant, None, false).expect("a valid key name");
-    server.store().insert_api_key(&made.row).await.unwrap();
-    made.key
-}
-
 /// Opens `count` event streams with `key`, each on a connection of its own: the open
 /// ones (kept, so that they stay open) and the refused answers.
 async fn open_streams(
@@ -64,7 +57,7 @@ async fn assert_too_many(response: Response, setting: &str) {
 
 /// Another tenant's 20 new streams open, and its requests are answered.
 async fn other_tenant_is_served(server: &TestServer) {
-    let key = new_key(server, "bystander").await;
+    let key = server.new_key("bystander").await;
     let (open, refused) = open_streams(server, &key, 20).await;
     assert_eq!((open.len(), refused.len()), (20, 0));
     let answer = reqwest::Client::new()
@@ -112,7 +105,7 @@ async fn behind_a_proxy_one_tenant_holds_at_most_its_share() {
     let mut held = Vec::new();
     let mut refused = Vec::new();
     for _ in 0..keys_needed {
-        let key = new_key(&server, "greedy").await;
+        let key = server.new_key("greedy").await;
         let (open, more) = open_streams(&server, &key, StreamLimits::DEFAULT_PER_KEY).await;
         held.extend(open);
         refused.extend(more);

@@ -9,12 +9,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
-use serde_json::{Value, json};
-use tvbo::api::RouterSettings;
-use tvbo::delivery::AllowList;
+use serde_json::json;
 
 use crate::common;
-use crate::delivery_fairness::{created, key, raise_events};
+use crate::delivery_fairness::{created, get, raise_events, settings};
 
 use common::TestServer;
 
@@ -24,14 +22,6 @@ backend_tests!(
     an_unreadable_event_is_passed_with_a_marker_and_checked,
     resuming_an_unreadable_session_names_the_name,
 );
-
-/// Keys on, the default limits, webhooks to loopback allowed (the test's receiver).
-fn settings() -> RouterSettings {
-    RouterSettings {
-        webhook_allow: AllowList::parse("127.0.0.1").unwrap(),
-        ..RouterSettings::default()
-    }
-}
 
 /// A receiver that answers 503 until `open` is set, then 204, recording the event ids it
 /// accepted; its port.
@@ -54,17 +44,6 @@ async fn receiver(open: Arc<Mutex<bool>>, accepted: Arc<Mutex<Vec<i64>>>) -> u16
     );
     tokio::spawn(async move { axum::serve(listener, app).await });
     port
-}
-
-/// GETs `path` with `key`: status and body.
-async fn get(server: &TestServer, key: &str, path: &str) -> (u16, Value) {
-    let response = reqwest::Client::new()
-        .get(server.url(path))
-        .bearer_auth(key)
-        .send()
-        .await
-        .unwrap();
-    TestServer::read(response).await
 }
 
 /// The `event:` names of the first `count` events of the tenant's stream after `after`.
@@ -97,7 +76,7 @@ async fn streamed_kinds(server: &TestServer, key: &str, after: i64, count: usize
 }
 
 async fn an_unreadable_event_is_passed_with_a_marker_and_checked(server: TestServer) {
-    let key = key(&server, "acme").await;
+    let key = server.new_key("acme").await;
     let (open, accepted) = (
         Arc::new(Mutex::new(false)),
         Arc::new(Mutex::new(Vec::new())),
@@ -173,7 +152,7 @@ async fn an_unreadable_event_is_passed_with_a_marker_and_checked(server: TestSer
 }
 
 async fn resuming_an_unreadable_session_names_the_name(server: TestServer) {
-    let key = key(&server, "acme").await;
+    let key = server.new_key("acme").await;
     let body = json!({"name": "tuned", "parameters": [{"name": "x", "low": 0, "high": 1}]});
     let session = created(&server, &key, "/v1/sessions", body.clone()).await;
     server

@@ -221,24 +221,31 @@ impl TestServer {
     /// does) and a client that presents it on every request: how a user meets a server
     /// with the default settings (keys required).
     pub async fn with_key(mut self, tenant: &str) -> TestServer {
-        let made = tvbo::keys::new_key(tenant, None, false).expect("a valid key name");
-        self.store()
-            .insert_api_key(&made.row)
-            .await
-            .expect("store the key");
+        let key = self.new_key(tenant).await;
         let mut headers = reqwest::header::HeaderMap::new();
-        let bearer = format!("Bearer {}", made.key);
+        let bearer = format!("Bearer {key}");
         headers.insert(
             reqwest::header::AUTHORIZATION,
             bearer.parse().expect("a key is a header value"),
         );
         self.headers = headers.clone();
-        self.key = Some(made.key.clone());
+        self.key = Some(key);
         self.client = reqwest::Client::builder()
             .default_headers(headers)
             .build()
             .expect("a client");
         self
+    }
+
+    /// A new key of `tenant` stored in the server's database, as `tvbo keys create` makes
+    /// it: the key as a person would paste it.
+    pub async fn new_key(&self, tenant: &str) -> String {
+        let made = tvbo::keys::new_key(tenant, None, false).expect("a valid key name");
+        self.store()
+            .insert_api_key(&made.row)
+            .await
+            .expect("store the key");
+        made.key
     }
 
     /// The key of [`Self::with_key`], as a person would paste it.

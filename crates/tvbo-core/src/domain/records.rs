@@ -332,6 +332,18 @@ pub struct History {
 pub struct NotReplayable(&'static str);
 
 impl History {
+    /// The history of a session nothing has happened to yet.
+    pub fn new(session: SessionRow) -> History {
+        History {
+            session,
+            active: Vec::new(),
+            pending: Vec::new(),
+            recent_delays: Vec::new(),
+            next_seq: 1,
+            ended_runs: 0,
+        }
+    }
+
     /// This history turned into the one a store loads back after committing `change` onto
     /// it (its version one higher): the same rows, the same order, timestamps to the
     /// microsecond as stored, so that a model planned from either is the same.

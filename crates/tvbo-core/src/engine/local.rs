@@ -33,14 +33,7 @@ impl LocalSession {
     pub fn new(config: CheckedConfig, created_at: DateTime<Utc>) -> Self {
         let session = new_session_row(Uuid::new_v4(), DEFAULT_TENANT, config, created_at);
         LocalSession {
-            history: History {
-                session,
-                active: Vec::new(),
-                pending: Vec::new(),
-                recent_delays: Vec::new(),
-                next_seq: 1,
-                ended_runs: 0,
-            },
+            history: History::new(session),
             suggestions: HashMap::new(),
             response_times: Vec::new(),
             events: Vec::new(),

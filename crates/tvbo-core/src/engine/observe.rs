@@ -508,12 +508,8 @@ mod tests {
         let session = new_session_row(Uuid::new_v4(), "t", config, Utc::now());
         ObserveSnapshot {
             history: History {
-                session,
-                active: Vec::new(),
-                pending: Vec::new(),
-                recent_delays: Vec::new(),
-                next_seq: 1,
                 ended_runs,
+                ..History::new(session)
             },
             suggestions: HashMap::new(),
             response_times: Vec::new(),
