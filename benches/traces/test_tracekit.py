@@ -1,6 +1,6 @@
 """Tests of the trace recorders: tracekit on a fake program whose measurements are known,
-and ``--quick`` runs of the SQLite and PostgreSQL recorders (the latter skipped when no
-server answers). From the repository's root:
+and ``--quick`` runs of the SQLite, PostgreSQL, JVM and RocksDB recorders (each skipped,
+saying why, when its program or server is missing). From the repository's root:
 
     python3 -m unittest discover -s benches/traces -p 'test_*.py'
 """
@@ -178,6 +178,23 @@ class QuickRecorders(unittest.TestCase):
         with tempfile.TemporaryDirectory() as directory:
             header, points = run_quick("record_sqlite.py", directory)
         self.assertEqual(header["trace"], "sqlite")
+        self.check_complete(header, points)
+
+    def test_jvm_gc(self):
+        for program in ("java", "javac"):
+            if shutil.which(program) is None:
+                self.skipTest(f"{program} is not installed (Debian's default-jdk)")
+        with tempfile.TemporaryDirectory() as directory:
+            header, points = run_quick("record_jvm_gc.py", directory)
+        self.assertEqual(header["trace"], "jvm-gc")
+        self.check_complete(header, points)
+
+    def test_rocksdb(self):
+        if shutil.which("db_bench") is None:
+            self.skipTest("db_bench is not installed (Debian's rocksdb-tools)")
+        with tempfile.TemporaryDirectory() as directory:
+            header, points = run_quick("record_rocksdb.py", directory)
+        self.assertEqual(header["trace"], "rocksdb")
         self.check_complete(header, points)
 
     def test_postgres(self):
