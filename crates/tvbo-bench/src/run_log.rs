@@ -142,6 +142,7 @@ mod tests {
             warmup: 15,
             iterations: vec![runner::Iteration {
                 t: 1.0,
+                setting: Default::default(),
                 regret: 0.5,
                 achieved: None,
                 dataset_size: 1,

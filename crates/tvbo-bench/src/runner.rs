@@ -25,9 +25,11 @@ use uuid::Uuid;
 
 use super::BenchError;
 use super::objective::Objective;
+use super::session::session_parameters;
 use tvbo_core::domain::checked::CheckedConfig;
 use tvbo_core::domain::config::TimeSource;
 use tvbo_core::domain::input::ObservationInput;
+use tvbo_core::domain::space::{Params, SearchSpace};
 use tvbo_core::engine::{EngineError, LocalSession};
 
 /// How time passes in a run.
@@ -131,6 +133,12 @@ fn compute_of(
 pub struct Iteration {
     /// Time the suggestion was handed out and the objective evaluated.
     pub t: f64,
+    /// The suggested setting in the session's parameters, as the API shows it (name →
+    /// number, or a categorical parameter's choice by name; integers rounded). Empty in
+    /// a run recorded before settings were (such a line reads with none, and none is
+    /// written).
+    #[serde(default, skip_serializing_if = "Params::is_empty")]
+    pub setting: Params,
     /// f(x, t) − min_x f(x, t), noise-free.
     pub regret: f64,
     /// The fraction of the per-moment optimum reached, for objectives in real units
@@ -157,6 +165,8 @@ pub fn run(
     if !variance.is_finite() || variance < 0.0 {
         return Err(BenchError::Objective(format!("noise variance {variance}")));
     }
+    let space = SearchSpace::new(session_parameters(objective))
+        .map_err(|e| BenchError::Objective(format!("the session's parameters: {e}")))?;
     let mut noise_rng = ChaCha8Rng::seed_from_u64(noise_seed);
     let compute_clock = match clock_mode {
         ClockMode::Simulated { .. } => driver.compute_clock(),
@@ -226,6 +236,7 @@ pub fn run(
         };
         iterations.push(Iteration {
             t: t_handed,
+            setting: space.from_unit(&handed.x),
             regret,
             achieved,
             dataset_size,
@@ -325,7 +336,54 @@ fn engine_error(e: EngineError) -> BenchError {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
+
+    /// A driver that hands out the same point every time.
+    struct Same(Vec<f64>);
+
+    impl Driver for Same {
+        fn compute_clock(&self) -> ComputeClock {
+            ComputeClock::ThreadCpu
+        }
+
+        fn suggest(&mut self, _t: f64) -> Result<Handed, BenchError> {
+            Ok(Handed {
+                x: self.0.clone(),
+                id: None,
+            })
+        }
+
+        fn observe(&mut self, _: &Handed, _: f64, _: f64, _: f64) -> Result<(), BenchError> {
+            Ok(())
+        }
+
+        fn dataset_size(&mut self) -> Result<usize, BenchError> {
+            Ok(0)
+        }
+    }
+
+    /// Every iteration records the setting it evaluated as the API shows it: the choice
+    /// by name, numbers as numbers (an integral one as an integer). A line without one
+    /// (an earlier version's) reads with none and writes none.
+    #[test]
+    fn each_iteration_records_its_setting() {
+        let objective = crate::mixed::Mixed::new(10.0);
+        let clock = ClockMode::Simulated {
+            fixed_compute: Some(0.0),
+        };
+        let mut driver = Same(vec![0.5, 0.25, 1.0]);
+        let iterations = run(&mut driver, &objective, 1.0, clock, 1, |_| {}).unwrap();
+        assert!(!iterations.is_empty());
+        let line = serde_json::to_value(&iterations[0]).unwrap();
+        assert_eq!(line["setting"], json!({"x1": "c1", "x2": 0.25, "x3": 1}));
+        let mut old = line.clone();
+        old.as_object_mut().unwrap().remove("setting");
+        let read: Iteration = serde_json::from_value(old.clone()).unwrap();
+        assert!(read.setting.is_empty());
+        assert_eq!(serde_json::to_value(&read).unwrap(), old);
+    }
 
     /// The thread's CPU clock does not count time spent off the CPU (a sleep stands for
     /// another process holding the core); the wall clock does.

@@ -10,6 +10,7 @@ use super::options::ServerTime;
 use tvbo_core::domain::checked::CheckedConfig;
 use tvbo_core::domain::config::{CreateSession, FitStart};
 use tvbo_core::domain::hyperpriors::Hyperpriors;
+use tvbo_core::domain::space::ParameterSpec;
 use tvbo_core::engine::new_session_config;
 
 /// The settings of every session's `model` that the bench's options choose.
@@ -43,8 +44,35 @@ pub(super) fn algorithm_request(
     Ok(request)
 }
 
-/// The create-session request of a run: the objective's parameters (its own
-/// [`Objective::parameters`], or x1…xd over its [`Objective::parameter_range`]) or arms, the algorithm with its defaults and `options`
+/// The session's parameters for `objective`: its own [`Objective::parameters`], or
+/// x1…xd, each over its [`Objective::parameter_range`] or, where
+/// [`Objective::choices`] gives K choices, categorical with the choices c0…c(K−1).
+pub fn session_parameters(objective: &dyn Objective) -> Vec<ParameterSpec> {
+    objective.parameters().unwrap_or_else(|| {
+        let (low, high) = objective.parameter_range();
+        (0..objective.dim())
+            .map(|i| {
+                let name = parameter_name(i);
+                match objective.choices(i) {
+                    0 => ParameterSpec::float(&name, low, high),
+                    k => {
+                        let choices: Vec<String> = (0..k).map(|c| format!("c{c}")).collect();
+                        let choices: Vec<&str> = choices.iter().map(String::as_str).collect();
+                        ParameterSpec::categorical(&name, &choices)
+                    }
+                }
+            })
+            .collect()
+    })
+}
+
+/// The name of search input `i` of an objective without parameters of its own: x1, x2, …
+fn parameter_name(i: usize) -> String {
+    format!("x{}", i + 1)
+}
+
+/// The create-session request of a run: the objective's parameters
+/// ([`session_parameters`]) or arms, the algorithm with its defaults and `options`
 /// (and, for the algorithms that select among priors, the objective's priors and noise
 /// variance), the `model` settings (`fit_start`, `hyperpriors`), client time, the run's
 /// seed, minimisation.
@@ -57,24 +85,9 @@ pub fn session_request(
     time: ServerTime,
     settings: ModelSettings,
 ) -> Result<Value, BenchError> {
-    let parameter = |i: usize| format!("x{}", i + 1);
     let (low, high) = objective.parameter_range();
-    let parameters: Vec<Value> = match objective.parameters() {
-        Some(specs) => specs
-            .iter()
-            .map(|p| serde_json::to_value(p).map_err(|e| BenchError::Config(e.to_string())))
-            .collect::<Result<_, _>>()?,
-        None => (0..objective.dim())
-            .map(|i| match objective.choices(i) {
-                0 => json!({"name": parameter(i), "low": low, "high": high}),
-                k => json!({
-                    "name": parameter(i),
-                    "type": "categorical",
-                    "choices": (0..k).map(|c| format!("c{c}")).collect::<Vec<_>>(),
-                }),
-            })
-            .collect(),
-    };
+    let parameters = serde_json::to_value(session_parameters(objective))
+        .map_err(|e| BenchError::Config(e.to_string()))?;
     let mut algorithm_request = algorithm_request(algorithm, options)?;
     let source = match time {
         ServerTime::Client => "client",
@@ -111,7 +124,7 @@ pub fn session_request(
                 let params: serde_json::Map<String, Value> = x
                     .iter()
                     .enumerate()
-                    .map(|(i, v)| (parameter(i), json!(low + v * (high - low))))
+                    .map(|(i, v)| (parameter_name(i), json!(low + v * (high - low))))
                     .collect();
                 json!({"name": format!("a{k}"), "params": params})
             })

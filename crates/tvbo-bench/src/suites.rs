@@ -124,6 +124,21 @@ impl ObjectiveSpec {
         })
     }
 
+    /// The scenario of a replayed trace (its phases, for the report); `None` for the
+    /// other objectives, or when the scenario can no longer be read.
+    pub fn scenario(&self) -> Option<Scenario> {
+        match &self.kind {
+            ObjectiveKind::Trace(source) => match source.load() {
+                Ok((scenario, _)) => Some(scenario),
+                Err(e) => {
+                    tracing::warn!(objective = %self.name, error = %e, "the scenario is not readable");
+                    None
+                }
+            },
+            _ => None,
+        }
+    }
+
     /// The committed traces' objectives.
     pub fn builtin_traces() -> Vec<Self> {
         (0..trace::BUILTIN.len())

@@ -1,11 +1,13 @@
 //! The runs aggregated: each run summarised ([`RunSummary`]), each (objective, algorithm)
-//! over its replications ([`Summary`], [`Series`]), each algorithm over the objectives
+//! over its replications ([`Summary`], [`Series`]; for a replayed trace also by phase of
+//! its scenario and over its day, [`super::phases`]), each algorithm over the objectives
 //! ([`Normalised`]), all held by the [`Report`].
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::phases::{AchievedSeries, PhaseSummary, ScenarioPhases, phase_summaries};
 use crate::algorithms::AlgorithmOptions;
 use crate::options::{BenchOptions, ServerTime};
 use crate::plan::Plan;
@@ -98,8 +100,9 @@ pub struct Summary {
 }
 
 /// 002's normalised regret of one algorithm (Figure 3, last row of Table 3): per
-/// objective, (r − r_best)/(r_worst − r_best) over the algorithms of the report,
-/// averaged over objectives (± standard error over objectives).
+/// objective on which at least two algorithms ran, (r − r_best)/(r_worst − r_best) over
+/// the algorithms of the report, averaged over those objectives (± standard error over
+/// them). Between fewer than two algorithms it means nothing, and there is none.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Normalised {
     pub algorithm: String,
@@ -146,6 +149,13 @@ pub struct Report {
     pub normalised: Vec<Normalised>,
     pub runs: Vec<RunSummary>,
     pub series: Vec<Series>,
+    /// The schedule of each objective that replays a trace.
+    pub scenarios: Vec<ScenarioPhases>,
+    /// Per (objective, algorithm, phase) of those objectives, in the order of `summaries`
+    /// and then of the phases.
+    pub phase_summaries: Vec<PhaseSummary>,
+    /// The fraction achieved over the day, per (objective, algorithm) of those objectives.
+    pub achieved_series: Vec<AchievedSeries>,
 }
 
 fn series(runs: &[&RunResult], horizon: f64) -> (Vec<f64>, Vec<Option<f64>>, Vec<Option<f64>>) {
@@ -197,7 +207,11 @@ impl Report {
             .collect();
         let mut summaries = Vec::new();
         let mut all_series = Vec::new();
+        let mut scenarios = Vec::new();
+        let mut by_phase = Vec::new();
+        let mut achieved_series = Vec::new();
         for spec in &plan.suite.objectives {
+            let scenario = spec.scenario().map(|s| ScenarioPhases::new(&spec.name, s));
             for algorithm in &algorithms {
                 let mine: Vec<&RunSummary> = runs
                     .iter()
@@ -239,6 +253,15 @@ impl Report {
                     .iter()
                     .filter(|r| r.objective == spec.name && &r.algorithm == algorithm)
                     .collect();
+                if let Some(scenario) = &scenario {
+                    by_phase.extend(phase_summaries(scenario, &spec.name, algorithm, &raw));
+                    achieved_series.extend(AchievedSeries::new(
+                        &spec.name,
+                        algorithm,
+                        plan.suite.horizon,
+                        &raw,
+                    ));
+                }
                 let (times, average_regret, dataset_size) = series(&raw, plan.suite.horizon);
                 all_series.push(Series {
                     objective: spec.name.clone(),
@@ -248,6 +271,7 @@ impl Report {
                     dataset_size,
                 });
             }
+            scenarios.extend(scenario);
         }
         let normalised = normalise(&summaries, &algorithms);
         let mode = match (&options.server, options.server_time) {
@@ -284,7 +308,18 @@ impl Report {
             normalised,
             runs,
             series: all_series,
+            scenarios,
+            phase_summaries: by_phase,
+            achieved_series,
         }
+    }
+
+    /// The label of objective `name` in the report (its name if it has none).
+    pub fn label<'a>(&'a self, name: &'a str) -> &'a str {
+        self.objectives
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(name, |(_, label)| label.as_str())
     }
 
     /// The summary of (objective, algorithm), if it ran.
@@ -295,6 +330,8 @@ impl Report {
     }
 }
 
+/// [`Normalised`] of each of `algorithms` from the summaries of the objectives on which
+/// at least two of them ran (none for an algorithm that ran on no such objective).
 pub(super) fn normalise(summaries: &[Summary], algorithms: &[String]) -> Vec<Normalised> {
     let mut per_algorithm: Vec<Vec<f64>> = vec![Vec::new(); algorithms.len()];
     let mut objectives: Vec<&str> = summaries.iter().map(|s| s.objective.as_str()).collect();
@@ -304,6 +341,9 @@ pub(super) fn normalise(summaries: &[Summary], algorithms: &[String]) -> Vec<Nor
             .iter()
             .filter(|s| s.objective == objective)
             .collect();
+        if mine.len() < 2 {
+            continue;
+        }
         let best = mine
             .iter()
             .map(|s| s.average_regret.mean)
@@ -384,6 +424,13 @@ pub(super) mod tests {
         assert_eq!(get("b").mean, 0.5);
         assert_eq!(get("c").mean, 0.5);
         assert_eq!(get("a").se, 0.5);
+        // An objective on which one algorithm ran counts for nothing; with one algorithm
+        // there is no normalised regret at all.
+        let mut with_lone = summaries.clone();
+        with_lone.push(summary("h", "a", 4.0));
+        assert_eq!(normalise(&with_lone, &algorithms), n);
+        let alone = vec![summary("f", "a", 1.0), summary("g", "a", 2.0)];
+        assert!(normalise(&alone, &algorithms[..1]).is_empty());
     }
 
     #[test]

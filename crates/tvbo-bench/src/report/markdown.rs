@@ -1,25 +1,28 @@
 //! `report.md`: the settings, the Table-3-style pivot of the average regret, the normalised
-//! regret, the comparison with 002's published Table 3, and the details.
+//! regret, the fraction of the optimum achieved (for replayed traces also by phase of
+//! their scenarios), the comparison with 002's published Table 3 ([`super::published`]),
+//! and the details.
 
 use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::aggregate::{Normalised, Report, Summary, normalise};
-use super::format::{duration, significant};
-use crate::reference;
-use crate::stats::MeanSe;
+use super::aggregate::Report;
+use super::format::{duration, fraction, significant, span};
+use super::phases::achieved_plot_file;
 use tvbo_core::domain::config::FitStart;
 use tvbo_core::domain::hyperpriors::Hyperpriors;
 
 impl Report {
     /// The Markdown report: settings, the Table-3-style pivot (mean ± standard error of
-    /// the average regret, best in bold), the normalised regret, and the details.
+    /// the average regret), the normalised regret, the fraction of the optimum achieved
+    /// (overall and by phase), the comparison with 002's Table 3, and the details.
     pub fn markdown(&self) -> String {
         let mut md = String::new();
         self.settings(&mut md);
         self.regret_table(&mut md);
         self.achieved_table(&mut md);
+        self.phase_tables(&mut md);
         md.push_str(&self.published_comparison());
         self.details_table(&mut md);
         md
@@ -75,73 +78,62 @@ impl Report {
         if self.hyperpriors != Hyperpriors::None {
             let _ = writeln!(
                 md,
-                "Hyperparameter fits are maximum a posteriori under the service's weak priors (`--hyperpriors {}`), not the papers' exact maximum likelihood.\n",
+                "Hyperparameter fits are maximum a posteriori under the service's weak priors (`--hyperpriors {}`{}), not the papers' exact maximum likelihood.\n",
                 serde_json::to_value(self.hyperpriors)
                     .ok()
                     .and_then(|v| v.as_str().map(str::to_string))
-                    .unwrap_or_default()
+                    .unwrap_or_default(),
+                if self.hyperpriors == Hyperpriors::default() {
+                    ", the service's default"
+                } else {
+                    ""
+                }
             );
         }
     }
 
-    /// The Table-3-style pivot: mean ± standard error of the average regret, best of each
-    /// row in bold, and the normalised regret (002 Fig. 3).
+    /// The Table-3-style pivot: mean ± standard error of the average regret (best of each
+    /// row in bold where it has two or more), and, with two or more algorithms, the
+    /// normalised regret (002 Fig. 3).
     fn regret_table(&self, md: &mut String) {
         let _ = writeln!(
             md,
-            "Average regret (mean ± standard error over replications; lower is better, best in bold):\n"
+            "Average regret (mean ± standard error over replications; lower is better{}):\n",
+            if self.ranked() { ", best in bold" } else { "" }
         );
-        self.algorithm_columns(md);
+        self.algorithm_columns(md, "objective");
         for (name, label) in &self.objectives {
-            let best = self
-                .algorithms
-                .iter()
-                .filter_map(|a| self.summary(name, a))
-                .map(|s| s.average_regret.mean)
-                .fold(f64::INFINITY, f64::min);
-            let _ = write!(md, "| {label} |");
-            for a in &self.algorithms {
-                match self.summary(name, a) {
-                    Some(s) => {
-                        let cell = format!(
-                            "{} ± {}",
-                            significant(s.average_regret.mean),
-                            significant(s.average_regret.se)
-                        );
-                        if s.average_regret.mean == best {
-                            let _ = write!(md, " **{cell}** |");
-                        } else {
-                            let _ = write!(md, " {cell} |");
-                        }
-                    }
-                    None => {
-                        let _ = write!(md, " – |");
-                    }
-                }
-            }
-            let _ = writeln!(md);
+            self.ranked_row(
+                md,
+                label,
+                |a| self.summary(name, a).map(|s| s.average_regret),
+                f64::min,
+                |m| format!("{} ± {}", significant(m.mean), significant(m.se)),
+            );
         }
-        let _ = write!(md, "| normalised (002 Fig. 3) |");
-        for a in &self.algorithms {
-            match self.normalised.iter().find(|n| &n.algorithm == a) {
-                Some(n) => {
-                    let _ = write!(
+        if !self.normalised.is_empty() {
+            let _ = write!(md, "| normalised regret (0 best, 1 worst) |");
+            for a in &self.algorithms {
+                let _ = match self.normalised.iter().find(|n| &n.algorithm == a) {
+                    Some(n) => write!(
                         md,
                         " {:.2} ± {:.2} |",
                         n.normalised_regret.mean, n.normalised_regret.se
-                    );
-                }
-                None => {
-                    let _ = write!(md, " – |");
-                }
+                    ),
+                    None => write!(md, " – |"),
+                };
             }
+            let _ = writeln!(
+                md,
+                "\n\nNormalised regret (002 Fig. 3): per objective, (r − r_best) / (r_worst − r_best) between the algorithms of this report (0 the best of them, 1 the worst), averaged over the objectives on which two or more ran (± standard error over them); it ranks these algorithms only."
+            );
         }
-        let _ = writeln!(md, "\n");
+        let _ = writeln!(md);
     }
 
     /// For the objectives in real units (trace replays): the mean fraction of the
-    /// per-moment optimum reached, mean ± standard error over replications, best in bold.
-    /// Nothing when no objective has it.
+    /// per-moment optimum reached, mean ± standard error over replications (best in bold
+    /// where a row has two or more). Nothing when no objective has it.
     fn achieved_table(&self, md: &mut String) {
         let rows = self.objectives_where(|name, a| {
             self.summary(name, a).is_some_and(|s| s.achieved.is_some())
@@ -153,26 +145,69 @@ impl Report {
             md,
             "Fraction of the per-moment optimum achieved (mean over queries; mean ± standard error over replications; higher is better):\n"
         );
-        self.algorithm_columns(md);
+        self.algorithm_columns(md, "objective");
         for (name, label) in rows {
-            let achieved = |a: &String| self.summary(name, a).and_then(|s| s.achieved);
-            let best = self
-                .algorithms
-                .iter()
-                .filter_map(achieved)
-                .map(|m| m.mean)
-                .fold(f64::NEG_INFINITY, f64::max);
-            let _ = write!(md, "| {label} |");
-            for a in &self.algorithms {
-                let _ = match achieved(a) {
-                    Some(m) if m.mean == best => write!(md, " **{:.3} ± {:.3}** |", m.mean, m.se),
-                    Some(m) => write!(md, " {:.3} ± {:.3} |", m.mean, m.se),
-                    None => write!(md, " – |"),
-                };
+            self.ranked_row(
+                md,
+                label,
+                |a| self.summary(name, a).and_then(|s| s.achieved),
+                f64::max,
+                fraction,
+            );
+        }
+        let _ = writeln!(md);
+    }
+
+    /// For each objective that replays a trace: the fraction of the per-moment optimum
+    /// achieved by phase of its scenario (a row per phase reached, a column per
+    /// algorithm; mean over a run's queries in the phase, mean ± standard error over
+    /// replications), and its plot over the day. Nothing for the other objectives.
+    fn phase_tables(&self, md: &mut String) {
+        let mut introduced = false;
+        for scenario in &self.scenarios {
+            let name = &scenario.objective;
+            let value = |phase: usize, algorithm: &str| {
+                self.phase_summaries
+                    .iter()
+                    .find(|p| &p.objective == name && p.algorithm == algorithm && p.phase == phase)
+                    .and_then(|p| p.achieved)
+            };
+            let phases: Vec<usize> = (0..scenario.phases.len())
+                .filter(|&k| self.algorithms.iter().any(|a| value(k, a).is_some()))
+                .collect();
+            if phases.is_empty() {
+                continue;
+            }
+            if !introduced {
+                introduced = true;
+                let _ = writeln!(
+                    md,
+                    "Fraction of the per-moment optimum achieved by phase of each trace's scenario (mean over a run's queries in the phase; mean ± standard error over replications; higher is better{}). A query counts for the phase its time falls in: a phase's last `ramp_seconds`, which blend into the next, are still that phase; a phase that recurs within the horizon counts all its occurrences together.\n",
+                    if self.ranked() { ", best in bold" } else { "" }
+                );
+            }
+            let label = self.label(name);
+            let _ = writeln!(md, "{label}:\n");
+            self.algorithm_columns(md, "phase");
+            for k in phases {
+                let phase = &scenario.phases[k];
+                let row = format!(
+                    "{}. {} ({})",
+                    k + 1,
+                    phase.condition,
+                    span(phase.start, phase.end)
+                );
+                self.ranked_row(md, &row, |a| value(k, a), f64::max, fraction);
+            }
+            if self.achieved_series.iter().any(|s| &s.objective == name) {
+                let _ = writeln!(
+                    md,
+                    "\n![{label}: the fraction of the optimum achieved over the day, by algorithm, its phases shaded]({})",
+                    achieved_plot_file(name)
+                );
             }
             let _ = writeln!(md);
         }
-        let _ = writeln!(md);
     }
 
     /// The details per (objective, algorithm), means over replications.
@@ -204,183 +239,21 @@ impl Report {
             );
         }
     }
-
-    /// The objectives (name, label) for which `has` holds with at least one algorithm.
-    fn objectives_where(&self, has: impl Fn(&str, &str) -> bool) -> Vec<&(String, String)> {
-        self.objectives
-            .iter()
-            .filter(|(name, _)| self.algorithms.iter().any(|a| has(name, a)))
-            .collect()
-    }
-
-    /// The header of a table with one column per algorithm.
-    fn algorithm_columns(&self, md: &mut String) {
-        let _ = writeln!(
-            md,
-            "| objective | {} |\n|---|{}",
-            self.algorithms.join(" | "),
-            "---|".repeat(self.algorithms.len())
-        );
-    }
-
-    /// The objectives of the report with published results (002's Table 3), each cell
-    /// "ours (runs) / published", best of each side in bold; then, for every row where
-    /// all algorithms have run, the two orders and how many pairs of algorithms they
-    /// order alike. Empty if no objective of the report was published, or the runs are
-    /// not of the published horizon.
-    fn published_comparison(&self) -> String {
-        if self.horizon != reference::TABLE_3_HORIZON {
-            return String::new();
-        }
-        let rows = self.objectives_where(|name, a| reference::table_3(name, a).is_some());
-        if rows.is_empty() {
-            return String::new();
-        }
-        let mut md = String::new();
-        let _ = writeln!(
-            md,
-            "Beside 002's Table 3: each cell is ours, mean ± standard error over the replications recorded (how many in parentheses) / 002's, over 10 replications; bold: the best of the row on each side (ours only where every algorithm has run){}:\n",
-            if self.algorithm_options.is_empty() {
-                ""
-            } else {
-                "; ours with the algorithm options above, 002's with its own settings"
-            }
-        );
-        self.algorithm_columns(&mut md);
-        let mut orders = String::new();
-        // The summaries of the complete rows, ours and the published ones.
-        let mut complete_ours: Vec<Summary> = Vec::new();
-        let mut complete_published: Vec<Summary> = Vec::new();
-        for (name, label) in rows {
-            let ours: Vec<Option<&Summary>> = self
-                .algorithms
-                .iter()
-                .map(|a| self.summary(name, a))
-                .collect();
-            let published: Vec<Option<MeanSe>> = self
-                .algorithms
-                .iter()
-                .map(|a| reference::table_3(name, a))
-                .collect();
-            let complete = ours.iter().all(Option::is_some);
-            let best = |values: &mut dyn Iterator<Item = f64>| values.fold(f64::INFINITY, f64::min);
-            let our_best = best(&mut ours.iter().flatten().map(|s| s.average_regret.mean));
-            let published_best = best(&mut published.iter().flatten().map(|p| p.mean));
-            let _ = write!(md, "| {label} |");
-            for (summary, paper) in ours.iter().zip(&published) {
-                let our_cell = match summary {
-                    Some(s) => {
-                        let cell = format!(
-                            "{} ± {}",
-                            significant(s.average_regret.mean),
-                            significant(s.average_regret.se)
-                        );
-                        let cell = if complete && s.average_regret.mean == our_best {
-                            format!("**{cell}**")
-                        } else {
-                            cell
-                        };
-                        format!("{cell} ({})", s.replications)
-                    }
-                    None => "–".to_string(),
-                };
-                let paper_cell = match paper {
-                    Some(p) if p.mean == published_best => format!("**{} ± {}**", p.mean, p.se),
-                    Some(p) => format!("{} ± {}", p.mean, p.se),
-                    None => "–".to_string(),
-                };
-                let _ = write!(md, " {our_cell} / {paper_cell} |");
-            }
-            let _ = writeln!(md);
-            if complete {
-                for (summary, paper) in ours.iter().flatten().zip(&published) {
-                    complete_ours.push((*summary).clone());
-                    if let Some(paper) = paper {
-                        complete_published.push(Summary {
-                            average_regret: *paper,
-                            ..(*summary).clone()
-                        });
-                    }
-                }
-                let _ = writeln!(orders, "{}", self.order_line(label, &ours, &published));
-            }
-        }
-        if !complete_ours.is_empty() {
-            self.normalised_beside_published(&mut md, &complete_ours, &complete_published);
-        }
-        if !orders.is_empty() {
-            let _ = writeln!(
-                md,
-                "\nOrder of the mean average regrets, best first, where every algorithm has run:\n\n{orders}"
-            );
-        } else {
-            let _ = writeln!(md);
-        }
-        md
-    }
-
-    /// A row's algorithms in the order of their mean average regrets, best first, ours
-    /// and 002's, and how many pairs the two orders order alike.
-    fn order_line(
-        &self,
-        label: &str,
-        ours: &[Option<&Summary>],
-        published: &[Option<MeanSe>],
-    ) -> String {
-        let rank = |value: &dyn Fn(usize) -> Option<f64>| -> Vec<&str> {
-            let mut ranked: Vec<(f64, &str)> = (0..self.algorithms.len())
-                .filter_map(|k| value(k).map(|v| (v, self.algorithms[k].as_str())))
-                .collect();
-            ranked.sort_by(|a, b| a.0.total_cmp(&b.0));
-            ranked.into_iter().map(|(_, a)| a).collect()
-        };
-        let our_order = rank(&|k| ours[k].map(|s| s.average_regret.mean));
-        let published_order = rank(&|k| published[k].map(|p| p.mean));
-        let (alike, pairs) = reference::concordant_pairs(&our_order, &published_order);
-        format!(
-            "- {label}: ours {}; 002 {} ({alike} of {pairs} pairs in the same order)",
-            our_order.join(" < "),
-            published_order.join(" < ")
-        )
-    }
-
-    /// 002's normalised regret over the rows where every algorithm has run, ours / 002's
-    /// (Table 3's "Overall" row also holds ABO and the real-data rows).
-    fn normalised_beside_published(
-        &self,
-        md: &mut String,
-        ours: &[Summary],
-        published: &[Summary],
-    ) {
-        let ours = normalise(ours, &self.algorithms);
-        let published = normalise(published, &self.algorithms);
-        let _ = write!(md, "| normalised, rows where all have run |");
-        for a in &self.algorithms {
-            let cell = |values: &[Normalised]| {
-                values.iter().find(|n| &n.algorithm == a).map_or_else(
-                    || "–".to_string(),
-                    |n| {
-                        format!(
-                            "{:.2} ± {:.2}",
-                            n.normalised_regret.mean, n.normalised_regret.se
-                        )
-                    },
-                )
-            };
-            let _ = write!(md, " {} / {} |", cell(&ours), cell(&published));
-        }
-        let _ = writeln!(md);
-    }
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
+    use crate::report::aggregate::Summary;
     use crate::report::aggregate::tests::summary;
+    use crate::report::phases::tests::{run, scenario};
+    use crate::report::phases::{AchievedSeries, phase_summaries};
 
-    fn report(horizon: f64, summaries: Vec<Summary>) -> Report {
+    /// A report of the paper suite's Hartmann-3 and Shekel under three algorithms,
+    /// holding `summaries` and nothing else.
+    pub(crate) fn report(horizon: f64, summaries: Vec<Summary>) -> Report {
         Report {
             suite: "paper".into(),
             mode: "in-process".into(),
@@ -404,65 +277,90 @@ mod tests {
             normalised: Vec::new(),
             runs: Vec::new(),
             series: Vec::new(),
+            scenarios: Vec::new(),
+            phase_summaries: Vec::new(),
+            achieved_series: Vec::new(),
         }
     }
 
+    /// With two or more algorithms the best of a row is bold and the normalised regret
+    /// is shown and explained; with one, nothing is called the best and there is no
+    /// normalised regret.
     #[test]
-    fn the_paper_comparison_puts_ours_beside_table_3() {
+    fn only_a_comparison_of_algorithms_has_a_best_and_a_normalised_regret() {
         let summaries = vec![
             summary("hartmann3", "gp-ucb", 0.5),
-            summary("hartmann3", "w-dbo", 0.25),
             summary("hartmann3", "bolt", 0.75),
-            summary("shekel", "bolt", 2.0),
         ];
-        let md = report(600.0, summaries.clone()).markdown();
-        assert!(md.contains("Beside 002's Table 3"), "{md}");
-        // Complete row: the best of each side in bold, runs in parentheses.
+        let mut two = report(60.0, summaries.clone());
+        two.normalised = crate::report::aggregate::normalise(&summaries, &two.algorithms);
+        let md = two.markdown();
+        assert!(md.contains("lower is better, best in bold"), "{md}");
         assert!(
-            md.contains("| Hartmann (3) | 0.500 ± 0 (1) / 1.45 ± 0.15 | **0.250 ± 0** (1) / 0.47 ± 0.08 | 0.750 ± 0 (1) / **0.3 ± 0.02** |"),
+            md.contains("| Hartmann (3) | **0.500 ± 0** | – | 0.750 ± 0 |"),
             "{md}"
         );
-        // Incomplete row: ours is never bold, missing cells are dashes.
         assert!(
-            md.contains("| Shekel (4) | – / 2.51 ± 0.06 | – / 2.06 ± 0.09 | 2.00 ± 0 (1) / **1.83 ± 0.09** |"),
+            md.contains("| normalised regret (0 best, 1 worst) | 0.00 ± 0.00 | – | 1.00 ± 0.00 |"),
             "{md}"
         );
-        // The order only of the complete row; 002 orders bolt < w-dbo < gp-ucb, we
-        // w-dbo < gp-ucb < bolt: of three pairs only (w-dbo, gp-ucb) agrees.
         assert!(
-            md.contains("- Hartmann (3): ours w-dbo < gp-ucb < bolt; 002 bolt < w-dbo < gp-ucb (1 of 3 pairs in the same order)"),
+            md.contains("Normalised regret (002 Fig. 3): per objective"),
             "{md}"
         );
-        assert!(!md.contains("- Shekel (4)"), "{md}");
-        // Normalised over the complete row only: ours w-dbo 0, gp-ucb 0.5, bolt 1; 002's
-        // (0.47 − 0.3)/(1.45 − 0.3) for w-dbo.
+        let mut one = report(60.0, vec![summary("hartmann3", "bolt", 0.75)]);
+        one.algorithms = vec!["bolt".into()];
+        one.normalised = crate::report::aggregate::normalise(&one.summaries, &one.algorithms);
+        let md = one.markdown();
+        assert!(md.contains("| Hartmann (3) | 0.750 ± 0 |"), "{md}");
+        assert!(!md.contains("**"), "{md}");
+        assert!(!md.contains("best"), "{md}");
+        assert!(!md.contains("normalised"), "{md}");
+    }
+
+    /// `--hyperpriors default` runs record the mode it resolves to; the report names it
+    /// as the service's default.
+    #[test]
+    fn the_settings_name_the_hyperpriors_and_the_default() {
+        let mut md = report(60.0, Vec::new());
+        assert!(!md.markdown().contains("--hyperpriors"));
+        md.hyperpriors = Hyperpriors::Robust;
+        assert_eq!(Hyperpriors::default(), Hyperpriors::Robust);
         assert!(
-            md.contains("| normalised, rows where all have run | 0.50 ± 0.00 / 1.00 ± 0.00 | 0.00 ± 0.00 / 0.15 ± 0.00 | 1.00 ± 0.00 / 0.00 ± 0.00 |"),
+            md.markdown().contains(
+                "under the service's weak priors (`--hyperpriors robust`, the service's default)"
+            ),
+            "{}",
+            md.markdown()
+        );
+    }
+
+    /// A trace objective gets a table by phase (rows in the scenario's order, only the
+    /// phases reached, best in bold) and a link to its plot; the synthetic ones none.
+    #[test]
+    fn a_trace_objective_is_broken_down_by_phase() {
+        let mut with_trace = report(200.0, Vec::new());
+        with_trace.objectives = vec![("trace-s".into(), "S (a system)".into())];
+        with_trace.algorithms = vec!["bolt".into(), "random".into()];
+        let s = scenario();
+        let bolt = run("bolt", &[(10.0, 0.9), (120.0, 0.8)]);
+        let random = run("random", &[(10.0, 0.5), (120.0, 0.85)]);
+        for (name, r) in [("bolt", &bolt), ("random", &random)] {
+            with_trace
+                .phase_summaries
+                .extend(phase_summaries(&s, "trace-s", name, &[r]));
+            with_trace
+                .achieved_series
+                .extend(AchievedSeries::new("trace-s", name, 200.0, &[r]));
+        }
+        with_trace.scenarios.push(s);
+        let md = with_trace.markdown();
+        assert!(md.contains("by phase of each trace's scenario"), "{md}");
+        assert!(
+            md.contains("S (a system):\n\n| phase | bolt | random |\n|---|---|---|\n| 1. a (0–100 s) | **0.900 ± 0.000** | 0.500 ± 0.000 |\n| 2. b (100–150 s) | 0.800 ± 0.000 | **0.850 ± 0.000** |\n"),
             "{md}"
         );
-        assert!(!md.contains("Algorithm options"), "{md}");
-        assert!(!md.contains("--hyperpriors"), "{md}");
-        let mut robust = report(600.0, summaries.clone());
-        robust.hyperpriors = Hyperpriors::Robust;
-        assert!(
-            robust
-                .markdown()
-                .contains("under the service's weak priors (`--hyperpriors robust`)"),
-            "{md}"
-        );
-        // Runs with options say so in the settings and beside 002's numbers.
-        let mut with_options = report(600.0, summaries.clone());
-        let options = serde_json::json!({"alpha": 0.5});
-        with_options
-            .algorithm_options
-            .insert("w-dbo".into(), options.as_object().unwrap().clone());
-        let md = with_options.markdown();
-        assert!(
-            md.contains("ran with their defaults): `w-dbo` `{\"alpha\":0.5}`."),
-            "{md}"
-        );
-        assert!(md.contains("ours with the algorithm options above"), "{md}");
-        // Another horizon is another protocol: no comparison.
-        assert!(!report(60.0, summaries).markdown().contains("Table 3"));
+        assert!(md.contains("](achieved-trace-s.svg)"), "{md}");
+        assert!(!report(200.0, Vec::new()).markdown().contains("by phase"));
     }
 }

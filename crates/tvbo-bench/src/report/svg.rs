@@ -1,10 +1,13 @@
-//! Hand-written SVG: per objective, the running average regret and the dataset size over
-//! time, one line per algorithm (means over replications), with axes, labels and a legend.
+//! Hand-written SVG, one line per algorithm (means over replications), with axes, labels
+//! and a legend: per objective, the running average regret and the dataset size over
+//! time; per replayed trace, the fraction of the optimum achieved over its day, its
+//! scenario's phases shaded.
 
 use std::fmt::Write as _;
 
 use super::aggregate::Series;
 use super::format::significant;
+use super::phases::{AchievedSeries, ScenarioPhases};
 use crate::algorithms::ALGORITHMS;
 
 /// A colour per algorithm, stable across plots (by position in [`ALGORITHMS`]).
@@ -68,26 +71,55 @@ fn tick_label(v: f64) -> String {
     }
 }
 
-/// One panel: `values(series)` against time.
+/// A line of a panel: an algorithm's values at times (`None`: no value there).
+struct Line<'a> {
+    algorithm: &'a str,
+    times: &'a [f64],
+    values: &'a [Option<f64>],
+}
+
+/// A shaded span of time named by its label: an occurrence of a scenario's phase.
+struct Band {
+    start: f64,
+    end: f64,
+    label: String,
+    fill: &'static str,
+}
+
+/// Pale fills of the bands, one per condition.
+const BAND_FILLS: [&str; 6] = [
+    "#eeeeee", "#dcebf7", "#fbe9d3", "#e1f0dc", "#f1e0ec", "#ece6d6",
+];
+
+/// One panel: `lines` against time over [0, `horizon`], on `range` (from 0, or below, to
+/// the data's top when `None`), over `bands`.
 fn panel(
     svg: &mut String,
     top: f64,
     title: &str,
     horizon: f64,
-    series: &[&Series],
-    values: impl Fn(&Series) -> &[Option<f64>],
+    lines: &[Line],
+    range: Option<(f64, f64)>,
+    bands: &[Band],
 ) {
     let plot_width = WIDTH - LEFT - RIGHT;
-    let all: Vec<f64> = series
-        .iter()
-        .flat_map(|s| values(s).iter().flatten().copied())
-        .filter(|v| v.is_finite())
-        .collect();
-    let lo = all.iter().copied().fold(f64::INFINITY, f64::min).min(0.0);
-    let mut hi = all.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    if !hi.is_finite() || hi <= lo {
-        hi = lo + 1.0;
-    }
+    let (lo, hi) = range.unwrap_or_else(|| {
+        let all: Vec<f64> = lines
+            .iter()
+            .flat_map(|l| l.values.iter().flatten().copied())
+            .filter(|v| v.is_finite())
+            .collect();
+        let lo = all.iter().copied().fold(f64::INFINITY, f64::min).min(0.0);
+        let hi = all.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        (
+            lo,
+            if hi.is_finite() && hi > lo {
+                hi
+            } else {
+                lo + 1.0
+            },
+        )
+    });
     let y_ticks = ticks(lo, hi);
     let hi = y_ticks.last().copied().unwrap_or(hi).max(hi);
     let x = |t: f64| LEFT + t / horizon * plot_width;
@@ -99,6 +131,27 @@ fn panel(
         top - 8.0,
         escape(title)
     );
+    for band in bands {
+        let width = x(band.end) - x(band.start);
+        // A white edge at its start parts it from a band of the same fill before it.
+        let _ = writeln!(
+            svg,
+            r##"<rect x="{:.1}" y="{top}" width="{width:.1}" height="{PANEL_HEIGHT}" fill="{}"/><line x1="{0:.1}" y1="{top}" x2="{0:.1}" y2="{2:.1}" stroke="white" stroke-width="2"/>"##,
+            x(band.start),
+            band.fill,
+            top + PANEL_HEIGHT
+        );
+        // A label only where it fits (about 6 px a character).
+        if width >= 6.0 * band.label.chars().count() as f64 + 6.0 {
+            let _ = writeln!(
+                svg,
+                r##"<text x="{:.1}" y="{:.1}" font-size="10" fill="#555">{}</text>"##,
+                x(band.start) + 3.0,
+                top + 12.0,
+                escape(&band.label)
+            );
+        }
+    }
     let _ = writeln!(
         svg,
         r##"<rect x="{LEFT}" y="{top}" width="{plot_width}" height="{PANEL_HEIGHT}" fill="none" stroke="#333"/>"##
@@ -131,11 +184,11 @@ fn panel(
         LEFT + plot_width / 2.0,
         top + PANEL_HEIGHT + 34.0
     );
-    for s in series {
-        let points: Vec<String> = s
+    for line in lines {
+        let points: Vec<String> = line
             .times
             .iter()
-            .zip(values(s))
+            .zip(line.values)
             .filter_map(|(t, v)| {
                 v.filter(|v| v.is_finite())
                     .map(|v| format!("{:.1},{:.1}", x(*t), y(v)))
@@ -147,20 +200,14 @@ fn panel(
         let _ = writeln!(
             svg,
             r##"<polyline fill="none" stroke="{}" stroke-width="1.8" points="{}"/>"##,
-            colour(&s.algorithm),
+            colour(line.algorithm),
             points.join(" ")
         );
     }
 }
 
-/// The plot of one objective: running average regret (top) and dataset size (bottom).
-pub fn objective_plot(label: &str, horizon: f64, series: &[&Series], order: &[String]) -> String {
-    let mut ordered: Vec<&Series> = Vec::new();
-    for a in order {
-        ordered.extend(series.iter().filter(|s| &s.algorithm == a));
-    }
-    let height = TOP + 2.0 * PANEL_HEIGHT + GAP + 50.0;
-    let mut svg = String::new();
+/// The opening of a plot `height` high, with its title.
+fn start(svg: &mut String, height: f64, title: &str) {
     let _ = writeln!(
         svg,
         r##"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="sans-serif">"##
@@ -169,37 +216,139 @@ pub fn objective_plot(label: &str, horizon: f64, series: &[&Series], order: &[St
     let _ = writeln!(
         svg,
         r##"<text x="{LEFT}" y="18" font-size="15" font-weight="bold">{}</text>"##,
-        escape(label)
+        escape(title)
     );
+}
+
+/// The legend, right of the panels: a line of each algorithm's colour and its name.
+fn legend<'a>(svg: &mut String, algorithms: impl Iterator<Item = &'a str>) {
+    let legend_x = WIDTH - RIGHT + 15.0;
+    for (i, algorithm) in algorithms.enumerate() {
+        let y = TOP + 20.0 + 18.0 * i as f64;
+        let _ = writeln!(
+            svg,
+            r##"<line x1="{legend_x}" y1="{y}" x2="{}" y2="{y}" stroke="{}" stroke-width="3"/><text x="{}" y="{}" font-size="12">{}</text>"##,
+            legend_x + 20.0,
+            colour(algorithm),
+            legend_x + 26.0,
+            y + 4.0,
+            escape(algorithm)
+        );
+    }
+}
+
+/// The items of `items` in the order of `order` (each item's algorithm by `algorithm`).
+fn in_order<'a, T>(
+    items: &[&'a T],
+    order: &[String],
+    algorithm: impl Fn(&T) -> &str,
+) -> Vec<&'a T> {
+    let algorithm = &algorithm;
+    order
+        .iter()
+        .flat_map(|a| items.iter().copied().filter(move |s| algorithm(s) == a))
+        .collect()
+}
+
+/// The plot of one objective: running average regret (top) and dataset size (bottom).
+pub fn objective_plot(label: &str, horizon: f64, series: &[&Series], order: &[String]) -> String {
+    let ordered = in_order(series, order, |s| &s.algorithm);
+    let lines = |values: fn(&Series) -> &[Option<f64>]| -> Vec<Line> {
+        ordered
+            .iter()
+            .map(|s| Line {
+                algorithm: &s.algorithm,
+                times: &s.times,
+                values: values(s),
+            })
+            .collect()
+    };
+    let mut svg = String::new();
+    start(&mut svg, TOP + 2.0 * PANEL_HEIGHT + GAP + 50.0, label);
     panel(
         &mut svg,
         TOP + 10.0,
         "average regret R_t / t (mean over replications)",
         horizon,
-        &ordered,
-        |s| &s.average_regret,
+        &lines(|s| &s.average_regret),
+        None,
+        &[],
     );
     panel(
         &mut svg,
         TOP + 10.0 + PANEL_HEIGHT + GAP,
         "dataset size (mean over replications)",
         horizon,
-        &ordered,
-        |s| &s.dataset_size,
+        &lines(|s| &s.dataset_size),
+        None,
+        &[],
     );
-    let legend_x = WIDTH - RIGHT + 15.0;
-    for (i, s) in ordered.iter().enumerate() {
-        let y = TOP + 20.0 + 18.0 * i as f64;
-        let _ = writeln!(
-            svg,
-            r##"<line x1="{legend_x}" y1="{y}" x2="{}" y2="{y}" stroke="{}" stroke-width="3"/><text x="{}" y="{}" font-size="12">{}</text>"##,
-            legend_x + 20.0,
-            colour(&s.algorithm),
-            legend_x + 26.0,
-            y + 4.0,
-            escape(&s.algorithm)
-        );
+    legend(&mut svg, ordered.iter().map(|s| s.algorithm.as_str()));
+    let _ = writeln!(svg, "</svg>");
+    svg
+}
+
+/// The plot of a replayed trace's fraction of the optimum achieved over its day: the
+/// rolling mean of each algorithm ([`AchievedSeries`]), over the scenario's phases
+/// shaded (a fill per condition) and named as `report.md`'s rows name them ("2. json").
+pub fn achieved_plot(
+    label: &str,
+    horizon: f64,
+    series: &[&AchievedSeries],
+    order: &[String],
+    scenario: &ScenarioPhases,
+) -> String {
+    let ordered = in_order(series, order, |s| &s.algorithm);
+    let lines: Vec<Line> = ordered
+        .iter()
+        .map(|s| Line {
+            algorithm: &s.algorithm,
+            times: &s.times,
+            values: &s.achieved,
+        })
+        .collect();
+    let mut conditions: Vec<&str> = Vec::new();
+    for phase in &scenario.phases {
+        if !conditions.contains(&phase.condition.as_str()) {
+            conditions.push(&phase.condition);
+        }
     }
+    let bands: Vec<Band> = scenario
+        .bands(horizon)
+        .into_iter()
+        .map(|(k, start, end)| {
+            let condition = &scenario.phases[k].condition;
+            let shade = conditions.iter().position(|c| c == condition).unwrap_or(0);
+            Band {
+                start,
+                end,
+                label: format!("{}. {condition}", k + 1),
+                fill: BAND_FILLS[shade % BAND_FILLS.len()],
+            }
+        })
+        .collect();
+    // From the tenth below the lowest value to 1, the optimum.
+    let lowest = ordered
+        .iter()
+        .flat_map(|s| s.achieved.iter().flatten().copied())
+        .fold(1.0, f64::min);
+    let lo = ((lowest * 10.0).floor() / 10.0).clamp(0.0, 0.9);
+    let window = ordered.first().map_or(0.0, |s| s.window);
+    let mut svg = String::new();
+    start(&mut svg, TOP + PANEL_HEIGHT + 60.0, label);
+    panel(
+        &mut svg,
+        TOP + 10.0,
+        &format!(
+            "fraction of the optimum achieved (rolling mean over {} s, mean over replications)",
+            tick_label(window)
+        ),
+        horizon,
+        &lines,
+        Some((lo, 1.0)),
+        &bands,
+    );
+    legend(&mut svg, ordered.iter().map(|s| s.algorithm.as_str()));
     let _ = writeln!(svg, "</svg>");
     svg
 }
@@ -242,5 +391,45 @@ mod tests {
         assert_eq!(svg.matches("<polyline").count(), 2);
         assert!(svg.contains(">bolt</text>"));
         assert!(svg.contains("time (s)"));
+    }
+
+    /// The achieved plot shades every occurrence of a phase within the horizon (a fill
+    /// per condition), names it, and draws a line and a legend entry per algorithm.
+    #[test]
+    fn the_achieved_plot_shades_the_phases() {
+        let scenario = crate::report::phases::tests::scenario();
+        let line = |algorithm: &str, v: f64| AchievedSeries {
+            objective: "trace-s".into(),
+            algorithm: algorithm.into(),
+            window: 20.0,
+            times: vec![0.0, 100.0, 200.0],
+            achieved: vec![Some(v), None, Some(v)],
+        };
+        let (bolt, random) = (line("bolt", 0.9), line("random", 0.45));
+        let svg = achieved_plot(
+            "S",
+            200.0,
+            &[&random, &bolt],
+            &["bolt".to_string(), "random".to_string()],
+            &scenario,
+        );
+        assert!(svg.trim_end().ends_with("</svg>"));
+        assert_eq!(svg.matches("<polyline").count(), 2);
+        // a (0–100), b (100–150), a again (150–200): three bands, two fills.
+        assert_eq!(svg.matches(r##"fill="#eeeeee"/>"##).count(), 2, "{svg}");
+        assert_eq!(svg.matches(r##"fill="#dcebf7"/>"##).count(), 1, "{svg}");
+        assert_eq!(
+            svg.matches(r##"fill="#555">1. a</text>"##).count(),
+            2,
+            "{svg}"
+        );
+        assert!(svg.contains(r##"fill="#555">2. b</text>"##), "{svg}");
+        // The legend in the given order; the axis from 0.4 (below 0.45) to 1.
+        assert!(svg.find(">bolt</text>").unwrap() < svg.find(">random</text>").unwrap());
+        assert!(
+            svg.contains(">0.4</text>") && svg.contains(">1</text>"),
+            "{svg}"
+        );
+        assert!(svg.contains("rolling mean over 20 s"));
     }
 }
