@@ -1,14 +1,128 @@
-//! The command line of `tvbo-bench` (and of `tvbo bench`, which runs it).
+//! The command line of `tvbo bench` (the `tvbo-bench` binary, which `tvbo bench` runs):
+//! [`Cli`], whose help lists every suite with its defaults ([`suites_help`]) and says how
+//! to replay a system of one's own.
 
 use clap::{Parser, ValueEnum};
 
-/// tvbo-bench: the papers' experiments (docs/benchmarks.md), in-process or against a
-/// running server, written as a report.
+use crate::algorithms::{ALGORITHMS, session_algorithms};
+use crate::suites::{SUITES, suite};
+
+/// tvbo bench: benchmarks of the service's algorithms, written as a report.
+///
+/// The papers' experiments and real software's traces replayed (yours too: below),
+/// in-process or against a running server (docs/benchmarks.md).
 #[derive(Debug, Parser)]
-#[command(name = "tvbo-bench", version, about)]
+#[command(
+    name = "tvbo bench",
+    bin_name = "tvbo bench",
+    version,
+    after_help = suites_help()
+)]
 pub struct Cli {
     #[command(flatten)]
     pub bench: BenchArgs,
+}
+
+/// Width of the help text's own lines (clap wraps none of it).
+const HELP_WIDTH: usize = 90;
+
+/// The text after the options in `--help`: every suite with its horizon, replications,
+/// objectives and algorithms (from [`suite`], so the defaults listed are the ones that
+/// run), the algorithms, and how to replay a scenario of one's own (`trace:PATH`).
+pub fn suites_help() -> String {
+    let every: Vec<&str> = session_algorithms().map(|a| a.name).collect();
+    let mut text =
+        String::from("Suites (--suite NAME; the options above change their defaults):\n");
+    for (name, what) in SUITES {
+        let suite = suite(name).expect("every suite of SUITES is one");
+        let objectives: Vec<&str> = suite.objectives.iter().map(|o| o.name.as_str()).collect();
+        let algorithms: Vec<&str> = suite.algorithms.iter().map(|a| a.name).collect();
+        let objectives = if *name == "all" {
+            format!("the {} above", objectives.len())
+        } else {
+            objectives.join(", ")
+        };
+        let algorithms = if algorithms == every {
+            format!("the service's {}", algorithms.len())
+        } else {
+            algorithms.join(", ")
+        };
+        text.push_str(&format!(
+            "  {name:<12}{} s horizon, {} replications\n",
+            suite.horizon, suite.replications
+        ));
+        for line in [
+            what.to_string(),
+            format!("objectives: {objectives}"),
+            format!("algorithms: {algorithms}"),
+        ] {
+            wrap(&mut text, &line, 14);
+        }
+    }
+    let peers: Vec<&str> = ALGORITHMS
+        .iter()
+        .filter(|a| !a.is_session())
+        .map(|a| a.name)
+        .collect();
+    text.push_str("\nAlgorithms (--algorithms NAME,...):\n");
+    wrap(
+        &mut text,
+        &format!(
+            "the service's: {}; the ones that select among priors (pe-gp-ucb, pe-gp-ts, \
+             hp-gp-ts, map-gp-ts) run only on objectives with priors",
+            every.join(", ")
+        ),
+        2,
+    );
+    wrap(
+        &mut text,
+        &format!(
+            "the peers, what people use today, run only where named: {}",
+            peers.join(", ")
+        ),
+        2,
+    );
+    text.push_str("\nA system of your own (docs/traces.md, \"Adding a system\" and \"Replay\"):\n");
+    wrap(
+        &mut text,
+        "record a trace of it (its settings measured under each condition), write a \
+         scenario beside it (NAME.scenario.json: its name, the trace file relative to it, \
+         the goal, the objective's terms, an evaluation's seconds, the phases of \
+         conditions), and replay it:",
+        2,
+    );
+    text.push_str("    tvbo bench --suite real --objectives trace:path/to/NAME.scenario.json\n");
+    wrap(
+        &mut text,
+        "It runs as trace-NAME with the suite's algorithms, horizon and replications. \
+         --resume and --report-only reuse a recorded run only while the scenario and the \
+         trace are the ones it replayed.",
+        2,
+    );
+    text
+}
+
+/// Appends `line` to `text` in words, lines of at most [`HELP_WIDTH`] characters,
+/// each indented by `indent` spaces.
+fn wrap(text: &mut String, line: &str, indent: usize) {
+    let mut width = 0;
+    for word in line.split_whitespace() {
+        let chars = word.chars().count();
+        if width > 0 && width + 1 + chars > HELP_WIDTH {
+            text.push('\n');
+            width = 0;
+        }
+        if width == 0 {
+            text.push_str(&" ".repeat(indent));
+            width = indent;
+        } else {
+            text.push(' ');
+            width += 1;
+        }
+        text.push_str(word);
+        width += chars;
+    }
+    text.push('\n');
 }
 
 /// Where a benchmarked server session takes its time from.
@@ -21,16 +135,15 @@ pub enum BenchTime {
     Wall,
 }
 
-/// Options of `tvbo-bench`.
+/// Options of `tvbo bench`.
 #[derive(Clone, Debug, clap::Args)]
 pub struct BenchArgs {
-    /// Suite: `quick` (every policy in minutes), `paper` (002's Table 3), `gp` (000's
-    /// time-varying GP samples), `priors` (003's prior-selection setups), `wdbo` (W-DBO on
-    /// the wells objectives), `multimodal` (basins whose depths change), `mixed` (a
-    /// categorical setting beside two continuous ones) or `all`.
+    /// Suite: quick, paper, gp, priors, wdbo, multimodal, mixed, real or all (each with its
+    /// defaults below).
     #[arg(long, default_value = "quick")]
     pub suite: String,
-    /// Only these objectives (comma-separated names, e.g. `hartmann3,powell,tvgp-se-0.01`).
+    /// Only these objectives (comma-separated names, e.g. `hartmann3,powell,tvgp-se-0.01`,
+    /// any the bench knows), or `trace:PATH`: a scenario file replayed (below).
     #[arg(long, value_delimiter = ',')]
     pub objectives: Option<Vec<String>>,
     /// Only these algorithms (comma-separated API names, e.g. `bolt,w-dbo`).
@@ -51,10 +164,10 @@ pub struct BenchArgs {
     /// runs with the same one.
     #[arg(long, default_value = "none", value_parser = parse_hyperpriors)]
     pub hyperpriors: tvbo_core::domain::hyperpriors::Hyperpriors,
-    /// Replications per (objective, algorithm) (suite default: 10; quick: 2).
+    /// Replications per (objective, algorithm) (default: the suite's, below).
     #[arg(long)]
     pub replications: Option<usize>,
-    /// Seconds of (simulated) time per run (suite default: 600; quick: 60).
+    /// Seconds of (simulated) time per run (default: the suite's, below).
     #[arg(long)]
     pub horizon: Option<f64>,
     /// Runs in parallel: at most the number of cores, with nothing else running, or the
@@ -85,7 +198,8 @@ pub struct BenchArgs {
     #[arg(long)]
     pub no_progress: bool,
     /// Reuse the runs recorded in OUTPUT/runs.jsonl by an earlier (interrupted) bench
-    /// with the same options, and run only the missing ones.
+    /// with the same options and the same contents of each replayed trace (its scenario
+    /// and trace files), and run only the missing ones.
     #[arg(long)]
     pub resume: bool,
     /// Run nothing: write the report of the runs already recorded in OUTPUT/runs.jsonl
@@ -165,6 +279,31 @@ mod tests {
         assert!(
             e.to_string().contains("`none`, `robust` or `default`"),
             "{e}"
+        );
+    }
+
+    /// `--help` calls the command `tvbo bench`, lists every suite with the horizon and
+    /// replications it runs with, and says how to replay a scenario of one's own.
+    #[test]
+    fn the_help_lists_every_suite_with_its_defaults_and_the_own_trace() {
+        use clap::CommandFactory;
+        let help = Cli::command().render_long_help().to_string();
+        assert!(help.contains("Usage: tvbo bench [OPTIONS]"), "{help}");
+        for (name, _) in SUITES {
+            let suite = suite(name).unwrap();
+            let line = format!(
+                "  {name:<12}{} s horizon, {} replications\n",
+                suite.horizon, suite.replications
+            );
+            assert!(help.contains(&line), "{line:?} in {help}");
+        }
+        assert!(help.contains("  real        7200 s horizon, 5 replications\n"));
+        assert!(help.contains("trace-compression, trace-sqlite, trace-postgres"));
+        assert!(help.contains("--objectives trace:path/to/NAME.scenario.json"));
+        let after = &help[help.find("Suites (").unwrap()..];
+        assert!(
+            after.lines().all(|l| l.chars().count() <= HELP_WIDTH),
+            "{after}"
         );
     }
 }

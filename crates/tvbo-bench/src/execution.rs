@@ -172,6 +172,7 @@ fn run_one(
     )?;
     Ok(RunResult {
         objective: spec.name.clone(),
+        objective_digest: spec.digest(),
         algorithm: run.algorithm.name.to_string(),
         replication: run.replication,
         seed: run.seed,

@@ -10,7 +10,7 @@ use super::error::BenchError;
 use super::options::BenchOptions;
 use super::seeds::derive_seed;
 use super::session::{ModelSettings, algorithm_request, session_config};
-use super::suites::{Suite, objectives_named, suite};
+use super::suites::{ObjectiveKind, Suite, objectives_named, suite};
 use tvbo_core::domain::config::AlgorithmConfig;
 use tvbo_core::domain::config::FitStart;
 use tvbo_core::domain::hyperpriors::Hyperpriors;
@@ -108,12 +108,20 @@ fn checked_algorithm_options(
 }
 
 impl Plan {
-    /// The suite of `options.suite`, restricted or extended by the options.
+    /// The suite of `options.suite`, restricted or extended by the options, its options
+    /// checked, and every replayed trace of it read and checked (so that a broken trace
+    /// stops the bench before anything runs, not when its first run starts).
     pub fn new(options: &BenchOptions) -> Result<Plan, BenchError> {
         let mut suite = suite(&options.suite)?;
         if let Some(names) = &options.objectives {
             let names: Vec<&str> = names.iter().map(String::as_str).collect();
             suite.objectives = objectives_named(&names)?;
+        }
+        // Perhaps hours into a suite were its first run to find it broken.
+        for spec in &suite.objectives {
+            if matches!(spec.kind, ObjectiveKind::Trace(_)) {
+                spec.instantiate(suite.horizon, 0)?;
+            }
         }
         if let Some(names) = &options.algorithms {
             suite.algorithms = names
@@ -180,7 +188,7 @@ mod tests {
     use crate::algorithms::session_algorithms;
     use crate::options::{ServerTime, parse_algorithm_options};
     use crate::session::session_request;
-    use crate::suites::{ObjectiveKind, ObjectiveSpec};
+    use crate::suites::ObjectiveSpec;
     use crate::synthetic::SyntheticFunction;
 
     #[test]
@@ -347,5 +355,43 @@ mod tests {
         }
         let seeds: std::collections::BTreeSet<u64> = plan.runs.iter().map(|r| r.seed).collect();
         assert_eq!(seeds.len(), 3);
+    }
+
+    /// A scenario of one's own is read, and its trace checked, when the plan is made: a
+    /// broken trace stops the bench before any run, naming the file's problem.
+    #[test]
+    fn a_broken_trace_of_ones_own_stops_the_plan() {
+        let dir = tempfile::tempdir().unwrap();
+        let builtin = &crate::trace::BUILTIN[0];
+        let scenario = dir.path().join("mine.scenario.json");
+        std::fs::write(&scenario, builtin.scenario).unwrap();
+        let options = BenchOptions {
+            suite: "real".into(),
+            objectives: Some(vec![format!("trace:{}", scenario.display())]),
+            ..BenchOptions::default()
+        };
+        let e = Plan::new(&options).unwrap_err().to_string();
+        assert!(e.contains("compression.jsonl"), "{e}");
+        // A trace whose block size, on a log scale, is said to start at 0.
+        let broken = builtin
+            .trace
+            .replacen(
+                r#""low": 16, "high": 256, "scale": "log""#,
+                r#""low": 0, "high": 256, "scale": "log""#,
+                1,
+            )
+            .replacen("\"values\": [16, 64, 256]", "\"values\": [0, 64, 256]", 1);
+        assert_ne!(broken, builtin.trace);
+        std::fs::write(dir.path().join("compression.jsonl"), &broken).unwrap();
+        let e = Plan::new(&options).unwrap_err().to_string();
+        assert!(
+            e.contains(
+                "trace-compression: trace line 1: setting block_kib: a log scale needs low > 0"
+            ),
+            "{e}"
+        );
+        std::fs::write(dir.path().join("compression.jsonl"), builtin.trace).unwrap();
+        let plan = Plan::new(&options).unwrap();
+        assert_eq!(plan.suite.objectives[0].name, "trace-compression");
     }
 }

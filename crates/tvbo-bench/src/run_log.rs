@@ -7,6 +7,7 @@ use super::algorithms::AlgorithmOptions;
 use super::error::BenchError;
 use super::plan::Plan;
 use super::runner::Iteration;
+use super::suites::ObjectiveSpec;
 use tvbo_core::domain::config::FitStart;
 use tvbo_core::domain::hyperpriors::Hyperpriors;
 
@@ -14,6 +15,12 @@ use tvbo_core::domain::hyperpriors::Hyperpriors;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunResult {
     pub objective: String,
+    /// The digest of the objective's contents ([`ObjectiveSpec::digest`]): for a replayed
+    /// trace, its scenario's and trace's (`fnv1a64:…:…`); absent for an objective defined
+    /// in code, and in a line of an earlier version. Runs are reused only with the same
+    /// one, so a trace run recorded without it is run again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub objective_digest: Option<String>,
     pub algorithm: String,
     pub replication: usize,
     pub seed: u64,
@@ -89,36 +96,68 @@ pub(super) fn recorded_runs(path: &std::path::Path) -> Result<Vec<RunResult>, Be
     Ok(runs)
 }
 
-/// The runs of `plan` recorded in the log at `path` (same objective, algorithm, algorithm
-/// options, fit start, hyperpriors, replication, seed, horizon and `fixed_compute`), in
-/// plan order; `None` where a run is missing.
+/// The runs of `plan` recorded in the log at `path` (same objective, objective digest,
+/// algorithm, algorithm options, fit start, hyperpriors, replication, seed, horizon and
+/// `fixed_compute`), in plan order; `None` where a run is missing. Where a missing run is
+/// recorded for another digest of its objective (an edited scenario or trace, or a line
+/// of an earlier version), a warning counts those runs: `--resume` runs them again,
+/// `--report-only` leaves them out.
 pub(super) fn recorded_for_plan(
     plan: &Plan,
     fixed_compute: Option<f64>,
     path: &std::path::Path,
 ) -> Result<Vec<Option<RunResult>>, BenchError> {
-    let recorded = recorded_runs(path)?;
-    Ok(plan
+    let (runs, changed) = match_plan(plan, fixed_compute, &recorded_runs(path)?);
+    if changed > 0 {
+        tracing::warn!(
+            path = %path.display(),
+            "{changed} runs of this plan are recorded for other contents of their objective \
+             (its scenario or trace has changed since, or the run was recorded before runs \
+             recorded their objective's digest): they are not reused"
+        );
+    }
+    Ok(runs)
+}
+
+/// The runs of `plan` among `recorded` (as [`recorded_for_plan`]), and how many of the
+/// plan's runs without one are recorded only for another digest of their objective.
+fn match_plan(
+    plan: &Plan,
+    fixed_compute: Option<f64>,
+    recorded: &[RunResult],
+) -> (Vec<Option<RunResult>>, usize) {
+    let digests: Vec<Option<String>> = plan
+        .suite
+        .objectives
+        .iter()
+        .map(ObjectiveSpec::digest)
+        .collect();
+    let mut changed = 0;
+    let runs = plan
         .runs
         .iter()
         .map(|run| {
             let name = &plan.suite.objectives[run.objective].name;
-            recorded
-                .iter()
-                .find(|r| {
-                    &r.objective == name
-                        && r.algorithm == run.algorithm.name
-                        && r.algorithm_options.as_ref() == plan.options_of(run.algorithm.name)
-                        && r.fit_start == plan.fit_start
-                        && r.hyperpriors == plan.hyperpriors
-                        && r.replication == run.replication
-                        && r.seed == run.seed
-                        && r.horizon == plan.suite.horizon
-                        && r.fixed_compute == fixed_compute
-                })
-                .cloned()
+            let mut same_run = recorded.iter().filter(|r| {
+                &r.objective == name
+                    && r.algorithm == run.algorithm.name
+                    && r.algorithm_options.as_ref() == plan.options_of(run.algorithm.name)
+                    && r.fit_start == plan.fit_start
+                    && r.hyperpriors == plan.hyperpriors
+                    && r.replication == run.replication
+                    && r.seed == run.seed
+                    && r.horizon == plan.suite.horizon
+                    && r.fixed_compute == fixed_compute
+            });
+            let digest = &digests[run.objective];
+            let found = same_run.clone().find(|r| &r.objective_digest == digest);
+            if found.is_none() && same_run.next().is_some() {
+                changed += 1;
+            }
+            found.cloned()
         })
-        .collect())
+        .collect();
+    (runs, changed)
 }
 
 #[cfg(test)]
@@ -131,6 +170,7 @@ mod tests {
     fn the_run_log_counts_lines_of_another_format_but_not_a_partial_last_line() {
         let run = RunResult {
             objective: "hartmann3".into(),
+            objective_digest: None,
             algorithm: "bolt".into(),
             replication: 0,
             seed: 7,
@@ -180,6 +220,7 @@ mod tests {
         let plan = Plan::new(&options(&[r#"r-gp-ucb={"reset_every":60}"#])).unwrap();
         let run = |algorithm_options: Option<AlgorithmOptions>| RunResult {
             objective: "hartmann3".into(),
+            objective_digest: None,
             algorithm: "r-gp-ucb".into(),
             replication: 0,
             seed: plan.runs[0].seed,
@@ -241,6 +282,7 @@ mod tests {
         let (fixed, previous) = (plan(FitStart::Fixed), plan(FitStart::Previous));
         let run = RunResult {
             objective: "hartmann3".into(),
+            objective_digest: None,
             algorithm: "bolt".into(),
             replication: 0,
             seed: previous.runs[0].seed,
@@ -282,6 +324,7 @@ mod tests {
         assert_eq!(BenchOptions::default().hyperpriors, Hyperpriors::None);
         let run = |hyperpriors| RunResult {
             objective: "hartmann3".into(),
+            objective_digest: None,
             algorithm: "bolt".into(),
             replication: 0,
             seed: robust.runs[0].seed,
@@ -317,5 +360,89 @@ mod tests {
             vec![Some(run(Hyperpriors::None))]
         );
         assert_eq!(recorded_for_plan(&robust, None, &log).unwrap(), vec![None]);
+    }
+
+    /// A replayed trace's runs record the digest of its scenario and trace files; an
+    /// edited scenario or trace (or a line of an earlier version, without a digest) does
+    /// not reuse them, and they are counted as recorded for other contents.
+    #[test]
+    fn an_edited_scenario_or_trace_does_not_reuse_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let builtin = &crate::trace::BUILTIN[0];
+        let scenario_path = dir.path().join("mine.scenario.json");
+        let scenario = builtin
+            .scenario
+            .replace(r#""name": "compression""#, r#""name": "mine""#);
+        std::fs::write(&scenario_path, &scenario).unwrap();
+        std::fs::write(dir.path().join("compression.jsonl"), builtin.trace).unwrap();
+        let options = BenchOptions {
+            suite: "real".into(),
+            objectives: Some(vec![format!("trace:{}", scenario_path.display())]),
+            algorithms: Some(vec!["random".into()]),
+            replications: Some(1),
+            horizon: Some(60.0),
+            fixed_compute: Some(0.01),
+            output: dir.path().join("out"),
+            progress: false,
+            resume: true,
+            ..BenchOptions::default()
+        };
+        let log = options.output.join(RUN_LOG);
+        let first = crate::execute(&Plan::new(&options).unwrap(), &options).unwrap();
+        let expected = crate::trace::digest(&scenario, builtin.trace);
+        assert_eq!(first[0].objective, "trace-mine");
+        assert_eq!(
+            first[0].objective_digest.as_deref(),
+            Some(expected.as_str())
+        );
+        let line = std::fs::read_to_string(&log).unwrap();
+        assert!(
+            line.contains(&format!(r#""objective_digest":"{expected}""#)),
+            "{line}"
+        );
+        // Unchanged files: the run is reused (the very run, its wall time included).
+        let again = crate::execute(&Plan::new(&options).unwrap(), &options).unwrap();
+        assert_eq!(again, first);
+        let lines = |log: &std::path::Path| std::fs::read_to_string(log).unwrap().lines().count();
+        assert_eq!(lines(&log), 1);
+        // An edited scenario (its description only) is another objective to --resume.
+        let edited = scenario.replacen(r#""description": ""#, r#""description": "Edited. "#, 1);
+        assert_ne!(edited, scenario);
+        std::fs::write(&scenario_path, &edited).unwrap();
+        let plan = Plan::new(&options).unwrap();
+        let (runs, changed) = match_plan(&plan, options.fixed_compute, &first);
+        assert_eq!((runs, changed), (vec![None], 1));
+        let rerun = crate::execute(&plan, &options).unwrap();
+        assert_ne!(rerun[0].objective_digest, first[0].objective_digest);
+        assert_eq!(lines(&log), 2, "the earlier run stays in the log");
+        // So is an edited trace (one more blank line), and a line without a digest.
+        std::fs::write(
+            dir.path().join("compression.jsonl"),
+            format!("{}\n", builtin.trace),
+        )
+        .unwrap();
+        let plan = Plan::new(&options).unwrap();
+        let (runs, changed) = match_plan(&plan, options.fixed_compute, &[rerun[0].clone()]);
+        assert_eq!((runs, changed), (vec![None], 1));
+        std::fs::write(&scenario_path, &scenario).unwrap();
+        std::fs::write(dir.path().join("compression.jsonl"), builtin.trace).unwrap();
+        let plan = Plan::new(&options).unwrap();
+        let old_line = RunResult {
+            objective_digest: None,
+            ..first[0].clone()
+        };
+        let (runs, changed) = match_plan(&plan, options.fixed_compute, &[old_line]);
+        assert_eq!((runs, changed), (vec![None], 1));
+        // Back to the first files, the first run is found again, and nothing is counted.
+        assert_eq!(
+            recorded_for_plan(&plan, options.fixed_compute, &log).unwrap(),
+            vec![Some(first[0].clone())]
+        );
+        // An objective defined in code records no digest and matches by name.
+        assert_eq!(
+            crate::suites::ObjectiveSpec::synthetic(crate::synthetic::SyntheticFunction::Powell)
+                .digest(),
+            None
+        );
     }
 }

@@ -38,27 +38,64 @@ pub enum ObjectiveKind {
 }
 
 /// Where a replayed trace comes from.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub enum TraceSource {
     /// A committed one: an index of [`trace::BUILTIN`].
     Builtin(usize),
-    /// A scenario file (its trace named relative to it).
-    File(PathBuf),
+    /// A scenario file given as `trace:PATH`, read once, when it is named: its path, its
+    /// text and its trace's. The runs replay these texts, and record their digest,
+    /// whatever becomes of the files meanwhile.
+    File {
+        path: PathBuf,
+        scenario: Arc<str>,
+        trace: Arc<str>,
+    },
+}
+
+/// The source and its digest, not the texts.
+impl std::fmt::Debug for TraceSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TraceSource::Builtin(k) => f.debug_tuple("Builtin").field(k).finish(),
+            TraceSource::File { path, .. } => f
+                .debug_struct("File")
+                .field("path", path)
+                .field("digest", &self.digest())
+                .finish(),
+        }
+    }
 }
 
 impl TraceSource {
-    /// The scenario and the trace's text.
-    fn load(&self) -> Result<(Scenario, String), BenchError> {
+    /// The scenario file at `path` and its trace, read now (an error names the file).
+    pub fn file(path: PathBuf) -> Result<Self, BenchError> {
+        let (scenario, trace) = Scenario::read_texts(&path)?;
+        Ok(TraceSource::File {
+            path,
+            scenario: scenario.into(),
+            trace: trace.into(),
+        })
+    }
+
+    /// The scenario's text and the trace's.
+    fn texts(&self) -> (&str, &str) {
         match self {
-            TraceSource::Builtin(k) => {
-                let builtin = &trace::BUILTIN[*k];
-                Ok((
-                    Scenario::parse(builtin.scenario)?,
-                    builtin.trace.to_string(),
-                ))
-            }
-            TraceSource::File(path) => Scenario::read(path),
+            TraceSource::Builtin(k) => (trace::BUILTIN[*k].scenario, trace::BUILTIN[*k].trace),
+            TraceSource::File {
+                scenario, trace, ..
+            } => (scenario, trace),
         }
+    }
+
+    /// The scenario, parsed and checked.
+    pub fn scenario(&self) -> Result<Scenario, BenchError> {
+        Scenario::parse(self.texts().0)
+    }
+
+    /// The digest of the scenario's and the trace's contents ([`trace::digest`]).
+    pub fn digest(&self) -> String {
+        let (scenario, trace) = self.texts();
+        trace::digest(scenario, trace)
     }
 }
 
@@ -116,7 +153,7 @@ impl ObjectiveSpec {
     /// A replayed trace, named `trace-NAME` by its scenario's name (a committed one's,
     /// or that of the scenario file given as `trace:PATH`).
     pub fn trace(source: TraceSource) -> Result<Self, BenchError> {
-        let (scenario, _) = source.load()?;
+        let scenario = source.scenario()?;
         Ok(ObjectiveSpec {
             name: format!("trace-{}", scenario.name),
             label: scenario.label,
@@ -128,8 +165,8 @@ impl ObjectiveSpec {
     /// other objectives, or when the scenario can no longer be read.
     pub fn scenario(&self) -> Option<Scenario> {
         match &self.kind {
-            ObjectiveKind::Trace(source) => match source.load() {
-                Ok((scenario, _)) => Some(scenario),
+            ObjectiveKind::Trace(source) => match source.scenario() {
+                Ok(scenario) => Some(scenario),
                 Err(e) => {
                     tracing::warn!(objective = %self.name, error = %e, "the scenario is not readable");
                     None
@@ -167,6 +204,17 @@ impl ObjectiveSpec {
         )
     }
 
+    /// The digest of the objective's contents that a run records and `--resume` matches
+    /// beside its name: a replayed trace's ([`TraceSource::digest`], so that an edited
+    /// scenario or trace is not taken for the one the recorded runs replayed). `None` for
+    /// the objectives defined in code, matched by name alone.
+    pub fn digest(&self) -> Option<String> {
+        match &self.kind {
+            ObjectiveKind::Trace(source) => Some(source.digest()),
+            _ => None,
+        }
+    }
+
     /// Whether the objective comes with candidate priors ([`Objective::priors`]).
     pub fn has_priors(&self) -> bool {
         matches!(self.kind, ObjectiveKind::PriorSetup(_))
@@ -186,8 +234,15 @@ impl ObjectiveSpec {
             ObjectiveKind::Multimodal(kind) => Arc::new(Multimodal::new(*kind, horizon)),
             ObjectiveKind::Mixed => Arc::new(Mixed::new(horizon)),
             ObjectiveKind::Trace(source) => {
-                let (scenario, text) = source.load()?;
-                Arc::new(Replay::new(scenario, Trace::parse(&text)?)?)
+                let (scenario, trace) = source.texts();
+                let replay = Trace::parse(trace)
+                    .and_then(|trace| Replay::new(Scenario::parse(scenario)?, trace));
+                Arc::new(replay.map_err(|e| match e {
+                    BenchError::Objective(m) => {
+                        BenchError::Objective(format!("{}: {m}", self.name))
+                    }
+                    other => other,
+                })?)
             }
         })
     }
@@ -232,7 +287,7 @@ pub(super) fn objectives_named(names: &[&str]) -> Result<Vec<ObjectiveSpec>, Ben
         .iter()
         .map(|name| {
             if let Some(path) = name.strip_prefix("trace:") {
-                return ObjectiveSpec::trace(TraceSource::File(PathBuf::from(path)));
+                return ObjectiveSpec::trace(TraceSource::file(PathBuf::from(path))?);
             }
             all.iter()
                 .find(|o| o.name == *name)
@@ -247,6 +302,44 @@ pub(super) fn objectives_named(names: &[&str]) -> Result<Vec<ObjectiveSpec>, Ben
         })
         .collect()
 }
+
+/// Every suite, in the order `--help` lists them, with what it is for.
+pub const SUITES: &[(&str, &str)] = &[
+    (
+        "quick",
+        "every policy and every kind of search space in minutes: a slow function and a fast \
+         one, a TV-GP sample (arms), 003's lengthscale setup (arms with priors)",
+    ),
+    (
+        "paper",
+        "002's Table 3: its eight synthetic functions, the six of its algorithms the service \
+         implements",
+    ),
+    (
+        "gp",
+        "000's time-varying GP samples (SE and Matérn-5/2, ε = 0.001, 0.01, 0.03)",
+    ),
+    ("priors", "003's prior-selection setups"),
+    (
+        "wdbo",
+        "W-DBO's check on the drifting wells objectives (d = 3, 4, 5)",
+    ),
+    (
+        "multimodal",
+        "basins whose depths change: the deepest one, the optimum, moves during a run",
+    ),
+    (
+        "mixed",
+        "a categorical setting beside two continuous ones; the best choice changes during \
+         the run",
+    ),
+    (
+        "real",
+        "the committed traces of real software replayed (docs/traces.md), against the \
+         peers people use today (tuning once, Optuna)",
+    ),
+    ("all", "every objective of the suites above"),
+];
 
 /// The suites:
 /// - `paper`: 002's eight synthetic functions × its six algorithms we implement, 600 s, 10
@@ -354,8 +447,10 @@ pub fn suite(name: &str) -> Result<Suite, BenchError> {
         ),
         "all" => (all_objectives(), every, 600.0, 10),
         other => {
+            let known: Vec<&str> = SUITES.iter().map(|(name, _)| *name).collect();
             return Err(BenchError::Options(format!(
-                "unknown suite {other:?} (known: paper, gp, priors, quick, wdbo, multimodal, mixed, real, all)"
+                "unknown suite {other:?} (known: {})",
+                known.join(", ")
             )));
         }
     };

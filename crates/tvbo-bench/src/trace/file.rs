@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use tvbo_core::domain::space::{ParameterSpec, ParameterType, Scale, SearchSpace};
 
-use crate::error::BenchError;
+use crate::error::{BenchError, name_parameters};
 
 /// The values at which one setting was measured: a categorical one's choices, or a
 /// numeric one's grid (increasing, from its `low` to its `high`).
@@ -114,7 +114,14 @@ impl Trace {
             return Err(invalid(1, "no repeats or no conditions"));
         }
         let (specs, axes) = settings(&header.settings)?;
-        let space = SearchSpace::new(specs).map_err(|e| invalid(1, e))?;
+        let names: Vec<String> = specs.iter().map(|p| p.name.clone()).collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let space = SearchSpace::new(specs).map_err(|e| {
+            invalid(
+                1,
+                format!("settings: {}", name_parameters(&e.to_string(), &names)),
+            )
+        })?;
         let quantities: Vec<String> = header.measured.keys().cloned().collect();
         let points: usize = axes.iter().map(Axis::count).product();
         let mut measurements = vec![vec![Vec::new(); points]; header.conditions.choices.len()];
@@ -204,14 +211,19 @@ impl Trace {
 }
 
 /// The header's settings as parameter specifications (without `values`) and their axes.
+/// An error names the setting (by its `name`, else its position).
 fn settings(raw: &[Value]) -> Result<(Vec<ParameterSpec>, Vec<Axis>), BenchError> {
     let mut specs = Vec::new();
     let mut axes = Vec::new();
-    for setting in raw {
+    for (i, setting) in raw.iter().enumerate() {
         let mut setting = setting.clone();
         let values = setting.as_object_mut().and_then(|o| o.remove("values"));
+        let which = match setting.get("name").and_then(Value::as_str) {
+            Some(name) => format!("setting {name}"),
+            None => format!("setting {} of the header", i + 1),
+        };
         let spec: ParameterSpec =
-            serde_json::from_value(setting).map_err(|e| invalid(1, format!("settings: {e}")))?;
+            serde_json::from_value(setting).map_err(|e| invalid(1, format!("{which}: {e}")))?;
         axes.push(axis(&spec, values)?);
         specs.push(spec);
     }
@@ -228,6 +240,19 @@ fn axis(spec: &ParameterSpec, values: Option<Value>) -> Result<Axis, BenchError>
         (Some(low), Some(high)) => (low, high),
         _ => return Err(invalid(1, format!("setting {name}: no low and high"))),
     };
+    if spec.scale == Scale::Log && low <= 0.0 {
+        return Err(invalid(
+            1,
+            format!(
+                "setting {name}: a log scale needs low > 0, and it starts at {low} (a \
+                 session refuses it: the logarithm of {low} is not finite). Declare it \
+                 \"scale\": \"linear\"; or \"type\": \"categorical\" with its values as \
+                 choices (strings in the points); or shift it: a setting of value + c > 0 \
+                 (e.g. {name}_plus_1 measured at 1, 11, 101 for 0, 10, 100), which the \
+                 recorder applies as value − c"
+            ),
+        ));
+    }
     let values: Vec<f64> = match values {
         Some(values) => serde_json::from_value(values)
             .map_err(|e| invalid(1, format!("setting {name}: values: {e}")))?,
@@ -275,4 +300,78 @@ fn point_index(
         index = index * axis.count() + k;
     }
     Ok(index)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// The header of a trace of `settings` under one condition, measured once.
+    fn header_only(settings: Value) -> String {
+        json!({
+            "trace": "t", "version": 1, "settings": settings,
+            "conditions": {"name": "load", "choices": ["idle"]},
+            "measured": {"cost": "a cost"}, "repeats": 1
+        })
+        .to_string()
+    }
+
+    /// A log-scale setting measured from 0 cannot be a session's parameter: the reader
+    /// refuses it by name and says how to declare it instead.
+    #[test]
+    fn a_log_scale_from_zero_is_refused_with_the_ways_to_declare_it() {
+        let e = Trace::parse(&header_only(json!([
+            {"name": "mode", "type": "categorical", "choices": ["a", "b"]},
+            {"name": "mmap_mib", "type": "int", "low": 0, "high": 100, "scale": "log",
+             "values": [0, 10, 100]}
+        ])))
+        .unwrap_err()
+        .to_string();
+        for says in [
+            "trace line 1: setting mmap_mib: a log scale needs low > 0",
+            "\"scale\": \"linear\"",
+            "\"type\": \"categorical\"",
+            "shift it",
+        ] {
+            assert!(e.contains(says), "{says:?} in {e}");
+        }
+        // Declared linear, the same grid is a trace.
+        let mut text = header_only(json!([
+            {"name": "mmap_mib", "type": "int", "low": 0, "high": 100, "values": [0, 10, 100]}
+        ]));
+        for v in [0, 10, 100] {
+            text.push('\n');
+            text.push_str(
+                &json!({"setting": {"mmap_mib": v}, "condition": "idle",
+                        "measurements": [{"cost": 1.0}]})
+                .to_string(),
+            );
+        }
+        assert_eq!(Trace::parse(&text).unwrap().points(), 3);
+    }
+
+    /// The search space's own checks name the setting, not its index.
+    #[test]
+    fn settings_the_space_refuses_are_named() {
+        let e = Trace::parse(&header_only(json!([
+            {"name": "mode", "type": "categorical", "choices": ["a", "b"]},
+            {"name": "level", "type": "int", "low": 1.5, "high": 4, "values": [1.5, 4]}
+        ])))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("settings: parameter \"level\", low: bounds of an int parameter"),
+            "{e}"
+        );
+        assert!(!e.contains("parameters["), "{e}");
+        let e = Trace::parse(&header_only(json!([
+            {"name": "mode", "type": "categorical", "choices": ["a", "b"]},
+            {"name": "level", "type": "integer", "low": 1, "high": 4}
+        ])))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("setting level: unknown variant"), "{e}");
+    }
 }

@@ -8,4 +8,4 @@ pub mod scenario;
 
 pub use file::Trace;
 pub use replay::Replay;
-pub use scenario::{BUILTIN, Scenario};
+pub use scenario::{BUILTIN, Scenario, digest};

@@ -9,6 +9,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::error::BenchError;
+use crate::seeds::name_hash;
 
 /// Whether the objective is a cost (minimised) or a rate (maximised).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
@@ -93,6 +94,18 @@ pub const BUILTIN: &[BuiltinScenario] = &[
     },
 ];
 
+/// The digest of a replay's files, recorded in each of its runs (`--resume` and
+/// `--report-only` reuse a run only under the same digest): `fnv1a64:S:T`, S and T the
+/// 64-bit FNV-1a hashes of the scenario's and the trace's bytes in 16 hex digits. Any edit
+/// of either file changes it (a single changed byte always does).
+pub fn digest(scenario: &str, trace: &str) -> String {
+    format!(
+        "fnv1a64:{:016x}:{:016x}",
+        name_hash(scenario),
+        name_hash(trace)
+    )
+}
+
 impl Scenario {
     /// Reads a scenario from its text, checking its numbers.
     pub fn parse(text: &str) -> Result<Scenario, BenchError> {
@@ -102,19 +115,25 @@ impl Scenario {
         Ok(scenario)
     }
 
-    /// The scenario at `path` and the text of its trace.
-    pub fn read(path: &Path) -> Result<(Scenario, String), BenchError> {
+    /// The text of the scenario file at `path` and that of its trace (the file its
+    /// `trace` names, relative to the scenario's directory); the scenario is checked, and
+    /// an error names the file.
+    pub fn read_texts(path: &Path) -> Result<(String, String), BenchError> {
         let read = |p: &Path| {
             std::fs::read_to_string(p)
                 .map_err(|e| BenchError::Objective(format!("{}: {e}", p.display())))
         };
-        let scenario = Scenario::parse(&read(path)?)?;
+        let text = read(path)?;
+        let scenario = Scenario::parse(&text).map_err(|e| match e {
+            BenchError::Objective(m) => BenchError::Objective(format!("{}: {m}", path.display())),
+            other => other,
+        })?;
         let trace_path = path
             .parent()
             .unwrap_or(Path::new("."))
             .join(&scenario.trace);
         let trace = read(&trace_path)?;
-        Ok((scenario, trace))
+        Ok((text, trace))
     }
 
     fn check(&self) -> Result<(), BenchError> {
