@@ -4,9 +4,11 @@
 Reads benchmarks/real/runs.jsonl.gz (the run log of `tvbo bench --suite real`) and prints,
 per system and algorithm, the fraction of the per-moment optimum achieved (the mean over a
 run's queries; mean ± standard error over the seeds) and the average regret in the
-objective's own units, with the number of seeds; then the live runs of
-benchmarks/live/*.jsonl beside the replay's runs of the same algorithm. Standard library
-only:
+objective's own units, with the number of seeds; then, per system, the same fraction by
+phase of its scenario (benchmarks/traces/NAME.scenario.json; a query counts for the phase
+its time falls in, a ramp for the phase it ends, every occurrence of a phase together: the
+table `tvbo bench` writes into report.md); then the live runs of benchmarks/live/*.jsonl
+beside the replay's runs of the same algorithm. Standard library only:
 
     python3 benchmarks/real/table.py
 """
@@ -20,6 +22,7 @@ from collections import defaultdict
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+TRACES = HERE.parent / "traces"
 ORDER = ["bolt", "w-dbo", "gp-ucb", "tune-once", "optuna-tpe", "optuna-tpe-restart", "optuna-gp",
          "optuna-gp-restart", "random"]
 
@@ -31,9 +34,47 @@ def mean_se(values: list[float]) -> tuple[float, float]:
     return m, math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1) / len(values))
 
 
+def phase_at(phases: list[dict], t: float) -> int:
+    """The index of the phase time t falls in, the phases repeating (a ramp is the end of
+    its phase): the bench's `Scenario::phase_at`."""
+    local = max(t, 0.0) % sum(p["seconds"] for p in phases)
+    for k, phase in enumerate(phases):
+        if local < phase["seconds"]:
+            return k
+        local -= phase["seconds"]
+    return len(phases) - 1
+
+
+def by_phase(system: str, runs: dict[str, list[list[dict]]]) -> None:
+    """Prints the fraction achieved by phase of `system`'s scenario, per algorithm (mean
+    over a run's queries in the phase; mean ± standard error over the seeds)."""
+    phases = json.loads((TRACES / f"{system}.scenario.json").read_text())["phases"]
+    algorithms = [a for a in ORDER if a in runs]
+    print(f"{system}, by phase:")
+    print()
+    print("| phase | " + " | ".join(algorithms) + " |")
+    print("|---|" + "---|" * len(algorithms))
+    start = 0.0
+    for k, phase in enumerate(phases):
+        end = start + phase["seconds"]
+        cells = []
+        for algorithm in algorithms:
+            means = []
+            for its in runs[algorithm]:
+                mine = [i["achieved"] for i in its if phase_at(phases, i["t"]) == k]
+                if mine:
+                    means.append(sum(mine) / len(mine))
+            cells.append(f"{mean_se(means)[0]:.3f} ± {mean_se(means)[1]:.3f}" if means else "–")
+        print(f"| {k + 1}. {phase['condition']} ({start / 60:g}–{end / 60:g} min) | "
+              + " | ".join(cells) + " |")
+        start = end
+    print()
+
+
 def main() -> None:
     achieved: dict[tuple[str, str], list[float]] = defaultdict(list)
     regret: dict[tuple[str, str], list[float]] = defaultdict(list)
+    iterations: dict[str, dict[str, list[list[dict]]]] = defaultdict(lambda: defaultdict(list))
     with gzip.open(HERE / "runs.jsonl.gz", "rt") as f:
         for line in f:
             run = json.loads(line)
@@ -41,6 +82,7 @@ def main() -> None:
             key = (run["objective"].removeprefix("trace-"), run["algorithm"])
             achieved[key].append(sum(i["achieved"] for i in its) / len(its))
             regret[key].append(sum(i["regret"] for i in its) / len(its))
+            iterations[key[0]][key[1]].append(its)
     systems = [s for s in ["compression", "sqlite", "postgres"] if any(k[0] == s for k in achieved)]
     print("| algorithm | " + " | ".join(systems) + " |")
     print("|---|" + "---|" * len(systems))
@@ -57,6 +99,8 @@ def main() -> None:
             cells.append(f"{m:.3f} ± {se:.3f} (regret {r:.3g} ± {rse:.2g}{seeds})")
         print(f"| {algorithm} | " + " | ".join(cells) + " |")
     print()
+    for system in systems:
+        by_phase(system, iterations[system])
     print("| live run | fraction live | replay, same algorithm (seeds) |")
     print("|---|---|---|")
     for path in sorted((HERE.parent / "live").glob("*.jsonl")):
