@@ -46,11 +46,14 @@ pub enum Command {
         #[arg(long, default_value = "openapi/openapi.json")]
         output: String,
     },
-    /// Run the papers' benchmarks (docs/benchmarks.md): runs the `tvbo-bench` binary
-    /// beside this one (or on PATH) with these arguments; `tvbo bench --help` lists them.
+    /// Run the benchmarks (docs/benchmarks.md): the papers' experiments and real
+    /// software's traces replayed, yours too; `tvbo bench --help` lists the suites and
+    /// options. It runs the `tvbo-bench` binary beside this one (or on PATH) with these
+    /// arguments.
     #[command(disable_help_flag = true)]
     Bench {
-        /// The arguments of `tvbo-bench`.
+        /// The arguments of `tvbo bench`, `--help` included (`tvbo bench --help` lists
+        /// them).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<std::ffi::OsString>,
     },
@@ -510,6 +513,17 @@ impl ServeArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `tvbo bench ARGS` hands every argument to the bench, `--help` included (its help
+    /// is the bench's own, which lists the suites).
+    #[test]
+    fn bench_passes_every_argument_on() {
+        let cli = Cli::try_parse_from(["tvbo", "bench", "--help", "--suite", "real"]).unwrap();
+        let Some(Command::Bench { args }) = cli.command else {
+            panic!("not bench: {:?}", cli.command);
+        };
+        assert_eq!(args, ["--help", "--suite", "real"]);
+    }
 
     fn args(url: &str, password_file: Option<&std::path::Path>) -> ServeArgs {
         let mut cli = Cli::parse_from(["tvbo", "--database-url", url]);
