@@ -298,7 +298,7 @@ mod tests {
             assert!(help.contains(&line), "{line:?} in {help}");
         }
         assert!(help.contains("  real        7200 s horizon, 5 replications\n"));
-        assert!(help.contains("trace-compression, trace-sqlite, trace-postgres"));
+        assert!(help.contains("trace-compression, trace-sqlite, trace-postgres,"));
         assert!(help.contains("--objectives trace:path/to/NAME.scenario.json"));
         let after = &help[help.find("Suites (").unwrap()..];
         assert!(

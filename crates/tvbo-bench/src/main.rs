@@ -20,7 +20,7 @@ fn main() -> anyhow::Result<()> {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .init();
-    let report = tvbo_bench::run(&args.options()).context("tvbo-bench")?;
+    let report = tvbo_bench::run(&args.options()).context("tvbo bench")?;
     print!("{}", report.markdown());
     eprintln!("report written to {}", args.output.display());
     Ok(())

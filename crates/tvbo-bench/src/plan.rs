@@ -253,10 +253,17 @@ mod tests {
         let names: Vec<&str> = real.objectives.iter().map(|o| o.name.as_str()).collect();
         assert_eq!(
             names,
-            ["trace-compression", "trace-sqlite", "trace-postgres"]
+            [
+                "trace-compression",
+                "trace-sqlite",
+                "trace-postgres",
+                "trace-postgres-uneven",
+                "trace-rocksdb",
+                "trace-jvm-gc"
+            ]
         );
         assert_eq!((real.horizon, real.replications), (7200.0, 5));
-        assert_eq!(suite("all").unwrap().objectives.len(), 27);
+        assert_eq!(suite("all").unwrap().objectives.len(), 30);
         assert!(suite("nope").is_err());
     }
 

@@ -90,9 +90,25 @@ pub const BUILTIN: &[BuiltinScenario] = &[
     },
     BuiltinScenario {
         scenario: include_str!("../../../../benchmarks/traces/postgres.scenario.json"),
-        trace: include_str!("../../../../benchmarks/traces/postgres.jsonl"),
+        trace: POSTGRES_TRACE,
+    },
+    BuiltinScenario {
+        scenario: include_str!("../../../../benchmarks/traces/postgres-uneven.scenario.json"),
+        trace: POSTGRES_TRACE,
+    },
+    BuiltinScenario {
+        scenario: include_str!("../../../../benchmarks/traces/rocksdb.scenario.json"),
+        trace: include_str!("../../../../benchmarks/traces/rocksdb.jsonl"),
+    },
+    BuiltinScenario {
+        scenario: include_str!("../../../../benchmarks/traces/jvm-gc.scenario.json"),
+        trace: include_str!("../../../../benchmarks/traces/jvm-gc.jsonl"),
     },
 ];
+
+/// The PostgreSQL trace, which two scenarios replay (its day in equal and in uneven
+/// phases).
+const POSTGRES_TRACE: &str = include_str!("../../../../benchmarks/traces/postgres.jsonl");
 
 /// The digest of a replay's files, recorded in each of its runs (`--resume` and
 /// `--report-only` reuse a run only under the same digest): `fnv1a64:S:T`, S and T the
