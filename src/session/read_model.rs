@@ -91,7 +91,7 @@ pub(super) fn cached_model(
     }
     let config = &history.session.config;
     let state = policy_state(&history.session)?;
-    let model = CurrentModel::of(config, &history.active, &state)?.map(Arc::new);
+    let model = CurrentModel::of(config, &history.active, &history.failed, &state)?.map(Arc::new);
     cache
         .lock()
         .expect("model cache poisoned")

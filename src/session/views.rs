@@ -316,7 +316,7 @@ pub struct ObservationList {
 }
 
 /// A run that ended without a value: a failed measurement, or an abandoned suggestion.
-/// Recorded and shown; never part of the model.
+/// Recorded and shown; a failed one is part of the model under `model.failures: impute`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct EndedRunView {
     /// `failed` or `abandoned`.

@@ -76,8 +76,8 @@ macro_rules! store_on {
 
             use $crate::store::queries::SESSION_COLUMNS;
             use $crate::store::rows::{
-                RECENT_DELAYS, api_key_from_row, call_from_row, corrupt, ended_run_from_row,
-                listed_session_from_row,
+                MODEL_FAILED_RUNS, RECENT_DELAYS, api_key_from_row, call_from_row, corrupt,
+                ended_run_from_row, failed_run_from_row, listed_session_from_row,
                 observation_from_row, parse_uuid,
                 response_time_from_row, session_from_row, suggestion_from_row, to_json,
             };
@@ -475,11 +475,13 @@ macro_rules! store_on {
                 Ok(deleted > 0)
             }
 
-            /// The session with its active observations and pending suggestions. Run it
-            /// in a transaction that sees one snapshot.
+            /// The session with its active observations, pending suggestions and newest
+            /// failed runs (`row_id` orders the runs by recording). Run it in a
+            /// transaction that sees one snapshot.
             pub(super) async fn load_history(
                 c: &mut Connection,
                 id: Uuid,
+                row_id: &str,
             ) -> Result<Option<History>, StoreError> {
                 let Some(session) = get_session(&mut *c, id).await? else {
                     return Ok(None);
@@ -524,6 +526,19 @@ macro_rules! store_on {
                         .bind(&key)
                         .fetch_one(&mut *c)
                         .await?;
+                let sql = format!(
+                    "SELECT params, t FROM (SELECT {row_id} AS id, params, t FROM ended_runs \
+                     WHERE session_id = $1 AND kind = 'failed' \
+                     ORDER BY {row_id} DESC LIMIT $2) newest ORDER BY id"
+                );
+                let failed = sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(&key)
+                    .bind(MODEL_FAILED_RUNS as i64)
+                    .fetch_all(&mut *c)
+                    .await?
+                    .iter()
+                    .map(failed_run_from_row)
+                    .collect::<Result<Vec<_>, _>>()?;
                 Ok(Some(History {
                     session,
                     active,
@@ -532,6 +547,7 @@ macro_rules! store_on {
                     next_seq,
                     ended_runs: usize::try_from(ended_runs)
                         .map_err(|e| corrupt("ended run count", e))?,
+                    failed,
                 }))
             }
 
@@ -1075,7 +1091,7 @@ macro_rules! store_on {
                 async fn load_history(&self, id: Uuid) -> Result<Option<History>, StoreError> {
                     async {
                         let mut tx = self.begin_snapshot().await?;
-                        let history = queries::load_history(&mut tx, id).await?;
+                        let history = queries::load_history(&mut tx, id, Self::ROW_ID).await?;
                         tx.commit().await?;
                         Ok(history)
                     }

@@ -14,7 +14,8 @@ use super::{
 
 use crate::domain::events::StoredEvent;
 use crate::domain::input::Metadata;
-pub(crate) use crate::domain::records::RECENT_DELAYS;
+use crate::domain::records::FailedRun;
+pub(crate) use crate::domain::records::{MODEL_FAILED_RUNS, RECENT_DELAYS};
 
 /// Typed access to a row's columns by name.
 pub(crate) trait Columns {
@@ -197,6 +198,14 @@ pub(crate) fn ended_run_from_row(row: &impl Columns) -> Result<EndedRun, StoreEr
         reason: row.opt_text("reason")?.map(str::to_string),
         metadata: metadata_of(row)?,
         created_at: from_micros(row.int("created_micros")?)?,
+    })
+}
+
+/// A failed run as a history holds it for the model: its `params` and `t` columns.
+pub(crate) fn failed_run_from_row(row: &impl Columns) -> Result<FailedRun, StoreError> {
+    Ok(FailedRun {
+        params: from_json(row.text("params")?, "params")?,
+        t: row.real("t")?,
     })
 }
 

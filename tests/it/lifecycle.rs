@@ -15,7 +15,7 @@ backend_tests!(
     the_model_reports_server_compute_time,
     stepped_parameters_are_suggested_on_their_grids,
     resuming_by_name_under_concurrent_callers_makes_one_session,
-    failed_and_abandoned_runs_release_their_suggestions_and_never_reach_the_model,
+    failed_and_abandoned_runs_release_their_suggestions_and_add_no_observation,
     metadata_is_kept_with_its_run_and_returned,
     context_parameters_are_given_and_the_rest_chosen_for_them,
     a_mixed_space_is_suggested_observed_and_forgotten_over,
@@ -266,9 +266,10 @@ async fn metadata_is_kept_with_its_run_and_returned(server: TestServer) {
 }
 
 /// A failed measurement and an abandoned suggestion are recorded (observe's answer, the
-/// timeline), release their suggestions, and add nothing to the model; neither can be
-/// observed afterwards, and an observed suggestion cannot be abandoned.
-async fn failed_and_abandoned_runs_release_their_suggestions_and_never_reach_the_model(
+/// timeline), release their suggestions, and add no observation (the dataset size does
+/// not move; a failed run reaches the model as an imputed point: `failed_runs.rs`);
+/// neither can be observed afterwards, and an observed suggestion cannot be abandoned.
+async fn failed_and_abandoned_runs_release_their_suggestions_and_add_no_observation(
     server: TestServer,
 ) {
     let id = server.create(client_session("gp-ucb", 3)).await;

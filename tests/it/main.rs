@@ -21,6 +21,7 @@ mod deploy_docs;
 mod engine_parity;
 mod events_api;
 mod extreme_values;
+mod failed_runs;
 mod forgetting;
 mod hardening;
 mod headers;

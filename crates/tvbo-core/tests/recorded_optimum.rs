@@ -180,6 +180,7 @@ fn check(algorithm: &Value, context: bool, categorical: bool, pending: usize, co
     let issued = history.session.suggest_count as u64 + count as u64;
     let at = |built: Option<Surrogate>| OptimumAt {
         active: &history.active,
+        failed: &history.failed,
         t: target,
         fixed: &coordinates,
         cores: &1,

@@ -39,6 +39,7 @@ KernelKind = Literal["matern12", "matern32", "matern52", "rbf"]
 TimeSource = Literal["wall", "client"]
 FitStart = Literal["fixed", "previous"]
 Hyperpriors = Literal["none", "robust"]
+Failures = Literal["impute", "ignore"]
 RunEnd = Literal["failed", "abandoned"]
 TrackingStatus = Literal["tracking", "lagging", "no-recent-data"]
 AlgorithmName = Literal[
@@ -171,6 +172,7 @@ class ModelOptions(TypedDict, total=False):
     warmup: Optional[int]
     fit_start: Optional[FitStart]
     hyperpriors: Optional[Hyperpriors]
+    failures: Optional[Failures]
 
 
 class TimeOptions(TypedDict, total=False):
@@ -251,6 +253,7 @@ class ModelConfig:
     noise: Optional[float] = None
     fit_start: Optional[FitStart] = None
     hyperpriors: Optional[Hyperpriors] = None
+    failures: Optional[Failures] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -807,6 +810,7 @@ ENUMS: Dict[str, Any] = {
     "TimeSource": TimeSource,
     "FitStart": FitStart,
     "Hyperpriors": Hyperpriors,
+    "Failures": Failures,
     "RunEnd": RunEnd,
     "TrackingStatus": TrackingStatus,
     "WebhookState": WebhookState,

@@ -6,7 +6,7 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tvbo_core::domain::checked::CheckedConfig;
 use tvbo_core::domain::config::{
-    AlgorithmConfig, CreateSession, FitStart, Hyperpriors, ModelConfig,
+    AlgorithmConfig, CreateSession, Failures, FitStart, Hyperpriors, ModelConfig,
 };
 use tvbo_core::domain::space::{ParameterSpec, SearchSpace};
 use tvbo_core::gp::{Gp, Hyperparameters, KernelKind, KernelSpec};
@@ -95,6 +95,7 @@ pub fn model(temporal: KernelKind) -> ModelConfig {
         warmup: 0,
         fit_start: FitStart::Fixed,
         hyperpriors: Hyperpriors::default(),
+        failures: Failures::default(),
     }
 }
 

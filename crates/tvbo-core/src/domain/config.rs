@@ -61,6 +61,32 @@ pub struct ModelRequest {
     /// What each hyperparameter fit maximises: `robust` (default), the posterior under
     /// weak priors on the hyperparameters, or `none`, the exact marginal likelihood.
     pub hyperpriors: Option<Hyperpriors>,
+    /// What the model learns from failed runs: `impute` (default), a data point at the
+    /// failed setting and time with a value below every success, or `ignore`, nothing.
+    pub failures: Option<Failures>,
+}
+
+/// What a session's model learns from its failed runs (docs/api.md, "Failed and
+/// abandoned runs").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Failures {
+    /// Each recent failed run is a data point of the GP at its setting and measurement
+    /// time, its value imputed below every success as open-source Vizier's GP bandit
+    /// does (`policy::failures`), so that the acquisition and the recommendation move
+    /// away from settings that fail.
+    #[default]
+    Impute,
+    /// Failed runs never reach the model (the papers', which know no failures).
+    Ignore,
+}
+
+impl Failures {
+    /// The value of a stored session that predates the setting: its model ignored
+    /// failed runs (a session's model does not change under it).
+    pub fn of_stored_session() -> Failures {
+        Failures::Ignore
+    }
 }
 
 /// Where a session's hyperparameter fits start.
@@ -96,6 +122,10 @@ pub struct ModelConfig {
     /// setting existed: a stored session keeps the model it was created with).
     #[serde(default = "Hyperpriors::of_stored_session")]
     pub hyperpriors: Hyperpriors,
+    /// What the model learns from failed runs (`ignore` in sessions created before the
+    /// setting existed).
+    #[serde(default = "Failures::of_stored_session")]
+    pub failures: Failures,
 }
 
 /// Where a session's time axis comes from.
@@ -389,6 +419,7 @@ impl ModelConfig {
             warmup,
             fit_start: request.fit_start.unwrap_or_default(),
             hyperpriors: request.hyperpriors.unwrap_or_default(),
+            failures: request.failures.unwrap_or_default(),
         })
     }
 }

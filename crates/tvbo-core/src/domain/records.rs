@@ -104,7 +104,8 @@ impl RunEnd {
     }
 }
 
-/// A run that ended without a value: recorded and shown, never part of the model.
+/// A run that ended without a value: recorded and shown; a failed one is part of the
+/// model under `model.failures: impute` ([`History::failed`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct EndedRun {
     /// The suggestion it ran; `None` for a failed setting of the client's own.
@@ -309,6 +310,18 @@ pub struct Deactivation {
     pub t: f64,
 }
 
+/// How many of a session's newest failed runs a [`History`] holds for its model
+/// (`model.failures: impute`; the model takes at most as many as it has active
+/// observations, so this bounds only what a history keeps in memory).
+pub const MODEL_FAILED_RUNS: usize = 1000;
+
+/// A failed run as a model reads it: the setting and the session time of the failure.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FailedRun {
+    pub params: Params,
+    pub t: f64,
+}
+
 /// How many recent measurement delays feed the lead-time estimate ([`History::recent_delays`]).
 pub const RECENT_DELAYS: i64 = 50;
 
@@ -324,6 +337,8 @@ pub struct History {
     /// Runs of the session that ended without a value, failed or abandoned (what
     /// `Limits::max_ended_runs` caps).
     pub ended_runs: usize,
+    /// The newest [`MODEL_FAILED_RUNS`] failed runs, in order of recording.
+    pub failed: Vec<FailedRun>,
 }
 
 /// A change [`History::apply`] cannot replay in memory: the history has to be read back.
@@ -341,6 +356,7 @@ impl History {
             recent_delays: Vec::new(),
             next_seq: 1,
             ended_runs: 0,
+            failed: Vec::new(),
         }
     }
 
@@ -406,6 +422,18 @@ impl History {
             self.active.retain(|o| o.seq != d.seq);
         }
         self.ended_runs += change.ended_runs.len();
+        self.failed.extend(
+            change
+                .ended_runs
+                .iter()
+                .filter(|run| run.kind == RunEnd::Failed)
+                .map(|run| FailedRun {
+                    params: run.params.clone(),
+                    t: run.t,
+                }),
+        );
+        let excess = self.failed.len().saturating_sub(MODEL_FAILED_RUNS);
+        self.failed.drain(..excess);
         let session = &mut self.session;
         session.version += 1;
         if let Some(state) = &change.state {

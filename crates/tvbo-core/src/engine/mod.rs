@@ -23,14 +23,14 @@ use rand::SeedableRng;
 use uuid::Uuid;
 
 use crate::domain::InvalidInput;
-use crate::domain::checked::CheckedConfig;
-use crate::domain::config::{CreateSession, SessionConfig};
+use crate::domain::checked::{CheckedConfig, PolicySettings};
+use crate::domain::config::{CreateSession, Failures, SessionConfig};
 use crate::domain::events::NewEvent;
 use crate::domain::hyperpriors::FitReport;
-use crate::domain::records::{History, ObservationRow, SessionRow, StepSnapshot};
+use crate::domain::records::{FailedRun, History, ObservationRow, SessionRow, StepSnapshot};
 use crate::domain::time::median_lead;
 use crate::policy::priors::check_priors;
-use crate::policy::{Observation, PolicyError, PolicyRng, PolicyState};
+use crate::policy::{Observation, PolicyError, PolicyRng, PolicyState, failures};
 
 pub use local::LocalSession;
 pub use model::{CurrentModel, OptimumAt, fitted_hyperparameters, step_snapshot};
@@ -49,7 +49,7 @@ pub struct Limits {
     pub max_active_observations: usize,
     /// Most runs of a session that ended without a value (failed or abandoned): each is
     /// a row the session keeps, with up to 500 characters of reason and 4 KiB of
-    /// metadata, that reaches no model.
+    /// metadata (a recent failed one reaches the model under `model.failures: impute`).
     pub max_ended_runs: usize,
     /// Bytes of memory the large reads (timelines) of one server process may hold at
     /// once: a budget of the process, not of a session (the engine does not read it).
@@ -339,6 +339,28 @@ pub fn policy_data(config: &SessionConfig, rows: &[ObservationRow]) -> Vec<Obser
             y: sign * o.value,
         })
         .collect()
+}
+
+/// What a session's model is fitted to: [`policy_data`] of its `active` observations,
+/// and, under `model.failures: impute` for a model over the unit cube (not a prior over
+/// arms), its recent `failed` runs at an imputed value ([`failures::with_failures`]).
+pub fn model_data(
+    config: &CheckedConfig,
+    active: &[ObservationRow],
+    failed: &[FailedRun],
+) -> Vec<Observation> {
+    let data = policy_data(config, active);
+    let surrogate = matches!(config.policy(), PolicySettings::Surrogate { .. });
+    if config.model.failures != Failures::Impute || !surrogate || failed.is_empty() {
+        return data;
+    }
+    let space = config.space();
+    let points: Vec<(Vec<f64>, f64)> = failed
+        .iter()
+        // A setting of the session's space (checked when the failure was taken).
+        .filter_map(|run| Some((space.to_unit(&run.params, "failed").ok()?, run.t)))
+        .collect();
+    failures::with_failures(data, &points)
 }
 
 /// Seconds between handing a suggestion out and its measurement: configured, or the

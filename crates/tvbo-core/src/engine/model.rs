@@ -1,15 +1,15 @@
-//! The read model: the model of a session's active data, under its saved
-//! hyperparameters, that predictions, recommendations, regret estimates and the step
+//! The read model: the model of a session's active data (its recent failed runs
+//! imputed under `model.failures: impute`), under its saved hyperparameters, that predictions, recommendations, regret estimates and the step
 //! snapshots are read from.
 
 use std::sync::OnceLock;
 
-use super::policy_data;
+use super::model_data;
 use crate::acquisition::{self, AcquisitionOptions, Cores};
 use crate::domain::checked::CheckedConfig;
 use crate::domain::config::{AlgorithmConfig, epsilon_of_temporal_lengthscale};
 use crate::domain::records::{
-    FittedHyperparameters, ObservationRow, RecordedOptimum, StepSnapshot,
+    FailedRun, FittedHyperparameters, ObservationRow, RecordedOptimum, StepSnapshot,
 };
 use crate::domain::space::Arm;
 use crate::gp::arms::{ArmGp, TimeVaryingArmGp};
@@ -35,15 +35,17 @@ pub enum CurrentModel {
 }
 
 impl CurrentModel {
-    /// The model of the session's active data: under its saved hyperparameters (no
-    /// refit), or, for algorithms with priors, the posterior under the most probable
-    /// active prior (which exists before any observation).
+    /// The model of the session's active data and its `failed` runs ([`model_data`]):
+    /// under its saved hyperparameters (no refit), or, for algorithms with priors, the
+    /// posterior under the most probable active prior (which exists before any
+    /// observation).
     pub fn of(
         config: &CheckedConfig,
         active: &[ObservationRow],
+        failed: &[FailedRun],
         state: &PolicyState,
     ) -> Result<Option<CurrentModel>, PolicyError> {
-        Self::reusing(config, active, state, None)
+        Self::reusing(config, active, failed, state, None)
     }
 
     /// [`CurrentModel::of`], given `built`, a model the step's policy built already:
@@ -54,20 +56,22 @@ impl CurrentModel {
     pub fn reusing(
         config: &CheckedConfig,
         active: &[ObservationRow],
+        failed: &[FailedRun],
         state: &PolicyState,
         built: Option<Surrogate>,
     ) -> Result<Option<CurrentModel>, PolicyError> {
-        Ok(Self::reusing_told(config, active, state, built)?.map(|(model, _)| model))
+        Ok(Self::reusing_told(config, active, failed, state, built)?.map(|(model, _)| model))
     }
 
     /// [`CurrentModel::reusing`], telling whether the model is `built`.
     fn reusing_told(
         config: &CheckedConfig,
         active: &[ObservationRow],
+        failed: &[FailedRun],
         state: &PolicyState,
         built: Option<Surrogate>,
     ) -> Result<Option<(CurrentModel, bool)>, PolicyError> {
-        let data = policy_data(config, active);
+        let data = model_data(config, active, failed);
         let policy = match SessionPolicy::of(config) {
             SessionPolicy::Arms(selection) => {
                 let gp = selection.current_model(&data, state)?;
@@ -337,6 +341,8 @@ pub fn fitted_hyperparameters(
 #[derive(Clone)]
 pub struct OptimumAt<'a> {
     pub active: &'a [ObservationRow],
+    /// The session's failed runs ([`model_data`]).
+    pub failed: &'a [FailedRun],
     pub t: f64,
     pub fixed: &'a [(usize, f64)],
     pub cores: &'a dyn Cores,
@@ -374,7 +380,7 @@ pub fn step_snapshot(
     let optimum = match optimum_at {
         Some(at) if has_model && !at.active.is_empty() => {
             let searched = at.searched;
-            CurrentModel::reusing_told(config, at.active, state, at.built)?.map(
+            CurrentModel::reusing_told(config, at.active, at.failed, state, at.built)?.map(
                 |(model, is_built)| match searched.filter(|_| is_built) {
                     Some(x) => model.recorded(config, at.t, x, None),
                     None => model.optimum(config, at.t, at.fixed, at.cores),

@@ -37,8 +37,9 @@ pub struct ObserveSnapshot {
 /// `observations[2].`), all or nothing: the change stores them, marks their suggestions
 /// observed, forgets what the policy removes (a new observation may be stored already
 /// inactive) and saves the policy's state. A failed run (`failed: true`) is recorded as
-/// an [`EndedRun`], its suggestion marked failed, and reaches no model; failed runs
-/// beyond [`Limits::max_ended_runs`] refuse the request. Its call record's
+/// an [`EndedRun`], its suggestion marked failed, and reaches no forgetting (the next
+/// suggest's model takes it under `model.failures: impute`: [`super::model_data`]);
+/// failed runs beyond [`Limits::max_ended_runs`] refuse the request. Its call record's
 /// `compute_seconds` is left at 0 for the caller to fill in.
 pub fn plan_observe(
     snapshot: &ObserveSnapshot,
@@ -71,7 +72,8 @@ pub fn plan_observe(
         ));
     }
     if rows.is_empty() {
-        // Failed runs alone: recorded, their suggestions released, the model untouched.
+        // Failed runs alone: recorded, their suggestions released, the policy's state
+        // untouched (the next suggest's model reads them from the history).
         return Ok(ChangeSet {
             suggestion_status,
             ended_runs: failed,
@@ -243,7 +245,7 @@ fn too_many_ended_runs(history: &History, limits: &Limits, field: String) -> Eng
 struct CheckedObservations {
     rows: Vec<ObservationRow>,
     ordinals: Vec<Option<u64>>,
-    /// The failed runs among the inputs, which reach no model.
+    /// The failed runs among the inputs, which no forgetting decides over.
     failed: Vec<EndedRun>,
     /// The new status of each suggestion named: observed, or failed.
     suggestion_status: Vec<(Uuid, SuggestionStatus)>,

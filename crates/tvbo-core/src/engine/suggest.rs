@@ -7,7 +7,7 @@ use uuid::Uuid;
 use super::model::MeanSearchBeside;
 use super::{
     EngineError, Limits, OptimumAt, StepData, call_rng, events, lead, max_suggestions_for,
-    policy_data, policy_state, step_outcome,
+    model_data, policy_state, step_outcome,
 };
 use crate::acquisition::Cores;
 use crate::domain::InvalidInput;
@@ -55,7 +55,7 @@ pub fn plan_suggest(
         .partition(|s| t_now - s.issued_t > config.time.pending_timeout);
     check_limits(history, pending.len(), count, limits)?;
     let target = t_now + lead(history);
-    let data = policy_data(config, &history.active);
+    let data = model_data(config, &history.active, &history.failed);
     let pending_points: Vec<(Vec<f64>, f64)> =
         pending.iter().map(|s| (s.unit.clone(), s.t)).collect();
     let before = policy_state(session)?;
@@ -117,6 +117,7 @@ pub fn plan_suggest(
         history.active.len(),
         Some(OptimumAt {
             active: &history.active,
+            failed: &history.failed,
             t: target,
             fixed: &fixed_coordinates,
             cores,

@@ -88,7 +88,7 @@ impl Policy for EtGpUcb {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::config::{FitStart, Hyperpriors, ModelConfig};
+    use crate::domain::config::{Failures, FitStart, Hyperpriors, ModelConfig};
     use crate::domain::space::SearchSpace;
     use crate::gp::KernelKind;
 
@@ -100,6 +100,7 @@ mod tests {
             warmup: 0,
             fit_start: FitStart::Fixed,
             hyperpriors: Hyperpriors::None,
+            failures: Failures::Ignore,
         }
     }
 

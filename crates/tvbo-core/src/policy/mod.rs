@@ -8,6 +8,7 @@
 pub mod bolt;
 mod et_gp_ucb;
 mod factory;
+pub mod failures;
 mod gp_ucb;
 pub mod prior_cache;
 pub mod prior_selection;

@@ -41,7 +41,7 @@ impl Policy for RGpUcb {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::config::{FitStart, Hyperpriors, ModelConfig};
+    use crate::domain::config::{Failures, FitStart, Hyperpriors, ModelConfig};
     use crate::domain::space::SearchSpace;
     use crate::gp::KernelKind;
     use crate::policy::Observation;
@@ -59,6 +59,7 @@ mod tests {
             warmup: 0,
             fit_start: FitStart::Fixed,
             hyperpriors: Hyperpriors::None,
+            failures: Failures::Ignore,
         };
         let obs = |seq| Observation {
             seq,

@@ -76,7 +76,7 @@ impl Policy for WDbo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::config::{FitStart, Hyperpriors, ModelConfig};
+    use crate::domain::config::{Failures, FitStart, Hyperpriors, ModelConfig};
     use crate::domain::space::SearchSpace;
     use crate::gp::KernelKind;
     use crate::policy::Observation;
@@ -96,6 +96,7 @@ mod tests {
             warmup,
             fit_start: FitStart::Fixed,
             hyperpriors: Hyperpriors::None,
+            failures: Failures::Ignore,
         };
         (policy, model)
     }
