@@ -37,9 +37,9 @@ async fn postgres_kept_snapshots_are_what_the_store_reads_back() {
 }
 
 /// After every suggest and observe, of algorithms that forget by age, by relevance and
-/// by budget, the snapshot the service kept is the history and the response-time
-/// summaries the store reads back, to the bit, also after another replica changed the
-/// session.
+/// by budget, with failed runs among the observations, the snapshot the service kept is
+/// the history (its failed runs included) and the response-time summaries the store
+/// reads back, to the bit, also after another replica changed the session.
 async fn kept_snapshots_are_what_the_store_reads_back(store: Arc<dyn Store>) {
     let service = SessionService::new(store.clone(), Limits::default());
     // Another replica over the same database, whose changes leave `service`'s snapshot
@@ -102,6 +102,16 @@ async fn kept_snapshots_are_what_the_store_reads_back(store: Arc<dyn Store>) {
             let number = |name: &str| first.params[name].as_number().unwrap();
             let (x, y) = (number("x"), number("y"));
             let mut inputs = vec![observation(Some(first.id), None, x - y * y, t + 0.5)];
+            // A failed run (the history holds it for the model: `model.failures: impute`).
+            if let Some(second) = suggested.suggestions.get(1) {
+                let failed = ObservationInput {
+                    suggestion_id: Some(second.id),
+                    failed: Some(true),
+                    t: Some(t + 0.55),
+                    ..ObservationInput::default()
+                };
+                inputs.push((String::new(), failed));
+            }
             if step % 5 == 4 {
                 let params = numbers([("x", 0.25), ("y", 1.0)]);
                 let value = 0.25 - 1.0;
