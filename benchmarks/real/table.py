@@ -2,15 +2,17 @@
 """The table of docs/real-systems.md: every algorithm on every replayed trace.
 
 Reads benchmarks/real/runs.jsonl.gz (the run log of `tvbo bench --suite real`) and prints,
-per system and algorithm, the fraction of the per-moment optimum achieved (the mean over a
-run's queries; mean ± standard error over the seeds) and the average regret in the
-objective's own units, with the number of seeds; then, per system, the same fraction by
+per system (scenario) and algorithm, the fraction of the per-moment optimum achieved (the
+mean over a run's queries; mean ± standard error over the seeds; the best in bold) with
+its mean over the scenarios, and the average regret in the objective's own units; then, per system, the same fraction by
 phase of its scenario (benchmarks/traces/NAME.scenario.json; a query counts for the phase
 its time falls in, a ramp for the phase it ends, every occurrence of a phase together: the
 table `tvbo bench` writes into report.md); then the live runs of benchmarks/live/*.jsonl
 beside the replay's runs of the same algorithm. Standard library only:
 
-    python3 benchmarks/real/table.py
+    python3 benchmarks/real/table.py [RUNS]
+
+RUNS: another run log (`bench-results/real/runs.jsonl`, plain or gzipped).
 """
 
 from __future__ import annotations
@@ -18,13 +20,24 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import sys
 from collections import defaultdict
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 TRACES = HERE.parent / "traces"
+SYSTEMS = ["compression", "sqlite", "postgres", "postgres-uneven", "rocksdb", "jvm-gc"]
 ORDER = ["bolt", "w-dbo", "gp-ucb", "tune-once", "optuna-tpe", "optuna-tpe-restart", "optuna-gp",
          "optuna-gp-restart", "random"]
+
+
+def number(x: float) -> str:
+    """Three significant digits, thousands grouped by a space (14 600, not 1.46e+04)."""
+    if math.isnan(x):
+        return "–"
+    if abs(x) >= 1000:
+        return f"{float(f'{x:.3g}'):,.0f}".replace(",", " ")
+    return f"{x:.3g}"
 
 
 def mean_se(values: list[float]) -> tuple[float, float]:
@@ -75,7 +88,9 @@ def main() -> None:
     achieved: dict[tuple[str, str], list[float]] = defaultdict(list)
     regret: dict[tuple[str, str], list[float]] = defaultdict(list)
     iterations: dict[str, dict[str, list[list[dict]]]] = defaultdict(lambda: defaultdict(list))
-    with gzip.open(HERE / "runs.jsonl.gz", "rt") as f:
+    path = Path(sys.argv[1]) if len(sys.argv) > 1 else HERE / "runs.jsonl.gz"
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt") as f:
         for line in f:
             run = json.loads(line)
             its = run["iterations"]
@@ -83,21 +98,35 @@ def main() -> None:
             achieved[key].append(sum(i["achieved"] for i in its) / len(its))
             regret[key].append(sum(i["regret"] for i in its) / len(its))
             iterations[key[0]][key[1]].append(its)
-    systems = [s for s in ["compression", "sqlite", "postgres"] if any(k[0] == s for k in achieved)]
-    print("| algorithm | " + " | ".join(systems) + " |")
-    print("|---|" + "---|" * len(systems))
+    systems = [s for s in SYSTEMS if any(k[0] == s for k in achieved)]
+    print("| algorithm | " + " | ".join(systems) + " | mean over the scenarios |")
+    print("|---|" + "---|" * (len(systems) + 1))
+    best = {s: max(mean_se(v)[0] for k, v in achieved.items() if k[0] == s) for s in systems}
     for algorithm in ORDER:
-        cells = []
+        cells, means = [], []
         for system in systems:
             values = achieved.get((system, algorithm))
             if not values:
                 cells.append("–")
                 continue
             m, se = mean_se(values)
-            r, rse = mean_se(regret[(system, algorithm)])
-            seeds = "" if len(values) >= 5 else f", {len(values)} seeds"
-            cells.append(f"{m:.3f} ± {se:.3f} (regret {r:.3g} ± {rse:.2g}{seeds})")
-        print(f"| {algorithm} | " + " | ".join(cells) + " |")
+            means.append(m)
+            seeds = "" if len(values) >= 5 else f" ({len(values)} seeds)"
+            cell = f"{m:.3f} ± {se:.3f}{seeds}"
+            cells.append(f"**{cell}**" if m == best[system] else cell)
+        overall = f"{sum(means) / len(means):.3f}" if len(means) == len(systems) else "–"
+        print(f"| `{algorithm}` | " + " | ".join(cells) + f" | {overall} |")
+    print()
+    print("Average regret, in each objective's units (mean ± standard error over the seeds):")
+    print()
+    print("| algorithm | " + " | ".join(systems) + " |")
+    print("|---|" + "---|" * len(systems))
+    for algorithm in ORDER:
+        cells = []
+        for system in systems:
+            values = regret.get((system, algorithm))
+            cells.append("–" if not values else " ± ".join(map(number, mean_se(values))))
+        print(f"| `{algorithm}` | " + " | ".join(cells) + " |")
     print()
     for system in systems:
         by_phase(system, iterations[system])

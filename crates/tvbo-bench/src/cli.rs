@@ -202,6 +202,12 @@ pub struct BenchArgs {
     /// and trace files), and run only the missing ones.
     #[arg(long)]
     pub resume: bool,
+    /// With --resume: run these algorithms again (comma-separated names) even where
+    /// their runs are recorded, dropping the recorded ones: after a change to tvbo's
+    /// model, `--rerun bolt,w-dbo,gp-ucb` reruns tvbo's algorithms and reuses the peers'
+    /// runs, which the change does not touch.
+    #[arg(long, value_delimiter = ',', requires = "resume")]
+    pub rerun: Vec<String>,
     /// Run nothing: write the report of the runs already recorded in OUTPUT/runs.jsonl
     /// for this suite and these options (an interim table of an unfinished suite).
     #[arg(long, conflicts_with = "resume")]
@@ -232,6 +238,7 @@ impl BenchArgs {
             api_key: self.api_key.clone(),
             progress: !self.no_progress,
             resume: self.resume,
+            rerun: self.rerun.clone(),
             report_only: self.report_only,
         }
     }

@@ -201,10 +201,27 @@ fn open_run_log(
     std::fs::create_dir_all(&options.output)?;
     let log_path = options.output.join(RUN_LOG);
     let (done, kept) = if options.resume {
-        (
-            recorded_for_plan(plan, options.fixed_compute, &log_path)?,
-            recorded_runs(&log_path)?,
-        )
+        for name in &options.rerun {
+            super::algorithms::algorithm(name)?;
+        }
+        // A recorded run of an algorithm to run again, on an objective of this plan.
+        let rerun = |run: &RunResult| {
+            options.rerun.contains(&run.algorithm)
+                && plan
+                    .suite
+                    .objectives
+                    .iter()
+                    .any(|o| o.name == run.objective)
+        };
+        let mut done = recorded_for_plan(plan, options.fixed_compute, &log_path)?;
+        for slot in &mut done {
+            if slot.as_ref().is_some_and(rerun) {
+                *slot = None;
+            }
+        }
+        let mut kept = recorded_runs(&log_path)?;
+        kept.retain(|run| !rerun(run));
+        (done, kept)
     } else {
         (vec![None; plan.runs.len()], Vec::new())
     };
@@ -384,4 +401,47 @@ pub fn run(options: &BenchOptions) -> Result<report::Report, BenchError> {
     let report = report::Report::new(&plan, options, &results, total_seconds);
     report.write(&options.output)?;
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::Plan;
+
+    /// `--rerun`: with `--resume`, the named algorithm's recorded runs are dropped from
+    /// the log and run again; the others' are reused as they are; an unknown name is
+    /// refused.
+    #[test]
+    fn rerun_runs_the_named_algorithms_again_and_reuses_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut options = BenchOptions {
+            suite: "real".into(),
+            objectives: Some(vec!["trace-postgres".into()]),
+            algorithms: Some(vec!["random".into(), "tune-once".into()]),
+            replications: Some(1),
+            horizon: Some(120.0),
+            fixed_compute: Some(0.01),
+            output: dir.path().to_path_buf(),
+            progress: false,
+            resume: true,
+            ..BenchOptions::default()
+        };
+        let first = execute(&Plan::new(&options).unwrap(), &options).unwrap();
+        options.rerun = vec!["random".into()];
+        let second = execute(&Plan::new(&options).unwrap(), &options).unwrap();
+        let by = |runs: &[RunResult], name: &str| {
+            runs.iter().find(|r| r.algorithm == name).cloned().unwrap()
+        };
+        assert_eq!(by(&second, "tune-once"), by(&first, "tune-once"));
+        assert_ne!(
+            by(&second, "random").wall_seconds,
+            by(&first, "random").wall_seconds,
+            "run again"
+        );
+        let log = recorded_runs(&dir.path().join(RUN_LOG)).unwrap();
+        assert_eq!(log.len(), 2, "the dropped run is not in the log twice");
+        options.rerun = vec!["nope".into()];
+        let e = execute(&Plan::new(&options).unwrap(), &options).unwrap_err();
+        assert!(e.to_string().contains("unknown algorithm"), "{e}");
+    }
 }

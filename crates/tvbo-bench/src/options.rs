@@ -54,6 +54,8 @@ pub struct BenchOptions {
     /// Keep the runs already recorded in `<output>/runs.jsonl` (same objective,
     /// algorithm, replication and seed) and run only the others.
     pub resume: bool,
+    /// With `resume`: algorithms whose recorded runs are dropped and run again.
+    pub rerun: Vec<String>,
     /// Run nothing: report the runs of the plan already recorded in
     /// `<output>/runs.jsonl`.
     pub report_only: bool,
@@ -79,6 +81,7 @@ impl Default for BenchOptions {
             api_key: None,
             progress: true,
             resume: false,
+            rerun: Vec::new(),
             report_only: false,
         }
     }

@@ -32,6 +32,7 @@ fn options(output: &std::path::Path) -> BenchOptions {
         api_key: None,
         progress: false,
         resume: false,
+        rerun: Vec::new(),
         report_only: false,
     }
 }
