@@ -13,13 +13,13 @@ use crate::algorithms::ALGORITHMS;
 /// A colour per algorithm, stable across plots (by position in [`ALGORITHMS`]).
 const PALETTE: [&str; 16] = [
     "#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#d62728", "#7f7f7f", "#e377c2",
-    "#bcbd22", "#17becf", "#393b79", "#637939", "#000000", "#e7ba52", "#843c39", "#7b4173",
+    "#bcbd22", "#17becf", "#393b79", "#637939", "#000000", "#e7ba52", "#ff1493", "#7b4173",
 ];
 
 const WIDTH: f64 = 760.0;
 const PANEL_HEIGHT: f64 = 240.0;
 const LEFT: f64 = 70.0;
-const RIGHT: f64 = 150.0;
+const RIGHT: f64 = 175.0;
 const TOP: f64 = 40.0;
 const GAP: f64 = 60.0;
 
