@@ -32,11 +32,14 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 
 import tracekit
 
 KEYS = 300_000
+# How long a database's fill and compactions may take (a few seconds each on 2 cores).
+WAIT_SECONDS = 60
 QUICK_KEYS = 20_000
 VALUE_BYTES = 100
 STYLES = {"level": 0, "universal": 1}
@@ -89,6 +92,33 @@ def db_bench(arguments: list[str]) -> str:
     return done.stdout
 
 
+def fill(path: str, keys: int, setting: dict) -> None:
+    """Makes the database at `path`: `keys` random keys, then the compactions they call
+    for. db_bench 7.8's ``waitforcompaction`` can wait for ever (seen with universal
+    compaction and a 2 MiB write buffer, a setting between the trace's): after
+    ``WAIT_SECONDS`` the fill, done by then, is kept as it is, as a crash would leave it
+    (RocksDB recovers it from its log when it is opened), and the wait is given up."""
+    command = [
+        "db_bench",
+        f"--db={path}",
+        "--benchmarks=fillrandom,waitforcompaction",
+        f"--num={keys}",
+        "--seed=1",
+        *options(setting),
+    ]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=WAIT_SECONDS)
+    except subprocess.TimeoutExpired as waited:
+        output = waited.stdout.decode() if isinstance(waited.stdout, bytes) else waited.stdout
+        if not any(m.group(1) == "fillrandom" for m in RESULT.finditer(output or "")):
+            raise RuntimeError(f"{' '.join(command)}: no fill after {WAIT_SECONDS} s") from None
+        print(f"rocksdb: {setting}: compactions not done after {WAIT_SECONDS} s, kept as is",
+              file=sys.stderr)
+        return
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed: {done.stderr.strip()}")
+
+
 def parsed(output: str, benchmark: str) -> dict[str, int | float]:
     """The measured quantities of `benchmark`'s result line in db_bench's output."""
     for match in RESULT.finditer(output):
@@ -120,15 +150,7 @@ class Recorder:
         layout = (setting["compaction_style"], setting["write_buffer_mib"], setting["bloom_bits"])
         path = os.path.join(self.directory, "db-" + "-".join(map(str, layout)))
         if layout not in self.made:
-            db_bench(
-                [
-                    f"--db={path}",
-                    "--benchmarks=fillrandom,waitforcompaction",
-                    f"--num={self.keys}",
-                    "--seed=1",
-                    *options(setting),
-                ]
-            )
+            fill(path, self.keys, setting)
             self.made.add(layout)
         return path
 

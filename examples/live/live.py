@@ -7,8 +7,12 @@ the moment (docs/real-systems.md, "Live mode"):
 
 - ``compression``: this machine's files compressed with zlib, bz2 or lzma;
 - ``sqlite``: a key-value workload on SQLite (Python's ``sqlite3``);
-- ``postgres``: pgbench against the local PostgreSQL (``--postgres``, default
-  ``postgres@127.0.0.1:5432``), on a database of its own (``tvbo_trace``).
+- ``postgres`` and ``postgres-uneven`` (the same trace in a day of uneven phases):
+  pgbench against the local PostgreSQL (``PGHOST``/``PGPORT``/``PGUSER``, default
+  ``postgres@127.0.0.1:5432``), on a database of its own (``tvbo_trace``);
+- ``rocksdb``: RocksDB's ``db_bench`` (Debian's ``rocksdb-tools``);
+- ``jvm-gc``: a Java program's allocation patterns in a fresh JVM per evaluation
+  (``java`` and ``javac``).
 
 The session runs on client time: the scenario's clock advances by its evaluation time per
 evaluation, as in the replay, while each measurement takes the real time it takes. In a
@@ -92,10 +96,38 @@ def postgres(stack: ExitStack, short: bool, header: Dict[str, Any]) -> Measure:
     return measure
 
 
+def rocksdb(stack: ExitStack, short: bool, header: Dict[str, Any]) -> Measure:
+    """Runs the trace's db_bench workloads on a fresh copy of each setting's database,
+    made on first use, at the trace's sizes (``--short`` too: its fractions are then
+    comparable with the trace's). A database is made per compaction style, write buffer
+    and Bloom bits, so an evaluation at a write buffer not tried before fills one first
+    (a few seconds)."""
+    import record_rocksdb  # type: ignore[import-not-found]
+
+    directory = stack.enter_context(
+        tempfile.TemporaryDirectory(prefix="tvbo-live-rocksdb-", dir="/var/tmp")
+    )
+    recorder = record_rocksdb.Recorder(directory, 1.0, record_rocksdb.KEYS)
+    return lambda setting, condition: recorder.measure(setting, condition, 0)
+
+
+def jvm_gc(stack: ExitStack, short: bool, header: Dict[str, Any]) -> Measure:
+    """Runs the trace's allocation pattern in a fresh JVM with the setting's options, the
+    trace's whole work (about a second; ``--short`` too)."""
+    import record_jvm_gc  # type: ignore[import-not-found]
+
+    classes = stack.enter_context(tempfile.TemporaryDirectory(prefix="tvbo-live-jvm-"))
+    recorder = record_jvm_gc.Recorder(classes, quick=False)
+    return lambda setting, condition: recorder.measure(setting, condition, 0)
+
+
 SYSTEMS: Dict[str, Callable[[ExitStack, bool, Dict[str, Any]], Measure]] = {
     "compression": compression,
     "sqlite": sqlite,
     "postgres": postgres,
+    "postgres-uneven": postgres,
+    "rocksdb": rocksdb,
+    "jvm-gc": jvm_gc,
 }
 
 
