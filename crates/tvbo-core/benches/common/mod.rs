@@ -6,7 +6,7 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tvbo_core::domain::checked::CheckedConfig;
 use tvbo_core::domain::config::{
-    AlgorithmConfig, CreateSession, Failures, FitStart, Hyperpriors, ModelConfig,
+    AlgorithmConfig, CreateSession, Failures, FitStart, Hyperpriors, Lengthscales, ModelConfig,
 };
 use tvbo_core::domain::space::{ParameterSpec, SearchSpace};
 use tvbo_core::gp::{Gp, Hyperparameters, KernelKind, KernelSpec};
@@ -51,6 +51,7 @@ pub fn hyper() -> Hyperparameters {
         temporal_lengthscale: 300.0,
         noise_variance: 0.01,
         categorical_lengthscale: 1.0,
+        lengthscale_ratios: Default::default(),
     }
 }
 
@@ -96,6 +97,7 @@ pub fn model(temporal: KernelKind) -> ModelConfig {
         fit_start: FitStart::Fixed,
         hyperpriors: Hyperpriors::default(),
         failures: Failures::default(),
+        lengthscales: Lengthscales::default(),
     }
 }
 

@@ -48,6 +48,7 @@ fn random_gp(n: usize, dim: usize, rng: &mut ChaCha8Rng) -> Gp {
         temporal_lengthscale: 1.0 + 50.0 * rng.random::<f64>(),
         noise_variance: 1e-4 + 0.1 * rng.random::<f64>(),
         categorical_lengthscale: 1.0,
+        lengthscale_ratios: Default::default(),
     };
     let xs = (0..n)
         .map(|_| (0..dim).map(|_| rng.random::<f64>()).collect())
@@ -344,6 +345,7 @@ fn maximize_mean_finds_the_peak() {
         temporal_lengthscale: 1.0,
         noise_variance: 1e-4,
         categorical_lengthscale: 1.0,
+        lengthscale_ratios: Default::default(),
     };
     let gp = Gp::new(spec, hyper, 1, xs, vec![0.0; 11], ys).unwrap();
     let (x, value) = maximize_mean(

@@ -64,6 +64,30 @@ pub struct ModelRequest {
     /// What the model learns from failed runs: `impute` (default), a data point at the
     /// failed setting and time with a value below every success, or `ignore`, nothing.
     pub failures: Option<Failures>,
+    /// Spatial lengthscales: `per_parameter` (default), one per continuous parameter, so
+    /// that the model learns which settings matter, or `shared`, one for all (the papers').
+    pub lengthscales: Option<Lengthscales>,
+}
+
+/// How many spatial lengthscales a session's kernel has (docs/api.md, "The model").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Lengthscales {
+    /// One lengthscale per continuous parameter (automatic relevance determination, as
+    /// BoTorch's, Optuna's and Vizier's GPs fit): a setting that does not matter gets a
+    /// long one, and the search stops spending evaluations along it.
+    #[default]
+    PerParameter,
+    /// One lengthscale for every continuous parameter (the papers' isotropic kernel).
+    Shared,
+}
+
+impl Lengthscales {
+    /// The value of a stored session that predates the setting: its kernel was
+    /// isotropic (a session's model does not change under it).
+    pub fn of_stored_session() -> Lengthscales {
+        Lengthscales::Shared
+    }
 }
 
 /// What a session's model learns from its failed runs (docs/api.md, "Failed and
@@ -126,6 +150,10 @@ pub struct ModelConfig {
     /// setting existed).
     #[serde(default = "Failures::of_stored_session")]
     pub failures: Failures,
+    /// Spatial lengthscales, one per parameter or shared (`shared` in sessions created
+    /// before the setting existed).
+    #[serde(default = "Lengthscales::of_stored_session")]
+    pub lengthscales: Lengthscales,
 }
 
 /// Where a session's time axis comes from.
@@ -420,6 +448,7 @@ impl ModelConfig {
             fit_start: request.fit_start.unwrap_or_default(),
             hyperpriors: request.hyperpriors.unwrap_or_default(),
             failures: request.failures.unwrap_or_default(),
+            lengthscales: request.lengthscales.unwrap_or_default(),
         })
     }
 }

@@ -104,10 +104,7 @@ impl CurrentModel {
                     &data,
                     &FitSettings {
                         fixed_temporal_lengthscale: policy.fixed_temporal_lengthscale(),
-                        ..FitSettings::from_default_start(
-                            config.model.noise,
-                            config.model.hyperpriors,
-                        )
+                        ..FitSettings::from_default_start(config.model.noise, &config.model)
                     },
                 )?,
                 false,

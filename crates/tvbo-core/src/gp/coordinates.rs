@@ -24,6 +24,11 @@ impl Coordinates {
         }
     }
 
+    /// Coordinate `j` (< dim) of every stored input, in the inputs' order.
+    pub fn coordinate(&self, j: usize) -> &[f64] {
+        &self.by_coordinate[j]
+    }
+
     /// Appends input `x` (of length dim).
     pub fn push(&mut self, x: &[f64]) {
         for (values, &v) in self.by_coordinate.iter_mut().zip(x) {

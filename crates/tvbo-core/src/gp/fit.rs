@@ -7,6 +7,7 @@ use nalgebra::DMatrix;
 
 use super::exp::exp_in_place;
 use super::kernel::KernelSpec;
+use super::lengthscales::LengthscaleRatios;
 use super::linalg;
 use super::model::{
     GpError, Hyperparameters, factorise_with_jitter_into, validate_data, validate_hyperparameters,
@@ -80,6 +81,9 @@ pub struct FitOptions {
     /// once more from the opposite explanation of the data (rough in space, smooth in
     /// time) and keep the better of the two ends.
     pub guard: bool,
+    /// One spatial lengthscale per continuous coordinate (default off: one for all);
+    /// each has l_S's bounds and prior ([`super::lengthscales`]).
+    pub per_coordinate_lengthscales: bool,
 }
 
 impl Default for FitOptions {
@@ -92,34 +96,81 @@ impl Default for FitOptions {
             fixed: Fixed::default(),
             priors: None,
             guard: false,
+            per_coordinate_lengthscales: false,
         }
     }
 }
 
-/// Which coordinates of the log-parameter vector are present, in the order ln λ, ln l_S,
-/// ln l_T, ln l_C, ln σ².
+/// The continuous coordinates that have a lengthscale each, of `dim` coordinates: bit d
+/// of `mask` set for each.
+#[derive(Clone, Copy, Debug)]
+struct PerCoordinate {
+    dim: usize,
+    mask: u64,
+}
+
+impl PerCoordinate {
+    fn new(spec: KernelSpec, dim: usize) -> PerCoordinate {
+        let mask = (0..dim)
+            .filter(|&d| spec.categories.choices(d) == 0)
+            .fold(0u64, |mask, d| mask | 1 << d);
+        PerCoordinate { dim, mask }
+    }
+
+    /// The coordinates with a lengthscale, in order.
+    fn coordinates(self) -> impl Iterator<Item = usize> {
+        (0..self.dim).filter(move |&d| self.mask & (1 << d) != 0)
+    }
+
+    fn count(self) -> usize {
+        self.mask.count_ones() as usize
+    }
+}
+
+/// Which coordinates of the log-parameter vector are present, in the order ln λ, ln l_S
+/// (or ln l_d of each continuous coordinate d, [`PerCoordinate`]), ln l_T, ln l_C, ln σ².
 #[derive(Clone, Copy, Debug)]
 struct Layout {
     temporal: bool,
     categorical: bool,
     noise: bool,
+    /// `Some` with one lengthscale per continuous coordinate (at least one).
+    per_coordinate: Option<PerCoordinate>,
 }
 
 impl Layout {
-    fn new(spec: KernelSpec, fixed: &Fixed) -> Layout {
+    fn new(spec: KernelSpec, fixed: &Fixed, per_coordinate: Option<usize>) -> Layout {
         Layout {
             temporal: spec.temporal.is_some() && fixed.temporal_lengthscale.is_none(),
             categorical: !spec.categories.is_empty(),
             noise: fixed.noise_variance.is_none(),
+            per_coordinate: per_coordinate
+                .map(|dim| PerCoordinate::new(spec, dim))
+                .filter(|p| p.count() > 0),
         }
     }
 
+    /// How many spatial lengthscales the log vector holds.
+    fn spatial(self) -> usize {
+        self.per_coordinate.map_or(1, PerCoordinate::count)
+    }
+
     fn len(self) -> usize {
-        2 + usize::from(self.temporal) + usize::from(self.categorical) + usize::from(self.noise)
+        1 + self.spatial()
+            + usize::from(self.temporal)
+            + usize::from(self.categorical)
+            + usize::from(self.noise)
     }
 
     fn to_log(self, h: &Hyperparameters) -> Vec<f64> {
-        let mut v = vec![h.signal_variance.ln(), h.spatial_lengthscale.ln()];
+        let mut v = vec![h.signal_variance.ln()];
+        match self.per_coordinate {
+            Some(per) => v.extend(
+                per.coordinates()
+                    .map(|d| (h.spatial_lengthscale * h.lengthscale_ratios.get(d)).ln()),
+            ),
+            None => v.push(h.spatial_lengthscale.ln()),
+        }
         if self.temporal {
             v.push(h.temporal_lengthscale.ln());
         }
@@ -136,8 +187,22 @@ impl Layout {
     fn hyper_from_log(self, theta: &[f64], base: &Hyperparameters) -> Hyperparameters {
         let mut h = *base;
         h.signal_variance = theta[0].exp();
-        h.spatial_lengthscale = theta[1].exp();
-        let mut k = 2;
+        let spatial = self.spatial();
+        let logs = &theta[1..1 + spatial];
+        let ln_mean = logs.iter().sum::<f64>() / spatial as f64;
+        h.spatial_lengthscale = ln_mean.exp();
+        h.lengthscale_ratios = match self.per_coordinate {
+            Some(per) => {
+                // l_S the geometric mean, ρ_d = l_d / l_S; 1 at the categorical coordinates.
+                let mut ratios = vec![1.0; per.dim];
+                for (d, &ln_l) in per.coordinates().zip(logs) {
+                    ratios[d] = (ln_l - ln_mean).exp();
+                }
+                LengthscaleRatios::new(&ratios).expect("at most MAX_DIMENSION coordinates")
+            }
+            None => LengthscaleRatios::default(),
+        };
+        let mut k = 1 + spatial;
         if self.temporal {
             h.temporal_lengthscale = theta[k].exp();
             k += 1;
@@ -154,7 +219,8 @@ impl Layout {
 
     /// The priors of the free coordinates, in the log vector's order.
     fn priors(self, set: &HyperpriorSet) -> Vec<LogNormal> {
-        let mut v = vec![set.signal_variance, set.spatial_lengthscale];
+        let mut v = vec![set.signal_variance];
+        v.extend(std::iter::repeat_n(set.spatial_lengthscale, self.spatial()));
         if self.temporal {
             v.push(set.temporal_lengthscale);
         }
@@ -173,13 +239,14 @@ impl Layout {
     /// The bound (lower, upper) hit by each free coordinate of the log vector, in its
     /// order.
     fn bound_hits(self) -> Vec<(BoundHit, BoundHit)> {
-        let mut v = vec![
-            (BoundHit::SignalVarianceLower, BoundHit::SignalVarianceUpper),
+        let mut v = vec![(BoundHit::SignalVarianceLower, BoundHit::SignalVarianceUpper)];
+        v.extend(std::iter::repeat_n(
             (
                 BoundHit::SpatialLengthscaleLower,
                 BoundHit::SpatialLengthscaleUpper,
             ),
-        ];
+            self.spatial(),
+        ));
         if self.temporal {
             v.push((
                 BoundHit::TemporalLengthscaleLower,
@@ -199,12 +266,17 @@ impl Layout {
     }
 
     /// The bounds `theta` lies on, within `(lower, upper)`. A projected search that stops
-    /// at a bound stops on it; 1e-6 in log units is a relative 1e-6 of the value.
+    /// at a bound stops on it; 1e-6 in log units is a relative 1e-6 of the value. With
+    /// a lengthscale per coordinate, the spatial lengthscale is at its upper bound when
+    /// every one is (a model flat in space; one coordinate that does not matter is an
+    /// answer, not a degenerate shape) and at its lower bound when any one is.
     fn bounds_hit(self, theta: &[f64], (lower, upper): (&[f64], &[f64])) -> Vec<BoundHit> {
-        self.bound_hits()
+        let spatial = 1..1 + self.spatial();
+        let each: Vec<Option<BoundHit>> = self
+            .bound_hits()
             .into_iter()
             .enumerate()
-            .filter_map(|(j, (low, high))| {
+            .map(|(j, (low, high))| {
                 if theta[j] <= lower[j] + 1e-6 {
                     Some(low)
                 } else if theta[j] >= upper[j] - 1e-6 {
@@ -213,11 +285,28 @@ impl Layout {
                     None
                 }
             })
+            .collect();
+        let lengthscales = &each[spatial.clone()];
+        let spatial_hit = if lengthscales.contains(&Some(BoundHit::SpatialLengthscaleLower)) {
+            Some(BoundHit::SpatialLengthscaleLower)
+        } else if lengthscales
+            .iter()
+            .all(|hit| *hit == Some(BoundHit::SpatialLengthscaleUpper))
+        {
+            Some(BoundHit::SpatialLengthscaleUpper)
+        } else {
+            None
+        };
+        std::iter::once(each[0])
+            .chain(std::iter::once(spatial_hit))
+            .chain(each[spatial.end..].iter().copied())
+            .flatten()
             .collect()
     }
 
     fn log_bounds(self, b: &HyperBounds) -> (Vec<f64>, Vec<f64>) {
-        let mut pairs = vec![b.signal_variance, b.spatial_lengthscale];
+        let mut pairs = vec![b.signal_variance];
+        pairs.extend(std::iter::repeat_n(b.spatial_lengthscale, self.spatial()));
         if self.temporal {
             pairs.push(b.temporal_lengthscale);
         }
@@ -233,40 +322,85 @@ impl Layout {
 
 /// Pairwise distances, which do not depend on the hyperparameters; strict lower
 /// triangle packed column by column: the continuous coordinates' Euclidean distance, the
-/// time difference, and (with categorical inputs) how many choices differ.
+/// time difference, and (with categorical inputs) how many choices differ. With a
+/// lengthscale per coordinate the spatial distance depends on them: the coordinates are
+/// kept instead, and each evaluation computes it ([`scaled_distances`]).
 struct Pairs {
     n: usize,
+    /// Empty with a lengthscale per coordinate.
     spatial: Vec<f64>,
     temporal: Vec<f64>,
     /// Empty without categorical inputs.
     differing: Vec<f64>,
+    /// With a lengthscale per coordinate, each such coordinate of every point, in the
+    /// order of [`PerCoordinate::coordinates`]; empty otherwise.
+    by_coordinate: Vec<Vec<f64>>,
 }
 
 impl Pairs {
-    fn new(spec: KernelSpec, xs: &[Vec<f64>], ts: &[f64]) -> Pairs {
+    fn new(spec: KernelSpec, layout: Layout, xs: &[Vec<f64>], ts: &[f64]) -> Pairs {
         let n = xs.len();
         let m = n * n.saturating_sub(1) / 2;
         let categorical = !spec.categories.is_empty();
-        let mut spatial = Vec::with_capacity(m);
+        let per_coordinate = layout.per_coordinate.is_some();
+        let mut spatial = Vec::with_capacity(if per_coordinate { 0 } else { m });
         let mut temporal = Vec::with_capacity(m);
         let mut differing = Vec::with_capacity(if categorical { m } else { 0 });
         for j in 0..n {
             for i in j + 1..n {
                 let (squared, differ) = spec.distances(&xs[i], &xs[j]);
-                spatial.push(squared.sqrt());
+                if !per_coordinate {
+                    spatial.push(squared.sqrt());
+                }
                 temporal.push((ts[i] - ts[j]).abs());
                 if categorical {
                     differing.push(differ);
                 }
             }
         }
+        let by_coordinate = layout.per_coordinate.map_or_else(Vec::new, |per| {
+            per.coordinates()
+                .map(|d| xs.iter().map(|x| x[d]).collect())
+                .collect()
+        });
         Pairs {
             n,
             spatial,
             temporal,
             differing,
+            by_coordinate,
         }
     }
+}
+
+/// r = √Σ_d ((x_d − x'_d)/l_d)² of every pair, packed like [`Pairs`], into `out`, with
+/// `inverse_lengthscales` the 1/l_d of `pairs.by_coordinate`'s coordinates. Coordinate
+/// by coordinate within each column, so that the loops vectorise.
+fn scaled_distances(pairs: &Pairs, inverse_lengthscales: &[f64], out: &mut [f64]) {
+    let n = pairs.n;
+    out.fill(0.0);
+    let mut p = 0;
+    for j in 0..n {
+        let count = n - j - 1;
+        let column = &mut out[p..p + count];
+        for (values, &inverse) in pairs.by_coordinate.iter().zip(inverse_lengthscales) {
+            let vj = values[j];
+            for (sum, &v) in column.iter_mut().zip(&values[j + 1..]) {
+                let scaled = (v - vj) * inverse;
+                *sum += scaled * scaled;
+            }
+        }
+        column.iter_mut().for_each(|v| *v = v.sqrt());
+        p += count;
+    }
+}
+
+/// The per-coordinate lengthscales l_d = l_S·ρ_d of `h`, in the order of
+/// [`PerCoordinate::coordinates`].
+fn coordinate_lengthscales(per: PerCoordinate, h: &Hyperparameters) -> Vec<f64> {
+    per.coordinates()
+        .map(|d| h.spatial_lengthscale * h.lengthscale_ratios.get(d))
+        .collect()
 }
 
 /// The memory of one likelihood evaluation at a dataset size, reused by every evaluation
@@ -287,13 +421,16 @@ struct Workspace {
     d_ls: Vec<f64>,
     d_lt: Vec<f64>,
     d_lc: Vec<f64>,
+    /// With a lengthscale per coordinate, the scaled distance r of every pair, packed
+    /// like [`Pairs`] ([`scaled_distances`]); empty otherwise.
+    scaled: Vec<f64>,
     column: ColumnScratch,
 }
 
 impl Workspace {
     fn new(pairs: &Pairs, layout: Layout) -> Workspace {
         let n = pairs.n;
-        let m = pairs.spatial.len();
+        let m = pairs.temporal.len();
         Workspace {
             k: DMatrix::zeros(n, n),
             factor: DMatrix::zeros(n, n),
@@ -303,6 +440,14 @@ impl Workspace {
             d_ls: vec![0.0; m],
             d_lt: vec![0.0; if layout.temporal { m } else { 0 }],
             d_lc: vec![0.0; if layout.categorical { m } else { 0 }],
+            scaled: vec![
+                0.0;
+                if layout.per_coordinate.is_some() {
+                    m
+                } else {
+                    0
+                }
+            ],
             column: ColumnScratch::new(n),
         }
     }
@@ -310,16 +455,18 @@ impl Workspace {
 
 widest_vectors! {
     /// Fills K (lower triangle and diagonal) and the lengthscale derivatives for `h`;
-    /// ∂K/∂ln λ is K itself off the diagonal. Column by column, in stages over the
-    /// column's pairs (loops that vectorise, for the widest vectors the CPU has): the
-    /// factors of each kernel, then one exponential of their exponents together, then the
-    /// products.
+    /// ∂K/∂ln λ is K itself off the diagonal, and ∂K/∂ln l_S is the derivative along a
+    /// common scale of the spatial distances `spatial` (times `inv_ls`). Column by column,
+    /// in stages over the column's pairs (loops that vectorise, for the widest vectors
+    /// the CPU has): the factors of each kernel, then one exponential of their exponents
+    /// together, then the products.
     fn fill_kernel(
         ws: &mut Workspace,
         spec: KernelSpec,
         h: &Hyperparameters,
         layout: Layout,
         pairs: &Pairs,
+        spatial: (&[f64], f64),
     ) = fill_kernel_loops;
 }
 
@@ -330,10 +477,10 @@ fn fill_kernel_loops(
     h: &Hyperparameters,
     layout: Layout,
     pairs: &Pairs,
+    (spatial, inv_ls): (&[f64], f64),
 ) {
     let n = pairs.n;
     let lambda = h.signal_variance;
-    let inv_ls = 1.0 / h.spatial_lengthscale;
     let inv_lt = 1.0 / h.temporal_lengthscale;
     let inv_lc = 1.0 / h.categorical_lengthscale;
     let data = ws.k.as_mut_slice();
@@ -356,7 +503,7 @@ fn fill_kernel_loops(
         );
         // k = λ p_S p_T e^{−(q_S+q_T)}; ∂k/∂ln l = k'(r)·(−r) for each factor.
         spec.spatial
-            .factors_into(&pairs.spatial[p..p + count], inv_ls, ps, ms_rs, qs);
+            .factors_into(&spatial[p..p + count], inv_ls, ps, ms_rs, qs);
         match spec.temporal {
             Some(kind) => {
                 kind.factors_into(&pairs.temporal[p..p + count], inv_lt, pt, mt_rt, qt);
@@ -473,7 +620,22 @@ fn lml_value(
     ws: &mut Workspace,
 ) -> Result<f64, GpError> {
     let n = pairs.n;
-    fill_kernel(ws, spec, h, layout, pairs);
+    match layout.per_coordinate {
+        Some(per) => {
+            let inverse: Vec<f64> = coordinate_lengthscales(per, h)
+                .iter()
+                .map(|l| 1.0 / l)
+                .collect();
+            let mut scaled = std::mem::take(&mut ws.scaled);
+            scaled_distances(pairs, &inverse, &mut scaled);
+            fill_kernel(ws, spec, h, layout, pairs, (&scaled, 1.0));
+            ws.scaled = scaled;
+        }
+        None => {
+            let inv_ls = 1.0 / h.spatial_lengthscale;
+            fill_kernel(ws, spec, h, layout, pairs, (&pairs.spatial, inv_ls));
+        }
+    }
     factorise_with_jitter_into(&ws.k, &mut ws.factor, h.signal_variance)?;
     let l = &ws.factor;
     let alpha = &mut ws.alpha;
@@ -545,7 +707,11 @@ fn lml_gradient(
         }
         p += count;
     }
-    let mut grad = vec![g_lambda + 0.5 * lambda * trace_w, g_ls];
+    let mut grad = vec![g_lambda + 0.5 * lambda * trace_w];
+    match layout.per_coordinate {
+        Some(per) => grad.extend(per_coordinate_gradient(per, h, pairs, ws)),
+        None => grad.push(g_ls),
+    }
     if layout.temporal {
         grad.push(g_lt);
     }
@@ -557,6 +723,57 @@ fn lml_gradient(
     }
     debug_assert_eq!(grad.len(), layout.len());
     grad
+}
+
+/// ∂LML/∂ln l_d of each coordinate with a lengthscale, from the inverse and the
+/// derivatives [`lml_gradient`] left in `ws`: with r² = Σ_d (Δ_d/l_d)², ∂r/∂ln l_d =
+/// −(Δ_d/l_d)²/r, so ∂K/∂ln l_d = ∂K/∂ln l_S · (Δ_d/l_d)²/r² (the common-scale derivative
+/// shared out by each coordinate's part of r²; they sum to it). O(n²·d).
+fn per_coordinate_gradient(
+    per: PerCoordinate,
+    h: &Hyperparameters,
+    pairs: &Pairs,
+    ws: &Workspace,
+) -> Vec<f64> {
+    let n = pairs.n;
+    let inverse_squared: Vec<f64> = coordinate_lengthscales(per, h)
+        .iter()
+        .map(|l| 1.0 / (l * l))
+        .collect();
+    let (alpha, kinv) = (&ws.alpha, ws.inverse.as_slice());
+    let mut gradient = vec![0.0; inverse_squared.len()];
+    let mut weights = vec![0.0; n];
+    let mut p = 0;
+    for j in 0..n {
+        let count = n - j - 1;
+        let column = &kinv[j * n + j + 1..(j + 1) * n];
+        let (aj, below) = (alpha[j], &alpha[j + 1..]);
+        let (d_ls, r) = (&ws.d_ls[p..p + count], &ws.scaled[p..p + count]);
+        let weights = &mut weights[..count];
+        for q in 0..count {
+            let r2 = r[q] * r[q];
+            weights[q] = if r2 > 0.0 {
+                (below[q] * aj - column[q]) * d_ls[q] / r2
+            } else {
+                0.0
+            };
+        }
+        for ((g, values), inverse) in gradient
+            .iter_mut()
+            .zip(&pairs.by_coordinate)
+            .zip(&inverse_squared)
+        {
+            let vj = values[j];
+            let sum: f64 = weights
+                .iter()
+                .zip(&values[j + 1..])
+                .map(|(w, &v)| w * (v - vj) * (v - vj))
+                .sum();
+            *g += sum * inverse;
+        }
+        p += count;
+    }
+    gradient
 }
 
 /// −LML − Σ ln p(θ_i) over the layout's log hyperparameters (the free ones; the rest
@@ -636,8 +853,9 @@ pub fn log_marginal_likelihood(
     validate_data(dim, xs, ts, ys)?;
     let h = apply_fixed(spec, hyper, fixed);
     validate_hyperparameters(spec, &h)?;
-    let layout = Layout::new(spec, fixed);
-    let pairs = Pairs::new(spec, xs, ts);
+    let per_coordinate = (!h.lengthscale_ratios.is_isotropic()).then_some(dim);
+    let layout = Layout::new(spec, fixed, per_coordinate);
+    let pairs = Pairs::new(spec, layout, xs, ts);
     let mut ws = Workspace::new(&pairs, layout);
     let lml = lml_value(spec, &h, layout, &pairs, ys, &mut ws)?;
     Ok((lml, lml_gradient(&h, layout, &pairs, &mut ws)))
@@ -662,6 +880,7 @@ fn clamp_into(h: &Hyperparameters, b: &HyperBounds) -> Hyperparameters {
         temporal_lengthscale: c(h.temporal_lengthscale, b.temporal_lengthscale),
         noise_variance: c(h.noise_variance, b.noise_variance),
         categorical_lengthscale: c(h.categorical_lengthscale, b.categorical_lengthscale),
+        lengthscale_ratios: h.lengthscale_ratios,
     }
 }
 
@@ -681,6 +900,7 @@ fn default_start(ts: &[f64], bounds: &HyperBounds) -> Hyperparameters {
             temporal_lengthscale: span.max(1.0),
             noise_variance: 0.01,
             categorical_lengthscale: 1.0,
+            lengthscale_ratios: LengthscaleRatios::default(),
         },
         bounds,
     )
@@ -710,7 +930,8 @@ fn quasi_random_starts(
     (lower, upper): (&[f64], &[f64]),
     options: &FitOptions,
 ) -> Vec<Vec<f64>> {
-    let mut region = vec![(0.2f64, 5.0f64), (0.05, 2.0)];
+    let mut region = vec![(0.2f64, 5.0f64)];
+    region.extend(std::iter::repeat_n((0.05, 2.0), layout.spatial()));
     if layout.temporal {
         region.push((span / 10.0, span * 10.0));
     }
@@ -752,6 +973,7 @@ fn second_start(default: &Hyperparameters, bounds: &HyperBounds) -> Hyperparamet
             temporal_lengthscale: 10.0 * default.temporal_lengthscale,
             noise_variance: 0.01,
             categorical_lengthscale: default.categorical_lengthscale,
+            lengthscale_ratios: LengthscaleRatios::default(),
         },
         bounds,
     )
@@ -816,10 +1038,11 @@ pub fn fit_with_report(
     if xs.len() < 2 {
         return Ok((base, report));
     }
-    let layout = Layout::new(spec, fixed);
+    let per_coordinate = options.per_coordinate_lengthscales.then_some(dim);
+    let layout = Layout::new(spec, fixed, per_coordinate);
     validate_hyperparameters(spec, &base)?;
     let (lower, upper) = layout.log_bounds(bounds);
-    let pairs = Pairs::new(spec, xs, ts);
+    let pairs = Pairs::new(spec, layout, xs, ts);
 
     let mut starts = vec![layout.to_log(&base)];
     starts.extend(quasi_random_starts(

@@ -5,6 +5,7 @@ use super::*;
 use crate::domain::hyperpriors::HyperpriorSet;
 use crate::gp::categories::Categories;
 use crate::gp::kernel::KernelKind;
+use crate::gp::lengthscales::LengthscaleRatios;
 use crate::gp::model::Gp;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -32,6 +33,7 @@ fn gradient_matches_finite_differences() {
         temporal_lengthscale: 12.0,
         noise_variance: 0.08,
         categorical_lengthscale: 1.0,
+        lengthscale_ratios: Default::default(),
     };
     let temporals = [
         None,
@@ -55,7 +57,7 @@ fn gradient_matches_finite_differences() {
                 let ys: Vec<f64> = (0..20).map(|_| standard_normal(&mut rng)).collect();
                 let (_, grad) =
                     log_marginal_likelihood(spec, &hyper, &fixed, &xs, &ts, &ys).unwrap();
-                let layout = Layout::new(spec, &fixed);
+                let layout = Layout::new(spec, &fixed, None);
                 assert_eq!(grad.len(), layout.len());
                 let theta = layout.to_log(&hyper);
                 let h = 1e-6;
@@ -99,6 +101,7 @@ fn mixed_hyperparameters() -> Hyperparameters {
         temporal_lengthscale: 15.0,
         noise_variance: 0.05,
         categorical_lengthscale: 0.7,
+        lengthscale_ratios: Default::default(),
     }
 }
 
@@ -134,10 +137,10 @@ fn mixed_inputs_likelihood_and_gradient_match_brute_force() {
             - 0.5 * k.determinant().ln()
             - 12.0 * (2.0 * std::f64::consts::PI).ln();
         assert!((lml - expected).abs() < 1e-9, "{lml} vs {expected}");
-        let layout = Layout::new(spec, &Fixed::default());
+        let layout = Layout::new(spec, &Fixed::default(), None);
         assert!(layout.categorical && grad.len() == layout.len());
         let theta = layout.to_log(&hyper);
-        let pairs = Pairs::new(spec, &xs, &ts);
+        let pairs = Pairs::new(spec, layout, &xs, &ts);
         let priors = HyperpriorSet::robust(2, true, ts.iter().copied());
         assert!(priors.categorical_lengthscale.is_some());
         let mut objective = NegativeLogPosterior {
@@ -221,6 +224,7 @@ fn fit_beats_true_hyperparameters() {
         temporal_lengthscale: 20.0,
         noise_variance: 0.01,
         categorical_lengthscale: 1.0,
+        lengthscale_ratios: Default::default(),
     };
     for spec in [
         KernelSpec::default(),
@@ -260,6 +264,7 @@ fn moderate_sample(n: usize) -> (Vec<Vec<f64>>, Vec<f64>, Vec<f64>) {
         temporal_lengthscale: 40.0,
         noise_variance: 0.02,
         categorical_lengthscale: 1.0,
+        lengthscale_ratios: Default::default(),
     };
     let spec = KernelSpec::default();
     sample_gp(spec, &truth, n, 2, &mut ChaCha8Rng::seed_from_u64(5))
@@ -310,7 +315,7 @@ fn the_default_fit_is_a_local_search_from_the_default_start() {
     assert!(lml(&fitted) > lml(&start));
     // A local maximum within the box: no coordinate step in log space that stays in
     // the box improves the likelihood by more than the optimiser's tolerance allows.
-    let layout = Layout::new(spec, &Fixed::default());
+    let layout = Layout::new(spec, &Fixed::default(), None);
     let theta = layout.to_log(&fitted);
     let (lower, upper) = layout.log_bounds(&HyperBounds::default());
     for k in 0..theta.len() {
@@ -386,6 +391,7 @@ fn a_warm_start_less_likely_than_the_default_start_is_refitted_from_it() {
         temporal_lengthscale: 0.2,
         noise_variance: 1e-4,
         categorical_lengthscale: 1.0,
+        lengthscale_ratios: Default::default(),
     };
     let lml = lml_of(spec, &xs, &ts, &ys);
     let from_stale =
@@ -406,6 +412,7 @@ fn fit_is_deterministic_and_respects_fixed() {
         temporal_lengthscale: 30.0,
         noise_variance: 0.05,
         categorical_lengthscale: 1.0,
+        lengthscale_ratios: Default::default(),
     };
     let spec = KernelSpec::default();
     let (xs, ts, ys) = sample_gp(spec, &truth, 30, 3, &mut ChaCha8Rng::seed_from_u64(2));
@@ -474,6 +481,7 @@ fn log_posterior_gradient_matches_finite_differences() {
         temporal_lengthscale: 30.0,
         noise_variance: 0.02,
         categorical_lengthscale: 1.0,
+        lengthscale_ratios: Default::default(),
     };
     let priors = HyperpriorSet::robust(3, false, [0.0, 50.0]);
     let fixeds = [
@@ -492,8 +500,8 @@ fn log_posterior_gradient_matches_finite_differences() {
             let spec = KernelSpec::new(KernelKind::Matern52, temporal);
             let (xs, ts) = random_inputs(25, 3, &mut rng);
             let ys: Vec<f64> = (0..25).map(|_| standard_normal(&mut rng)).collect();
-            let layout = Layout::new(spec, &fixed);
-            let pairs = Pairs::new(spec, &xs, &ts);
+            let layout = Layout::new(spec, &fixed, None);
+            let pairs = Pairs::new(spec, layout, &xs, &ts);
             let base = apply_fixed(spec, &hyper, &fixed);
             let mut objective = NegativeLogPosterior {
                 spec,
@@ -662,17 +670,171 @@ fn every_compiled_variant_of_the_kernel_fill_gives_the_same_bits() {
             for categories in [Categories::default(), Categories::new(&[0, 3, 0, 2])] {
                 let spec = KernelSpec::new(spatial, temporal).with_categories(categories);
                 let (xs, ts) = mixed_inputs(37, &mut rng);
-                let layout = Layout::new(spec, &Fixed::default());
-                let pairs = Pairs::new(spec, &xs, &ts);
+                let layout = Layout::new(spec, &Fixed::default(), None);
+                let pairs = Pairs::new(spec, layout, &xs, &ts);
                 let mut dispatched = Workspace::new(&pairs, layout);
                 let mut portable = Workspace::new(&pairs, layout);
-                fill_kernel(&mut dispatched, spec, &hyper, layout, &pairs);
-                fill_kernel_loops(&mut portable, spec, &hyper, layout, &pairs);
+                let spatial = (&pairs.spatial[..], 1.0 / hyper.spatial_lengthscale);
+                fill_kernel(&mut dispatched, spec, &hyper, layout, &pairs, spatial);
+                fill_kernel_loops(&mut portable, spec, &hyper, layout, &pairs, spatial);
                 assert_eq!(bits(dispatched.k.as_slice()), bits(portable.k.as_slice()));
                 assert_eq!(bits(&dispatched.d_ls), bits(&portable.d_ls), "{spec:?}");
                 assert_eq!(bits(&dispatched.d_lt), bits(&portable.d_lt), "{spec:?}");
                 assert_eq!(bits(&dispatched.d_lc), bits(&portable.d_lc), "{spec:?}");
             }
         }
+    }
+}
+
+/// With a lengthscale per coordinate, l_d = l_S ρ_d: the likelihood matches the dense
+/// formula with r² = Σ_d ((x_d − x'_d)/l_d)² written out, and its gradient (ln λ, each
+/// ln l_d, ln l_T, ln l_C, ln σ²) and the log posterior's match finite differences; with
+/// and without categorical coordinates and time.
+#[test]
+fn per_coordinate_likelihood_and_gradient_match_brute_force() {
+    let mut rng = ChaCha8Rng::seed_from_u64(47);
+    let ratios = LengthscaleRatios::new(&[0.6, 1.0, 2.2, 1.0]).unwrap();
+    let hyper = Hyperparameters {
+        lengthscale_ratios: ratios,
+        ..mixed_hyperparameters()
+    };
+    for categories in [Categories::default(), Categories::new(&[0, 3, 0, 2])] {
+        for temporal in [None, Some(KernelKind::Matern32)] {
+            let spec = KernelSpec::new(KernelKind::Matern52, temporal).with_categories(categories);
+            let (xs, ts) = mixed_inputs(22, &mut rng);
+            let ys: Vec<f64> = (0..22).map(|_| standard_normal(&mut rng)).collect();
+            let explicit = |i: usize, j: usize| {
+                let (a, b) = (&xs[i], &xs[j]);
+                let (mut r2, mut h) = (0.0, 0.0);
+                for d in 0..4 {
+                    if categories.choices(d) > 0 {
+                        h += f64::from(u8::from(a[d] != b[d]));
+                    } else {
+                        r2 += ((a[d] - b[d]) / (0.4 * ratios.get(d))).powi(2);
+                    }
+                }
+                let time = temporal.map_or(1.0, |k| k.correlation((ts[i] - ts[j]).abs() / 15.0));
+                1.2 * KernelKind::Matern52.correlation(r2.sqrt()) * (-h / 0.7).exp() * time
+            };
+            let k = DMatrix::from_fn(22, 22, |i, j| {
+                explicit(i, j) + if i == j { hyper.noise_variance } else { 0.0 }
+            });
+            let (lml, grad) =
+                log_marginal_likelihood(spec, &hyper, &Fixed::default(), &xs, &ts, &ys).unwrap();
+            let y = nalgebra::DVector::from_vec(ys.clone());
+            let expected = -0.5 * y.dot(&(k.clone().try_inverse().unwrap() * &y))
+                - 0.5 * k.determinant().ln()
+                - 11.0 * (2.0 * std::f64::consts::PI).ln();
+            assert!((lml - expected).abs() < 1e-9, "{lml} vs {expected}");
+            let layout = Layout::new(spec, &Fixed::default(), Some(4));
+            let continuous = categories.continuous_dim(4);
+            assert_eq!(layout.spatial(), continuous);
+            assert_eq!(grad.len(), layout.len());
+            let theta = layout.to_log(&hyper);
+            let back = layout.hyper_from_log(&theta, &hyper);
+            for d in 0..4 {
+                let (l, l_back) = (
+                    hyper.spatial_lengthscale * ratios.get(d),
+                    back.spatial_lengthscale * back.lengthscale_ratios.get(d),
+                );
+                if categories.choices(d) == 0 {
+                    assert!(
+                        (l - l_back).abs() < 1e-12,
+                        "coordinate {d}: {l} vs {l_back}"
+                    );
+                }
+            }
+            let pairs = Pairs::new(spec, layout, &xs, &ts);
+            let priors =
+                HyperpriorSet::robust(continuous, !categories.is_empty(), ts.iter().copied());
+            let mut objective = NegativeLogPosterior {
+                spec,
+                layout,
+                pairs: &pairs,
+                ys: &ys,
+                base: hyper,
+                priors: layout.priors(&priors),
+                workspace: Workspace::new(&pairs, layout),
+                valued: None,
+            };
+            objective.value(&theta);
+            let posterior_gradient = objective.gradient();
+            for j in 0..theta.len() {
+                let at = |delta: f64, objective: &mut NegativeLogPosterior<'_>| {
+                    let mut t = theta.clone();
+                    t[j] += delta;
+                    let hp = layout.hyper_from_log(&t, &hyper);
+                    let lml = log_marginal_likelihood(spec, &hp, &Fixed::default(), &xs, &ts, &ys)
+                        .unwrap()
+                        .0;
+                    (lml, objective.value(&t))
+                };
+                let ((l1, p1), (l0, p0)) = (at(1e-6, &mut objective), at(-1e-6, &mut objective));
+                let (fd, fd_posterior) = ((l1 - l0) / 2e-6, (p1 - p0) / 2e-6);
+                assert!(
+                    (fd - grad[j]).abs() <= 1e-5 * fd.abs().max(1.0),
+                    "{spec:?} {j}: {fd} vs {}",
+                    grad[j]
+                );
+                assert!(
+                    (fd_posterior - posterior_gradient[j]).abs()
+                        <= 1e-5 * fd_posterior.abs().max(1.0),
+                    "{spec:?} {j}: {fd_posterior} vs {}",
+                    posterior_gradient[j]
+                );
+            }
+        }
+    }
+}
+
+/// Five coordinates of which two matter (the value is a function of x_0 and x_1 alone):
+/// the robust fit with a lengthscale per coordinate gives each of the three others one
+/// at least three times the longer of the two that matter, and reports no bound hit
+/// for them (a coordinate that does not matter is an answer, not a degenerate fit).
+#[test]
+fn per_coordinate_lengthscales_find_the_coordinates_that_matter() {
+    for seed in 0..3 {
+        let mut rng = ChaCha8Rng::seed_from_u64(100 + seed);
+        let (xs, ts) = random_inputs(40, 5, &mut rng);
+        let ys: Vec<f64> = xs
+            .iter()
+            .map(|x| {
+                (6.0 * x[0]).sin() + (x[1] - 0.4).powi(2) * 4.0 + 0.05 * standard_normal(&mut rng)
+            })
+            .collect();
+        let mean = ys.iter().sum::<f64>() / 40.0;
+        let sd = (ys.iter().map(|y| (y - mean).powi(2)).sum::<f64>() / 40.0).sqrt();
+        let ys: Vec<f64> = ys.iter().map(|y| (y - mean) / sd).collect();
+        let spec = KernelSpec::new(KernelKind::Matern52, None);
+        let options = FitOptions {
+            priors: Some(HyperpriorSet::robust(5, false, ts.iter().copied())),
+            guard: true,
+            per_coordinate_lengthscales: true,
+            ..FitOptions::default()
+        };
+        let (h, report) =
+            fit_with_report(spec, &xs, &ts, &ys, SearchStart::Default, &options).unwrap();
+        let l: Vec<f64> = (0..5)
+            .map(|d| h.spatial_lengthscale * h.lengthscale_ratios.get(d))
+            .collect();
+        let matter = l[0].max(l[1]);
+        for (d, &ld) in l.iter().enumerate().skip(2) {
+            assert!(ld >= 3.0 * matter, "seed {seed}: l = {l:?}, coordinate {d}");
+        }
+        assert!(!report.flat_in_space(), "seed {seed}: {report:?} {l:?}");
+        let isotropic = fit_with_report(
+            spec,
+            &xs,
+            &ts,
+            &ys,
+            SearchStart::Default,
+            &FitOptions {
+                per_coordinate_lengthscales: false,
+                ..options.clone()
+            },
+        )
+        .unwrap()
+        .0;
+        assert!(isotropic.lengthscale_ratios.is_isotropic());
     }
 }

@@ -7,6 +7,7 @@ mod coordinates;
 mod exp;
 pub mod fit;
 pub mod kernel;
+pub mod lengthscales;
 mod linalg;
 pub mod model;
 mod special;
@@ -17,5 +18,6 @@ pub use fit::{
     FitOptions, Fixed, HyperBounds, SearchStart, fit_hyperparameters, log_marginal_likelihood,
 };
 pub use kernel::{KernelKind, KernelSpec};
+pub use lengthscales::LengthscaleRatios;
 pub use model::{Gp, GpError, Hyperparameters, Prediction};
 pub mod relevance;

@@ -1,12 +1,15 @@
 //! Exact zero-mean Gaussian process over (x, t) whose Cholesky factor is maintained
 //! incrementally as observations are appended and removed.
 
+use std::borrow::Cow;
+
 use nalgebra::{DMatrix, DVector};
 use serde::{Deserialize, Serialize};
 
 use super::coordinates::Coordinates;
 use super::exp::exp_in_place;
 use super::kernel::KernelSpec;
+use super::lengthscales::LengthscaleRatios;
 use super::linalg;
 use super::vectorise::widest_vectors;
 
@@ -23,7 +26,8 @@ pub const JITTER_TRIES: usize = 3;
 pub struct Hyperparameters {
     /// λ, the prior variance of the latent function.
     pub signal_variance: f64,
-    /// l_S, the isotropic spatial lengthscale.
+    /// l_S, the spatial lengthscale: of every coordinate, or with `lengthscale_ratios`
+    /// their geometric mean.
     pub spatial_lengthscale: f64,
     /// l_T in seconds; ignored when the spec has no temporal kernel.
     pub temporal_lengthscale: f64,
@@ -33,6 +37,10 @@ pub struct Hyperparameters {
     /// inputs ([`super::categories`]); ignored without them (1 in rows stored before).
     #[serde(default = "unit_lengthscale")]
     pub categorical_lengthscale: f64,
+    /// ρ_d = l_d / l_S of every coordinate under per-parameter lengthscales
+    /// ([`super::lengthscales`]); empty: isotropic (and in rows stored before).
+    #[serde(default, skip_serializing_if = "LengthscaleRatios::is_isotropic")]
+    pub lengthscale_ratios: LengthscaleRatios,
 }
 
 fn unit_lengthscale() -> f64 {
@@ -48,6 +56,7 @@ impl Default for Hyperparameters {
             temporal_lengthscale: 600.0,
             noise_variance: 0.01,
             categorical_lengthscale: 1.0,
+            lengthscale_ratios: LengthscaleRatios::default(),
         }
     }
 }
@@ -117,7 +126,8 @@ pub struct Gp {
     hyper: Hyperparameters,
     dim: usize,
     xs: Vec<Vec<f64>>,
-    /// `xs` by coordinate, for the kernel columns.
+    /// `xs` by coordinate, for the kernel columns, in the scaled coordinates of
+    /// [`Gp::scaled`].
     coordinates: Coordinates,
     ts: Vec<f64>,
     ys: Vec<f64>,
@@ -167,6 +177,9 @@ pub(crate) fn validate_hyperparameters(
             name: "noise_variance",
             value: h.noise_variance,
         });
+    }
+    for &ratio in h.lengthscale_ratios.as_slice() {
+        positive("lengthscale_ratios", ratio)?;
     }
     Ok(())
 }
@@ -261,19 +274,28 @@ impl Gp {
         ys: Vec<f64>,
     ) -> Result<Gp, GpError> {
         validate_hyperparameters(spec, &hyper)?;
+        let ratios = hyper.lengthscale_ratios.as_slice().len();
+        if ratios != 0 && ratios != dim {
+            return Err(GpError::DimensionMismatch {
+                expected: dim,
+                found: ratios,
+            });
+        }
         validate_data(dim, &xs, &ts, &ys)?;
         let mut gp = Gp {
             spec,
             hyper,
             dim,
-            coordinates: Coordinates::new(dim, &xs),
-            xs,
-            ts,
-            ys,
+            coordinates: Coordinates::new(dim, &[]),
+            xs: Vec::new(),
+            ts: Vec::new(),
+            ys: Vec::new(),
             chol: DMatrix::zeros(0, 0),
             alpha: DVector::zeros(0),
             jitter: 0.0,
         };
+        let scaled: Vec<Vec<f64>> = xs.iter().map(|x| gp.scaled(x).into_owned()).collect();
+        (gp.coordinates, gp.xs, gp.ts, gp.ys) = (Coordinates::new(dim, &scaled), xs, ts, ys);
         gp.refactorise()?;
         Ok(gp)
     }
@@ -344,11 +366,32 @@ impl Gp {
         &self.alpha
     }
 
+    /// `x` in the coordinates the kernel is isotropic in: each continuous coordinate
+    /// divided by its lengthscale ratio ([`LengthscaleRatios::scale`]); `x` itself for an
+    /// isotropic kernel.
+    pub fn scaled<'a>(&self, x: &'a [f64]) -> Cow<'a, [f64]> {
+        let ratios = &self.hyper.lengthscale_ratios;
+        if ratios.is_isotropic() {
+            Cow::Borrowed(x)
+        } else {
+            let categories = &self.spec.categories;
+            Cow::Owned(ratios.scale(x, |d| categories.choices(d) > 0))
+        }
+    }
+
+    /// The squared spatial distance of `a` and `b` in the scaled coordinates
+    /// ([`Self::scaled`]), and how many categorical coordinates differ: the kernel's
+    /// distances, `‖·‖/l_S` its scaled distance.
+    pub fn distances(&self, a: &[f64], b: &[f64]) -> (f64, f64) {
+        self.spec.distances(&self.scaled(a), &self.scaled(b))
+    }
+
     /// The full kernel λ · k_S(‖x−x2‖/l_S) · e^{−h/l_C} · k_T(|t−t2|/l_T) with these
-    /// hyperparameters: ‖·‖ over the continuous coordinates, h the number of categorical
-    /// ones whose choices differ ([`super::categories`]; none: the factor is 1).
+    /// hyperparameters: ‖·‖ over the continuous coordinates (scaled by their lengthscale
+    /// ratios, [`Self::distances`]), h the number of categorical ones whose choices differ
+    /// ([`super::categories`]; none: the factor is 1).
     pub fn kernel(&self, x: &[f64], t: f64, x2: &[f64], t2: f64) -> f64 {
-        let (squared, differ) = self.spec.distances(x, x2);
+        let (squared, differ) = self.distances(x, x2);
         let r = squared.sqrt() / self.hyper.spatial_lengthscale;
         self.hyper.signal_variance
             * self.spec.spatial.correlation(r)
@@ -402,11 +445,24 @@ impl Gp {
     }
 
     fn cross_covariance(&self, x: &[f64], t: f64) -> Vec<f64> {
-        self.xs
-            .iter()
-            .zip(&self.ts)
-            .map(|(xi, &ti)| self.kernel(x, t, xi, ti))
-            .collect()
+        let n = self.len();
+        let mut k = vec![0.0; n];
+        let mut scratch = ColumnScratch::new(n, &self.spec);
+        kernel_column(self, x, t, 0..n, &mut k, &mut scratch, None);
+        k
+    }
+
+    /// Turns a gradient with respect to the scaled coordinates into one with respect to
+    /// `x`'s, and holds the categorical coordinates (a choice has no derivative):
+    /// ∂/∂x_d = ∂/∂x̃_d / ρ_d.
+    fn to_input_gradient(&self, gradient: &mut [f64], slope_factor: f64) {
+        let ratios = &self.hyper.lengthscale_ratios;
+        for (d, g) in gradient.iter_mut().enumerate() {
+            *g *= slope_factor / ratios.get(d);
+        }
+        for j in self.spec.categories.categorical(self.dim) {
+            gradient[j] = 0.0;
+        }
     }
 
     /// Appends one observation in O(n²) by extending the Cholesky factor with one row;
@@ -422,7 +478,7 @@ impl Gp {
         linalg::forward_solve(&self.chol, &mut row);
         let pivot = self.diagonal() - linalg::dot(&row, &row);
         self.xs.push(x.to_vec());
-        self.coordinates.push(x);
+        self.coordinates.push(&self.scaled(x));
         self.ts.push(t);
         self.ys.push(y);
         if pivot > linalg::MIN_RELATIVE_PIVOT * self.diagonal() && pivot.is_finite() {
@@ -491,7 +547,7 @@ impl Gp {
         }
         let saved = (self.chol.clone(), self.jitter);
         if let Err(e) = self.refactorise() {
-            self.coordinates.insert(index, &x);
+            self.coordinates.insert(index, &self.scaled(&x));
             self.xs.insert(index, x);
             self.ts.insert(index, t);
             self.ys.insert(index, y);
@@ -569,23 +625,26 @@ impl Gp {
             .map(|((x, (w, slope)), (mean, raw_variance))| {
                 let mut mean_gradient = vec![0.0; d];
                 let mut variance_gradient = vec![0.0; d];
-                for (i, xi) in self.xs.iter().enumerate() {
-                    let cm = slope[i] * self.alpha[i];
-                    let cv = -2.0 * slope[i] * w[i];
-                    for j in 0..d {
-                        let diff = x[j] - xi[j];
-                        mean_gradient[j] += cm * diff;
-                        variance_gradient[j] += cv * diff;
+                let x = self.scaled(x);
+                let cm: Vec<f64> = slope
+                    .iter()
+                    .zip(self.alpha.iter())
+                    .map(|(s, a)| s * a)
+                    .collect();
+                let cv: Vec<f64> = slope.iter().zip(w).map(|(s, w)| -2.0 * s * w).collect();
+                for j in 0..d {
+                    let values = self.coordinates.coordinate(j);
+                    let (mut gm, mut gv) = (0.0, 0.0);
+                    for i in 0..n {
+                        let diff = x[j] - values[i];
+                        gm += cm[i] * diff;
+                        gv += cv[i] * diff;
                     }
+                    (mean_gradient[j], variance_gradient[j]) = (gm, gv);
                 }
-                if raw_variance <= 0.0 {
-                    variance_gradient.iter_mut().for_each(|g| *g = 0.0);
-                }
-                // A choice has no derivative: the categorical coordinates are held.
-                for j in self.spec.categories.categorical(d) {
-                    mean_gradient[j] = 0.0;
-                    variance_gradient[j] = 0.0;
-                }
+                let variance_factor = if raw_variance <= 0.0 { 0.0 } else { 1.0 };
+                self.to_input_gradient(&mut mean_gradient, 1.0);
+                self.to_input_gradient(&mut variance_gradient, variance_factor);
                 Prediction {
                     mean,
                     variance: raw_variance.max(0.0),
@@ -605,15 +664,17 @@ impl Gp {
         kernel_column(self, x, t, 0..n, &mut k, &mut scratch, Some(&mut slope));
         let mean = linalg::dot(&k, self.alpha.as_slice());
         let mut gradient = vec![0.0; self.dim];
-        for ((xi, s), a) in self.xs.iter().zip(&slope).zip(self.alpha.iter()) {
-            let c = s * a;
-            for ((g, xj), xij) in gradient.iter_mut().zip(x).zip(xi) {
-                *g += c * (xj - xij);
-            }
+        let x = self.scaled(x);
+        let c: Vec<f64> = slope
+            .iter()
+            .zip(self.alpha.iter())
+            .map(|(s, a)| s * a)
+            .collect();
+        for (j, g) in gradient.iter_mut().enumerate() {
+            let values = self.coordinates.coordinate(j);
+            *g = c.iter().zip(values).map(|(c, v)| c * (x[j] - v)).sum();
         }
-        for j in self.spec.categories.categorical(self.dim) {
-            gradient[j] = 0.0;
-        }
+        self.to_input_gradient(&mut gradient, 1.0);
         (mean, gradient)
     }
 
@@ -669,7 +730,8 @@ impl Gp {
 widest_vectors! {
     /// k(x, t; x_i, t_i) = λ p_S p_T e^{−(q_S+q_T+h/l_C)} for the observations i of
     /// `observations` into `column`, the column's exponentials taken together; with
-    /// `slope`, also the (dk_i/dr)/r / l_S² of each, so that ∂k_i/∂x = slope_i·(x − x_i),
+    /// `slope`, also the (dk_i/dr)/r / l_S² of each, so that ∂k_i/∂x̃ = slope_i·(x̃ − x̃_i)
+    /// in the scaled coordinates x̃ of [`Gp::scaled`],
     /// sharing the exponential. Each factor is one loop over the observations (the
     /// distances from [`Coordinates`], then the kinds' factors), so that each vectorises,
     /// for the widest vectors the CPU has; the same values as [`Gp::kernel`]'s formula one
@@ -702,7 +764,7 @@ fn kernel_column_loops(
     let categories = &gp.spec.categories;
     // The exponent's terms, summed into `column` in this order: q_S, q_T, h/l_C.
     gp.coordinates.distances_into(
-        x,
+        &gp.scaled(x),
         categories,
         observations.clone(),
         column,
@@ -745,6 +807,7 @@ fn kernel_column_loops(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gp::Categories;
     use crate::gp::kernel::KernelKind;
     use rand::{RngExt, SeedableRng};
     use rand_chacha::ChaCha8Rng;
@@ -772,6 +835,15 @@ mod tests {
             temporal_lengthscale: 5.0,
             noise_variance: 0.05,
             categorical_lengthscale: 1.0,
+            lengthscale_ratios: Default::default(),
+        }
+    }
+
+    /// [`hyper`] with a lengthscale per coordinate: l_d = 0.4 · (0.5, 1, 2.5).
+    fn per_coordinate() -> Hyperparameters {
+        Hyperparameters {
+            lengthscale_ratios: LengthscaleRatios::new(&[0.5, 1.0, 2.5]).unwrap(),
+            ..hyper()
         }
     }
 
@@ -810,7 +882,12 @@ mod tests {
                 25
             };
             let (xs, ts, ys) = random_data(n, dim, &mut rng);
-            let gp = Gp::new(spec, hyper(), dim, xs, ts, ys.clone()).unwrap();
+            let h = if n % 2 == 0 {
+                hyper()
+            } else {
+                per_coordinate()
+            };
+            let gp = Gp::new(spec, h, dim, xs, ts, ys.clone()).unwrap();
             let kinv = dense_kernel(&gp).try_inverse().unwrap();
             let y = DVector::from_vec(ys);
             let alpha = &kinv * &y;
@@ -1003,40 +1080,86 @@ mod tests {
         for spec in specs() {
             let dim = 3;
             let (xs, ts, ys) = random_data(15, dim, &mut rng);
-            let gp = Gp::new(spec, hyper(), dim, xs, ts, ys).unwrap();
-            for _ in 0..5 {
-                let x: Vec<f64> = (0..dim).map(|_| 0.1 + 0.8 * rng.random::<f64>()).collect();
-                let t = rng.random::<f64>() * 20.0;
-                let p = gp.predict_with_gradient(&x, t);
-                let (m, v) = gp.predict(&x, t);
-                let (m2, g2) = gp.predict_mean_with_gradient(&x, t);
-                assert!((m2 - m).abs() < 1e-12);
-                for (a, b) in g2.iter().zip(&p.mean_gradient) {
-                    assert!((a - b).abs() < 1e-12);
-                }
-                assert!((p.mean - m).abs() < 1e-12 && (p.variance - v).abs() < 1e-12);
-                for j in 0..dim {
-                    let mut xp = x.clone();
-                    let mut xm = x.clone();
-                    xp[j] += h;
-                    xm[j] -= h;
-                    let (mp, vp) = gp.predict(&xp, t);
-                    let (mm, vm) = gp.predict(&xm, t);
-                    let gm = (mp - mm) / (2.0 * h);
-                    let gv = (vp - vm) / (2.0 * h);
-                    assert!(
-                        (gm - p.mean_gradient[j]).abs() < 1e-5 * (1.0 + gm.abs()),
-                        "{spec:?} mean {gm} vs {}",
-                        p.mean_gradient[j]
-                    );
-                    assert!(
-                        (gv - p.variance_gradient[j]).abs() < 1e-5 * (1.0 + gv.abs()),
-                        "{spec:?} var {gv} vs {}",
-                        p.variance_gradient[j]
-                    );
+            for hyper in [hyper(), per_coordinate()] {
+                let gp = Gp::new(spec, hyper, dim, xs.clone(), ts.clone(), ys.clone()).unwrap();
+                for _ in 0..5 {
+                    let x: Vec<f64> = (0..dim).map(|_| 0.1 + 0.8 * rng.random::<f64>()).collect();
+                    let t = rng.random::<f64>() * 20.0;
+                    let p = gp.predict_with_gradient(&x, t);
+                    let (m, v) = gp.predict(&x, t);
+                    let (m2, g2) = gp.predict_mean_with_gradient(&x, t);
+                    assert!((m2 - m).abs() < 1e-12);
+                    for (a, b) in g2.iter().zip(&p.mean_gradient) {
+                        assert!((a - b).abs() < 1e-12);
+                    }
+                    assert!((p.mean - m).abs() < 1e-12 && (p.variance - v).abs() < 1e-12);
+                    for j in 0..dim {
+                        let mut xp = x.clone();
+                        let mut xm = x.clone();
+                        xp[j] += h;
+                        xm[j] -= h;
+                        let (mp, vp) = gp.predict(&xp, t);
+                        let (mm, vm) = gp.predict(&xm, t);
+                        let gm = (mp - mm) / (2.0 * h);
+                        let gv = (vp - vm) / (2.0 * h);
+                        assert!(
+                            (gm - p.mean_gradient[j]).abs() < 1e-5 * (1.0 + gm.abs()),
+                            "{spec:?} mean {gm} vs {}",
+                            p.mean_gradient[j]
+                        );
+                        assert!(
+                            (gv - p.variance_gradient[j]).abs() < 1e-5 * (1.0 + gv.abs()),
+                            "{spec:?} var {gv} vs {}",
+                            p.variance_gradient[j]
+                        );
+                    }
                 }
             }
         }
+    }
+
+    /// With lengthscale ratios the kernel is λ k_S(√Σ_d ((x_d − x'_d)/(l_S ρ_d))²) k_T,
+    /// written out here a coordinate at a time; the categorical coordinate keeps its
+    /// overlap factor whatever its ratio.
+    #[test]
+    fn per_coordinate_lengthscales_scale_each_distance() {
+        let h = per_coordinate();
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let (xs, ts, ys) = random_data(12, 3, &mut rng);
+        for spec in specs() {
+            let gp = Gp::new(spec, h, 3, xs.clone(), ts.clone(), ys.clone()).unwrap();
+            for i in 0..xs.len() {
+                let (a, b) = (&xs[i], &xs[(i + 5) % xs.len()]);
+                let (ta, tb) = (ts[i], ts[(i + 5) % xs.len()]);
+                let mut squared = 0.0;
+                let mut differ = 0.0;
+                for d in 0..3 {
+                    if spec.categories.choices(d) > 0 {
+                        differ += f64::from(u8::from(Categories::differ(a[d], b[d])));
+                    } else {
+                        let l = h.spatial_lengthscale * h.lengthscale_ratios.get(d);
+                        squared += ((a[d] - b[d]) / l).powi(2);
+                    }
+                }
+                let expected = h.signal_variance
+                    * spec.spatial.correlation(squared.sqrt())
+                    * (-differ / h.categorical_lengthscale).exp()
+                    * spec.temporal_correlation((ta - tb).abs() / h.temporal_lengthscale);
+                let got = gp.kernel(a, ta, b, tb);
+                assert!(
+                    (got - expected).abs() < 1e-12,
+                    "{spec:?}: {got} vs {expected}"
+                );
+            }
+        }
+        let wrong = Hyperparameters {
+            lengthscale_ratios: LengthscaleRatios::new(&[1.0, 2.0]).unwrap(),
+            ..hyper()
+        };
+        assert!(matches!(
+            Gp::new(KernelSpec::default(), wrong, 3, xs, ts, ys),
+            Err(GpError::DimensionMismatch { .. })
+        ));
     }
 
     #[test]

@@ -240,9 +240,12 @@ impl Relevance {
         let categories = spec.categories;
         let continuous_dim = categories.continuous_dim(gp.dim());
         let mut c = DMatrix::<f64>::zeros(n, n);
+        // In the scaled coordinates, where the kernel is isotropic with l_S; the integral
+        // over them is the one over the inputs times Π ρ_d, a constant that cancels in R_i.
+        let scaled: Vec<_> = xs.iter().map(|x| gp.scaled(x)).collect();
         for j in 0..n {
             for i in j..n {
-                let (squared, _) = spec.distances(&xs[i], &xs[j]);
+                let (squared, _) = spec.distances(&scaled[i], &scaled[j]);
                 let s = if continuous_dim == 0 {
                     1.0
                 } else {
@@ -638,6 +641,7 @@ mod tests {
             temporal_lengthscale: 2.0,
             noise_variance: 0.05,
             categorical_lengthscale: 1.0,
+            lengthscale_ratios: Default::default(),
         };
         let t0 = 10.0;
         for (spec, seed) in [
@@ -753,6 +757,7 @@ mod tests {
             temporal_lengthscale: 4.0,
             noise_variance: 0.01,
             categorical_lengthscale: 1.0,
+            lengthscale_ratios: Default::default(),
         };
         let mut rng = ChaCha8Rng::seed_from_u64(99);
         for (spec, dim) in [

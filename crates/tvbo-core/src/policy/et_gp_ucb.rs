@@ -48,7 +48,7 @@ impl Policy for EtGpUcb {
                 spec,
                 ctx.new[0].x.len(),
                 &dataset,
-                &FitSettings::from_default_start(ctx.fixed_noise, ctx.model.hyperpriors),
+                &FitSettings::from_default_start(ctx.fixed_noise, ctx.model),
             )?)
         } else {
             None
@@ -75,7 +75,7 @@ impl Policy for EtGpUcb {
                         spec,
                         observation.x.len(),
                         &dataset,
-                        &FitSettings::from_default_start(ctx.fixed_noise, ctx.model.hyperpriors),
+                        &FitSettings::from_default_start(ctx.fixed_noise, ctx.model),
                     )?);
                 }
                 None => {}
@@ -88,7 +88,7 @@ impl Policy for EtGpUcb {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::config::{Failures, FitStart, Hyperpriors, ModelConfig};
+    use crate::domain::config::{Failures, FitStart, Hyperpriors, Lengthscales, ModelConfig};
     use crate::domain::space::SearchSpace;
     use crate::gp::KernelKind;
 
@@ -101,6 +101,7 @@ mod tests {
             fit_start: FitStart::Fixed,
             hyperpriors: Hyperpriors::None,
             failures: Failures::Ignore,
+            lengthscales: Lengthscales::Shared,
         }
     }
 

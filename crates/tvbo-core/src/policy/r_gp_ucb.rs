@@ -41,7 +41,7 @@ impl Policy for RGpUcb {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::config::{Failures, FitStart, Hyperpriors, ModelConfig};
+    use crate::domain::config::{Failures, FitStart, Hyperpriors, Lengthscales, ModelConfig};
     use crate::domain::space::SearchSpace;
     use crate::gp::KernelKind;
     use crate::policy::Observation;
@@ -60,6 +60,7 @@ mod tests {
             fit_start: FitStart::Fixed,
             hyperpriors: Hyperpriors::None,
             failures: Failures::Ignore,
+            lengthscales: Lengthscales::Shared,
         };
         let obs = |seq| Observation {
             seq,

@@ -1,6 +1,6 @@
 //! The surrogate model of a session: a GP on standardised values.
 
-use crate::domain::config::FitStart;
+use crate::domain::config::{FitStart, Lengthscales, ModelConfig};
 use crate::domain::hyperpriors::{FitReport, HyperpriorSet, Hyperpriors};
 use crate::gp::fit::{FitOptions, Fixed, NOISE_VARIANCE_BOUNDS, SearchStart, fit_with_report};
 use crate::gp::{Gp, GpError, Hyperparameters, KernelSpec};
@@ -28,16 +28,20 @@ pub struct FitSettings<'a> {
     /// `robust`: MAP under [`HyperpriorSet::robust`] with the fit's guard; `none`: the
     /// exact likelihood, unguarded (002's protocol).
     pub hyperpriors: Hyperpriors,
+    /// One spatial lengthscale per continuous parameter, or one for all.
+    pub lengthscales: Lengthscales,
 }
 
 impl FitSettings<'_> {
-    /// From the default start, nothing fixed but `fixed_noise`.
-    pub fn from_default_start(fixed_noise: Option<f64>, hyperpriors: Hyperpriors) -> Self {
+    /// From the default start, nothing fixed but `fixed_noise`, with `model`'s priors and
+    /// lengthscales.
+    pub fn from_default_start(fixed_noise: Option<f64>, model: &ModelConfig) -> Self {
         FitSettings {
             fixed_noise,
             fixed_temporal_lengthscale: None,
             start: SearchStart::Default,
-            hyperpriors,
+            hyperpriors: model.hyperpriors,
+            lengthscales: model.lengthscales,
         }
     }
 }
@@ -126,6 +130,7 @@ impl Surrogate {
                 )
             }),
             guard: robust,
+            per_coordinate_lengthscales: settings.lengthscales == Lengthscales::PerParameter,
             ..FitOptions::default()
         };
         let (gp, fit) = Stage::Fit.run(|| {
@@ -180,6 +185,7 @@ impl Surrogate {
             temporal_lengthscale,
             noise_variance,
             categorical_lengthscale,
+            lengthscale_ratios,
         } = *hyper;
         let (mean, scale) = standardisation(data);
         gp.spec() == spec
@@ -189,6 +195,10 @@ impl Surrogate {
             && same(h.temporal_lengthscale, temporal_lengthscale)
             && same(h.noise_variance, noise_variance)
             && same(h.categorical_lengthscale, categorical_lengthscale)
+            && h.lengthscale_ratios.as_slice().len() == lengthscale_ratios.as_slice().len()
+            && (h.lengthscale_ratios.as_slice().iter())
+                .zip(lengthscale_ratios.as_slice())
+                .all(|(&a, &b)| same(a, b))
             && same(self.y_mean, mean)
             && same(self.y_scale, scale)
             && gp.len() == data.len()
@@ -233,14 +243,7 @@ impl Surrogate {
 
     /// Posterior mean alone (internal scale), in O(n) instead of predict's O(n²).
     pub fn mean(&self, x: &[f64], t: f64) -> f64 {
-        let gp = &self.gp;
-        let latent: f64 = gp
-            .xs()
-            .iter()
-            .zip(gp.ts())
-            .zip(gp.alpha().iter())
-            .map(|((xi, &ti), a)| gp.kernel(x, t, xi, ti) * a)
-            .sum();
+        let latent = self.gp.predict_mean_many(&[x.to_vec()], t)[0];
         self.y_mean + self.y_scale * latent
     }
 

@@ -164,6 +164,7 @@ impl Policy for TvGpUcbWithPrior {
             temporal_lengthscale: lengthscale,
             noise_variance: self.noise_variance,
             categorical_lengthscale: 1.0,
+            lengthscale_ratios: Default::default(),
         });
         let rebuild = |observations: &[(usize, f64, f64)]| {
             TimeVaryingArmGp::new(

@@ -53,7 +53,7 @@ pub(crate) fn model_after(
                 &data,
                 &FitSettings {
                     fixed_temporal_lengthscale: policy.fixed_temporal_lengthscale(),
-                    ..FitSettings::from_default_start(ctx.fixed_noise, ctx.model.hyperpriors)
+                    ..FitSettings::from_default_start(ctx.fixed_noise, ctx.model)
                 },
             )?;
             state.hyperparameters = Some(*surrogate.hyperparameters());
@@ -99,6 +99,7 @@ pub fn ucb_proposals(
                 ctx.issued_before,
             ),
             hyperpriors: ctx.model.hyperpriors,
+            lengthscales: ctx.model.lengthscales,
         },
     )?;
     state.hyperparameters = Some(*surrogate.hyperparameters());
@@ -381,6 +382,7 @@ mod tests {
             temporal_lengthscale: 50.0,
             noise_variance: 0.02,
             categorical_lengthscale: 1.0,
+            lengthscale_ratios: Default::default(),
         };
         let fit = |start| {
             fit_hyperparameters(spec, &xs, &ts, &ys, start, &FitOptions::default()).unwrap()

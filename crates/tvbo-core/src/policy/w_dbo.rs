@@ -76,7 +76,7 @@ impl Policy for WDbo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::config::{Failures, FitStart, Hyperpriors, ModelConfig};
+    use crate::domain::config::{Failures, FitStart, Hyperpriors, Lengthscales, ModelConfig};
     use crate::domain::space::SearchSpace;
     use crate::gp::KernelKind;
     use crate::policy::Observation;
@@ -97,6 +97,7 @@ mod tests {
             fit_start: FitStart::Fixed,
             hyperpriors: Hyperpriors::None,
             failures: Failures::Ignore,
+            lengthscales: Lengthscales::Shared,
         };
         (policy, model)
     }
@@ -213,6 +214,7 @@ mod tests {
                 temporal_lengthscale: 300.0,
                 noise_variance: 1e-3,
                 categorical_lengthscale: 1.0,
+                lengthscale_ratios: Default::default(),
             }),
             steps_since_reset: 59,
             budget: 0.005,
