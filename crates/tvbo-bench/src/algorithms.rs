@@ -42,6 +42,19 @@ impl AlgorithmEntry {
     pub fn is_session(&self) -> bool {
         self.kind == AlgorithmKind::Session
     }
+
+    /// Whether its runs fit tvbo's GP over the settings, whose spatial lengthscales
+    /// `model.lengthscales` (`--lengthscales`) chooses: the service's GP algorithms, and
+    /// `tune-once`, a GP-UCB session while it tunes. Not `random` (no model), the
+    /// prior-selection rules (their GPs are the given priors, nothing fitted), nor
+    /// Optuna's samplers (not tvbo's model at all): their runs do not depend on it.
+    pub fn fits_spatial_lengthscales(&self) -> bool {
+        match self.kind {
+            AlgorithmKind::Session => !self.needs_priors && self.name != "random",
+            AlgorithmKind::TuneOnce { .. } => true,
+            AlgorithmKind::Optuna { .. } => false,
+        }
+    }
 }
 
 /// Minutes of tuning of `tune-once` (the "10-minute tuning at the start").
@@ -183,3 +196,78 @@ pub fn algorithm(name: &str) -> Result<&'static AlgorithmEntry, BenchError> {
 /// Options of an algorithm's create request (`algorithm.reset_every`, ...), as a JSON
 /// object without `name`.
 pub type AlgorithmOptions = serde_json::Map<String, Value>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiments::SetupKind;
+    use crate::objective::Objective;
+    use crate::prior_setup;
+    use crate::session::{ModelSettings, session_config, session_request};
+    use crate::suites::ObjectiveSpec;
+    use crate::synthetic::SyntheticFunction;
+    use tvbo_core::domain::checked::{PolicySettings, SurrogateAlgorithm};
+
+    /// [`AlgorithmEntry::fits_spatial_lengthscales`] is what the service makes of each
+    /// entry's request: a fitted GP over the settings (any surrogate algorithm but
+    /// `random`), not a selection among given priors (on an objective with priors, where
+    /// those rules run); Optuna's samplers are not the service's model whatever their
+    /// request.
+    #[test]
+    fn the_algorithms_that_fit_spatial_lengthscales_are_the_services_gps() {
+        let box_objective = ObjectiveSpec::synthetic(SyntheticFunction::Hartmann3)
+            .instantiate(600.0, 0)
+            .unwrap();
+        let prior_objective =
+            prior_setup::PriorSetupObjective::with_arms(SetupKind::Hill, 0, 30).unwrap();
+        let fitting: Vec<&str> = ALGORITHMS
+            .iter()
+            .filter(|a| a.fits_spatial_lengthscales())
+            .map(|a| a.name)
+            .collect();
+        for entry in ALGORITHMS {
+            let fits = match entry.kind {
+                AlgorithmKind::Optuna { .. } => false,
+                _ => {
+                    let objective: &dyn Objective = if entry.needs_priors {
+                        &prior_objective
+                    } else {
+                        box_objective.as_ref()
+                    };
+                    let request = session_request(
+                        objective,
+                        "t",
+                        entry,
+                        None,
+                        1,
+                        crate::options::ServerTime::Client,
+                        ModelSettings::PAPERS,
+                    )
+                    .unwrap();
+                    let config = session_config(&request, 1).unwrap();
+                    !matches!(
+                        config.policy(),
+                        PolicySettings::Priors { .. }
+                            | PolicySettings::Surrogate {
+                                algorithm: SurrogateAlgorithm::Random,
+                                ..
+                            }
+                    )
+                }
+            };
+            assert_eq!(entry.fits_spatial_lengthscales(), fits, "{}", entry.name);
+        }
+        assert_eq!(
+            fitting,
+            [
+                "gp-ucb",
+                "et-gp-ucb",
+                "r-gp-ucb",
+                "tv-gp-ucb",
+                "w-dbo",
+                "bolt",
+                "tune-once"
+            ]
+        );
+    }
+}

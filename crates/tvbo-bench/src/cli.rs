@@ -164,6 +164,13 @@ pub struct BenchArgs {
     /// runs with the same one.
     #[arg(long, default_value = "none", value_parser = parse_hyperpriors)]
     pub hyperpriors: tvbo_core::domain::hyperpriors::Hyperpriors,
+    /// Every session's `model.lengthscales`: `shared` (one spatial lengthscale for every
+    /// parameter, the papers' isotropic kernel), `per_parameter` (one per parameter) or
+    /// `default` (the service's default, recorded as the value it stands for). The runs
+    /// record it, and `--resume` reuses only runs with the same one for the algorithms that
+    /// fit tvbo's GP (the peers', random's and the prior rules' runs whatever it was).
+    #[arg(long, default_value = "shared", value_parser = parse_lengthscales)]
+    pub lengthscales: tvbo_core::domain::config::Lengthscales,
     /// Replications per (objective, algorithm) (default: the suite's, below).
     #[arg(long)]
     pub replications: Option<usize>,
@@ -224,6 +231,7 @@ impl BenchArgs {
             algorithm_options: self.algorithm_options.clone(),
             fit_start: self.fit_start,
             hyperpriors: self.hyperpriors,
+            lengthscales: self.lengthscales,
             replications: self.replications,
             horizon: self.horizon,
             jobs: self.jobs,
@@ -260,9 +268,21 @@ fn parse_hyperpriors(text: &str) -> Result<tvbo_core::domain::hyperpriors::Hyper
         .map_err(|_| format!("`{text}` is not a hyperprior mode: `none`, `robust` or `default`"))
 }
 
+/// `--lengthscales`: a value of the API's `model.lengthscales`, or `default` for the
+/// service's default (resolved here, so that the runs record the value itself).
+fn parse_lengthscales(text: &str) -> Result<tvbo_core::domain::config::Lengthscales, String> {
+    if text == "default" {
+        return Ok(tvbo_core::domain::config::Lengthscales::default());
+    }
+    serde_json::from_value(serde_json::Value::String(text.to_string())).map_err(|_| {
+        format!("`{text}` is not a lengthscales mode: `shared`, `per_parameter` or `default`")
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tvbo_core::domain::config::Lengthscales;
     use tvbo_core::domain::hyperpriors::Hyperpriors;
 
     fn bench_hyperpriors(args: &[&str]) -> Result<Hyperpriors, clap::Error> {
@@ -285,6 +305,39 @@ mod tests {
         let e = bench_hyperpriors(&["--hyperpriors", "map"]).unwrap_err();
         assert!(
             e.to_string().contains("`none`, `robust` or `default`"),
+            "{e}"
+        );
+    }
+
+    fn bench_lengthscales(args: &[&str]) -> Result<Lengthscales, clap::Error> {
+        let cli = Cli::try_parse_from(["tvbo-bench"].iter().chain(args))?;
+        Ok(cli.bench.options().lengthscales)
+    }
+
+    /// `tvbo bench --lengthscales`: `shared` (the papers') unless given; `default` is the
+    /// service's default, resolved at parse time.
+    #[test]
+    fn bench_lengthscales_default_to_shared_and_resolve_default() {
+        assert_eq!(bench_lengthscales(&[]).unwrap(), Lengthscales::Shared);
+        assert_eq!(
+            crate::BenchOptions::default().lengthscales,
+            Lengthscales::Shared
+        );
+        for (given, mode) in [
+            ("shared", Lengthscales::Shared),
+            ("per_parameter", Lengthscales::PerParameter),
+            ("default", Lengthscales::default()),
+        ] {
+            assert_eq!(
+                bench_lengthscales(&["--lengthscales", given]).unwrap(),
+                mode
+            );
+        }
+        assert_eq!(Lengthscales::default(), Lengthscales::PerParameter);
+        let e = bench_lengthscales(&["--lengthscales", "isotropic"]).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("`shared`, `per_parameter` or `default`"),
             "{e}"
         );
     }

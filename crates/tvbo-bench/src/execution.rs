@@ -181,6 +181,7 @@ fn run_one(
         algorithm_options: algorithm_options.cloned(),
         fit_start: plan.fit_start,
         hyperpriors: plan.hyperpriors,
+        lengthscales: plan.lengthscales,
         warmup,
         iterations,
         wall_seconds: started.elapsed().as_secs_f64(),
@@ -443,5 +444,60 @@ mod tests {
         options.rerun = vec!["nope".into()];
         let e = execute(&Plan::new(&options).unwrap(), &options).unwrap_err();
         assert!(e.to_string().contains("unknown algorithm"), "{e}");
+    }
+
+    /// After a change of `--lengthscales`, `--resume --rerun gp-ucb` runs tvbo's GP again
+    /// and reuses the run of an algorithm that fits none (`random`, as Optuna's), recorded
+    /// before runs recorded the field; without `--rerun`, the GP's runs of the other
+    /// lengthscales are not reused either, and stay in the log.
+    #[test]
+    fn a_change_of_lengthscales_runs_tvbos_gps_again_and_reuses_the_rest() {
+        use tvbo_core::domain::config::Lengthscales;
+        let dir = tempfile::tempdir().unwrap();
+        let mut options = BenchOptions {
+            suite: "real".into(),
+            objectives: Some(vec!["trace-postgres".into()]),
+            algorithms: Some(vec!["random".into(), "gp-ucb".into()]),
+            replications: Some(1),
+            horizon: Some(120.0),
+            fixed_compute: Some(0.01),
+            output: dir.path().to_path_buf(),
+            progress: false,
+            resume: true,
+            ..BenchOptions::default()
+        };
+        let first = execute(&Plan::new(&options).unwrap(), &options).unwrap();
+        let by = |runs: &[RunResult], name: &str| {
+            runs.iter().find(|r| r.algorithm == name).cloned().unwrap()
+        };
+        assert_eq!(by(&first, "gp-ucb").lengthscales, Lengthscales::Shared);
+        // The log as an earlier version wrote it.
+        let log_path = dir.path().join(RUN_LOG);
+        let text = std::fs::read_to_string(&log_path).unwrap();
+        let old = text.replace(r#","lengthscales":"shared""#, "");
+        assert!(!old.contains("lengthscales"), "{old}");
+        std::fs::write(&log_path, old).unwrap();
+        options.lengthscales = Lengthscales::default();
+        options.rerun = vec!["gp-ucb".into()];
+        let second = execute(&Plan::new(&options).unwrap(), &options).unwrap();
+        assert_eq!(by(&second, "random"), by(&first, "random"));
+        assert_eq!(
+            by(&second, "gp-ucb").lengthscales,
+            Lengthscales::PerParameter
+        );
+        let log = recorded_runs(&log_path).unwrap();
+        assert_eq!(log.len(), 2, "the dropped run is not in the log");
+        // Back to `shared` without --rerun: gp-ucb's run of per-parameter lengthscales is
+        // not reused, but kept; random's still is.
+        options.lengthscales = Lengthscales::Shared;
+        options.rerun = Vec::new();
+        let third = execute(&Plan::new(&options).unwrap(), &options).unwrap();
+        assert_eq!(by(&third, "random"), by(&first, "random"));
+        assert_eq!(by(&third, "gp-ucb").lengthscales, Lengthscales::Shared);
+        assert_ne!(
+            by(&third, "gp-ucb").wall_seconds,
+            by(&second, "gp-ucb").wall_seconds
+        );
+        assert_eq!(recorded_runs(&log_path).unwrap().len(), 3);
     }
 }

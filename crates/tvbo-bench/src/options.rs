@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 use super::algorithms::{AlgorithmOptions, algorithm};
-use tvbo_core::domain::config::FitStart;
+use tvbo_core::domain::config::{FitStart, Lengthscales};
 use tvbo_core::domain::hyperpriors::Hyperpriors;
 
 /// Whether a session's time comes from the bench's clock or the server's.
@@ -35,6 +35,9 @@ pub struct BenchOptions {
     /// Every session's `model.hyperpriors` (default `none`, the papers' protocol: exact
     /// maximum likelihood).
     pub hyperpriors: Hyperpriors,
+    /// Every session's `model.lengthscales` (default `shared`, the papers' protocol: one
+    /// spatial lengthscale for every parameter).
+    pub lengthscales: Lengthscales,
     pub replications: Option<usize>,
     pub horizon: Option<f64>,
     /// Runs in parallel (threads).
@@ -70,6 +73,7 @@ impl Default for BenchOptions {
             algorithm_options: Vec::new(),
             fit_start: FitStart::Fixed,
             hyperpriors: Hyperpriors::None,
+            lengthscales: Lengthscales::Shared,
             replications: None,
             horizon: None,
             jobs: 1,

@@ -12,7 +12,7 @@ use super::seeds::derive_seed;
 use super::session::{ModelSettings, algorithm_request, session_config};
 use super::suites::{ObjectiveKind, Suite, objectives_named, suite};
 use tvbo_core::domain::config::AlgorithmConfig;
-use tvbo_core::domain::config::FitStart;
+use tvbo_core::domain::config::{FitStart, Lengthscales};
 use tvbo_core::domain::hyperpriors::Hyperpriors;
 
 /// One (objective, algorithm, replication).
@@ -35,6 +35,8 @@ pub struct Plan {
     pub fit_start: FitStart,
     /// Every session's `model.hyperpriors` (`--hyperpriors`).
     pub hyperpriors: Hyperpriors,
+    /// Every session's `model.lengthscales` (`--lengthscales`).
+    pub lengthscales: Lengthscales,
     pub runs: Vec<RunSpec>,
 }
 
@@ -44,6 +46,7 @@ impl Plan {
         ModelSettings {
             fit_start: self.fit_start,
             hyperpriors: self.hyperpriors,
+            lengthscales: self.lengthscales,
         }
     }
 
@@ -177,6 +180,7 @@ impl Plan {
             algorithm_options,
             fit_start: options.fit_start,
             hyperpriors: options.hyperpriors,
+            lengthscales: options.lengthscales,
             runs,
         })
     }

@@ -8,7 +8,7 @@ use super::error::BenchError;
 use super::plan::Plan;
 use super::runner::Iteration;
 use super::suites::ObjectiveSpec;
-use tvbo_core::domain::config::FitStart;
+use tvbo_core::domain::config::{FitStart, Lengthscales};
 use tvbo_core::domain::hyperpriors::Hyperpriors;
 
 /// The outcome of one run (one line of `runs.jsonl`).
@@ -41,6 +41,13 @@ pub struct RunResult {
     /// fitted. Runs are reused only with the same one.
     #[serde(default = "exact_likelihood")]
     pub hyperpriors: Hyperpriors,
+    /// The sessions' `model.lengthscales` (`--lengthscales`), written in every line; a
+    /// line without it (an earlier version's) reads as `shared`, the isotropic kernel
+    /// those runs fitted. Runs of an algorithm that fits tvbo's GP
+    /// ([`crate::algorithms::AlgorithmEntry::fits_spatial_lengthscales`]) are reused only
+    /// with the same one; the others' runs do not depend on it.
+    #[serde(default = "Lengthscales::of_stored_session")]
+    pub lengthscales: Lengthscales,
     /// Random warm-up queries of the session (its `model.warmup`): the first iterations.
     pub warmup: usize,
     pub iterations: Vec<Iteration>,
@@ -98,10 +105,11 @@ pub(super) fn recorded_runs(path: &std::path::Path) -> Result<Vec<RunResult>, Be
 
 /// The runs of `plan` recorded in the log at `path` (same objective, objective digest,
 /// algorithm, algorithm options, fit start, hyperpriors, replication, seed, horizon and
-/// `fixed_compute`), in plan order; `None` where a run is missing. Where a missing run is
-/// recorded for another digest of its objective (an edited scenario or trace, or a line
-/// of an earlier version), a warning counts those runs: `--resume` runs them again,
-/// `--report-only` leaves them out.
+/// `fixed_compute`, and the same lengthscales for an algorithm that fits tvbo's GP), in
+/// plan order; `None` where a run is missing. Where a missing run is recorded for another
+/// digest of its objective (an edited scenario or trace, or a line of an earlier
+/// version), a warning counts those runs: `--resume` runs them again, `--report-only`
+/// leaves them out.
 pub(super) fn recorded_for_plan(
     plan: &Plan,
     fixed_compute: Option<f64>,
@@ -144,6 +152,8 @@ fn match_plan(
                     && r.algorithm_options.as_ref() == plan.options_of(run.algorithm.name)
                     && r.fit_start == plan.fit_start
                     && r.hyperpriors == plan.hyperpriors
+                    && (r.lengthscales == plan.lengthscales
+                        || !run.algorithm.fits_spatial_lengthscales())
                     && r.replication == run.replication
                     && r.seed == run.seed
                     && r.horizon == plan.suite.horizon
@@ -179,6 +189,7 @@ mod tests {
             algorithm_options: None,
             fit_start: FitStart::Fixed,
             hyperpriors: Hyperpriors::None,
+            lengthscales: Lengthscales::Shared,
             warmup: 15,
             iterations: vec![runner::Iteration {
                 t: 1.0,
@@ -229,6 +240,7 @@ mod tests {
             algorithm_options,
             fit_start: FitStart::Fixed,
             hyperpriors: Hyperpriors::None,
+            lengthscales: Lengthscales::Shared,
             warmup: 15,
             iterations: Vec::new(),
             wall_seconds: 1.0,
@@ -291,6 +303,7 @@ mod tests {
             algorithm_options: None,
             fit_start: FitStart::Previous,
             hyperpriors: Hyperpriors::None,
+            lengthscales: Lengthscales::Shared,
             warmup: 15,
             iterations: Vec::new(),
             wall_seconds: 1.0,
@@ -333,6 +346,7 @@ mod tests {
             algorithm_options: None,
             fit_start: FitStart::Fixed,
             hyperpriors,
+            lengthscales: Lengthscales::Shared,
             warmup: 15,
             iterations: Vec::new(),
             wall_seconds: 1.0,
@@ -360,6 +374,111 @@ mod tests {
             vec![Some(run(Hyperpriors::None))]
         );
         assert_eq!(recorded_for_plan(&robust, None, &log).unwrap(), vec![None]);
+    }
+
+    /// `--lengthscales` is recorded in every line, and a line without it (recorded before
+    /// it existed) is a run of `shared`. After a change of it, `--resume` reuses the runs
+    /// of the algorithms that do not fit tvbo's GP (Optuna's samplers, `random`) and runs
+    /// tvbo's GP algorithms (`tune-once` too, a GP-UCB session while it tunes) again.
+    #[test]
+    fn resumed_runs_of_tvbos_gps_are_those_of_the_same_lengthscales_and_peers_any() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join(RUN_LOG);
+        let names = ["bolt", "optuna-tpe", "optuna-gp", "random", "tune-once"];
+        let plan = |lengthscales| {
+            Plan::new(&BenchOptions {
+                suite: "paper".into(),
+                objectives: Some(vec!["hartmann3".into()]),
+                algorithms: Some(names.iter().map(|n| n.to_string()).collect()),
+                replications: Some(1),
+                lengthscales,
+                ..BenchOptions::default()
+            })
+            .unwrap()
+        };
+        let (shared, per_parameter) =
+            (plan(Lengthscales::Shared), plan(Lengthscales::PerParameter));
+        assert_eq!(BenchOptions::default().lengthscales, Lengthscales::Shared);
+        let run = |algorithm: &str, lengthscales| RunResult {
+            objective: "hartmann3".into(),
+            objective_digest: None,
+            algorithm: algorithm.into(),
+            replication: 0,
+            seed: shared.runs[0].seed,
+            horizon: 600.0,
+            fixed_compute: None,
+            algorithm_options: None,
+            fit_start: FitStart::Fixed,
+            hyperpriors: Hyperpriors::None,
+            lengthscales,
+            warmup: 15,
+            iterations: Vec::new(),
+            wall_seconds: 1.0,
+        };
+        let line = |algorithm: &str, lengthscales| {
+            serde_json::to_string(&run(algorithm, lengthscales)).unwrap()
+        };
+        // Recorded in every line, `shared` included.
+        assert!(
+            line("bolt", Lengthscales::PerParameter).contains(r#""lengthscales":"per_parameter""#)
+        );
+        let shared_line = line("bolt", Lengthscales::Shared);
+        assert!(
+            shared_line.contains(r#""lengthscales":"shared""#),
+            "{shared_line}"
+        );
+        // Lines of an earlier version, without the field: runs of `shared`.
+        let old_lines: Vec<String> = names
+            .iter()
+            .map(|name| line(name, Lengthscales::Shared).replace(r#","lengthscales":"shared""#, ""))
+            .collect();
+        assert!(!old_lines[0].contains("lengthscales"), "{}", old_lines[0]);
+        std::fs::write(&log, format!("{}\n", old_lines.join("\n"))).unwrap();
+        let by_name = |plan: &Plan, recorded: Vec<Option<RunResult>>| {
+            plan.runs
+                .iter()
+                .zip(recorded)
+                .map(|(spec, run)| (spec.algorithm.name, run))
+                .collect::<std::collections::BTreeMap<_, _>>()
+        };
+        let found = by_name(&shared, recorded_for_plan(&shared, None, &log).unwrap());
+        assert_eq!(found.len(), names.len());
+        for name in names {
+            assert_eq!(found[name], Some(run(name, Lengthscales::Shared)), "{name}");
+        }
+        // Under `per_parameter` the peers' runs, recorded without the field, are reused;
+        // bolt's and tune-once's are not.
+        let found = by_name(
+            &per_parameter,
+            recorded_for_plan(&per_parameter, None, &log).unwrap(),
+        );
+        for name in ["optuna-tpe", "optuna-gp", "random"] {
+            assert_eq!(found[name], Some(run(name, Lengthscales::Shared)), "{name}");
+        }
+        assert_eq!(found["bolt"], None);
+        assert_eq!(found["tune-once"], None);
+        // A run of `per_parameter` is bolt's under `per_parameter` only; a peer's, under
+        // either.
+        std::fs::write(
+            &log,
+            format!(
+                "{}\n{}\n",
+                line("bolt", Lengthscales::PerParameter),
+                line("optuna-tpe", Lengthscales::PerParameter)
+            ),
+        )
+        .unwrap();
+        let found = by_name(
+            &per_parameter,
+            recorded_for_plan(&per_parameter, None, &log).unwrap(),
+        );
+        assert_eq!(found["bolt"], Some(run("bolt", Lengthscales::PerParameter)));
+        let found = by_name(&shared, recorded_for_plan(&shared, None, &log).unwrap());
+        assert_eq!(found["bolt"], None);
+        assert_eq!(
+            found["optuna-tpe"],
+            Some(run("optuna-tpe", Lengthscales::PerParameter))
+        );
     }
 
     /// A replayed trace's runs record the digest of its scenario and trace files; an

@@ -8,7 +8,7 @@ use super::error::BenchError;
 use super::objective::Objective;
 use super::options::ServerTime;
 use tvbo_core::domain::checked::CheckedConfig;
-use tvbo_core::domain::config::{CreateSession, FitStart};
+use tvbo_core::domain::config::{CreateSession, FitStart, Lengthscales};
 use tvbo_core::domain::hyperpriors::Hyperpriors;
 use tvbo_core::domain::space::ParameterSpec;
 use tvbo_core::engine::new_session_config;
@@ -20,13 +20,17 @@ pub struct ModelSettings {
     pub fit_start: FitStart,
     /// `model.hyperpriors` (`--hyperpriors`).
     pub hyperpriors: Hyperpriors,
+    /// `model.lengthscales` (`--lengthscales`).
+    pub lengthscales: Lengthscales,
 }
 
 impl ModelSettings {
-    /// The papers' protocol: fits from the fixed start, exact maximum likelihood.
+    /// The papers' protocol: fits from the fixed start, exact maximum likelihood, one
+    /// spatial lengthscale for every parameter.
     pub const PAPERS: ModelSettings = ModelSettings {
         fit_start: FitStart::Fixed,
         hyperpriors: Hyperpriors::None,
+        lengthscales: Lengthscales::Shared,
     };
 }
 
@@ -74,8 +78,8 @@ fn parameter_name(i: usize) -> String {
 /// The create-session request of a run: the objective's parameters
 /// ([`session_parameters`]) or arms, the algorithm with its defaults and `options`
 /// (and, for the algorithms that select among priors, the objective's priors and noise
-/// variance), the `model` settings (`fit_start`, `hyperpriors`), client time, the run's
-/// seed, minimisation.
+/// variance), the `model` settings (`fit_start`, `hyperpriors`, `lengthscales`), client
+/// time, the run's seed, minimisation.
 pub fn session_request(
     objective: &dyn Objective,
     name: &str,
@@ -96,6 +100,7 @@ pub fn session_request(
     let mut model = serde_json::Map::new();
     model.insert("fit_start".into(), json!(settings.fit_start));
     model.insert("hyperpriors".into(), json!(settings.hyperpriors));
+    model.insert("lengthscales".into(), json!(settings.lengthscales));
     if algorithm.needs_priors {
         let priors = objective.priors().ok_or_else(|| {
             BenchError::Config(format!(
@@ -182,6 +187,7 @@ mod tests {
                 let config = session_config(&request.unwrap(), 9).unwrap();
                 assert_eq!(config.algorithm.name(), entry.name);
                 assert_eq!(config.model.hyperpriors, Hyperpriors::None);
+                assert_eq!(config.model.lengthscales, Lengthscales::Shared);
                 assert_eq!(config.seed, 9);
                 assert_eq!(config.arms.is_some(), objective.arms().is_some());
                 if entry.needs_priors {
@@ -205,13 +211,16 @@ mod tests {
             ModelSettings {
                 fit_start: FitStart::Previous,
                 hyperpriors: Hyperpriors::Robust,
+                lengthscales: Lengthscales::PerParameter,
             },
         )
         .unwrap();
         assert_eq!(request["model"]["fit_start"], "previous");
         assert_eq!(request["model"]["hyperpriors"], "robust");
+        assert_eq!(request["model"]["lengthscales"], "per_parameter");
         let config = session_config(&request, 9).unwrap();
         assert_eq!(config.model.hyperpriors, Hyperpriors::Robust);
+        assert_eq!(config.model.lengthscales, Lengthscales::PerParameter);
         assert_eq!(request["parameters"][0]["high"], 20.0);
         assert_eq!(request["arms"][29]["params"]["x1"], 20.0);
     }

@@ -14,7 +14,7 @@ use crate::plan::Plan;
 use crate::reference;
 use crate::run_log::RunResult;
 use crate::stats::MeanSe;
-use tvbo_core::domain::config::FitStart;
+use tvbo_core::domain::config::{FitStart, Lengthscales};
 use tvbo_core::domain::hyperpriors::Hyperpriors;
 
 /// Points of the time series (bins over the horizon).
@@ -145,6 +145,8 @@ pub struct Report {
     pub fit_start: FitStart,
     /// Every session's `model.hyperpriors` (`--hyperpriors`).
     pub hyperpriors: Hyperpriors,
+    /// Every session's `model.lengthscales` (`--lengthscales`).
+    pub lengthscales: Lengthscales,
     pub summaries: Vec<Summary>,
     pub normalised: Vec<Normalised>,
     pub runs: Vec<RunSummary>,
@@ -304,6 +306,7 @@ impl Report {
                 .collect(),
             fit_start: plan.fit_start,
             hyperpriors: plan.hyperpriors,
+            lengthscales: plan.lengthscales,
             summaries,
             normalised,
             runs,

@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::aggregate::Report;
 use super::format::{duration, fraction, significant, span};
 use super::phases::achieved_plot_file;
-use tvbo_core::domain::config::FitStart;
+use tvbo_core::domain::config::{FitStart, Lengthscales};
 use tvbo_core::domain::hyperpriors::Hyperpriors;
 
 impl Report {
@@ -84,6 +84,21 @@ impl Report {
                     .and_then(|v| v.as_str().map(str::to_string))
                     .unwrap_or_default(),
                 if self.hyperpriors == Hyperpriors::default() {
+                    ", the service's default"
+                } else {
+                    ""
+                }
+            );
+        }
+        if self.lengthscales != Lengthscales::Shared {
+            let _ = writeln!(
+                md,
+                "The GPs fit one spatial lengthscale per parameter (`--lengthscales {}`{}), not the papers' one shared by every parameter.\n",
+                serde_json::to_value(self.lengthscales)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default(),
+                if self.lengthscales == Lengthscales::default() {
                     ", the service's default"
                 } else {
                     ""
@@ -273,6 +288,7 @@ pub(super) mod tests {
             algorithm_options: BTreeMap::new(),
             fit_start: FitStart::Fixed,
             hyperpriors: Hyperpriors::None,
+            lengthscales: Lengthscales::Shared,
             summaries,
             normalised: Vec::new(),
             runs: Vec::new(),
@@ -329,6 +345,24 @@ pub(super) mod tests {
         assert!(
             md.markdown().contains(
                 "under the service's weak priors (`--hyperpriors robust`, the service's default)"
+            ),
+            "{}",
+            md.markdown()
+        );
+    }
+
+    /// `--lengthscales default` runs record the value it resolves to; the report names
+    /// per-parameter lengthscales, and the service's default, and nothing under the
+    /// papers' `shared`.
+    #[test]
+    fn the_settings_name_the_lengthscales_and_the_default() {
+        let mut md = report(60.0, Vec::new());
+        assert!(!md.markdown().contains("lengthscale"), "{}", md.markdown());
+        md.lengthscales = Lengthscales::PerParameter;
+        assert_eq!(Lengthscales::default(), Lengthscales::PerParameter);
+        assert!(
+            md.markdown().contains(
+                "one spatial lengthscale per parameter (`--lengthscales per_parameter`, the service's default)"
             ),
             "{}",
             md.markdown()
