@@ -53,6 +53,7 @@ fn snapshot(t: f64, with_optimum: bool) -> StepSnapshot {
             noise_variance: 0.01,
             epsilon: None,
             categorical_lengthscale: None,
+            lengthscales: Some([("x".to_string(), 0.2), ("y".to_string(), 0.45)].into()),
         }),
         optimum: with_optimum.then(|| RecordedOptimum {
             t,

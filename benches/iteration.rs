@@ -152,7 +152,7 @@ fn main() -> anyhow::Result<()> {
         let fit_alone = |start: SearchStart<'_>| {
             let settings = FitSettings {
                 start,
-                ..FitSettings::from_default_start(None, config.model.hyperpriors)
+                ..FitSettings::from_default_start(None, &config.model)
             };
             Surrogate::fit(spec, input.dim, &data, &settings).expect("fit")
         };
@@ -164,7 +164,7 @@ fn main() -> anyhow::Result<()> {
                 spec,
                 input.dim,
                 &data[..n - 1],
-                &FitSettings::from_default_start(None, config.model.hyperpriors),
+                &FitSettings::from_default_start(None, &config.model),
             )?
             .hyperparameters();
             // An ordinal whose fit starts from the previous one.

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicIsize, Ordering};
 
 use nalgebra::{DMatrix, DVector};
+use tvbo::domain::config::{Failures, FitStart, Lengthscales, ModelConfig};
 use tvbo::domain::hyperpriors::Hyperpriors;
 use tvbo::gp::arms::{ArmGp, ArmPrior, TimeVaryingArmGp};
 use tvbo::gp::{KernelKind, KernelSpec};
@@ -82,7 +83,17 @@ fn prior(m: usize) -> ArmPrior {
 #[test]
 fn reported_model_memory_matches_the_allocator() {
     let spec = KernelSpec::new(KernelKind::Matern52, Some(KernelKind::Matern32));
-    let exact = FitSettings::from_default_start(None, Hyperpriors::None);
+    let model = ModelConfig {
+        spatial_kernel: KernelKind::Matern52,
+        temporal_kernel: Some(KernelKind::Matern32),
+        noise: None,
+        warmup: 15,
+        fit_start: FitStart::Fixed,
+        hyperpriors: Hyperpriors::None,
+        failures: Failures::Ignore,
+        lengthscales: Lengthscales::Shared,
+    };
+    let exact = FitSettings::from_default_start(None, &model);
     // The matrix-product kernels keep a workspace per thread (a few MB, made on first use
     // and kept for the thread's life), shared by every model the thread builds and owned
     // by none: made here first, it is not counted against the first model measured.

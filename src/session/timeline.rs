@@ -41,7 +41,8 @@ const NUMBER_BYTES: i64 = 24;
 /// comma before it, and of the forgetting span and the rolling-regret point it may
 /// bring.
 const OBSERVATION_BYTES: i64 = 256 + 128 + 112;
-/// JSON bytes of a step besides its optimum's `params` and `arm`, with the comma.
+/// JSON bytes of a step besides its optimum's `params`, its `arm` and its fit's
+/// per-parameter `lengthscales`, with the comma.
 const STEP_BYTES: i64 = 2048;
 /// JSON bytes of a response-time sample, with the comma.
 const SAMPLE_BYTES: i64 = 96;
@@ -124,7 +125,8 @@ fn timeline_budget(config: &CheckedConfig, points: i64) -> TimelineBudget {
         max_bytes: MAX_TIMELINE_BYTES,
         row_bytes: RowBytes {
             observation: OBSERVATION_BYTES + params,
-            step: STEP_BYTES + params + arm,
+            // The lengthscales by parameter name: no more bytes than a setting.
+            step: STEP_BYTES + 2 * params + arm,
             sample: SAMPLE_BYTES,
             ended_run: ENDED_RUN_BYTES + params + reason,
         },
@@ -366,6 +368,9 @@ mod tests {
                         noise_variance: LONGEST,
                         epsilon: Some(LONGEST),
                         categorical_lengthscale: Some(LONGEST),
+                        lengthscales: Some(
+                            params.keys().map(|name| (name.clone(), LONGEST)).collect(),
+                        ),
                     }),
                     optimum: Some(RecordedOptimum {
                         t: LONGEST,

@@ -204,8 +204,8 @@ fn check(algorithm: &Value, context: bool, categorical: bool, pending: usize, co
     let reused = pending == 0 && count == 1;
     assert_eq!(models, if reused { 1 } else { 2 }, "{case}: models built");
 
-    // Models that differ from the record's by rounding alone record another optimum, and
-    // are not taken for it.
+    // Models that differ from the record's by rounding alone are not taken for it, and
+    // one of them records another optimum (so that taking it would show).
     let hyper = state.hyperparameters.unwrap();
     let spec = policy_for(&config).model_kernel(&config.model, config.space());
     let dim = config.parameters.len();
@@ -232,12 +232,16 @@ fn check(algorithm: &Value, context: bool, categorical: bool, pending: usize, co
             !other.is_built_from(spec, dim, &data, &hyper),
             "{case}: {what}"
         );
+        // A hallucinated point leaves the mean as it was up to rounding, which may round
+        // to the same optimum; a lengthscale changed by 1e-9 moves it.
         let its = CurrentModel::Surrogate(other.clone()).optimum(&config, target, &coordinates, &1);
-        assert_ne!(
-            text(&its),
-            text(&afresh),
-            "{case}: {what} records the same optimum"
-        );
+        if what == "l_S to 1e-9" {
+            assert_ne!(
+                text(&its),
+                text(&afresh),
+                "{case}: {what} records the same optimum"
+            );
+        }
         let offered = step_snapshot(
             &config,
             &state,

@@ -193,6 +193,7 @@ async fn check_steps_with_snapshots(store: &dyn Store) {
             noise_variance: 0.01,
             epsilon: None,
             categorical_lengthscale: None,
+            lengthscales: Some([("x".to_string(), 0.25)].into()),
         }),
         optimum: Some(RecordedOptimum {
             t: 4.5,

@@ -40,6 +40,7 @@ TimeSource = Literal["wall", "client"]
 FitStart = Literal["fixed", "previous"]
 Hyperpriors = Literal["none", "robust"]
 Failures = Literal["impute", "ignore"]
+Lengthscales = Literal["per_parameter", "shared"]
 RunEnd = Literal["failed", "abandoned"]
 TrackingStatus = Literal["tracking", "lagging", "no-recent-data"]
 AlgorithmName = Literal[
@@ -173,6 +174,7 @@ class ModelOptions(TypedDict, total=False):
     fit_start: Optional[FitStart]
     hyperpriors: Optional[Hyperpriors]
     failures: Optional[Failures]
+    lengthscales: Optional[Lengthscales]
 
 
 class TimeOptions(TypedDict, total=False):
@@ -254,6 +256,7 @@ class ModelConfig:
     fit_start: Optional[FitStart] = None
     hyperpriors: Optional[Hyperpriors] = None
     failures: Optional[Failures] = None
+    lengthscales: Optional[Lengthscales] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -460,6 +463,7 @@ class FittedHyperparameters:
     temporal_lengthscale: Optional[float] = None
     epsilon: Optional[float] = None
     categorical_lengthscale: Optional[float] = None
+    lengthscales: Optional[Dict[str, float]] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -811,6 +815,7 @@ ENUMS: Dict[str, Any] = {
     "FitStart": FitStart,
     "Hyperpriors": Hyperpriors,
     "Failures": Failures,
+    "Lengthscales": Lengthscales,
     "RunEnd": RunEnd,
     "TrackingStatus": TrackingStatus,
     "WebhookState": WebhookState,

@@ -285,6 +285,12 @@ pub struct FittedHyperparameters {
     /// parameters).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub categorical_lengthscale: Option<f64>,
+    /// l_d of each continuous parameter, on the unit interval, under
+    /// `model.lengthscales: per_parameter` (`spatial_lengthscale` is their geometric
+    /// mean): what the model learned matters. A parameter whose lengthscale is a few times
+    /// the shortest hardly changes the value; one near the shortest is what it turns on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lengthscales: Option<std::collections::BTreeMap<String, f64>>,
 }
 
 /// The posterior mean's maximiser at time `t`, on the user's scale.

@@ -327,6 +327,16 @@ pub fn fitted_hyperparameters(
                 .space()
                 .has_categorical()
                 .then_some(h.categorical_lengthscale),
+            lengthscales: (!h.lengthscale_ratios.is_isotropic()).then(|| {
+                let parameters = config.space().parameters().iter().enumerate();
+                parameters
+                    .filter(|(_, p)| p.choice_list().is_empty())
+                    .map(|(d, p)| {
+                        let l = h.spatial_lengthscale * h.lengthscale_ratios.get(d);
+                        (p.name.clone(), l)
+                    })
+                    .collect()
+            }),
         }
     })
 }

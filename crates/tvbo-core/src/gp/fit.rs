@@ -134,7 +134,8 @@ struct Layout {
     temporal: bool,
     categorical: bool,
     noise: bool,
-    /// `Some` with one lengthscale per continuous coordinate (at least one).
+    /// `Some` with one lengthscale per continuous coordinate, of which there are at least
+    /// two (with one, it is the shared lengthscale, fitted as such).
     per_coordinate: Option<PerCoordinate>,
 }
 
@@ -146,7 +147,7 @@ impl Layout {
             noise: fixed.noise_variance.is_none(),
             per_coordinate: per_coordinate
                 .map(|dim| PerCoordinate::new(spec, dim))
-                .filter(|p| p.count() > 0),
+                .filter(|p| p.count() > 1),
         }
     }
 

@@ -385,7 +385,12 @@ mod tests {
             lengthscale_ratios: Default::default(),
         };
         let fit = |start| {
-            fit_hyperparameters(spec, &xs, &ts, &ys, start, &FitOptions::default()).unwrap()
+            // The session's default: a lengthscale per parameter.
+            let options = FitOptions {
+                per_coordinate_lengthscales: true,
+                ..FitOptions::default()
+            };
+            fit_hyperparameters(spec, &xs, &ts, &ys, start, &options).unwrap()
         };
         let warm = fit(SearchStart::Previous(&previous));
         let fresh = fit(SearchStart::Default);
