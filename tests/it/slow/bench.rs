@@ -5,7 +5,7 @@
 use crate::common;
 
 use common::TestServer;
-use tvbo::domain::config::FitStart;
+use tvbo::domain::config::{FitStart, Lengthscales};
 use tvbo::domain::hyperpriors::Hyperpriors;
 use tvbo_bench::{self as bench, BenchOptions, Plan, RunResult, ServerTime};
 
@@ -21,6 +21,7 @@ fn options(output: &std::path::Path) -> BenchOptions {
         algorithm_options: Vec::new(),
         fit_start: FitStart::Fixed,
         hyperpriors: Hyperpriors::None,
+        lengthscales: Lengthscales::Shared,
         replications: Some(1),
         horizon: Some(20.5),
         jobs: 2,
