@@ -29,6 +29,7 @@ mod hostile_input;
 mod idempotent_retries;
 mod key_checks;
 mod layering;
+mod lengthscales;
 mod lifecycle;
 mod listing;
 mod openapi;

@@ -27,7 +27,8 @@ pub struct ObservationInput {
     #[schema(minimum = -1e100, maximum = 1e100)]
     pub value: Option<f64>,
     /// `true`: the measurement failed (a timeout, a crash). It is recorded and shown and
-    /// its suggestion is no longer pending, but nothing reaches the model; no `value` or
+    /// its suggestion is no longer pending; under `model.failures: impute` the model takes
+    /// it as a value below every success, under `ignore` nothing of it; no `value` or
     /// `regret`.
     pub failed: Option<bool>,
     /// Why a failed run failed, in the client's words (with `failed` only).
