@@ -38,8 +38,11 @@ async fn fitted(server: &TestServer, model: Value) -> Value {
     let observations: Vec<Value> = (0..40)
         .map(|i| {
             let x: Vec<f64> = roots.iter().map(|r| (0.5 + i as f64 * r).fract()).collect();
-            let params: serde_json::Map<String, Value> =
-                NAMES.iter().zip(&x).map(|(n, v)| (n.to_string(), json!(v))).collect();
+            let params: serde_json::Map<String, Value> = NAMES
+                .iter()
+                .zip(&x)
+                .map(|(n, v)| (n.to_string(), json!(v)))
+                .collect();
             let value = (6.0 * x[0]).sin() + 4.0 * (x[1] - 0.4).powi(2);
             json!({"params": params, "value": value, "t": i as f64})
         })
@@ -52,7 +55,10 @@ async fn fitted(server: &TestServer, model: Value) -> Value {
         .await;
     assert_eq!(status, 201, "{body}");
     let (status, body) = server
-        .post(&format!("/v1/sessions/{id}/suggestions"), &json!({"t": 40.0}))
+        .post(
+            &format!("/v1/sessions/{id}/suggestions"),
+            &json!({"t": 40.0}),
+        )
         .await;
     assert_eq!(status, 201, "{body}");
     let (status, view) = server.get(&format!("/v1/sessions/{id}/model")).await;

@@ -738,8 +738,10 @@ impl Objective for NegativeLogPosterior<'_> {
 
 /// Log marginal likelihood of standardised y, log p(y) = −½ yᵀα − ½ ln|K+σ²I| − n/2 ln 2π,
 /// and its gradient with respect to the log of each free hyperparameter, in the order
-/// ln λ, ln l_S, ln l_T (only if `spec.temporal` is Some and l_T is not fixed), ln σ²
-/// (unless fixed). Values in `fixed` replace the corresponding fields of `hyper`.
+/// ln λ, ln l_S (with `hyper`'s lengthscale ratios and two or more continuous
+/// coordinates: ln l_d of each continuous coordinate d in its place), ln l_T (only if
+/// `spec.temporal` is Some and l_T is not fixed), ln l_C (with categorical coordinates),
+/// ln σ² (unless fixed). Values in `fixed` replace the corresponding fields of `hyper`.
 /// Costs one Cholesky factorisation and one inverse, O(n³).
 pub fn log_marginal_likelihood(
     spec: KernelSpec,

@@ -219,6 +219,15 @@ fn validate_point(dim: usize, x: &[f64]) -> Result<(), GpError> {
     Ok(())
 }
 
+/// [`Gp::scaled`] for a kernel `spec` with lengthscale `ratios`.
+fn scaled<'a>(spec: KernelSpec, ratios: &LengthscaleRatios, x: &'a [f64]) -> Cow<'a, [f64]> {
+    if ratios.is_isotropic() {
+        Cow::Borrowed(x)
+    } else {
+        Cow::Owned(ratios.scale(x, |d| spec.categories.choices(d) > 0))
+    }
+}
+
 /// Factorises K + (σ² + jitter) I, retrying with growing jitter. Returns the factor and
 /// the jitter used.
 pub(crate) fn factorise_with_jitter(
@@ -282,20 +291,22 @@ impl Gp {
             });
         }
         validate_data(dim, &xs, &ts, &ys)?;
+        let scaled: Vec<Vec<f64>> = xs
+            .iter()
+            .map(|x| scaled(spec, &hyper.lengthscale_ratios, x).into_owned())
+            .collect();
         let mut gp = Gp {
             spec,
             hyper,
             dim,
-            coordinates: Coordinates::new(dim, &[]),
-            xs: Vec::new(),
-            ts: Vec::new(),
-            ys: Vec::new(),
+            coordinates: Coordinates::new(dim, &scaled),
+            xs,
+            ts,
+            ys,
             chol: DMatrix::zeros(0, 0),
             alpha: DVector::zeros(0),
             jitter: 0.0,
         };
-        let scaled: Vec<Vec<f64>> = xs.iter().map(|x| gp.scaled(x).into_owned()).collect();
-        (gp.coordinates, gp.xs, gp.ts, gp.ys) = (Coordinates::new(dim, &scaled), xs, ts, ys);
         gp.refactorise()?;
         Ok(gp)
     }
@@ -370,13 +381,7 @@ impl Gp {
     /// divided by its lengthscale ratio ([`LengthscaleRatios::scale`]); `x` itself for an
     /// isotropic kernel.
     pub fn scaled<'a>(&self, x: &'a [f64]) -> Cow<'a, [f64]> {
-        let ratios = &self.hyper.lengthscale_ratios;
-        if ratios.is_isotropic() {
-            Cow::Borrowed(x)
-        } else {
-            let categories = &self.spec.categories;
-            Cow::Owned(ratios.scale(x, |d| categories.choices(d) > 0))
-        }
+        scaled(self.spec, &self.hyper.lengthscale_ratios, x)
     }
 
     /// The squared spatial distance of `a` and `b` in the scaled coordinates
