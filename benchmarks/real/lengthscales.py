@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """The tables of docs/decisions/0011-per-parameter-lengthscales.md: tvbo's GP algorithms
-on the real suite with one spatial lengthscale for every parameter (runs-shared-lengthscales.jsonl.gz,
-the suite's first run) and with one per parameter (runs.jsonl.gz), and BOLT with a smaller
-constant β beside (runs-bolt-beta1.jsonl.gz: β = 1; runs-bolt-beta025.jsonl.gz: β = 0.25).
+on the real suite with one spatial lengthscale for every parameter (runs.jsonl.gz, the
+suite's run log) and with one per parameter (runs-per-parameter.jsonl.gz), and BOLT with a
+smaller constant β beside: with one lengthscale (runs-bolt-beta1-shared.jsonl.gz: β = 1),
+and with one per parameter (runs-bolt-beta1.jsonl.gz: β = 1; runs-bolt-beta025.jsonl.gz:
+β = 0.25).
 Each cell: the fraction of the per-moment optimum achieved, mean ± standard error over the
 seeds; the last column the mean over the scenarios. Standard library only:
 
@@ -50,8 +52,9 @@ def main() -> None:
     print("| algorithm, lengthscales | " + " | ".join(SYSTEMS) + " | mean |")
     print("|---" * (len(SYSTEMS) + 2) + "|")
     for algorithm in ["bolt", "w-dbo", "gp-ucb", "tune-once"]:
-        row(f"`{algorithm}`, shared", fractions(HERE / "runs-shared-lengthscales.jsonl.gz", algorithm))
-        row(f"`{algorithm}`, per parameter", fractions(HERE / "runs.jsonl.gz", algorithm))
+        row(f"`{algorithm}`, shared", fractions(HERE / "runs.jsonl.gz", algorithm))
+        row(f"`{algorithm}`, per parameter", fractions(HERE / "runs-per-parameter.jsonl.gz", algorithm))
+    row("`bolt`, shared, β = 1", fractions(HERE / "runs-bolt-beta1-shared.jsonl.gz", "bolt"))
     row("`bolt`, per parameter, β = 1", fractions(HERE / "runs-bolt-beta1.jsonl.gz", "bolt"))
     row("`bolt`, per parameter, β = 0.25", fractions(HERE / "runs-bolt-beta025.jsonl.gz", "bolt"))
 

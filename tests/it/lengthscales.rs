@@ -1,8 +1,9 @@
 //! What the model learned matters, through the server with keys on and the default
 //! limits: a session over five settings of which two matter (the value is a function of
-//! `a` and `b` alone) reports, in `GET …/model`, a lengthscale per setting under the
-//! default `model.lengthscales: per_parameter`, each of the three that do not matter at
-//! least three times the longer of the two that do; under `shared` it reports none.
+//! `a` and `b` alone) reports, in `GET …/model`, a lengthscale per setting under
+//! `model.lengthscales: per_parameter`, each of the three that do not matter at least
+//! three times the longer of the two that do; under the default, `shared`, it reports
+//! none.
 
 use crate::common;
 
@@ -68,7 +69,7 @@ async fn fitted(server: &TestServer, model: Value) -> Value {
 
 async fn the_model_view_reports_which_settings_matter(server: TestServer) {
     let server = server.with_key("importance").await;
-    let hyper = fitted(&server, json!({})).await;
+    let hyper = fitted(&server, json!({"lengthscales": "per_parameter"})).await;
     let lengthscales = &hyper["lengthscales"];
     let l = |name: &str| {
         lengthscales[name]
@@ -84,7 +85,7 @@ async fn the_model_view_reports_which_settings_matter(server: TestServer) {
     let shared = hyper["spatial_lengthscale"].as_f64().unwrap();
     assert!((mean.exp() - shared).abs() < 1e-9 * shared, "{hyper}");
 
-    let hyper = fitted(&server, json!({"lengthscales": "shared"})).await;
+    let hyper = fitted(&server, json!({})).await;
     assert!(hyper.get("lengthscales").is_none(), "{hyper}");
     assert!(hyper["spatial_lengthscale"].as_f64().unwrap() > 0.0);
 }

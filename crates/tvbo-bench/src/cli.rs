@@ -333,7 +333,7 @@ mod tests {
                 mode
             );
         }
-        assert_eq!(Lengthscales::default(), Lengthscales::PerParameter);
+        assert_eq!(Lengthscales::default(), Lengthscales::Shared);
         let e = bench_lengthscales(&["--lengthscales", "isotropic"]).unwrap_err();
         assert!(
             e.to_string()

@@ -477,7 +477,7 @@ mod tests {
         let old = text.replace(r#","lengthscales":"shared""#, "");
         assert!(!old.contains("lengthscales"), "{old}");
         std::fs::write(&log_path, old).unwrap();
-        options.lengthscales = Lengthscales::default();
+        options.lengthscales = Lengthscales::PerParameter;
         options.rerun = vec!["gp-ucb".into()];
         let second = execute(&Plan::new(&options).unwrap(), &options).unwrap();
         assert_eq!(by(&second, "random"), by(&first, "random"));

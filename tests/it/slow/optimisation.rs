@@ -213,7 +213,7 @@ async fn corner_sessions(server: &TestServer, hyperpriors: Option<&str>) -> Vec<
     outcomes
 }
 
-/// With the service's default (`robust`, a lengthscale per parameter), none of the ten
+/// With the service's default (`robust`, one lengthscale), none of the ten
 /// sessions fits l_S at a bound and GET …/model shows the priors; with the papers' fit
 /// (`hyperpriors: none`, `lengthscales: shared`) the exact-likelihood behaviour is as
 /// before: l_S at its top of 10 on several seeds, each followed by a corner suggestion.

@@ -93,16 +93,7 @@ impl Report {
         if self.lengthscales != Lengthscales::Shared {
             let _ = writeln!(
                 md,
-                "The GPs fit one spatial lengthscale per parameter (`--lengthscales {}`{}), not the papers' one shared by every parameter.\n",
-                serde_json::to_value(self.lengthscales)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_string))
-                    .unwrap_or_default(),
-                if self.lengthscales == Lengthscales::default() {
-                    ", the service's default"
-                } else {
-                    ""
-                }
+                "The GPs fit one spatial lengthscale per parameter (`--lengthscales per_parameter`), not the papers' and the service's default, one shared by every parameter.\n"
             );
         }
     }
@@ -351,18 +342,17 @@ pub(super) mod tests {
         );
     }
 
-    /// `--lengthscales default` runs record the value it resolves to; the report names
-    /// per-parameter lengthscales, and the service's default, and nothing under the
-    /// papers' `shared`.
+    /// The report names per-parameter lengthscales, and nothing under the papers' and
+    /// the service's default, `shared`.
     #[test]
-    fn the_settings_name_the_lengthscales_and_the_default() {
+    fn the_settings_name_the_lengthscales() {
         let mut md = report(60.0, Vec::new());
         assert!(!md.markdown().contains("lengthscale"), "{}", md.markdown());
+        assert_eq!(Lengthscales::default(), Lengthscales::Shared);
         md.lengthscales = Lengthscales::PerParameter;
-        assert_eq!(Lengthscales::default(), Lengthscales::PerParameter);
         assert!(
             md.markdown().contains(
-                "one spatial lengthscale per parameter (`--lengthscales per_parameter`, the service's default)"
+                "one spatial lengthscale per parameter (`--lengthscales per_parameter`), not"
             ),
             "{}",
             md.markdown()

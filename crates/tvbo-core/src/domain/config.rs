@@ -64,21 +64,23 @@ pub struct ModelRequest {
     /// What the model learns from failed runs: `impute` (default), a data point at the
     /// failed setting and time with a value below every success, or `ignore`, nothing.
     pub failures: Option<Failures>,
-    /// Spatial lengthscales: `per_parameter` (default), one per continuous parameter, so
-    /// that the model learns which settings matter, or `shared`, one for all (the papers').
+    /// Spatial lengthscales: `shared` (default), one for all (the papers'), or
+    /// `per_parameter`, one per continuous parameter, so that the model learns which
+    /// settings matter (GET …/model shows them).
     pub lengthscales: Option<Lengthscales>,
 }
 
-/// How many spatial lengthscales a session's kernel has (docs/api.md, "The model").
+/// How many spatial lengthscales a session's kernel has
+/// (docs/decisions/0011-per-parameter-lengthscales.md says why one is the default).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Lengthscales {
     /// One lengthscale per continuous parameter (automatic relevance determination, as
     /// BoTorch's, Optuna's and Vizier's GPs fit): a setting that does not matter gets a
     /// long one, and the search stops spending evaluations along it.
-    #[default]
     PerParameter,
     /// One lengthscale for every continuous parameter (the papers' isotropic kernel).
+    #[default]
     Shared,
 }
 

@@ -385,12 +385,7 @@ mod tests {
             lengthscale_ratios: Default::default(),
         };
         let fit = |start| {
-            // The session's default: a lengthscale per parameter.
-            let options = FitOptions {
-                per_coordinate_lengthscales: true,
-                ..FitOptions::default()
-            };
-            fit_hyperparameters(spec, &xs, &ts, &ys, start, &options).unwrap()
+            fit_hyperparameters(spec, &xs, &ts, &ys, start, &FitOptions::default()).unwrap()
         };
         let warm = fit(SearchStart::Previous(&previous));
         let fresh = fit(SearchStart::Default);
