@@ -7,7 +7,10 @@ one lengthscale and β = 1 (multimodal-beta1-*.csv here), the same seeds; each c
 mean average regret ± its standard error over the seeds and the mean dataset size n, with
 the difference from the first in standard errors of the difference; then every run beside
 uniform random search on the same objective and seed
-(benchmarks/hyperpriors/multimodal-none-a8f9d8c.csv).
+(benchmarks/hyperpriors/multimodal-none-a8f9d8c.csv). Then the reduced paper suite (002's
+eight functions, 600 s): BOLT under `robust` with its β schedule
+(benchmarks/hyperpriors/paper-reduced-robust.jsonl.gz, 3 replications) beside β = 1
+(paper-beta1-*.jsonl.gz here, the replications run so far, the same seeds).
 Standard library only:
 
     python3 benchmarks/lengthscales/table.py
@@ -16,6 +19,8 @@ Standard library only:
 from __future__ import annotations
 
 import csv
+import gzip
+import json
 import math
 from collections import defaultdict
 from pathlib import Path
@@ -76,5 +81,36 @@ def main() -> None:
             print(f"| {objective} | {r} | {values} | {random[objective][r][0]:.3g} |")
 
 
+def paper_regrets(paths: list[Path]) -> dict[str, dict[int, float]]:
+    """BOLT's average regret by objective and replication."""
+    out: dict[str, dict[int, float]] = defaultdict(dict)
+    for path in paths:
+        with gzip.open(path, "rt") as lines:
+            for line in lines:
+                run = json.loads(line)
+                if run["algorithm"] == "bolt":
+                    regrets = [i["regret"] for i in run["iterations"]]
+                    out[run["objective"]][run["replication"]] = sum(regrets) / len(regrets)
+    return out
+
+
+def paper() -> None:
+    schedule = paper_regrets([HYPERPRIORS / "paper-reduced-robust.jsonl.gz"])
+    beta1 = paper_regrets(sorted(HERE.glob("paper-beta1-*.jsonl.gz")))
+    if not beta1:
+        return
+    print()
+    print("| objective | β schedule (3 replications) | β schedule, replication 0 | β = 1 | β = 1 − schedule, in the schedule's SE |")
+    print("|---|---|---|---|---|")
+    for objective in sorted(beta1):
+        values = [schedule[objective][r] for r in sorted(schedule[objective])]
+        m, se = mean_se(values)
+        b = [beta1[objective][r] for r in sorted(beta1[objective])]
+        mb = sum(b) / len(b)
+        reps = f" ({len(b)})" if len(b) < 3 else ""
+        print(f"| {objective} | {m:.3g} ± {se:.2g} | {values[0]:.3g} | {mb:.3g}{reps} | {(mb - m) / se:+.1f} |")
+
+
 if __name__ == "__main__":
     main()
+    paper()
