@@ -4,12 +4,13 @@
 //! `model.failures: impute` a failed setting is a data point below every success, so
 //! the suggestions leave the crash region and `GET …/best` recommends a setting that
 //! succeeds; under `ignore` (the papers') every round after the warm-up failed and the
-//! recommendation crashed.
+//! recommendation crashed. Under `model.warping: log` (the values are positive, the
+//! imputed failures below zero) the same holds.
 
 use crate::common;
 
 use common::TestServer;
-use serde_json::json;
+use serde_json::{Value, json};
 
 backend_tests!(
     settings = tvbo::api::RouterSettings::default();
@@ -25,11 +26,12 @@ const WARMUP: usize = 15;
 
 /// Runs the scenario on a session with `seed`: the rounds after the warm-up that failed,
 /// and the x `GET …/best` recommends at the end.
-async fn scenario(server: &TestServer, seed: u64) -> (usize, f64) {
+async fn scenario(server: &TestServer, seed: u64, model: Value) -> (usize, f64) {
     let id = server
         .create(json!({
             "parameters": [{"name": "x", "low": 0, "high": 1}],
             "time": {"source": "client"},
+            "model": model,
             "seed": seed,
         }))
         .await;
@@ -64,8 +66,9 @@ async fn failed_runs_steer_suggestions_and_the_recommendation_away(server: TestS
     let server = server.with_key("crashes").await;
     let mut outcomes = Vec::new();
     for seed in [1, 2, 3] {
-        outcomes.push((seed, scenario(&server, seed).await));
+        outcomes.push((seed, scenario(&server, seed, json!({})).await));
     }
+    outcomes.push((1, scenario(&server, 1, json!({"warping": "log"})).await));
     println!("(seed, (failed rounds after the warm-up, best x)): {outcomes:?}");
     for (seed, (failed, best)) in outcomes {
         assert!(

@@ -39,4 +39,5 @@ mod snapshots;
 mod store_suite;
 mod stream_caps;
 mod unreadable_events;
+mod warping;
 mod webhook_safety;

@@ -43,12 +43,13 @@ impl AlgorithmEntry {
         self.kind == AlgorithmKind::Session
     }
 
-    /// Whether its runs fit tvbo's GP over the settings, whose spatial lengthscales
-    /// `model.lengthscales` (`--lengthscales`) chooses: the service's GP algorithms, and
+    /// Whether its runs fit tvbo's GP over the settings, whose spatial lengthscales and
+    /// warping `model.lengthscales` and `model.warping` (`--lengthscales`, `--warping`)
+    /// choose: the service's GP algorithms, and
     /// `tune-once`, a GP-UCB session while it tunes. Not `random` (no model), the
     /// prior-selection rules (their GPs are the given priors, nothing fitted), nor
     /// Optuna's samplers (not tvbo's model at all): their runs do not depend on it.
-    pub fn fits_spatial_lengthscales(&self) -> bool {
+    pub fn fits_tvbos_gp(&self) -> bool {
         match self.kind {
             AlgorithmKind::Session => !self.needs_priors && self.name != "random",
             AlgorithmKind::TuneOnce { .. } => true,
@@ -208,7 +209,7 @@ mod tests {
     use crate::synthetic::SyntheticFunction;
     use tvbo_core::domain::checked::{PolicySettings, SurrogateAlgorithm};
 
-    /// [`AlgorithmEntry::fits_spatial_lengthscales`] is what the service makes of each
+    /// [`AlgorithmEntry::fits_tvbos_gp`] is what the service makes of each
     /// entry's request: a fitted GP over the settings (any surrogate algorithm but
     /// `random`), not a selection among given priors (on an objective with priors, where
     /// those rules run); Optuna's samplers are not the service's model whatever their
@@ -222,7 +223,7 @@ mod tests {
             prior_setup::PriorSetupObjective::with_arms(SetupKind::Hill, 0, 30).unwrap();
         let fitting: Vec<&str> = ALGORITHMS
             .iter()
-            .filter(|a| a.fits_spatial_lengthscales())
+            .filter(|a| a.fits_tvbos_gp())
             .map(|a| a.name)
             .collect();
         for entry in ALGORITHMS {
@@ -255,7 +256,7 @@ mod tests {
                     )
                 }
             };
-            assert_eq!(entry.fits_spatial_lengthscales(), fits, "{}", entry.name);
+            assert_eq!(entry.fits_tvbos_gp(), fits, "{}", entry.name);
         }
         assert_eq!(
             fitting,

@@ -171,6 +171,11 @@ pub struct BenchArgs {
     /// fit tvbo's GP (the peers', random's and the prior rules' runs whatever it was).
     #[arg(long, default_value = "shared", value_parser = parse_lengthscales)]
     pub lengthscales: tvbo_core::domain::config::Lengthscales,
+    /// Every session's `model.warping`: `none` (the values themselves, the papers'), `log`
+    /// (their logarithms), `half_rank` (the lower half by rank) or `default` (the
+    /// service's default, recorded as the value it stands for). Recorded and compared on `--resume` as `--lengthscales` is.
+    #[arg(long, default_value = "none", value_parser = parse_warping)]
+    pub warping: tvbo_core::domain::config::Warping,
     /// Replications per (objective, algorithm) (default: the suite's, below).
     #[arg(long)]
     pub replications: Option<usize>,
@@ -232,6 +237,7 @@ impl BenchArgs {
             fit_start: self.fit_start,
             hyperpriors: self.hyperpriors,
             lengthscales: self.lengthscales,
+            warping: self.warping,
             replications: self.replications,
             horizon: self.horizon,
             jobs: self.jobs,
@@ -277,6 +283,16 @@ fn parse_lengthscales(text: &str) -> Result<tvbo_core::domain::config::Lengthsca
     serde_json::from_value(serde_json::Value::String(text.to_string())).map_err(|_| {
         format!("`{text}` is not a lengthscales mode: `shared`, `per_parameter` or `default`")
     })
+}
+
+/// `--warping`: a value of the API's `model.warping`, or `default` for the service's
+/// default (resolved here, so that the runs record the value itself).
+fn parse_warping(text: &str) -> Result<tvbo_core::domain::config::Warping, String> {
+    if text == "default" {
+        return Ok(tvbo_core::domain::config::Warping::default());
+    }
+    serde_json::from_value(serde_json::Value::String(text.to_string()))
+        .map_err(|_| format!("`{text}` is not a warping: `none`, `log`, `half_rank` or `default`"))
 }
 
 #[cfg(test)]

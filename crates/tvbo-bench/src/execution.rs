@@ -182,6 +182,7 @@ fn run_one(
         fit_start: plan.fit_start,
         hyperpriors: plan.hyperpriors,
         lengthscales: plan.lengthscales,
+        warping: plan.warping,
         warmup,
         iterations,
         wall_seconds: started.elapsed().as_secs_f64(),

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 use super::algorithms::{AlgorithmOptions, algorithm};
-use tvbo_core::domain::config::{FitStart, Lengthscales};
+use tvbo_core::domain::config::{FitStart, Lengthscales, Warping};
 use tvbo_core::domain::hyperpriors::Hyperpriors;
 
 /// Whether a session's time comes from the bench's clock or the server's.
@@ -38,6 +38,9 @@ pub struct BenchOptions {
     /// Every session's `model.lengthscales` (default `shared`, the papers' protocol: one
     /// spatial lengthscale for every parameter).
     pub lengthscales: Lengthscales,
+    /// Every session's `model.warping` (default `none`, the papers' protocol: the values
+    /// themselves).
+    pub warping: Warping,
     pub replications: Option<usize>,
     pub horizon: Option<f64>,
     /// Runs in parallel (threads).
@@ -74,6 +77,7 @@ impl Default for BenchOptions {
             fit_start: FitStart::Fixed,
             hyperpriors: Hyperpriors::None,
             lengthscales: Lengthscales::Shared,
+            warping: Warping::None,
             replications: None,
             horizon: None,
             jobs: 1,

@@ -12,7 +12,7 @@ use super::seeds::derive_seed;
 use super::session::{ModelSettings, algorithm_request, session_config};
 use super::suites::{ObjectiveKind, Suite, objectives_named, suite};
 use tvbo_core::domain::config::AlgorithmConfig;
-use tvbo_core::domain::config::{FitStart, Lengthscales};
+use tvbo_core::domain::config::{FitStart, Lengthscales, Warping};
 use tvbo_core::domain::hyperpriors::Hyperpriors;
 
 /// One (objective, algorithm, replication).
@@ -37,6 +37,8 @@ pub struct Plan {
     pub hyperpriors: Hyperpriors,
     /// Every session's `model.lengthscales` (`--lengthscales`).
     pub lengthscales: Lengthscales,
+    /// Every session's `model.warping` (`--warping`).
+    pub warping: Warping,
     pub runs: Vec<RunSpec>,
 }
 
@@ -47,6 +49,7 @@ impl Plan {
             fit_start: self.fit_start,
             hyperpriors: self.hyperpriors,
             lengthscales: self.lengthscales,
+            warping: self.warping,
         }
     }
 
@@ -181,6 +184,7 @@ impl Plan {
             fit_start: options.fit_start,
             hyperpriors: options.hyperpriors,
             lengthscales: options.lengthscales,
+            warping: options.warping,
             runs,
         })
     }

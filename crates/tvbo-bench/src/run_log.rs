@@ -8,7 +8,7 @@ use super::error::BenchError;
 use super::plan::Plan;
 use super::runner::Iteration;
 use super::suites::ObjectiveSpec;
-use tvbo_core::domain::config::{FitStart, Lengthscales};
+use tvbo_core::domain::config::{FitStart, Lengthscales, Warping};
 use tvbo_core::domain::hyperpriors::Hyperpriors;
 
 /// The outcome of one run (one line of `runs.jsonl`).
@@ -44,10 +44,14 @@ pub struct RunResult {
     /// The sessions' `model.lengthscales` (`--lengthscales`), written in every line; a
     /// line without it (an earlier version's) reads as `shared`, the isotropic kernel
     /// those runs fitted. Runs of an algorithm that fits tvbo's GP
-    /// ([`crate::algorithms::AlgorithmEntry::fits_spatial_lengthscales`]) are reused only
+    /// ([`crate::algorithms::AlgorithmEntry::fits_tvbos_gp`]) are reused only
     /// with the same one; the others' runs do not depend on it.
     #[serde(default = "Lengthscales::of_stored_session")]
     pub lengthscales: Lengthscales,
+    /// The sessions' `model.warping` (`--warping`); a line without it (an earlier
+    /// version's) reads as `none`. Compared as `lengthscales` is.
+    #[serde(default = "Warping::of_stored_session")]
+    pub warping: Warping,
     /// Random warm-up queries of the session (its `model.warmup`): the first iterations.
     pub warmup: usize,
     pub iterations: Vec<Iteration>,
@@ -105,7 +109,8 @@ pub(super) fn recorded_runs(path: &std::path::Path) -> Result<Vec<RunResult>, Be
 
 /// The runs of `plan` recorded in the log at `path` (same objective, objective digest,
 /// algorithm, algorithm options, fit start, hyperpriors, replication, seed, horizon and
-/// `fixed_compute`, and the same lengthscales for an algorithm that fits tvbo's GP), in
+/// `fixed_compute`, and the same lengthscales and warping for an algorithm that fits
+/// tvbo's GP), in
 /// plan order; `None` where a run is missing. Where a missing run is recorded for another
 /// digest of its objective (an edited scenario or trace, or a line of an earlier
 /// version), a warning counts those runs: `--resume` runs them again, `--report-only`
@@ -152,8 +157,8 @@ fn match_plan(
                     && r.algorithm_options.as_ref() == plan.options_of(run.algorithm.name)
                     && r.fit_start == plan.fit_start
                     && r.hyperpriors == plan.hyperpriors
-                    && (r.lengthscales == plan.lengthscales
-                        || !run.algorithm.fits_spatial_lengthscales())
+                    && ((r.lengthscales == plan.lengthscales && r.warping == plan.warping)
+                        || !run.algorithm.fits_tvbos_gp())
                     && r.replication == run.replication
                     && r.seed == run.seed
                     && r.horizon == plan.suite.horizon
@@ -190,6 +195,7 @@ mod tests {
             fit_start: FitStart::Fixed,
             hyperpriors: Hyperpriors::None,
             lengthscales: Lengthscales::Shared,
+            warping: Warping::None,
             warmup: 15,
             iterations: vec![runner::Iteration {
                 t: 1.0,
@@ -241,6 +247,7 @@ mod tests {
             fit_start: FitStart::Fixed,
             hyperpriors: Hyperpriors::None,
             lengthscales: Lengthscales::Shared,
+            warping: Warping::None,
             warmup: 15,
             iterations: Vec::new(),
             wall_seconds: 1.0,
@@ -304,6 +311,7 @@ mod tests {
             fit_start: FitStart::Previous,
             hyperpriors: Hyperpriors::None,
             lengthscales: Lengthscales::Shared,
+            warping: Warping::None,
             warmup: 15,
             iterations: Vec::new(),
             wall_seconds: 1.0,
@@ -347,6 +355,7 @@ mod tests {
             fit_start: FitStart::Fixed,
             hyperpriors,
             lengthscales: Lengthscales::Shared,
+            warping: Warping::None,
             warmup: 15,
             iterations: Vec::new(),
             wall_seconds: 1.0,
@@ -385,19 +394,23 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join(RUN_LOG);
         let names = ["bolt", "optuna-tpe", "optuna-gp", "random", "tune-once"];
-        let plan = |lengthscales| {
+        let plan = |lengthscales, warping| {
             Plan::new(&BenchOptions {
                 suite: "paper".into(),
                 objectives: Some(vec!["hartmann3".into()]),
                 algorithms: Some(names.iter().map(|n| n.to_string()).collect()),
                 replications: Some(1),
                 lengthscales,
+                warping,
                 ..BenchOptions::default()
             })
             .unwrap()
         };
-        let (shared, per_parameter) =
-            (plan(Lengthscales::Shared), plan(Lengthscales::PerParameter));
+        let (shared, per_parameter, log_warped) = (
+            plan(Lengthscales::Shared, Warping::None),
+            plan(Lengthscales::PerParameter, Warping::None),
+            plan(Lengthscales::Shared, Warping::Log),
+        );
         assert_eq!(BenchOptions::default().lengthscales, Lengthscales::Shared);
         let run = |algorithm: &str, lengthscales| RunResult {
             objective: "hartmann3".into(),
@@ -411,6 +424,7 @@ mod tests {
             fit_start: FitStart::Fixed,
             hyperpriors: Hyperpriors::None,
             lengthscales,
+            warping: Warping::None,
             warmup: 15,
             iterations: Vec::new(),
             wall_seconds: 1.0,
@@ -427,12 +441,18 @@ mod tests {
             shared_line.contains(r#""lengthscales":"shared""#),
             "{shared_line}"
         );
-        // Lines of an earlier version, without the field: runs of `shared`.
+        assert!(shared_line.contains(r#""warping":"none""#), "{shared_line}");
+        // Lines of an earlier version, without the fields: runs of `shared`, unwarped.
         let old_lines: Vec<String> = names
             .iter()
-            .map(|name| line(name, Lengthscales::Shared).replace(r#","lengthscales":"shared""#, ""))
+            .map(|name| {
+                line(name, Lengthscales::Shared)
+                    .replace(r#","lengthscales":"shared""#, "")
+                    .replace(r#","warping":"none""#, "")
+            })
             .collect();
         assert!(!old_lines[0].contains("lengthscales"), "{}", old_lines[0]);
+        assert!(!old_lines[0].contains("warping"), "{}", old_lines[0]);
         std::fs::write(&log, format!("{}\n", old_lines.join("\n"))).unwrap();
         let by_name = |plan: &Plan, recorded: Vec<Option<RunResult>>| {
             plan.runs
@@ -457,6 +477,15 @@ mod tests {
         }
         assert_eq!(found["bolt"], None);
         assert_eq!(found["tune-once"], None);
+        // So under `--warping log`.
+        let found = by_name(
+            &log_warped,
+            recorded_for_plan(&log_warped, None, &log).unwrap(),
+        );
+        for name in ["optuna-tpe", "optuna-gp", "random"] {
+            assert!(found[name].is_some(), "{name}");
+        }
+        assert_eq!((&found["bolt"], &found["tune-once"]), (&None, &None));
         // A run of `per_parameter` is bolt's under `per_parameter` only; a peer's, under
         // either.
         std::fs::write(

@@ -8,7 +8,7 @@ use super::error::BenchError;
 use super::objective::Objective;
 use super::options::ServerTime;
 use tvbo_core::domain::checked::CheckedConfig;
-use tvbo_core::domain::config::{CreateSession, FitStart, Lengthscales};
+use tvbo_core::domain::config::{CreateSession, FitStart, Lengthscales, Warping};
 use tvbo_core::domain::hyperpriors::Hyperpriors;
 use tvbo_core::domain::space::ParameterSpec;
 use tvbo_core::engine::new_session_config;
@@ -22,15 +22,18 @@ pub struct ModelSettings {
     pub hyperpriors: Hyperpriors,
     /// `model.lengthscales` (`--lengthscales`).
     pub lengthscales: Lengthscales,
+    /// `model.warping` (`--warping`).
+    pub warping: Warping,
 }
 
 impl ModelSettings {
     /// The papers' protocol: fits from the fixed start, exact maximum likelihood, one
-    /// spatial lengthscale for every parameter.
+    /// spatial lengthscale for every parameter, the values themselves.
     pub const PAPERS: ModelSettings = ModelSettings {
         fit_start: FitStart::Fixed,
         hyperpriors: Hyperpriors::None,
         lengthscales: Lengthscales::Shared,
+        warping: Warping::None,
     };
 }
 
@@ -78,7 +81,7 @@ fn parameter_name(i: usize) -> String {
 /// The create-session request of a run: the objective's parameters
 /// ([`session_parameters`]) or arms, the algorithm with its defaults and `options`
 /// (and, for the algorithms that select among priors, the objective's priors and noise
-/// variance), the `model` settings (`fit_start`, `hyperpriors`, `lengthscales`), client
+/// variance), the `model` settings (`fit_start`, `hyperpriors`, `lengthscales`, `warping`), client
 /// time, the run's seed, minimisation.
 pub fn session_request(
     objective: &dyn Objective,
@@ -101,6 +104,7 @@ pub fn session_request(
     model.insert("fit_start".into(), json!(settings.fit_start));
     model.insert("hyperpriors".into(), json!(settings.hyperpriors));
     model.insert("lengthscales".into(), json!(settings.lengthscales));
+    model.insert("warping".into(), json!(settings.warping));
     if algorithm.needs_priors {
         let priors = objective.priors().ok_or_else(|| {
             BenchError::Config(format!(
@@ -212,10 +216,12 @@ mod tests {
                 fit_start: FitStart::Previous,
                 hyperpriors: Hyperpriors::Robust,
                 lengthscales: Lengthscales::PerParameter,
+                warping: Warping::Log,
             },
         )
         .unwrap();
         assert_eq!(request["model"]["fit_start"], "previous");
+        assert_eq!(request["model"]["warping"], "log");
         assert_eq!(request["model"]["hyperpriors"], "robust");
         assert_eq!(request["model"]["lengthscales"], "per_parameter");
         let config = session_config(&request, 9).unwrap();

@@ -216,10 +216,11 @@ fn check(algorithm: &Value, context: bool, categorical: bool, pending: usize, co
     };
     let mut others = vec![(
         "l_S to 1e-9",
-        Surrogate::with_hyperparameters(spec, dim, &data, nearly).unwrap(),
+        Surrogate::with_hyperparameters(spec, dim, &data, nearly, config.model.warping).unwrap(),
     )];
     if pending > 0 {
-        let mut hallucinated = Surrogate::with_hyperparameters(spec, dim, &data, hyper).unwrap();
+        let mut hallucinated =
+            Surrogate::with_hyperparameters(spec, dim, &data, hyper, config.model.warping).unwrap();
         for suggestion in &history.pending {
             hallucinated
                 .hallucinate(&suggestion.unit, suggestion.t)
@@ -229,7 +230,7 @@ fn check(algorithm: &Value, context: bool, categorical: bool, pending: usize, co
     }
     for (what, other) in others {
         assert!(
-            !other.is_built_from(spec, dim, &data, &hyper),
+            !other.is_built_from(spec, dim, &data, &hyper, config.model.warping),
             "{case}: {what}"
         );
         // A hallucinated point leaves the mean as it was up to rounding, which may round
@@ -255,8 +256,12 @@ fn check(algorithm: &Value, context: bool, categorical: bool, pending: usize, co
         assert_eq!(text(&offered), text(&afresh), "{case}: {what} is refused");
     }
     // The model the record builds is taken for itself.
-    let same = Surrogate::with_hyperparameters(spec, dim, &data, hyper).unwrap();
-    assert!(same.is_built_from(spec, dim, &data, &hyper), "{case}");
+    let same =
+        Surrogate::with_hyperparameters(spec, dim, &data, hyper, config.model.warping).unwrap();
+    assert!(
+        same.is_built_from(spec, dim, &data, &hyper, config.model.warping),
+        "{case}"
+    );
 }
 
 fn algorithms() -> Vec<Value> {

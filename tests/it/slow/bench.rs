@@ -5,7 +5,7 @@
 use crate::common;
 
 use common::TestServer;
-use tvbo::domain::config::{FitStart, Lengthscales};
+use tvbo::domain::config::{FitStart, Lengthscales, Warping};
 use tvbo::domain::hyperpriors::Hyperpriors;
 use tvbo_bench::{self as bench, BenchOptions, Plan, RunResult, ServerTime};
 
@@ -22,6 +22,7 @@ fn options(output: &std::path::Path) -> BenchOptions {
         fit_start: FitStart::Fixed,
         hyperpriors: Hyperpriors::None,
         lengthscales: Lengthscales::Shared,
+        warping: Warping::None,
         replications: Some(1),
         horizon: Some(20.5),
         jobs: 2,

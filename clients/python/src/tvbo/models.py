@@ -41,6 +41,7 @@ FitStart = Literal["fixed", "previous"]
 Hyperpriors = Literal["none", "robust"]
 Failures = Literal["impute", "ignore"]
 Lengthscales = Literal["per_parameter", "shared"]
+Warping = Literal["half_rank", "log", "none"]
 RunEnd = Literal["failed", "abandoned"]
 TrackingStatus = Literal["tracking", "lagging", "no-recent-data"]
 AlgorithmName = Literal[
@@ -175,6 +176,7 @@ class ModelOptions(TypedDict, total=False):
     hyperpriors: Optional[Hyperpriors]
     failures: Optional[Failures]
     lengthscales: Optional[Lengthscales]
+    warping: Optional[Warping]
 
 
 class TimeOptions(TypedDict, total=False):
@@ -257,6 +259,7 @@ class ModelConfig:
     hyperpriors: Optional[Hyperpriors] = None
     failures: Optional[Failures] = None
     lengthscales: Optional[Lengthscales] = None
+    warping: Optional[Warping] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -816,6 +819,7 @@ ENUMS: Dict[str, Any] = {
     "Hyperpriors": Hyperpriors,
     "Failures": Failures,
     "Lengthscales": Lengthscales,
+    "Warping": Warping,
     "RunEnd": RunEnd,
     "TrackingStatus": TrackingStatus,
     "WebhookState": WebhookState,

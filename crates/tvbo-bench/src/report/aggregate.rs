@@ -14,7 +14,7 @@ use crate::plan::Plan;
 use crate::reference;
 use crate::run_log::RunResult;
 use crate::stats::MeanSe;
-use tvbo_core::domain::config::{FitStart, Lengthscales};
+use tvbo_core::domain::config::{FitStart, Lengthscales, Warping};
 use tvbo_core::domain::hyperpriors::Hyperpriors;
 
 /// Points of the time series (bins over the horizon).
@@ -147,6 +147,8 @@ pub struct Report {
     pub hyperpriors: Hyperpriors,
     /// Every session's `model.lengthscales` (`--lengthscales`).
     pub lengthscales: Lengthscales,
+    /// Every session's `model.warping` (`--warping`).
+    pub warping: Warping,
     pub summaries: Vec<Summary>,
     pub normalised: Vec<Normalised>,
     pub runs: Vec<RunSummary>,
@@ -307,6 +309,7 @@ impl Report {
             fit_start: plan.fit_start,
             hyperpriors: plan.hyperpriors,
             lengthscales: plan.lengthscales,
+            warping: plan.warping,
             summaries,
             normalised,
             runs,

@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::aggregate::Report;
 use super::format::{duration, fraction, significant, span};
 use super::phases::achieved_plot_file;
-use tvbo_core::domain::config::{FitStart, Lengthscales};
+use tvbo_core::domain::config::{FitStart, Lengthscales, Warping};
 use tvbo_core::domain::hyperpriors::Hyperpriors;
 
 impl Report {
@@ -94,6 +94,16 @@ impl Report {
             let _ = writeln!(
                 md,
                 "The GPs fit one spatial lengthscale per parameter (`--lengthscales per_parameter`), not the papers' and the service's default, one shared by every parameter.\n"
+            );
+        }
+        if self.warping != Warping::None {
+            let _ = writeln!(
+                md,
+                "The GPs are fitted to warped values (`--warping {}`), not the papers' and the service's default, the values themselves.\n",
+                serde_json::to_value(self.warping)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default()
             );
         }
     }
@@ -280,6 +290,7 @@ pub(super) mod tests {
             fit_start: FitStart::Fixed,
             hyperpriors: Hyperpriors::None,
             lengthscales: Lengthscales::Shared,
+            warping: Warping::None,
             summaries,
             normalised: Vec::new(),
             runs: Vec::new(),

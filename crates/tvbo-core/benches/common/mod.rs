@@ -7,6 +7,7 @@ use rand_chacha::ChaCha8Rng;
 use tvbo_core::domain::checked::CheckedConfig;
 use tvbo_core::domain::config::{
     AlgorithmConfig, CreateSession, Failures, FitStart, Hyperpriors, Lengthscales, ModelConfig,
+    Warping,
 };
 use tvbo_core::domain::space::{ParameterSpec, SearchSpace};
 use tvbo_core::gp::{Gp, Hyperparameters, KernelKind, KernelSpec};
@@ -98,6 +99,7 @@ pub fn model(temporal: KernelKind) -> ModelConfig {
         hyperpriors: Hyperpriors::default(),
         failures: Failures::default(),
         lengthscales: Lengthscales::default(),
+        warping: Warping::default(),
     }
 }
 

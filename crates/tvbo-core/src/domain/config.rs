@@ -68,6 +68,11 @@ pub struct ModelRequest {
     /// `per_parameter`, one per continuous parameter, so that the model learns which
     /// settings matter (GET …/model shows them).
     pub lengthscales: Option<Lengthscales>,
+    /// The values the GP is fitted to: `none` (default), the values; `log`, their
+    /// logarithms (sign kept), for objectives whose differences are relative
+    /// (throughputs, latencies, costs); or `half_rank`, the values with those below the
+    /// median mapped by rank onto a normal tail (open-source Vizier's).
+    pub warping: Option<Warping>,
 }
 
 /// How many spatial lengthscales a session's kernel has
@@ -89,6 +94,33 @@ impl Lengthscales {
     /// isotropic (a session's model does not change under it).
     pub fn of_stored_session() -> Lengthscales {
         Lengthscales::Shared
+    }
+}
+
+/// The values a session's GP is fitted to (`policy::output_transform`;
+/// docs/decisions/0012-output-warping.md says what each warping does on real systems and
+/// why neither is the default).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Warping {
+    /// The values themselves, standardised (the papers').
+    #[default]
+    None,
+    /// Their logarithms (w = s·ln(s·y), s the values' sign), standardised: a factor is
+    /// then the same difference at every level of the objective. The identity while the
+    /// successes do not all share one sign.
+    Log,
+    /// Open-source Vizier's half-rank warping: the values below the median mapped by
+    /// rank onto a normal tail with the upper half's spread, so that bad values keep
+    /// their order but cannot stretch the scale.
+    HalfRank,
+}
+
+impl Warping {
+    /// The value of a stored session that predates the setting: its model was fitted to
+    /// the values.
+    pub fn of_stored_session() -> Warping {
+        Warping::None
     }
 }
 
@@ -156,6 +188,10 @@ pub struct ModelConfig {
     /// before the setting existed).
     #[serde(default = "Lengthscales::of_stored_session")]
     pub lengthscales: Lengthscales,
+    /// The values the GP is fitted to (`none` in sessions created before the setting
+    /// existed).
+    #[serde(default = "Warping::of_stored_session")]
+    pub warping: Warping,
 }
 
 /// Where a session's time axis comes from.
@@ -451,6 +487,7 @@ impl ModelConfig {
             hyperpriors: request.hyperpriors.unwrap_or_default(),
             failures: request.failures.unwrap_or_default(),
             lengthscales: request.lengthscales.unwrap_or_default(),
+            warping: request.warping.unwrap_or_default(),
         })
     }
 }

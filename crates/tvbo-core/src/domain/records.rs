@@ -266,7 +266,8 @@ pub struct StepSnapshot {
     pub fit: Option<FitReport>,
 }
 
-/// Hyperparameters of the last fit; variances on standardised observations.
+/// Hyperparameters of the last fit; variances on standardised observations (warped first
+/// under `model.warping`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct FittedHyperparameters {
     /// λ, the prior variance of the latent function.

@@ -89,10 +89,12 @@ impl CurrentModel {
         let spec = policy.model_kernel(&config.model, config.space());
         let dim = config.parameters.len();
         let (surrogate, is_built) = match state.hyperparameters {
-            Some(hyper) => match built.filter(|b| b.is_built_from(spec, dim, &data, &hyper)) {
+            Some(hyper) => match built
+                .filter(|b| b.is_built_from(spec, dim, &data, &hyper, config.model.warping))
+            {
                 Some(built) => (built, true),
                 None => (
-                    Surrogate::with_hyperparameters(spec, dim, &data, hyper)?,
+                    Surrogate::with_hyperparameters(spec, dim, &data, hyper, config.model.warping)?,
                     false,
                 ),
             },

@@ -56,11 +56,12 @@ impl Policy for EtGpUcb {
         for observation in ctx.new {
             state.steps_since_reset += 1;
             if let Some(surrogate) = &model {
-                let (mean, sigma) = surrogate.predict(&observation.x, observation.t);
-                let noise_std =
-                    surrogate.hyperparameters().noise_variance.sqrt() * surrogate.y_scale();
-                let limit = self.threshold(sigma, noise_std, state.steps_since_reset);
-                if (observation.y - mean).abs() > limit {
+                // On the GP's standardised scale, where its σ and σ_n are.
+                let (mean, variance) = surrogate.gp().predict(&observation.x, observation.t);
+                let noise_std = surrogate.hyperparameters().noise_variance.sqrt();
+                let limit =
+                    self.threshold(variance.max(0.0).sqrt(), noise_std, state.steps_since_reset);
+                if (surrogate.output().forward(observation.y) - mean).abs() > limit {
                     removed.extend(dataset.drain(..).map(|o| (o.seq, RemovalReason::Reset)));
                     state.steps_since_reset = 1;
                     state.resets += 1;
@@ -88,7 +89,9 @@ impl Policy for EtGpUcb {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::config::{Failures, FitStart, Hyperpriors, Lengthscales, ModelConfig};
+    use crate::domain::config::{
+        Failures, FitStart, Hyperpriors, Lengthscales, ModelConfig, Warping,
+    };
     use crate::domain::space::SearchSpace;
     use crate::gp::KernelKind;
 
@@ -102,6 +105,7 @@ mod tests {
             hyperpriors: Hyperpriors::None,
             failures: Failures::Ignore,
             lengthscales: Lengthscales::Shared,
+            warping: Warping::None,
         }
     }
 

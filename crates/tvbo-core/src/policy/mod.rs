@@ -10,6 +10,7 @@ mod et_gp_ucb;
 mod factory;
 pub mod failures;
 mod gp_ucb;
+pub mod output_transform;
 pub mod prior_cache;
 pub mod prior_selection;
 pub mod priors;

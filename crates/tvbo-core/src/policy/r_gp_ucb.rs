@@ -41,7 +41,9 @@ impl Policy for RGpUcb {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::config::{Failures, FitStart, Hyperpriors, Lengthscales, ModelConfig};
+    use crate::domain::config::{
+        Failures, FitStart, Hyperpriors, Lengthscales, ModelConfig, Warping,
+    };
     use crate::domain::space::SearchSpace;
     use crate::gp::KernelKind;
     use crate::policy::Observation;
@@ -61,6 +63,7 @@ mod tests {
             hyperpriors: Hyperpriors::None,
             failures: Failures::Ignore,
             lengthscales: Lengthscales::Shared,
+            warping: Warping::None,
         };
         let obs = |seq| Observation {
             seq,

@@ -1,17 +1,18 @@
-//! The surrogate model of a session: a GP on standardised values.
+//! The surrogate model of a session: a GP on standardised (optionally warped) values.
 
-use crate::domain::config::{FitStart, Lengthscales, ModelConfig};
+use crate::domain::config::{FitStart, Lengthscales, ModelConfig, Warping};
 use crate::domain::hyperpriors::{FitReport, HyperpriorSet, Hyperpriors};
 use crate::gp::fit::{FitOptions, Fixed, NOISE_VARIANCE_BOUNDS, SearchStart, fit_with_report};
 use crate::gp::{Gp, GpError, Hyperparameters, KernelSpec};
+use crate::policy::output_transform::OutputTransform;
 use crate::policy::{Observation, Stage};
 
-/// A GP over standardised values y' = (y − mean) / scale, with the map back.
+/// A GP over standardised values y' = (w(y) − mean) / scale, w the session's warping
+/// ([`OutputTransform`]), with the map back.
 #[derive(Clone, Debug)]
 pub struct Surrogate {
     gp: Gp,
-    y_mean: f64,
-    y_scale: f64,
+    output: OutputTransform,
     /// What the fit did (the default report for a model built without one).
     fit: FitReport,
 }
@@ -30,6 +31,8 @@ pub struct FitSettings<'a> {
     pub hyperpriors: Hyperpriors,
     /// One spatial lengthscale per continuous parameter, or one for all.
     pub lengthscales: Lengthscales,
+    /// The values the GP is fitted to: the values, or a warping of them.
+    pub warping: Warping,
 }
 
 impl FitSettings<'_> {
@@ -42,37 +45,26 @@ impl FitSettings<'_> {
             start: SearchStart::Default,
             hyperpriors: model.hyperpriors,
             lengthscales: model.lengthscales,
+            warping: model.warping,
         }
     }
 }
 
-/// The data's mean and standard deviation (scale 1 when the values do not vary), inputs,
-/// times and standardised values: what [`Surrogate::fit`] fits.
+/// The transform of `data` under `warping`, and the inputs, times and standardised values
+/// that [`Surrogate::fit`] fits.
 #[allow(clippy::type_complexity)]
-pub fn standardised(data: &[Observation]) -> (f64, f64, Vec<Vec<f64>>, Vec<f64>, Vec<f64>) {
-    let (mean, scale) = standardisation(data);
+pub fn standardised(
+    data: &[Observation],
+    warping: Warping,
+) -> (OutputTransform, Vec<Vec<f64>>, Vec<f64>, Vec<f64>) {
+    let output = OutputTransform::of(data, warping);
+    let ys = data.iter().map(|o| output.forward(o.y)).collect();
     (
-        mean,
-        scale,
+        output,
         data.iter().map(|o| o.x.clone()).collect(),
         data.iter().map(|o| o.t).collect(),
-        data.iter().map(|o| (o.y - mean) / scale).collect(),
+        ys,
     )
-}
-
-/// The mean and scale of [`standardised`]: the values' mean and standard deviation, the
-/// scale 1 when they do not vary.
-fn standardisation(data: &[Observation]) -> (f64, f64) {
-    let n = data.len().max(1) as f64;
-    let mean = data.iter().map(|o| o.y).sum::<f64>() / n;
-    let variance = data.iter().map(|o| (o.y - mean).powi(2)).sum::<f64>() / n;
-    let scale = variance.sqrt();
-    let scale = if scale > 1e-12 * mean.abs().max(1.0) {
-        scale
-    } else {
-        1.0
-    };
-    (mean, scale)
 }
 
 /// Under `fit_start: previous`, the suggests whose ordinal is a multiple of this fit from
@@ -111,15 +103,17 @@ impl Surrogate {
         data: &[Observation],
         settings: &FitSettings<'_>,
     ) -> Result<Self, GpError> {
-        let (y_mean, y_scale, xs, ts, ys) = standardised(data);
+        let (output, xs, ts, ys) = standardised(data, settings.warping);
         let robust = settings.hyperpriors == Hyperpriors::Robust;
         let options = FitOptions {
             fixed: Fixed {
                 temporal_lengthscale: settings.fixed_temporal_lengthscale,
                 // The noise floor holds for a configured noise too.
-                noise_variance: settings
-                    .fixed_noise
-                    .map(|v| (v / (y_scale * y_scale)).clamp(NOISE_VARIANCE_BOUNDS.0, 1e6)),
+                noise_variance: settings.fixed_noise.map(|v| {
+                    output
+                        .standardised_variance(v)
+                        .clamp(NOISE_VARIANCE_BOUNDS.0, 1e6)
+                }),
             },
             priors: robust.then(|| {
                 let categories = spec.categories;
@@ -137,12 +131,7 @@ impl Surrogate {
             let (hyper, report) = fit_with_report(spec, &xs, &ts, &ys, settings.start, &options)?;
             Ok::<_, GpError>((Gp::new(spec, hyper, dim, xs, ts, ys)?, report))
         })?;
-        Ok(Surrogate {
-            gp,
-            y_mean,
-            y_scale,
-            fit,
-        })
+        Ok(Surrogate { gp, output, fit })
     }
 
     /// Builds the GP with given hyperparameters, without fitting (a [`Stage::Fit`]).
@@ -151,20 +140,20 @@ impl Surrogate {
         dim: usize,
         data: &[Observation],
         hyper: Hyperparameters,
+        warping: Warping,
     ) -> Result<Self, GpError> {
-        let (y_mean, y_scale, xs, ts, ys) = standardised(data);
+        let (output, xs, ts, ys) = standardised(data, warping);
         let gp = Stage::Fit.run(|| Gp::new(spec, hyper, dim, xs, ts, ys))?;
         Ok(Surrogate {
             gp,
-            y_mean,
-            y_scale,
+            output,
             fit: FitReport::default(),
         })
     }
 
     /// Whether this is, bit for bit, the model [`Surrogate::with_hyperparameters`] builds
-    /// of `data` in `dim` dimensions under `hyper` with `spec`: the same kernel,
-    /// hyperparameters, standardisation, and inputs, times and standardised values in the
+    /// of `data` in `dim` dimensions under `hyper` and `warping` with `spec`: the same
+    /// kernel, hyperparameters, output transform, and inputs, times and standardised values in the
     /// same order, on which alone the GP's factor and weights depend. A model fitted to
     /// `data` is, under the hyperparameters its fit found; one with a point added
     /// (hallucinated or pushed) is not. O(n·d), no allocation.
@@ -174,6 +163,7 @@ impl Surrogate {
         dim: usize,
         data: &[Observation],
         hyper: &Hyperparameters,
+        warping: Warping,
     ) -> bool {
         let same = |a: f64, b: f64| a.to_bits() == b.to_bits();
         let gp = &self.gp;
@@ -187,7 +177,7 @@ impl Surrogate {
             categorical_lengthscale,
             lengthscale_ratios,
         } = *hyper;
-        let (mean, scale) = standardisation(data);
+        let output = OutputTransform::of(data, warping);
         gp.spec() == spec
             && gp.dim() == dim
             && same(h.signal_variance, signal_variance)
@@ -199,8 +189,7 @@ impl Surrogate {
             && (h.lengthscale_ratios.as_slice().iter())
                 .zip(lengthscale_ratios.as_slice())
                 .all(|(&a, &b)| same(a, b))
-            && same(self.y_mean, mean)
-            && same(self.y_scale, scale)
+            && self.output.same_bits(&output)
             && gp.len() == data.len()
             && data
                 .iter()
@@ -209,7 +198,7 @@ impl Surrogate {
                     o.x.len() == x.len()
                         && o.x.iter().zip(x).all(|(&a, &b)| same(a, b))
                         && same(o.t, t)
-                        && same((o.y - mean) / scale, y)
+                        && same(output.forward(o.y), y)
                 })
     }
 
@@ -227,30 +216,33 @@ impl Surrogate {
         &self.fit
     }
 
-    /// Standard deviation of the data, the unit of standardised values.
-    pub fn y_scale(&self) -> f64 {
-        self.y_scale
+    /// The map between values and the GP's standardised values.
+    pub fn output(&self) -> &OutputTransform {
+        &self.output
     }
 
-    /// Posterior mean and standard deviation of the latent objective (internal scale) at (x, t).
+    /// Posterior mean and standard deviation of the latent objective (internal scale) at
+    /// (x, t). Under a log warping, the mean is the posterior median (the inverse of the
+    /// warped mean) and the deviation the delta method's ([`OutputTransform::inverse_sd`]).
     pub fn predict(&self, x: &[f64], t: f64) -> (f64, f64) {
         let (mean, variance) = self.gp.predict(x, t);
         (
-            self.y_mean + self.y_scale * mean,
-            self.y_scale * variance.max(0.0).sqrt(),
+            self.output.inverse(mean),
+            self.output.inverse_sd(mean, variance.max(0.0).sqrt()),
         )
     }
 
-    /// Posterior mean alone (internal scale), in O(n) instead of predict's O(n²).
+    /// Posterior mean alone (internal scale; the median under a log warping), in O(n)
+    /// instead of predict's O(n²).
     pub fn mean(&self, x: &[f64], t: f64) -> f64 {
         let latent = self.gp.predict_mean_many(&[x.to_vec()], t)[0];
-        self.y_mean + self.y_scale * latent
+        self.output.inverse(latent)
     }
 
-    /// Adds an observation (value on the internal scale) in O(n²), keeping the
-    /// standardisation and hyperparameters of the fit.
+    /// Adds an observation (value on the internal scale) in O(n²), keeping the output
+    /// transform and hyperparameters of the fit.
     pub fn push(&mut self, x: &[f64], t: f64, y: f64) -> Result<(), GpError> {
-        self.gp.push(x, t, (y - self.y_mean) / self.y_scale)
+        self.gp.push(x, t, self.output.forward(y))
     }
 
     /// Adds (x, t) with y = μ(x, t): the mean is unchanged and the variance shrinks, as if

@@ -45,7 +45,7 @@ pub(crate) fn model_after(
     let dim = data.first().map_or(0, |o| o.x.len());
     let spec = policy.model_kernel(ctx.model, ctx.space);
     let surrogate = match state.hyperparameters {
-        Some(hyper) => Surrogate::with_hyperparameters(spec, dim, &data, hyper)?,
+        Some(hyper) => Surrogate::with_hyperparameters(spec, dim, &data, hyper, ctx.model.warping)?,
         None => {
             let surrogate = Surrogate::fit(
                 spec,
@@ -100,6 +100,7 @@ pub fn ucb_proposals(
             ),
             hyperpriors: ctx.model.hyperpriors,
             lengthscales: ctx.model.lengthscales,
+            warping: ctx.model.warping,
         },
     )?;
     state.hyperparameters = Some(*surrogate.hyperparameters());
@@ -179,7 +180,7 @@ mod tests {
 
     use super::*;
     use crate::domain::checked::CheckedConfig;
-    use crate::domain::config::{CreateSession, FitStart};
+    use crate::domain::config::{CreateSession, FitStart, Warping};
     use crate::gp::fit::{FitOptions, fit_hyperparameters};
     use crate::gp::{Hyperparameters, SearchStart};
     use crate::policy::surrogate::standardised;
@@ -283,8 +284,8 @@ mod tests {
                 let handed = proposed.model.expect("the model of the data alone");
                 let spec = policy.model_kernel(&config.model, config.space());
                 let hyper = state.hyperparameters.unwrap();
-                assert!(model.is_built_from(spec, 2, &data, &hyper));
-                assert!(handed.is_built_from(spec, 2, &data, &hyper));
+                assert!(model.is_built_from(spec, 2, &data, &hyper, Warping::None));
+                assert!(handed.is_built_from(spec, 2, &data, &hyper, Warping::None));
                 assert_eq!(model.gp().alpha(), handed.gp().alpha());
             }
         }
@@ -374,7 +375,7 @@ mod tests {
                 }
             })
             .collect();
-        let (_, _, xs, ts, ys) = standardised(&data);
+        let (_, xs, ts, ys) = standardised(&data, Warping::None);
         let spec = KernelSpec::default();
         let previous = Hyperparameters {
             signal_variance: 0.8,

@@ -76,7 +76,9 @@ impl Policy for WDbo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::config::{Failures, FitStart, Hyperpriors, Lengthscales, ModelConfig};
+    use crate::domain::config::{
+        Failures, FitStart, Hyperpriors, Lengthscales, ModelConfig, Warping,
+    };
     use crate::domain::space::SearchSpace;
     use crate::gp::KernelKind;
     use crate::policy::Observation;
@@ -98,6 +100,7 @@ mod tests {
             hyperpriors: Hyperpriors::None,
             failures: Failures::Ignore,
             lengthscales: Lengthscales::Shared,
+            warping: Warping::None,
         };
         (policy, model)
     }
