@@ -438,6 +438,8 @@ mod tests {
                 recent_regret: Some(LONGEST),
                 previous_regret: Some(LONGEST),
                 last_step_at: Some(Utc::now()),
+                as_of: Utc::now(),
+                stale_after: LONGEST,
                 rolling: Vec::new(),
             },
             observations: Vec::new(),

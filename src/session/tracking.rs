@@ -64,6 +64,13 @@ pub struct Tracking {
     pub previous_regret: Option<f64>,
     /// When the newest step was recorded.
     pub last_step_at: Option<DateTime<Utc>>,
+    /// The server's time when this was computed: `last_step_at`'s age then is
+    /// `as_of − last_step_at`, whatever the reader's clock says.
+    pub as_of: DateTime<Utc>,
+    /// Seconds without a step after which the status is `no-recent-data`: ten of the
+    /// session's usual gaps between observations and at least a minute (wall clock), or
+    /// 900 (client time). A page that stays open ages the status by it on its own clock.
+    pub stale_after: f64,
     /// The rolling mean regret over every observation: at each observation, the mean of
     /// the newest `window` regrets up to it; past the timeline's point budget, the mean
     /// of each downsampled group of consecutive observations (its `observations`).
@@ -98,7 +105,8 @@ pub fn tracking(input: &TrackingInput<'_>) -> Tracking {
     let before = &before[before.len().saturating_sub(WINDOW)..];
     let regrets = |w: &[(f64, f64)]| w.iter().map(|r| r.1).collect::<Vec<f64>>();
     let (newest, before) = (regrets(newest), regrets(before));
-    let (status, reason) = status(input, &newest, &before);
+    let stale_after = stale_after(input);
+    let (status, reason) = status(input, stale_after, &newest, &before);
     Tracking {
         status,
         reason,
@@ -106,22 +114,33 @@ pub fn tracking(input: &TrackingInput<'_>) -> Tracking {
         recent_regret: mean(&newest),
         previous_regret: mean(&before),
         last_step_at: input.last_step_at,
+        as_of: input.now,
+        stale_after,
         rolling: rolling(input.observations, input.groups),
     }
 }
 
-fn status(input: &TrackingInput<'_>, newest: &[f64], before: &[f64]) -> (TrackingStatus, String) {
-    let Some(last) = input.last_step_at else {
-        return (TrackingStatus::NoRecentData, "no step yet".into());
-    };
-    let idle = (input.now - last).as_seconds_f64();
-    let recent_for = match input.time_source {
+/// [`Tracking::stale_after`].
+fn stale_after(input: &TrackingInput<'_>) -> f64 {
+    match input.time_source {
         TimeSource::Client => CLIENT_TIME_RECENT_SECONDS,
         TimeSource::Wall => {
             usual_gap(input.recent).map_or(60.0, |gap| (USUAL_GAPS * gap).max(60.0))
         }
+    }
+}
+
+fn status(
+    input: &TrackingInput<'_>,
+    stale_after: f64,
+    newest: &[f64],
+    before: &[f64],
+) -> (TrackingStatus, String) {
+    let Some(last) = input.last_step_at else {
+        return (TrackingStatus::NoRecentData, "no step yet".into());
     };
-    if idle > recent_for {
+    let idle = (input.now - last).as_seconds_f64();
+    if idle > stale_after {
         return (
             TrackingStatus::NoRecentData,
             format!("no step for {}", duration(idle)),

@@ -103,14 +103,17 @@ function fmtTime(seconds) {
   return fmt(seconds / 86400, 3) + " d";
 }
 
+/// An age in seconds as words: "just now", "5 min ago".
+function agoText(seconds) {
+  return seconds < 10 ? "just now" : fmtTime(Math.round(seconds)).replace(/\.\d+ /, " ") + " ago";
+}
+
 /// How long ago a wall-clock timestamp was ("just now", "5 min ago"), with the date on
 /// hover.
 function fmtAgo(timestamp) {
   if (!timestamp) return el("span", { text: "–" });
   const at = new Date(timestamp);
-  const seconds = (Date.now() - at.getTime()) / 1000;
-  const text = seconds < 10 ? "just now" : fmtTime(Math.round(seconds)).replace(/\.\d+ /, " ") + " ago";
-  return el("span", { text, title: at.toLocaleString() });
+  return el("span", { text: agoText((Date.now() - at.getTime()) / 1000), title: at.toLocaleString() });
 }
 
 function algorithmName(session) { return session.algorithm && session.algorithm.name; }

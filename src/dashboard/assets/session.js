@@ -4,6 +4,8 @@
 "use strict";
 
 const STATUS_WORDS = { "tracking": "tracking", "lagging": "lagging", "no-recent-data": "no recent data" };
+/// How often an open page ages its status and "last step" on its own clock.
+const AGE_EVERY_MS = 1000;
 
 async function sessionView(main, id) {
   let session;
@@ -48,6 +50,9 @@ class SessionPage {
     this.title = el("h1", { text: session.name });
     this.status = el("span", { class: "status", id: "tracking-status" });
     this.summary = el("div", { class: "summary" });
+    // Said while the server does not answer: what the page shows is as of then.
+    this.offline = el("div", { class: "offline-banner", id: "offline-banner", hidden: true });
+    this.lastStep = el("span", { id: "last-step" });
     this.recommendation = el("span", { class: "recommendation" });
     const exportJson = el("button", { type: "button", id: "export-json", text: "Export JSON" });
     exportJson.addEventListener("click", () => this.exportJson(exportJson));
@@ -63,7 +68,40 @@ class SessionPage {
     this.board = new Board(this.gridNode);
     this.observations = new ObservationTable(session);
     this.ended = el("div", { class: "card wide", hidden: true });
-    main.replaceChildren(el("div", { class: "title-row" }, this.title, this.status), this.summary, this.toolbar, this.empty, this.gridNode, this.observations.card, this.ended);
+    main.replaceChildren(el("div", { class: "title-row" }, this.title, this.status), this.offline, this.summary, this.toolbar, this.empty, this.gridNode, this.observations.card, this.ended);
+    const ager = setInterval(() => this.age(), AGE_EVERY_MS);
+    pageStoppers.push(() => clearInterval(ager));
+  }
+
+  /// The status and the last step's age as of now on the page's clock: the server's
+  /// answer aged by the time since it arrived (its `as_of` against `last_step_at`, so the
+  /// browser's clock need not agree with the server's), `no recent data` once that age
+  /// passes `stale_after`; and, while the server does not answer, `offline`.
+  age() {
+    const tracking = this.tracking;
+    if (!tracking) return;
+    const elapsed = (performance.now() - this.trackingReceived) / 1000;
+    const idle = tracking.last_step_at
+      ? (Date.parse(tracking.as_of) - Date.parse(tracking.last_step_at)) / 1000 + elapsed : null;
+    let status = tracking.status, reason = tracking.reason;
+    if (idle !== null && idle > tracking.stale_after && status !== "no-recent-data") {
+      status = "no-recent-data";
+      reason = "no step for " + agoText(idle).replace(" ago", "");
+    }
+    this.lastStep.textContent = idle === null ? "–" : agoText(idle);
+    const offline = document.body.dataset.live === "offline";
+    if (offline) {
+      const since = new Date(Number(document.body.dataset.liveSince || Date.now()));
+      this.status.className = "status offline";
+      this.status.textContent = "offline";
+      this.status.title = `The server has not answered since ${since.toLocaleTimeString()}; last known: ${STATUS_WORDS[status] || status} (${reason}).`;
+      this.offline.textContent = `Offline: the server has not answered since ${since.toLocaleTimeString()}. What this page shows is as of then; it updates again when the server answers.`;
+    } else {
+      this.status.className = "status " + status;
+      this.status.textContent = STATUS_WORDS[status] || status;
+      this.status.title = reason;
+    }
+    this.offline.hidden = !offline;
   }
 
   async render(session) {
@@ -98,9 +136,8 @@ class SessionPage {
   renderSummary(session, timeline) {
     this.title.textContent = session.name;
     const tracking = timeline.tracking;
-    this.status.className = "status " + tracking.status;
-    this.status.textContent = STATUS_WORDS[tracking.status] || tracking.status;
-    this.status.title = tracking.reason;
+    this.tracking = tracking;
+    this.trackingReceived = performance.now();
     const facts = [
       ["algorithm", algorithmName(session)],
       ["goal", session.goal],
@@ -113,8 +150,10 @@ class SessionPage {
     facts.push([`regret, last ${tracking.window}`, fmt(tracking.recent_regret)]);
     facts.push(["regret, all time", fmt(timeline.average_regret)]);
     facts.push(["time", session.time.source === "client" ? "client time" : "wall clock"]);
-    facts.push(["last step", tracking.last_step_at ? fmtAgo(tracking.last_step_at) : "–"]);
+    this.lastStep.title = tracking.last_step_at ? new Date(tracking.last_step_at).toLocaleString() : "";
+    facts.push(["last step", this.lastStep]);
     this.summary.replaceChildren(...facts.map(([label, value]) => el("div", {}, el("b", {}, value), el("span", { class: "muted", text: label }))));
+    this.age();
   }
 
   renderRecommendation(best) {

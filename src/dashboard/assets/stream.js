@@ -140,6 +140,9 @@ function watchSession(id, refresh, version) {
   const live = document.getElementById("live");
   let mode = null, stopped = false, pollTimer = null, pollDelay = POLL_MS, hiddenChange = false;
   const show = (next, text, title) => {
+    // The page's own clock reads the mode and since when (session.js ages the status).
+    if (next !== mode) document.body.dataset.liveSince = String(Date.now());
+    document.body.dataset.live = next;
     mode = next;
     live.dataset.mode = next;
     live.className = "live" + (next === "offline" ? "" : " on " + next);

@@ -301,6 +301,19 @@ impl Browser {
     pub fn screenshot(&mut self, path: &str) {
         self.screenshot_page(path, false);
     }
+
+    /// Saves a screenshot of the page's first `height` pixels as `name` in
+    /// `TVBO_SCREENSHOTS`, when it is set (the pictures docs/dashboard.md shows).
+    pub fn keep_screenshot(&mut self, name: &str, height: u32) {
+        if let Ok(dir) = std::env::var("TVBO_SCREENSHOTS") {
+            let width = self.eval("window.innerWidth").as_u64().unwrap() as u32;
+            let full = self.eval("window.innerHeight").as_u64().unwrap() as u32;
+            self.viewport(width, height);
+            std::thread::sleep(Duration::from_millis(300));
+            self.screenshot_page(&format!("{dir}/{name}"), false);
+            self.viewport(width, full);
+        }
+    }
 }
 
 impl Drop for Browser {

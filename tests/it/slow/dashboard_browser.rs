@@ -170,19 +170,6 @@ async fn codec_session(server: &TestServer) -> String {
     .await
 }
 
-/// Saves a screenshot of the page's first `height` pixels as `name` in
-/// `TVBO_SCREENSHOTS`, when it is set.
-fn screenshot(browser: &mut Browser, name: &str, height: u32) {
-    if let Ok(dir) = std::env::var("TVBO_SCREENSHOTS") {
-        let width = browser.eval("window.innerWidth").as_u64().unwrap() as u32;
-        let full = browser.eval("window.innerHeight").as_u64().unwrap() as u32;
-        browser.viewport(width, height);
-        std::thread::sleep(Duration::from_millis(300));
-        browser.screenshot_page(&format!("{dir}/{name}"), false);
-        browser.viewport(width, full);
-    }
-}
-
 /// Every chart of the page: [id, how many drawn marks of data, whether it says empty].
 const CHARTS: &str = "[...document.querySelectorAll('[data-chart]')].map(c => [c.dataset.chart, \
      c.querySelectorAll('circle, polyline').length + [...c.querySelectorAll('path')].filter(p => p.getAttribute('d')).length, \
@@ -314,7 +301,7 @@ async fn the_dashboard_draws_every_kind_of_session_live_in_chromium() {
             browser.eval("document.querySelectorAll('#sessions svg.sparkline path').length >= 3"),
             json!(true)
         );
-        screenshot(&mut browser, "dashboard-list.png", 520);
+        browser.keep_screenshot("dashboard-list.png", 520);
     });
 
     // Each session page: drawn, no error, charts with data, hover reads a value.
@@ -424,7 +411,7 @@ async fn the_dashboard_draws_every_kind_of_session_live_in_chromium() {
                 _ => None,
             };
             if let Some(shot) = shot {
-                screenshot(&mut browser, shot, 2000);
+                browser.keep_screenshot(shot, 2000);
             }
             if name == "four-knobs"
                 && let Ok(dir) = std::env::var("TVBO_SCREENSHOTS")
@@ -523,7 +510,7 @@ async fn the_dashboard_draws_every_kind_of_session_live_in_chromium() {
             );
             assert!(browser.errors.is_empty(), "{path}: {:?}", browser.errors);
             if path.starts_with("/sessions/") {
-                screenshot(&mut browser, "dashboard-narrow.png", 900);
+                browser.keep_screenshot("dashboard-narrow.png", 900);
             }
         }
         browser.viewport(1400, 2600);

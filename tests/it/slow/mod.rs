@@ -5,6 +5,7 @@
 
 mod bench;
 mod connections;
+mod dashboard_aging;
 mod dashboard_browser;
 mod dashboard_stream;
 mod database_outages;

@@ -687,6 +687,8 @@ class Tracking:
     status: TrackingStatus
     reason: str
     window: int
+    as_of: datetime
+    stale_after: float
     rolling: List[RollingRegret]
     recent_regret: Optional[float] = None
     previous_regret: Optional[float] = None
