@@ -125,13 +125,16 @@ class Chart {
   fillTable() {
     const spec = this.spec;
     const [x0, x1] = spec.time && timeWindow.range ? timeWindow.range : [-Infinity, Infinity];
-    const label = (v, categories) => categories ? (categories[v] ?? v) : spec.time ? fmtTime(v) : fmt(v);
+    // Session time on the x axis of a time chart; values (regret, n*, a setting, a
+    // lengthscale) in their own units, never as a duration.
+    const xText = v => spec.xCategories ? (spec.xCategories[v] ?? v) : spec.time ? fmtTime(v) : fmt(v);
+    const yText = v => spec.yCategories ? (spec.yCategories[v] ?? v) : fmt(v);
     const rows = [];
     for (const s of spec.series) {
       for (const p of s.points) {
         if (!(p[0] >= x0 && p[0] <= x1) || !Number.isFinite(p[1])) continue;
-        rows.push(el("tr", {}, el("td", { text: s.name }), el("td", { text: label(p[0], spec.xCategories) }),
-          el("td", { text: label(p[1], spec.yCategories) }), el("td", { text: p[2] && p[2].label || "" })));
+        rows.push(el("tr", {}, el("td", { text: s.name }), el("td", { text: xText(p[0]) }),
+          el("td", { text: yText(p[1]) }), el("td", { text: p[2] && p[2].label || "" })));
       }
     }
     for (const f of spec.strip || []) {
@@ -140,7 +143,7 @@ class Chart {
     }
     if (spec.time) rows.push(...eventTableRows(x0, x1));
     const shown = rows.slice(0, 2000);
-    const table = el("table", {}, el("thead", {}, el("tr", {}, ...["series", spec.xLabel || (spec.time ? "session time" : "x"), spec.yLabel || "y", ""].map(h => el("th", { text: h })))), el("tbody", {}, ...shown));
+    const table = el("table", {}, el("thead", {}, el("tr", {}, ...["series", spec.xLabel || (spec.time ? "session time" : "x"), spec.yLabel || "y", "note"].map(h => el("th", { text: h })))), el("tbody", {}, ...shown));
     this.tableBox.replaceChildren(el("div", { class: "scroll" }, table),
       rows.length > shown.length ? el("p", { class: "note", text: `The first ${shown.length} of ${rows.length} rows; zoom the time window for the rest.` }) : "");
   }
@@ -156,10 +159,12 @@ class Chart {
     const legendItems = [];
     let lx = L, row = 0;
     spec.series.forEach((s, i) => {
-      if (!s.name.trim()) return;
-      const width = 24 + s.name.length * 6;
+      // A series may share another's legend entry (`legend: null`) or show a shorter one.
+      const name = s.legend === undefined ? s.name : s.legend;
+      if (!name) return;
+      const width = 24 + name.length * 6;
       if (lx + width > W - R && lx > L) { lx = L; row += 1; }
-      legendItems.push({ s, x: lx, y: 6 + 12 * row, color: s.color || COLORS[i % COLORS.length] });
+      legendItems.push({ s, name, x: lx, y: 6 + 12 * row, color: s.color || COLORS[i % COLORS.length] });
       lx += width;
     });
     const T = 22 + 12 * row, B = 34 + stripH, H = (narrow ? 210 : 250) + stripH + 12 * row;
@@ -269,9 +274,9 @@ class Chart {
     const binsAt = spec.strip ? this.drawStrip(root, spec.strip, X, x0, x1, L, W - R, plotBottom + 36, stripH - 6) : null;
     // Legend, wrapped to the width.
     const legend = svg("g", { class: "legend" });
-    for (const { s, x, y, color } of legendItems) {
+    for (const { s, name, x, y, color } of legendItems) {
       legend.append(svg(s.mode === "points" ? "circle" : "rect", s.mode === "points" ? { cx: x + 5, cy: y + 5, r: 4, fill: color } : { x, y: y + 3, width: 10, height: 4, fill: color }));
-      const text = svg("text", { x: x + 14, y: y + 9 }); text.textContent = s.name;
+      const text = svg("text", { x: x + 14, y: y + 9 }); text.textContent = name;
       legend.append(text);
     }
     root.append(legend);
@@ -288,7 +293,6 @@ class Chart {
       cursor.setAttribute("x1", px); cursor.setAttribute("x2", px); cursor.setAttribute("visibility", "visible");
       const lines = [spec.time ? fmtTime(x) : spec.xCategories ? String(spec.xCategories[Math.round(x)] ?? "") : (spec.xLabel || "x") + " " + fmt(x)];
       for (const s of spec.series) {
-        if (!s.name.trim()) continue;
         let best = null;
         for (const p of s.points) {
           if (!finite(p)) continue;

@@ -176,8 +176,8 @@ async function modelViews(board, session, timeline, best) {
       // Over choices, points: a line between categories would read as an order.
       const mode = axis.categories ? "points" : "line";
       series.push({ name: "posterior mean now", mode, radius: 4.5, opacity: 0.95, color: "#16a34a", width: 2, points: rows.map(r => [axis.value(r.v), r.mean]) },
-        { name: "± 2σ", mode, radius: 2.5, color: "#86efac", dash: "4 3", points: rows.map(r => [axis.value(r.v), r.mean + 2 * r.std]) },
-        { name: " ", mode, radius: 2.5, color: "#86efac", dash: "4 3", points: rows.map(r => [axis.value(r.v), r.mean - 2 * r.std]) });
+        { name: "mean + 2σ", legend: "± 2σ", mode, radius: 2.5, color: "#86efac", dash: "4 3", points: rows.map(r => [axis.value(r.v), r.mean + 2 * r.std]) },
+        { name: "mean − 2σ", legend: null, mode, radius: 2.5, color: "#86efac", dash: "4 3", points: rows.map(r => [axis.value(r.v), r.mean - 2 * r.std]) });
     }
     board.chart({
       id: "slice-" + p.name, title: `Value against ${p.name}`,

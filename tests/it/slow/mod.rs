@@ -5,8 +5,8 @@
 
 mod bench;
 mod connections;
-mod dashboard_aging;
 mod dashboard_browser;
+mod dashboard_never_misleads;
 mod dashboard_stream;
 mod database_outages;
 mod docs_ui;

@@ -1,0 +1,239 @@
+//! A session page never misleads, in real headless Chromium with keys required:
+//!
+//! - its tracking status and "last step" age on the page's own clock (the server's
+//!   answer aged by the time since it arrived), so that a client that stopped shows as
+//!   "no recent data" without a reload; and when the server stops answering, the badge
+//!   says "offline" and a banner says since when, instead of the last known green. The
+//!   page's clock is moved forward ten minutes (its `performance.now`) rather than
+//!   waited for;
+//! - every chart's table names its columns and series, and writes values in their own
+//!   units: a regret, a setting, n* or a lengthscale is never written as a duration.
+//!
+//! Needs Chromium (tests/it/common/browser.rs: without it the test skips, except under
+//! CI).
+
+use crate::common;
+
+use std::time::Duration;
+
+use common::TestServer;
+use common::browser::Browser;
+use serde_json::json;
+use tvbo::api::RouterSettings;
+
+/// The status badge's text and class, the tooltip, and the "last step" fact.
+const READ: &str = "(() => { const s = document.getElementById('tracking-status'); \
+     return [s.textContent, s.className, s.title, document.getElementById('last-step').textContent, \
+     document.getElementById('offline-banner').hidden]; })()";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_open_page_ages_on_its_own_clock_and_says_when_it_is_offline() {
+    let Some(mut browser) = Browser::launch("dashboard_never_misleads") else {
+        return;
+    };
+    // The default settings: keys required.
+    let server = TestServer::start_configured(RouterSettings::default(), Default::default())
+        .await
+        .with_key("ops")
+        .await;
+    let id = server
+        .create(json!({"name": "aging", "parameters": [{"name": "x", "low": 0, "high": 1}]}))
+        .await;
+    // Wall-clock observations with reported regrets, back to back: the usual gap is
+    // short, so the status goes stale after a minute without a step.
+    let observations: Vec<_> = (0..6)
+        .map(|i| json!({"params": {"x": i as f64 / 6.0}, "value": 1.0, "regret": 0.1}))
+        .collect();
+    let (status, body) = server
+        .post(
+            &format!("/v1/sessions/{id}/observations"),
+            &json!({"observations": observations}),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let (_, timeline) = server.get(&format!("/v1/sessions/{id}/timeline")).await;
+    assert_eq!(
+        timeline["tracking"]["stale_after"],
+        json!(60.0),
+        "{timeline}"
+    );
+    let key = server.key().unwrap().to_string();
+    tokio::task::block_in_place(|| {
+        browser.open(&server.url("/"), "document.querySelector('#api-key')");
+        browser.eval(&format!("localStorage.setItem(KEY_STORAGE, '{key}')"));
+        browser.open(
+            &server.url(&format!("/sessions/{id}")),
+            "document.body.dataset.rendered !== undefined",
+        );
+        let fresh = browser.eval(READ);
+        assert_eq!(fresh[0], "tracking", "{fresh}");
+        assert_eq!(fresh[3], "just now", "{fresh}");
+        assert_eq!(fresh[4], true, "{fresh}");
+        // Ten minutes later on the page's clock, with no step and no reload.
+        browser.eval(
+            "(() => { const real = performance.now.bind(performance); \
+             performance.now = () => real() + 600000; })()",
+        );
+        assert!(
+            browser.wait_for(
+                "document.getElementById('tracking-status').textContent === 'no recent data'",
+                Duration::from_secs(3)
+            ),
+            "the status did not age: {}",
+            browser.eval(READ)
+        );
+        browser.keep_screenshot("dashboard-stale.png", 500);
+        let aged = browser.eval(READ);
+        assert_eq!(aged[3], "10 min ago", "{aged}");
+        assert!(
+            aged[2].as_str().unwrap().starts_with("no step for 10 min"),
+            "{aged}"
+        );
+        assert!(browser.errors.is_empty(), "{:?}", browser.errors);
+    });
+    // The server goes away: within a few seconds the page says so.
+    server.stop().await;
+    tokio::task::block_in_place(|| {
+        assert!(
+            browser.wait_for(
+                "document.getElementById('tracking-status').textContent === 'offline' \
+                 && !document.getElementById('offline-banner').hidden",
+                Duration::from_secs(10)
+            ),
+            "no offline state with the server down: {}",
+            browser.eval(READ)
+        );
+        let offline = browser.eval(READ);
+        assert!(
+            offline[1].as_str().unwrap().contains("offline"),
+            "{offline}"
+        );
+        assert!(
+            offline[2]
+                .as_str()
+                .unwrap()
+                .contains("last known: no recent data"),
+            "{offline}"
+        );
+        browser.keep_screenshot("dashboard-offline.png", 500);
+        let banner = browser.eval("document.getElementById('offline-banner').textContent");
+        assert!(
+            banner
+                .as_str()
+                .unwrap()
+                .starts_with("Offline: the server has not answered since"),
+            "{banner}"
+        );
+    });
+}
+
+/// Every chart table of the page, opened: [chart id, header cells, rows of cells].
+const TABLES: &str = "(() => { for (const b of document.querySelectorAll('.table-toggle')) \
+     if (b.getAttribute('aria-expanded') === 'false') b.click(); \
+     return [...document.querySelectorAll('[data-chart]')].map(c => [c.dataset.chart, \
+       [...c.querySelectorAll('.chart-table th')].map(h => h.textContent), \
+       [...c.querySelectorAll('.chart-table tbody tr')].map(r => [...r.cells].map(d => d.textContent))]); })()";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chart_tables_name_their_columns_and_keep_values_in_their_units() {
+    let Some(mut browser) = Browser::launch("dashboard_never_misleads") else {
+        return;
+    };
+    let server = TestServer::start_configured(RouterSettings::default(), Default::default())
+        .await
+        .with_key("ops")
+        .await;
+    // A BOLT session in client time whose setting runs into the thousands (as a buffer
+    // size in KiB does) and whose values, regrets and n* are plain numbers.
+    let id = server
+        .create(json!({
+            "name": "tables",
+            "parameters": [{"name": "buffer_kb", "low": 64, "high": 16384, "scale": "log"}],
+            "model": {"warmup": 5},
+            "time": {"source": "client"},
+            "seed": 4
+        }))
+        .await;
+    for round in 0..24 {
+        let t = round as f64 * 30.0;
+        let (status, s) = server
+            .post(&format!("/v1/sessions/{id}/suggestions"), &json!({"t": t}))
+            .await;
+        assert_eq!(status, 201, "{s}");
+        let s = &s["suggestions"][0];
+        let kb = s["params"]["buffer_kb"].as_f64().unwrap();
+        let value = -(kb.ln() - 2000f64.ln()).powi(2);
+        let (status, body) = server
+            .post(
+                &format!("/v1/sessions/{id}/observations"),
+                &json!({"suggestion_id": s["id"], "value": value, "regret": -value, "t": t + 10.0}),
+            )
+            .await;
+        assert_eq!(status, 201, "{body}");
+    }
+    let key = server.key().unwrap().to_string();
+    tokio::task::block_in_place(|| {
+        browser.open(&server.url("/"), "document.querySelector('#api-key')");
+        browser.eval(&format!("localStorage.setItem(KEY_STORAGE, '{key}')"));
+        browser.open(
+            &server.url(&format!("/sessions/{id}")),
+            "document.body.dataset.rendered !== undefined",
+        );
+        let tables = browser.eval(TABLES);
+        let tables = tables.as_array().unwrap();
+        let duration = reads_as_duration();
+        let mut rows_read = 0;
+        for table in tables {
+            let (chart, headers, rows) = (&table[0], &table[1], table[2].as_array().unwrap());
+            let headers: Vec<&str> = headers
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|h| h.as_str().unwrap())
+                .collect();
+            assert!(
+                headers.iter().all(|h| !h.trim().is_empty()),
+                "{chart}: headers {headers:?}"
+            );
+            for row in rows {
+                let cells: Vec<&str> = row
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|c| c.as_str().unwrap())
+                    .collect();
+                assert!(
+                    !cells[0].trim().is_empty(),
+                    "{chart}: a series without a name: {cells:?}"
+                );
+                // The value column (the third) of a data row: a number, or a category.
+                if cells.len() == 4 && !cells[0].starts_with("forgotten") {
+                    assert!(
+                        !duration(cells[2]),
+                        "{chart}: value {:?} written as a duration: {cells:?}",
+                        cells[2]
+                    );
+                    rows_read += 1;
+                }
+            }
+        }
+        assert!(rows_read > 50, "{rows_read} rows read: {tables:?}");
+        assert!(browser.errors.is_empty(), "{:?}", browser.errors);
+    });
+    server.stop().await;
+}
+
+/// Whether a cell reads as a duration ("10 s", "49.7 min", "2 h", "1.5 d").
+fn reads_as_duration() -> impl Fn(&str) -> bool {
+    |cell: &str| {
+        let mut words = cell.split(' ');
+        matches!(
+            (
+                words.next().map(|n| n.parse::<f64>().is_ok()),
+                words.next(),
+                words.next()
+            ),
+            (Some(true), Some("s" | "min" | "h" | "d"), None)
+        )
+    }
+}
