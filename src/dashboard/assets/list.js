@@ -68,7 +68,7 @@ async function sessionsView(main) {
     const sum = s.summary || {};
     const provenance = regretProvenance(sum.reported_regrets, sum.estimated_regrets);
     const avg = el("td", {}, fmt(sum.average_regret ?? null), provenance ? el("span", { class: "tag" + (provenance === "reported" ? "" : " est"), text: provenance }) : null);
-    const cells = [el("td", {}, el("a", { href: base() + "/sessions/" + s.id, text: s.name }))];
+    const cells = [el("td", { class: "name" }, el("a", { href: base() + "/sessions/" + s.id, text: s.name }))];
     if (state.tenants) cells.push(el("td", { text: s.tenant ?? "" }));
     cells.push(el("td", { text: algorithmName(s) }), el("td", { text: s.status }), el("td", { class: "num", text: String(s.observation_count) }),
       el("td", { class: "num", text: s.dataset_size + (s.max_dataset_size !== null ? " / " + s.max_dataset_size : "") }), avg,

@@ -509,9 +509,22 @@ async fn the_dashboard_draws_every_kind_of_session_live_in_chromium() {
                 "{path} at 400 px: {widths}"
             );
             assert!(browser.errors.is_empty(), "{path}: {:?}", browser.errors);
-            if path.starts_with("/sessions/") {
-                browser.keep_screenshot("dashboard-narrow.png", 900);
-            }
+            // The list's cells keep their words whole: each on one line but the name's.
+            let broken = browser.eval(
+                "[...document.querySelectorAll('#sessions td:not(.name)')].filter(td => { \
+                 const r = document.createRange(); r.selectNodeContents(td); \
+                 return r.getBoundingClientRect().height > 1.5 * parseFloat(getComputedStyle(td).lineHeight); \
+                 }).map(td => td.textContent)",
+            );
+            assert_eq!(broken, json!([]), "{path}: cells broken across lines");
+            browser.keep_screenshot(
+                if path.starts_with("/sessions/") {
+                    "dashboard-narrow.png"
+                } else {
+                    "dashboard-list-narrow.png"
+                },
+                900,
+            );
         }
         browser.viewport(1400, 2600);
     });
