@@ -84,8 +84,9 @@ pub struct PageSettings {
     pub auth: bool,
 }
 
-/// The dashboard's routes, to merge into the API's router; a page path naming no session
-/// is answered `not_found()` (the API's 404 problem).
+/// The dashboard's routes, to merge into the API's router; an asset path naming no asset
+/// is answered `not_found()` (the API's 404 problem), a session page's path naming no
+/// session a page that says so (404).
 pub fn router<S: Clone + Send + Sync + 'static>(
     settings: PageSettings,
     not_found: fn() -> Response,
@@ -103,7 +104,7 @@ pub fn router<S: Clone + Send + Sync + 'static>(
                 move |params: Result<RawPathParams, RawPathParamsRejection>| async move {
                     let params = params.ok();
                     let id = params.iter().flatten().find(|(name, _)| *name == "id");
-                    session_page(&settings, id.map_or("", |(_, id)| id)).unwrap_or_else(not_found)
+                    session_page(&settings, id.map_or("", |(_, id)| id))
                 },
             ),
         )
@@ -123,10 +124,17 @@ pub fn router<S: Clone + Send + Sync + 'static>(
         )
 }
 
-/// The page of session `id` (any spelling of a UUID); None if `id` is not a UUID.
-fn session_page(settings: &PageSettings, id: &str) -> Option<Response> {
-    let id = uuid::Uuid::parse_str(id).ok()?;
-    Some(page(settings, "session", &id.to_string()))
+/// The page of session `id` (any spelling of a UUID); for anything else, a page (404)
+/// that says no session has that address, for a person who typed or pasted it.
+fn session_page(settings: &PageSettings, id: &str) -> Response {
+    match uuid::Uuid::parse_str(id) {
+        Ok(id) => page(settings, "session", &id.to_string()),
+        Err(_) => {
+            let mut response = page(settings, "not-found", "");
+            *response.status_mut() = axum::http::StatusCode::NOT_FOUND;
+            response
+        }
+    }
 }
 
 /// The page shell: which view to draw and for which session; the script does the rest.
@@ -182,7 +190,7 @@ mod tests {
             base: BasePath::parse("/tvbo").unwrap(),
             auth: true,
         };
-        let response = session_page(&base, "0b6c1c57-4c3e-4bb3-9d36-3f7cbb1b2a10").unwrap();
+        let response = session_page(&base, "0b6c1c57-4c3e-4bb3-9d36-3f7cbb1b2a10");
         assert_eq!(response.status(), StatusCode::OK);
         let csp = response.headers()[header::CONTENT_SECURITY_POLICY].clone();
         assert_eq!(csp, CONTENT_SECURITY_POLICY);
@@ -202,6 +210,17 @@ mod tests {
             assert!(html.contains(expected), "{expected} in {html}");
         }
         assert!(!html.contains("{{"), "every placeholder filled: {html}");
-        assert!(session_page(&base, "not-a-uuid").is_none());
+        // Not a session's address: a page (for a person), 404, that names no session.
+        let response = session_page(&base, "not-a-uuid\"><script>");
+        assert_eq!(response.status(), StatusCode::NOT_FOUND);
+        let body = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        let html = String::from_utf8(body.to_vec()).unwrap();
+        assert!(html.contains(r#"data-view="not-found""#), "{html}");
+        assert!(
+            !html.contains("not-a-uuid") && !html.contains("<script>\""),
+            "{html}"
+        );
     }
 }

@@ -162,10 +162,17 @@ function loginView(main, message) {
     localStorage.setItem(KEY_STORAGE, key);
     location.reload();
   });
-  main.replaceChildren(el("h1", { text: "Sign in" }),
+  // replaceChildren writes a null as the text "null": only the nodes there are.
+  main.replaceChildren(...[el("h1", { text: "Sign in" }),
     el("p", { class: "muted", text: "This server needs an API key (make one with: tvbo keys create --name NAME). It stays in this browser." }),
-    message ? el("p", { class: "error", text: message }) : null, form);
+    message ? el("p", { class: "error", text: message }) : null, form].filter(Boolean));
   input.focus();
+}
+
+/// A page that says there is no such session, with the way back to the list.
+function notFoundView(main, message) {
+  main.replaceChildren(el("h1", { text: "Session not found" }), el("p", { class: "muted", text: message }),
+    el("p", {}, el("a", { href: base() + "/", text: "All sessions" })));
 }
 
 function signOutButton() {
@@ -182,7 +189,9 @@ window.addEventListener("DOMContentLoaded", () => {
   }
   if (storedKey()) document.querySelector("header").append(signOutButton());
   const view = document.body.dataset.view;
-  const run = view === "session" ? sessionView(main, document.body.dataset.session) : sessionsView(main);
+  const run = view === "session" ? sessionView(main, document.body.dataset.session)
+    : view === "not-found" ? Promise.resolve(notFoundView(main, "This address names no session: a session's address ends in its id, a UUID."))
+    : sessionsView(main);
   run.catch(e => {
     if (e.status === 401) return; // the sign-in form is shown
     console.error(e);

@@ -13,9 +13,8 @@ async function sessionView(main, id) {
     session = await api("/v1/sessions/" + id);
   } catch (e) {
     if (e.status === 401) return;
-    main.replaceChildren(el("h1", { text: "Session not found" }), el("p", { class: "muted", text: e.message }),
-      el("p", {}, el("a", { href: base() + "/", text: "All sessions" }), storedKey() ? " · or sign in with another key: " : null,
-        storedKey() ? signInAgainButton() : null));
+    notFoundView(main, e.message);
+    if (storedKey()) main.lastChild.append(" · or sign in with another key: ", signInAgainButton());
     return;
   }
   document.title = session.name + " · tvbo";
@@ -146,7 +145,7 @@ class SessionPage {
       ["pending", String(session.pending_count)],
     ];
     const ended = kind => timeline.ended_runs.filter(r => r.kind === kind).length;
-    if (timeline.ended_run_count > 0) facts.push(["failed · abandoned", `${ended("failed")} · ${ended("abandoned")}` + (timeline.ended_runs.length < timeline.ended_run_count ? ` (newest ${timeline.ended_runs.length} of ${timeline.ended_run_count})` : "")]);
+    if (timeline.ended_run_count > 0) facts.push(["runs ended without a value", `${ended("failed")} failed · ${ended("abandoned")} abandoned` + (timeline.ended_runs.length < timeline.ended_run_count ? ` (newest ${timeline.ended_runs.length} of ${timeline.ended_run_count})` : "")]);
     facts.push([`regret, last ${tracking.window}`, fmt(tracking.recent_regret)]);
     facts.push(["regret, all time", fmt(timeline.average_regret)]);
     facts.push(["time", session.time.source === "client" ? "client time" : "wall clock"]);
@@ -158,7 +157,8 @@ class SessionPage {
 
   renderRecommendation(best) {
     if (best) {
-      const params = Object.entries(best.params).map(([k, v]) => `${k} = ${fmt(v)}`).join(", ");
+      // In the session's order of parameters, as the client declared them.
+      const params = this.session.parameters.filter(p => p.name in best.params).map(p => `${p.name} = ${fmt(best.params[p.name])}`).join(", ");
       const detail = `  (posterior mean ${fmt(best.mean)} ± ${fmt(best.std)} at ${fmtTime(best.t)})`;
       this.recommendation.title = "Run now: " + (best.arm ? best.arm + ": " : "") + params + detail;
       this.recommendation.replaceChildren(el("b", { text: "Run now: " }), (best.arm ? best.arm + ": " : "") + params,
@@ -182,7 +182,7 @@ class SessionPage {
       `    value = measure(suggestion.params)  # {${first}}: your system`,
       "    session.observe(suggestion, value)",
     ].join("\n");
-    const curl = `curl -X POST ${origin}/v1/sessions/${session.id}/suggestions -H "authorization: Bearer $TVBO_API_KEY"`;
+    const curl = `curl -X POST ${origin}/v1/sessions/${session.id}/suggestions -H "authorization: Bearer $TVBO_API_KEY" -H "content-type: application/json" -d '{}'`;
     this.empty.replaceChildren(el("h2", { text: "No observations yet" }),
       el("p", {}, "Session id ", el("code", { text: session.id }), ". Point a client at it; this page fills in as it observes."),
       el("pre", { text: snippet }), el("p", { class: "muted", text: "Or from a shell:" }), el("pre", { text: curl }));

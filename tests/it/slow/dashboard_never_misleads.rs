@@ -60,7 +60,22 @@ async fn an_open_page_ages_on_its_own_clock_and_says_when_it_is_offline() {
     let key = server.key().unwrap().to_string();
     tokio::task::block_in_place(|| {
         browser.open(&server.url("/"), "document.querySelector('#api-key')");
+        browser.keep_screenshot("dashboard-sign-in.png", 300);
+        assert!(
+            !browser
+                .eval("document.body.innerText")
+                .as_str()
+                .unwrap()
+                .contains("null"),
+            "{}",
+            browser.eval("document.body.innerText")
+        );
         browser.eval(&format!("localStorage.setItem(KEY_STORAGE, '{key}')"));
+        // An address that names no session: a page that says so, not a JSON problem.
+        browser.open(
+            &server.url("/sessions/not-a-uuid"),
+            "document.querySelector('h1')?.textContent === 'Session not found'",
+        );
         browser.open(
             &server.url(&format!("/sessions/{id}")),
             "document.body.dataset.rendered !== undefined",
