@@ -271,6 +271,8 @@ pub struct Observation {
     /// The client's notes on the run, as sent.
     #[schema(value_type = Option<Object>)]
     pub metadata: Option<Metadata>,
+    /// When the server recorded it (wall clock), whatever the session's time source.
+    pub recorded_at: DateTime<Utc>,
 }
 
 impl From<&ObservationRow> for Observation {
@@ -293,6 +295,7 @@ impl From<&ObservationRow> for Observation {
             removed_t: row.removed_t,
             removed_reason: row.removed_reason.clone(),
             metadata: row.metadata.clone(),
+            recorded_at: row.created_at,
         }
     }
 }

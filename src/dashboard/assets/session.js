@@ -219,21 +219,24 @@ async function exportObservationsCsv(session, button) {
   button.disabled = true;
   try {
     const names = session.parameters.map(p => p.name);
-    const header = ["kind", "seq", "t", ...names, "value", "regret", "active", "removed_t", "removed_reason", "reason", "metadata"];
+    // `recorded_at`: when the server recorded the row (wall clock); `measured_at`: the
+    // measurement's wall-clock time where the client gave it; `regret` the client's,
+    // `estimated_regret` the model's where the client reported none.
+    const header = ["kind", "seq", "t", "recorded_at", "measured_at", ...names, "value", "regret", "estimated_regret", "active", "removed_t", "removed_at", "removed_reason", "reason", "metadata"];
     const json = metadata => metadata ? JSON.stringify(metadata) : null;
     const rows = [];
     let after = 0;
     for (;;) {
       const page = await api(`/v1/sessions/${session.id}/observations?include_pruned=true&limit=10000&after=${after}`);
       for (const o of page.observations) {
-        rows.push(["observation", o.seq, o.t, ...names.map(n => o.params[n]), o.value, o.regret, o.active, o.removed_t, o.removed_reason, null, json(o.metadata)]);
+        rows.push(["observation", o.seq, o.t, o.recorded_at, o.measured_at, ...names.map(n => o.params[n]), o.value, o.regret, o.estimated_regret, o.active, o.removed_t, o.removed_at, o.removed_reason, null, json(o.metadata)]);
       }
       if (page.next_after === undefined || page.next_after === null) break;
       after = page.next_after;
     }
     const timeline = await api(`/v1/sessions/${session.id}/timeline?points=20000`);
     for (const r of timeline.ended_runs) {
-      rows.push([r.kind, null, r.t, ...names.map(n => r.params[n]), null, null, false, null, null, r.reason, json(r.metadata)]);
+      rows.push([r.kind, null, r.t, r.created_at, null, ...names.map(n => r.params[n]), null, null, null, false, null, null, null, r.reason, json(r.metadata)]);
     }
     const lines = [header, ...rows].map(row => row.map(csvField).join(","));
     download(new Blob([lines.join("\n") + "\n"], { type: "text/csv" }), session.name + "-observations.csv");

@@ -629,12 +629,20 @@ async fn the_dashboard_asks_for_a_key_and_shows_only_its_tenant() {
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(lines.len(), 4, "{csv}");
         assert!(
-            lines[0].starts_with("kind,seq,t,x,value,regret,active"),
+            lines[0].starts_with(
+                "kind,seq,t,recorded_at,measured_at,x,value,regret,estimated_regret,active,removed_t,removed_at"
+            ),
             "{csv}"
         );
         // The metadata {"host":"a, \"b\""} as one CSV field: quoted, quotes doubled.
         let field = r#""{""host"":""a, \""b\""""}""#;
         assert!(lines[2].ends_with(field), "metadata quoted: {csv}");
+        // Every row carries the wall-clock time the server recorded it at.
+        let recorded_at = lines[1].split(',').nth(3).unwrap();
+        assert!(
+            chrono::DateTime::parse_from_rfc3339(recorded_at).is_ok(),
+            "recorded_at {recorded_at:?}: {csv}"
+        );
         assert!(browser.errors.is_empty(), "{:?}", browser.errors);
         // Signing out forgets the key.
         browser.eval("document.getElementById('sign-out').click()");

@@ -354,6 +354,7 @@ class Observation:
     value: float
     t: float
     active: bool
+    recorded_at: datetime
     suggestion_id: Optional[str] = None
     measured_at: Optional[datetime] = None
     regret: Optional[float] = None
