@@ -74,6 +74,31 @@ function logTicks(lo, hi, count) {
   return ticks;
 }
 
+/// A card's "table" button and the box it opens: `card.fillTable()` fills the box when
+/// it opens (and the card again on each update while it is open).
+function tableToggle(card) {
+  const button = el("button", { class: "link table-toggle", type: "button", "aria-expanded": "false", text: "table" });
+  button.addEventListener("click", () => card.toggleTable());
+  return [button, el("div", { class: "chart-table", hidden: true })];
+}
+
+function toggleTable(card) {
+  const show = card.tableBox.hidden;
+  card.tableBox.hidden = !show;
+  card.tableButton.setAttribute("aria-expanded", String(show));
+  card.tableButton.textContent = show ? "chart only" : "table";
+  if (show) card.fillTable();
+}
+
+/// A table of `headers` and `rows` (element rows, or arrays of cell texts), the first
+/// 2000 rows, and a note saying how to see the rest when there are more.
+function tableNodes(headers, rows, rest) {
+  const shown = rows.slice(0, 2000).map(r => Array.isArray(r) ? el("tr", {}, ...r.map(c => el("td", { text: c }))) : r);
+  const table = el("table", {}, el("thead", {}, el("tr", {}, ...headers.map(h => el("th", { text: h })))), el("tbody", {}, ...shown));
+  return [el("div", { class: "scroll" }, table),
+    rows.length > shown.length ? el("p", { class: "note", text: `The first ${shown.length} of ${rows.length} rows; ${rest}.` }) : ""];
+}
+
 /// A chart card on `container`. spec: {id, title, xLabel, yLabel, time (x is session
 /// time: linked zoom, and the session's events drawn: events.js), series: [{name, points: [[x, y, extra?]], mode:
 /// "line"|"points"|"step", color, dash, width, radius, unscaled}], strip (forgetting events under
@@ -85,10 +110,8 @@ class Chart {
     this.card = el("div", { class: "card chart" + (spec.wide ? " wide" : "") });
     this.card.dataset.chart = spec.id || spec.title;
     this.heading = el("h2", { text: spec.title });
-    this.tableButton = el("button", { class: "link table-toggle", type: "button", "aria-expanded": "false", text: "table" });
-    this.tableButton.addEventListener("click", () => this.toggleTable());
+    [this.tableButton, this.tableBox] = tableToggle(this);
     this.holder = el("div", { class: "plot" });
-    this.tableBox = el("div", { class: "chart-table", hidden: true });
     this.noteNode = el("p", { class: "note" });
     this.card.append(el("div", { class: "card-head" }, this.heading, this.tableButton), this.holder, this.tableBox, this.noteNode);
     container.append(this.card);
@@ -113,13 +136,7 @@ class Chart {
 
   remove() { timeWindow.charts.delete(this); this.card.remove(); }
 
-  toggleTable() {
-    const show = this.tableBox.hidden;
-    this.tableBox.hidden = !show;
-    this.tableButton.setAttribute("aria-expanded", String(show));
-    this.tableButton.textContent = show ? "chart only" : "table";
-    if (show) this.fillTable();
-  }
+  toggleTable() { toggleTable(this); }
 
   /// The numbers of every series (in the time window), as a table.
   fillTable() {
@@ -142,10 +159,8 @@ class Chart {
       rows.push(el("tr", {}, el("td", { text: "forgotten (" + f.reason + ")" }), el("td", { text: fmtTime(f.t) + (f.t_end > f.t ? " – " + fmtTime(f.t_end) : "") }), el("td", { text: String(f.count) }), el("td")));
     }
     if (spec.time) rows.push(...eventTableRows(x0, x1));
-    const shown = rows.slice(0, 2000);
-    const table = el("table", {}, el("thead", {}, el("tr", {}, ...["series", spec.xLabel || (spec.time ? "session time" : "x"), spec.yLabel || "y", "note"].map(h => el("th", { text: h })))), el("tbody", {}, ...shown));
-    this.tableBox.replaceChildren(el("div", { class: "scroll" }, table),
-      rows.length > shown.length ? el("p", { class: "note", text: `The first ${shown.length} of ${rows.length} rows; zoom the time window for the rest.` }) : "");
+    this.tableBox.replaceChildren(...tableNodes(["series", spec.xLabel || (spec.time ? "session time" : "x"), spec.yLabel || "y", "note"], rows,
+      "zoom the time window for the rest"));
   }
 
   draw() {

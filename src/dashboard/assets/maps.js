@@ -19,7 +19,7 @@ function parameterTicks(p, count) {
 
 /// A card drawing `draw(root, width)` into an SVG as wide as the card, again on resize
 /// and on `update` (`redrawWith` when the data may be the card's own). spec: {id,
-/// title, note, height}.
+/// title, note, height, table}: `table()` gives the numbers drawn as {headers, rows}.
 class SvgCard {
   constructor(container, spec, draw) {
     this.card = el("div", { class: "card chart" + (spec.wide ? " wide" : "") });
@@ -27,7 +27,8 @@ class SvgCard {
     this.heading = el("h2", { text: spec.title });
     this.holder = el("div", { class: "plot" });
     this.noteNode = el("p", { class: "note" });
-    this.card.append(el("div", { class: "card-head" }, this.heading), this.holder, this.noteNode);
+    [this.tableButton, this.tableBox] = tableToggle(this);
+    this.card.append(el("div", { class: "card-head" }, this.heading, this.tableButton), this.holder, this.tableBox, this.noteNode);
     container.append(this.card);
     this.width = 0;
     new ResizeObserver(() => {
@@ -44,7 +45,14 @@ class SvgCard {
     this.spec = spec; this.drawInto = draw;
     this.heading.textContent = spec.title;
     this.noteNode.textContent = spec.note || "";
+    this.tableButton.hidden = !spec.table;
     this.redraw();
+    if (!this.tableBox.hidden) this.fillTable();
+  }
+  toggleTable() { toggleTable(this); }
+  fillTable() {
+    const { headers, rows } = this.spec.table();
+    this.tableBox.replaceChildren(...tableNodes(headers, rows, "the export has every observation"));
   }
   redraw() {
     this.width = Math.round(this.holder.clientWidth) || 640;

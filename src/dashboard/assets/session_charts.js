@@ -190,9 +190,12 @@ async function modelViews(board, session, timeline, best) {
   const numeric = params.filter(p => p.type !== "categorical");
   if (!session.arms && best && active.length && numeric.length === 2 && params.length === 2) await heatMaps(board, session, timeline, best);
   if (params.length > 2 && timeline.observations.length) {
+    const drawn = timeline.observations.slice(-1000);
     const spec = { id: "parallel", title: "Every observation across the parameters", wide: true, height: 280,
-      note: "Parallel coordinates: one line per observation through its setting and value; yellow is better, the newest drawn strongest." };
-    const draw = parallelDrawer(session, timeline.observations.slice(-1000));
+      note: "Parallel coordinates: one line per observation through its setting and value; yellow is better, the newest drawn strongest.",
+      table: () => ({ headers: ["seq", "session time", ...params.map(p => p.name), "value"],
+        rows: drawn.map(o => [String(o.seq), fmtTime(o.t), ...params.map(p => p.type === "categorical" ? o.params[p.name] : fmt(o.params[p.name])), fmt(o.value)]) }) };
+    const draw = parallelDrawer(session, drawn);
     board.place("parallel", container => new SvgCard(container, spec, draw)).redrawWith(spec, draw);
   }
 }
@@ -234,6 +237,8 @@ async function heatMaps(board, session, timeline, best) {
   const minimise = session.goal === "minimize";
   for (const [key, label] of [["mean", "Posterior mean"], ["std", "Posterior standard deviation"]]) {
     const spec = { id: "posterior-" + key, title: `${label} now`,
+      table: () => ({ headers: [px.name, py.name, key === "mean" ? "posterior mean" : "posterior std"],
+        rows: prediction.predictions.map((q, k) => [fmt(xs[k % n]), fmt(ys[Math.floor(k / n)]), fmt(q[key])]) }),
       note: key === "mean"
         ? `Where the model believes the objective is ${minimise ? "low (the goal: dark)" : "high (the goal: yellow)"} now; white dots: active observations; red cross: the recommendation.`
         : "Where the model is unsure now (yellow): forgotten or never-sampled regions." };

@@ -423,6 +423,26 @@ async fn the_dashboard_draws_every_kind_of_session_live_in_chromium() {
             if name == "arms" {
                 assert!(charts.iter().any(|c| c[0] == "priors"), "{charts:?}");
             }
+            // The heat maps' and the parallel coordinates' numbers as tables too.
+            let cards: &[&str] = match name {
+                "radio-link" => &["posterior-mean", "posterior-std"],
+                "four-knobs" => &["parallel"],
+                _ => &[],
+            };
+            for card in cards {
+                let table = browser.eval(&format!(
+                    "(() => {{ const c = document.querySelector('[data-chart=\"{card}\"]'); \
+                     c.querySelector('.table-toggle').click(); \
+                     return [[...c.querySelectorAll('.chart-table th')].map(h => h.textContent), \
+                     c.querySelectorAll('.chart-table tbody tr').length]; }})()"
+                ));
+                let headers = table[0].as_array().unwrap();
+                assert!(
+                    headers.len() >= 3 && headers.iter().all(|h| h != ""),
+                    "{name} {card}: {table}"
+                );
+                assert!(table[1].as_u64().unwrap() >= 20, "{name} {card}: {table}");
+            }
         });
         // Scrolled down the page, before the update.
         let layout = "[document.documentElement.scrollHeight, window.scrollY, \
