@@ -469,6 +469,7 @@ def test_to_pandas(client: tvbo.Client) -> None:
         "value",
         "t",
         "active",
+        "recorded_at",
         "suggestion_id",
         "measured_at",
         "regret",

@@ -71,8 +71,18 @@ function describeEvent(e) {
   else if (e.kind === "model-reset" && d.resets !== undefined) detail = `${d.resets} so far`;
   else if (e.kind === "dataset-full" && d.active !== undefined) detail = `${d.active} active, cap ${d.cap}`;
   else if (e.kind === "prior-eliminated" && d.name !== undefined) detail = `${d.name}, ${d.remaining} left`;
-  else if (Object.keys(d).length) detail = JSON.stringify(d).slice(0, 80);
+  else if (Object.keys(d).length) detail = dataWords(d);
   return eventWord(e.kind) + (detail ? ": " + detail : "");
+}
+
+/// An event's data as words, whatever its kind: `name = value` pairs (numbers as the
+/// page writes them, nested objects by dotted name, lists in brackets).
+function dataWords(data) {
+  const value = v => typeof v === "number" ? fmt(v) : v !== null && typeof v === "object" ? JSON.stringify(v) : String(v);
+  const pairs = (prefix, object) => Object.entries(object).flatMap(([k, v]) =>
+    v !== null && typeof v === "object" && !Array.isArray(v) ? pairs(prefix + k + ".", v)
+      : [`${prefix}${k} = ${Array.isArray(v) ? "[" + v.map(value).join(", ") + "]" : value(v)}`]);
+  return pairs("", data).join(", ");
 }
 
 /// The legend above the charts: each kind held, its colour and count.
