@@ -86,7 +86,7 @@ macro_rules! store_on {
             };
             use $crate::store::timeline::{
                 BUCKET_ROWS, Bucket, SeriesCounts, TimelineBudget, bucket_from_row, forget_spans,
-                kept_keys, newest_holding, regret_groups,
+                kept_keys, newest_holding, regret_groups, with_evenly_spaced,
             };
             use $crate::store::{
                 ApiKeyRow, CallStats, EndedRun, ForgetSpan, History, IdempotencyRecord, ListedSession,
@@ -690,7 +690,7 @@ macro_rules! store_on {
                 let observations = timeline_observations(
                     &mut *c,
                     &key,
-                    kept_keys(&observed, points, 6),
+                    with_evenly_spaced(kept_keys(&observed, points, 6), &observed, points),
                     budget.metadata_bytes,
                 )
                 .await?;

@@ -206,6 +206,33 @@ pub(crate) fn kept_keys(buckets: &[&Bucket], budget: i64, per_group: i64) -> Opt
     Some(keys)
 }
 
+/// `kept` ([`kept_keys`] of a series whose keys run without gaps from its first bucket's
+/// first key to its last bucket's last key, as observations' sequence numbers do) with
+/// evenly spaced keys added, as many as `budget` leaves room for: a series a few times
+/// over its budget then draws most of its rows, with every group's extremes among them,
+/// not only the extremes. None (all rows) stays None.
+pub(crate) fn with_evenly_spaced(
+    kept: Option<Vec<i64>>,
+    buckets: &[&Bucket],
+    budget: i64,
+) -> Option<Vec<i64>> {
+    let mut keys = kept?;
+    let (Some(first), Some(last)) = (buckets.first(), buckets.last()) else {
+        return Some(keys);
+    };
+    let (first, last) = (first.first_key, last.last_key);
+    let (span, spare) = (last - first + 1, budget - keys.len() as i64);
+    if spare > 0 && span > 0 {
+        // The i-th of `spare` evenly spaced positions, rounded down: distinct keys while
+        // spare ≤ span (in i128: span × spare can pass i64 on a long series).
+        let n = spare.min(span);
+        keys.extend((0..n).map(|i| first + (i as i128 * span as i128 / n as i128) as i64));
+        keys.sort_unstable();
+        keys.dedup();
+    }
+    Some(keys)
+}
+
 /// The regrets of the observations' downsampled groups, the same groups as
 /// [`kept_keys`] (so each group's last row is kept): empty when every observation fits
 /// `budget`.
@@ -317,6 +344,36 @@ mod tests {
         let min = (0..values.len()).fold(0, |a, i| if values[i] < values[a] { i } else { a });
         assert!(keys.contains(&(min as i64 + 1)));
         assert_eq!(kept_keys(&refs, 200_000, 6), None, "all rows fit");
+    }
+
+    #[test]
+    fn a_series_a_few_times_its_budget_draws_most_rows_and_every_extreme() {
+        for rows in [3_200usize, 2_001, 10_000, 100_000] {
+            let values: Vec<f64> = (0..rows)
+                .map(|i| (i as f64 * 0.37).sin() + if i % 997 == 5 { 9.0 } else { 0.0 })
+                .collect();
+            let buckets = summaries(&values);
+            let refs: Vec<&Bucket> = buckets.iter().collect();
+            let extremes = kept_keys(&refs, 2000, 6).expect("over the budget");
+            let keys = with_evenly_spaced(Some(extremes.clone()), &refs, 2000).unwrap();
+            assert!(keys.len() <= 2000, "{rows}: {}", keys.len());
+            assert!(keys.windows(2).all(|w| w[0] < w[1]));
+            assert!(
+                extremes.iter().all(|k| keys.binary_search(k).is_ok()),
+                "{rows}"
+            );
+            assert!(
+                keys.iter().all(|&k| (1..=rows as i64).contains(&k)),
+                "{rows}"
+            );
+            // At least three quarters of the budget, or of the rows when fewer.
+            assert!(
+                4 * keys.len() >= 3 * 2000.min(rows),
+                "{rows}: {}",
+                keys.len()
+            );
+        }
+        assert_eq!(with_evenly_spaced(None, &[], 2000), None, "all rows fit");
     }
 
     #[test]

@@ -38,10 +38,13 @@ function sessionCharts(board, session, timeline) {
   const provenance = regretProvenance(timeline.reported_regrets, timeline.estimated_regrets);
   const downsampled = timeline.observations.length < timeline.observation_count
     ? `${timeline.observations.length} of ${timeline.observation_count} observations drawn` : "";
-  // The average since the start, of the points drawn (every observation unless
-  // downsampled: the summary's figure is the server's, over every one).
-  let running = 0;
-  const cumulative = regrets.map((o, i) => { running += o.regret; return [o.t, running / (i + 1)]; });
+  // The average since the start: over every observation drawn, or, downsampled, from the
+  // server's exact sums of each group of consecutive observations (the rolling line's
+  // points then), never from the drawn points alone, which keep each group's extremes.
+  let running = 0, counted = 0;
+  const cumulative = downsampled
+    ? tracking.rolling.map(r => { running += r.regret * r.observations; counted += r.observations; return [r.t, running / counted]; })
+    : regrets.map((o, i) => { running += o.regret; return [o.t, running / (i + 1)]; });
   const strip = timeline.forgotten;
   // 1. Regret.
   board.chart({
@@ -50,10 +53,10 @@ function sessionCharts(board, session, timeline) {
       { name: "reported", mode: "points", color: "#2563eb", points: regrets.filter(o => !o.estimated).map(o => [o.t, o.regret, { label: "reported" }]) },
       { name: "estimated", mode: "points", color: "#ea580c", points: regrets.filter(o => o.estimated).map(o => [o.t, o.regret, { label: "estimated" }]) },
       { name: `rolling (last ${tracking.window})`, color: "#16a34a", width: 2.2, points: tracking.rolling.map(r => [r.t, r.regret, { label: `mean of ${r.observations}` }]) },
-      { name: downsampled ? "cumulative (points drawn)" : "cumulative", color: "var(--fg)", width: 1.4, dash: "5 3", points: cumulative },
+      { name: "cumulative", color: "var(--fg)", width: 1.4, dash: "5 3", points: cumulative },
     ].filter(s => (s.name !== "reported" || timeline.reported_regrets) && (s.name !== "estimated" || timeline.estimated_regrets)),
     caption: downsampled,
-    note: "Regret r = f*(t) − f(x_t) at each observation: as the client reported it (blue), else estimated (orange) from the posterior optimum the model recorded at the last suggest. The green line is the rolling mean over every observation (the server's), the dashed one the average since the start. The strip under the axis counts observations forgotten per slice of time (red reset, purple budget, orange relevance). Past 2,000 observations each bucket's extremes are drawn.",
+    note: "Regret r = f*(t) − f(x_t) at each observation: as the client reported it (blue), else estimated (orange) from the posterior optimum the model recorded at the last suggest. The green line is the rolling mean over every observation (the server's), the dashed one the average since the start. The strip under the axis counts observations forgotten per slice of time (red reset, purple budget, orange relevance). Past 2,000 observations, 2,000 are drawn: each group's extremes and evenly spaced ones between them (the corner says so); the lines stay exact, from the server's sums over every observation.",
   });
   // 2. Values and the posterior optimum's value.
   const optimumSteps = timeline.steps.filter(s => s.snapshot && s.snapshot.optimum);
@@ -162,6 +165,9 @@ function hyperparameterCharts(board, session, snap) {
 /// heat maps; at d > 2 every observation in parallel coordinates.
 async function modelViews(board, session, timeline, best) {
   const params = session.parameters;
+  const later = afterTheData(session, timeline, best);
+  const sampled = timeline.observations.length < timeline.observation_count
+    ? ` Drawn: ${timeline.observations.length} of the ${timeline.observation_count} observations (each group's extremes and evenly spaced ones).` : "";
   const active = timeline.observations.filter(o => o.active);
   const slices = !session.arms && best && active.length ? await posteriorSlices(session, best) : null;
   const recentFrom = timeline.observations.length - Math.max(10, Math.floor(timeline.observations.length / 10));
@@ -183,16 +189,17 @@ async function modelViews(board, session, timeline, best) {
       id: "slice-" + p.name, title: `Value against ${p.name}`,
       xLabel: p.name, yLabel: "value", logX: axis.log, xCategories: axis.categories, extraX: axis.extra, series,
       marks: best && !axis.categories ? [{ x: best.params[p.name], label: "recommendation", color: "#dc2626" }] : [],
-      caption: slices ? `posterior at t = ${fmtTime(best.t)}` : "",
-      note: `Every observation (blue: the newest tenth); once there is a model, the posterior now along ${p.name}, the other parameters held at the recommendation (red).`,
+      caption: slices ? `posterior at t = ${fmtTime(best.t)}` + (later ? ` (${later.short})` : "") : "",
+      note: `Every observation (blue: the newest tenth); once there is a model, the posterior now along ${p.name}, the other parameters held at the recommendation (red).` + sampled + (later ? " " + later.long : ""),
     });
   }
   const numeric = params.filter(p => p.type !== "categorical");
-  if (!session.arms && best && active.length && numeric.length === 2 && params.length === 2) await heatMaps(board, session, timeline, best);
+  if (!session.arms && best && active.length && numeric.length === 2 && params.length === 2) await heatMaps(board, session, timeline, best, later);
   if (params.length > 2 && timeline.observations.length) {
     const drawn = timeline.observations.slice(-1000);
     const spec = { id: "parallel", title: "Every observation across the parameters", wide: true, height: 280,
-      note: "Parallel coordinates: one line per observation through its setting and value; yellow is better, the newest drawn strongest.",
+      note: "Parallel coordinates: one line per observation through its setting and value; yellow is better, the newest drawn strongest." +
+        (drawn.length < timeline.observation_count ? ` Drawn: ${drawn.length} of the ${timeline.observation_count} observations, the newest${sampled ? " of those the page holds" : ""}.` : ""),
       table: () => ({ headers: ["seq", "session time", ...params.map(p => p.name), "value"],
         rows: drawn.map(o => [String(o.seq), fmtTime(o.t), ...params.map(p => p.type === "categorical" ? o.params[p.name] : fmt(o.params[p.name])), fmt(o.value)]) }) };
     const draw = parallelDrawer(session, drawn);
@@ -228,7 +235,19 @@ function parameterGrid(p, n) {
   });
 }
 
-async function heatMaps(board, session, timeline, best) {
+/// When "now" (the recommendation's time) lies well after the newest observation, as in
+/// an idle wall-clock session, and the model's kernel has time in it: words for the
+/// views drawn at it; null otherwise.
+function afterTheData(session, timeline, best) {
+  if (!best || !timeline.observations.length || !session.model.temporal_kernel) return null;
+  const newest = Math.max(...timeline.observations.map(o => o.t));
+  const gap = best.t - newest;
+  if (!(gap > 60)) return null;
+  return { short: `${fmtTime(gap)} after the newest observation`,
+    long: `Now is ${fmtTime(gap)} after the newest observation: the model has carried its belief forward by the drift it learned, so its uncertainty is wider than at the data, and the mean has moved back toward the prior.` };
+}
+
+async function heatMaps(board, session, timeline, best, later) {
   const [px, py] = session.parameters;
   const n = 24;
   const xs = parameterGrid(px, n), ys = parameterGrid(py, n);
@@ -242,6 +261,7 @@ async function heatMaps(board, session, timeline, best) {
       note: key === "mean"
         ? `Where the model believes the objective is ${minimise ? "low (the goal: dark)" : "high (the goal: yellow)"} now; white dots: active observations; red cross: the recommendation.`
         : "Where the model is unsure now (yellow): forgotten or never-sampled regions." };
+    if (later) spec.note += " " + later.long;
     const draw = heatMapDrawer(session, px, py, xs, ys, prediction, key, timeline, best);
     board.place(spec.id, container => new SvgCard(container, spec, draw)).redrawWith(spec, draw);
   }

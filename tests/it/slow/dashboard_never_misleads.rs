@@ -252,3 +252,92 @@ fn reads_as_duration() -> impl Fn(&str) -> bool {
         )
     }
 }
+
+/// A session of 3,200 observations draws at least 1,500 of them on its regret chart
+/// (the default budget is 2,000), says it is sampled, and its cumulative line ends at the
+/// server's exact average, not at the average of the points drawn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_session_draws_most_of_its_points_and_exact_totals() {
+    let Some(mut browser) = Browser::launch("dashboard_never_misleads") else {
+        return;
+    };
+    let server = TestServer::start_configured(RouterSettings::default(), Default::default())
+        .await
+        .with_key("ops")
+        .await;
+    let id = server
+        .create(json!({
+            "name": "long",
+            "parameters": [{"name": "x", "low": 0, "high": 1}],
+            // It resets every 15 observations: within the server's cap on active ones.
+            "algorithm": {"name": "r-gp-ucb"},
+            "time": {"source": "client"}
+        }))
+        .await;
+    // Regrets around 1 with a spike every 97th: the drawn points keep every group's
+    // extremes, so their average is well above the true one.
+    for batch in 0..4 {
+        let observations: Vec<_> = (0..800)
+            .map(|k| {
+                let i = batch * 800 + k;
+                let regret = 1.0 + 0.5 * (i as f64 * 0.7).sin() + if i % 97 == 0 { 40.0 } else { 0.0 };
+                json!({"params": {"x": (i as f64 * 0.618).fract()}, "value": -regret, "regret": regret, "t": i as f64})
+            })
+            .collect();
+        let (status, body) = server
+            .post(
+                &format!("/v1/sessions/{id}/observations"),
+                &json!({"observations": observations}),
+            )
+            .await;
+        assert_eq!(status, 201, "{body}");
+    }
+    let (_, timeline) = server.get(&format!("/v1/sessions/{id}/timeline")).await;
+    let exact = timeline["average_regret"].as_f64().unwrap();
+    let key = server.key().unwrap().to_string();
+    tokio::task::block_in_place(|| {
+        browser.open(&server.url("/"), "document.querySelector('#api-key')");
+        browser.eval(&format!("localStorage.setItem(KEY_STORAGE, '{key}')"));
+        browser.open(
+            &server.url(&format!("/sessions/{id}")),
+            "document.body.dataset.rendered !== undefined",
+        );
+        let chart = "document.querySelector('[data-chart=\"regret\"]')";
+        let drawn = browser.eval(&format!("{chart}.querySelectorAll('circle').length"));
+        assert!(
+            drawn.as_u64().unwrap() >= 1500,
+            "{drawn} points drawn of 3200"
+        );
+        let caption = browser.eval(&format!("{chart}.querySelector('.caption')?.textContent"));
+        assert!(
+            caption
+                .as_str()
+                .unwrap()
+                .contains("of 3200 observations drawn"),
+            "{caption}"
+        );
+        // The cumulative line's last value, from the chart's table.
+        let last = browser.eval(&format!(
+            "(() => {{ {chart}.querySelector('.table-toggle').click(); \
+             const rows = [...{chart}.querySelectorAll('.chart-table tbody tr')] \
+             .filter(r => r.cells[0].textContent === 'cumulative'); \
+             return rows[rows.length - 1].cells[2].textContent; }})()"
+        ));
+        let last: f64 = last.as_str().unwrap().parse().unwrap();
+        let drawn_mean = browser.eval(
+            "(() => { const v = [...document.querySelectorAll('[data-chart=\"regret\"] .chart-table tbody tr')] \
+             .filter(r => r.cells[0].textContent === 'reported').map(r => Number(r.cells[2].textContent)); \
+             return v.reduce((a, b) => a + b, 0) / v.length; })()",
+        );
+        assert!(
+            (last - exact).abs() < 1e-3 * exact,
+            "cumulative {last}, exact {exact}"
+        );
+        assert!(
+            drawn_mean.as_f64().unwrap() > exact * 1.05,
+            "the drawn points' mean {drawn_mean} would have misled against {exact}"
+        );
+        assert!(browser.errors.is_empty(), "{:?}", browser.errors);
+    });
+    server.stop().await;
+}
