@@ -151,6 +151,7 @@ function hyperparameterCharts(board, session, snap) {
       caption: boundNote,
       note: "Fitted at each step on standardised values; none during the warm-up. The corner says when the newest fits ended at an end of their box.", empty: "not fitted yet (warm-up or random search)" });
   }
+  importanceChart(board, session, hyper.filter(s => h(s).lengthscales));
   if (hyper.some(s => h(s).temporal_lengthscale !== null)) {
     const temporal = [{ name: "l_T (seconds)", points: hyper.map(s => [s.t, h(s).temporal_lengthscale]) }];
     if (hyper.some(s => h(s).epsilon !== null)) temporal.push({ name: "ε", color: "#ea580c", points: hyper.map(s => [s.t, h(s).epsilon]) });
@@ -158,6 +159,23 @@ function hyperparameterCharts(board, session, snap) {
       caption: bounds.some(b => b.startsWith("temporal")) ? boundNote : "",
       note: "How fast the model believes the objective drifts: a short l_T forgets quickly." });
   }
+}
+
+/// What matters, under `model.lengthscales: per_parameter`: each continuous parameter's
+/// share of the inverse lengthscales of each fit, 1/l_d over Σ 1/l_j (a setting whose
+/// lengthscale is long changes the objective little across its range), over the day;
+/// none for a session with one lengthscale.
+function importanceChart(board, session, fitted) {
+  if (!fitted.length) return;
+  const names = Object.keys(fitted[fitted.length - 1].snapshot.hyperparameters.lengthscales);
+  const order = session.parameters.map(p => p.name).filter(n => names.includes(n));
+  const share = (ls, name) => (1 / ls[name]) / Object.values(ls).reduce((sum, l) => sum + 1 / l, 0);
+  const newest = fitted[fitted.length - 1].snapshot.hyperparameters.lengthscales;
+  const ranked = [...order].sort((a, b) => share(newest, b) - share(newest, a));
+  board.chart({ id: "importance", title: "What matters: each setting's share of the model's sensitivity", time: true, yLabel: "share", yMin: 0,
+    series: order.map(name => ({ name, points: fitted.map(s => { const ls = s.snapshot.hyperparameters.lengthscales; return [s.t, share(ls, name), { label: `l = ${fmt(ls[name])}` }]; }) })),
+    caption: "now: " + ranked.map(name => `${name} ${Math.round(100 * share(newest, name))} %`).join(", "),
+    note: "From the per-parameter lengthscales of each fit: a setting's share is 1/l over the sum of 1/l of all continuous settings. A short lengthscale means the objective changes quickly along that setting; a setting whose share stays small barely matters, and the search spends little on it." });
 }
 
 /// The model at the current time: per parameter, the observed values against it (newest

@@ -6,6 +6,7 @@
 mod bench;
 mod connections;
 mod dashboard_browser;
+mod dashboard_importance;
 mod dashboard_never_misleads;
 mod dashboard_stream;
 mod database_outages;
