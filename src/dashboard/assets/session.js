@@ -37,6 +37,22 @@ async function sessionView(main, id) {
   watchSession(id, refresh, () => version);
 }
 
+/// The session's configuration as it was created (it does not change): the parameters
+/// with their boxes, scales and choices, then the algorithm, model, time and event
+/// settings as `name = value` words, the seed and the creation time.
+function configurationCard(session) {
+  const box = p => p.type === "categorical" ? p.choices.join(", ") : `${fmt(p.low)} to ${fmt(p.high)}`;
+  const parameters = session.parameters.map(p => [p.name, p.type, box(p), p.type === "categorical" ? "" : p.scale, p.context ? "context (held as given)" : "tuned"]);
+  const algorithm = Object.assign({}, session.algorithm);
+  if (Array.isArray(algorithm.priors)) algorithm.priors = `${algorithm.priors.length} priors`;
+  const facts = [["algorithm", dataWords(algorithm)], ["model", dataWords(session.model)], ["time", dataWords(session.time)],
+    ["events", dataWords(session.events)], ["seed", String(session.seed)], ["created", new Date(session.created_at).toLocaleString()]];
+  return el("details", { class: "card wide configuration", id: "configuration" },
+    el("summary", {}, el("h2", { text: "Configuration" })),
+    ...tableNodes(["parameter", "type", "box or choices", "scale", "role"], parameters, ""),
+    el("dl", {}, ...facts.flatMap(([k, v]) => [el("dt", { text: k }), el("dd", { text: v })])));
+}
+
 function signInAgainButton() {
   const button = el("button", { type: "button", class: "link", text: "sign in again" });
   button.addEventListener("click", () => { localStorage.removeItem(KEY_STORAGE); location.reload(); });
@@ -67,7 +83,8 @@ class SessionPage {
     this.board = new Board(this.gridNode);
     this.observations = new ObservationTable(session);
     this.ended = el("div", { class: "card wide", hidden: true });
-    main.replaceChildren(el("div", { class: "title-row" }, this.title, this.status), this.offline, this.summary, this.toolbar, this.empty, this.gridNode, this.observations.card, this.ended);
+    main.replaceChildren(el("div", { class: "title-row" }, this.title, this.status), this.offline, this.summary, this.toolbar, this.empty, this.gridNode, this.observations.card, this.ended,
+      configurationCard(session));
     const ager = setInterval(() => this.age(), AGE_EVERY_MS);
     pageStoppers.push(() => clearInterval(ager));
   }

@@ -7,7 +7,9 @@
 //!   page's clock is moved forward ten minutes (its `performance.now`) rather than
 //!   waited for;
 //! - every chart's table names its columns and series, and writes values in their own
-//!   units: a regret, a setting, n* or a lengthscale is never written as a duration.
+//!   units: a regret, a setting, n* or a lengthscale is never written as a duration;
+//! - the session's configuration is on its page, as it was created;
+//! - a long session draws most of its points, and its totals are the server's exact ones.
 //!
 //! Needs Chromium (tests/it/common/browser.rs: without it the test skips, except under
 //! CI).
@@ -80,6 +82,28 @@ async fn an_open_page_ages_on_its_own_clock_and_says_when_it_is_offline() {
             &server.url(&format!("/sessions/{id}")),
             "document.body.dataset.rendered !== undefined",
         );
+        // The configuration, as created: the parameter's box and the model's settings.
+        let configuration = browser.eval(
+            "(() => { const c = document.getElementById('configuration'); c.open = true; \
+             return c.innerText; })()",
+        );
+        let configuration = configuration.as_str().unwrap();
+        for expected in [
+            "0 to 1",
+            "tuned",
+            "warping = none",
+            "lengthscales = shared",
+            "seed",
+        ] {
+            assert!(
+                configuration.contains(expected),
+                "{expected} in {configuration}"
+            );
+        }
+        if let Ok(dir) = std::env::var("TVBO_SCREENSHOTS") {
+            let path = format!("{dir}/dashboard-configuration.png");
+            browser.screenshot_from(&path, "#configuration", 320);
+        }
         let fresh = browser.eval(READ);
         assert_eq!(fresh[0], "tracking", "{fresh}");
         assert_eq!(fresh[3], "just now", "{fresh}");
