@@ -116,6 +116,16 @@ function fmtAgo(timestamp) {
   return el("span", { text: agoText((Date.now() - at.getTime()) / 1000), title: at.toLocaleString() });
 }
 
+/// An object as words: `name = value` pairs (numbers as the page writes them, nested
+/// objects by dotted name, lists in brackets): an event's data, a session's settings.
+function dataWords(data) {
+  const value = v => typeof v === "number" ? fmt(v) : v !== null && typeof v === "object" ? JSON.stringify(v) : String(v);
+  const pairs = (prefix, object) => Object.entries(object).flatMap(([k, v]) =>
+    v !== null && typeof v === "object" && !Array.isArray(v) ? pairs(prefix + k + ".", v)
+      : [`${prefix}${k} = ${Array.isArray(v) ? "[" + v.map(value).join(", ") + "]" : value(v)}`]);
+  return pairs("", data).join(", ");
+}
+
 function algorithmName(session) { return session.algorithm && session.algorithm.name; }
 
 /// Where a timeline's regrets come from: "reported" by the client, "estimated" by the

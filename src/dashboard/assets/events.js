@@ -75,16 +75,6 @@ function describeEvent(e) {
   return eventWord(e.kind) + (detail ? ": " + detail : "");
 }
 
-/// An event's data as words, whatever its kind: `name = value` pairs (numbers as the
-/// page writes them, nested objects by dotted name, lists in brackets).
-function dataWords(data) {
-  const value = v => typeof v === "number" ? fmt(v) : v !== null && typeof v === "object" ? JSON.stringify(v) : String(v);
-  const pairs = (prefix, object) => Object.entries(object).flatMap(([k, v]) =>
-    v !== null && typeof v === "object" && !Array.isArray(v) ? pairs(prefix + k + ".", v)
-      : [`${prefix}${k} = ${Array.isArray(v) ? "[" + v.map(value).join(", ") + "]" : value(v)}`]);
-  return pairs("", data).join(", ");
-}
-
 /// The legend above the charts: each kind held, its colour and count.
 function drawEventLegend() {
   const node = sessionEvents.legend;
