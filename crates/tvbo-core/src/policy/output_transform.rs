@@ -6,8 +6,9 @@
 //! level, and a day's phases can differ twelve fold in level: with one signal and one
 //! noise variance in the values' own units, the low phase's differences look like noise.
 //! Output warping is what open-source Vizier's GP bandit (Song et al. 2024, arXiv
-//! 2408.11527, §3, its half-rank and log warpers) and HEBO (Cowen-Rivers et al. 2022, its
-//! power transforms) credit much of their robustness to. Two warpings:
+//! 2408.11527: its output warpers, the half-rank and log ones among them) and HEBO
+//! (Cowen-Rivers et al. 2022, its power transforms) credit much of their robustness to.
+//! Two warpings:
 //!
 //! - `log`: w(y) = s·ln(s·y) with s the sign of the observed values, increasing for a
 //!   maximised rate (y > 0) and a minimised cost (y = −cost < 0) alike: a factor is the
