@@ -311,8 +311,6 @@ async fn paths_naming_no_session_answer_problems(server: TestServer) {
             "GET",
             "/v1/sessions/00000000-0000-0000-0000-000000000000/nothing",
         ),
-        ("GET", "/sessions/not-a-uuid"),
-        ("GET", "/sessions/%FF"),
     ] {
         let response = server
             .client
@@ -330,6 +328,19 @@ async fn paths_naming_no_session_answer_problems(server: TestServer) {
         assert_eq!(content_type, "application/problem+json", "{method} {path}");
         let (_, problem) = TestServer::read(response).await;
         assert_eq!(problem["status"], 404, "{method} {path}: {problem}");
+    }
+    // A dashboard address that names no session is read by a person: a page that says
+    // so, still a 404.
+    for path in ["/sessions/not-a-uuid", "/sessions/%FF"] {
+        let response = server.client.get(server.url(path)).send().await.unwrap();
+        assert_eq!(response.status(), 404, "{path}");
+        let content_type = response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .to_string();
+        assert_eq!(content_type, "text/html; charset=utf-8", "{path}");
+        let page = response.text().await.unwrap();
+        assert!(page.contains(r#"data-view="not-found""#), "{path}: {page}");
     }
 }
 
