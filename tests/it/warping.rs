@@ -40,13 +40,7 @@ async fn predictions(server: &TestServer, model: Value, points: &[f64]) -> Vec<(
             json!({"params": {"a": a}, "value": throughput(a) * (1.0 + noise), "t": i as f64})
         })
         .collect();
-    let (status, body) = server
-        .post(
-            &format!("/v1/sessions/{id}/observations"),
-            &json!({"observations": observations}),
-        )
-        .await;
-    assert_eq!(status, 201, "{body}");
+    server.observe_batch(&id, observations).await;
     let points: Vec<Value> = points.iter().map(|a| json!({"a": a})).collect();
     let (status, body) = server
         .post(

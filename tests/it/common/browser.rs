@@ -302,6 +302,13 @@ impl Browser {
         self.screenshot_page(path, false);
     }
 
+    /// Signs in as a person does where keys are required: the sign-in page at `root`
+    /// (the server's `/`), then `key` kept in this browser for the pages opened next.
+    pub fn sign_in(&mut self, root: &str, key: &str) {
+        self.open(root, "document.querySelector('#api-key')");
+        self.eval(&format!("localStorage.setItem(KEY_STORAGE, '{key}')"));
+    }
+
     /// Saves a screenshot of the page's first `height` pixels as `name` in
     /// `TVBO_SCREENSHOTS`, when it is set (the pictures docs/dashboard.md shows).
     pub fn keep_screenshot(&mut self, name: &str, height: u32) {

@@ -324,6 +324,17 @@ impl TestServer {
     }
 
     /// Creates a session and returns its id.
+    /// Posts `observations` to session `id` as one batch and asserts it was stored (201).
+    pub async fn observe_batch(&self, id: &str, observations: Vec<Value>) {
+        let (status, body) = self
+            .post(
+                &format!("/v1/sessions/{id}/observations"),
+                &serde_json::json!({"observations": observations}),
+            )
+            .await;
+        assert_eq!(status, 201, "{body}");
+    }
+
     pub async fn create(&self, body: Value) -> String {
         let (status, session) = self.post("/v1/sessions", &body).await;
         assert_eq!(status, 201, "{session}");

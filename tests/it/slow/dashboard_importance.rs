@@ -43,13 +43,7 @@ async fn session(server: &TestServer, name: &str, model: Value) -> String {
             json!({"params": params, "value": value, "t": i as f64})
         })
         .collect();
-    let (status, body) = server
-        .post(
-            &format!("/v1/sessions/{id}/observations"),
-            &json!({"observations": observations}),
-        )
-        .await;
-    assert_eq!(status, 201, "{body}");
+    server.observe_batch(&id, observations).await;
     for t in [40.0, 41.0, 42.0] {
         let (status, body) = server
             .post(&format!("/v1/sessions/{id}/suggestions"), &json!({"t": t}))
@@ -77,8 +71,7 @@ async fn the_importance_view_names_the_settings_that_matter() {
     let shared = session(&server, "one-lengthscale", json!({"warmup": 0})).await;
     let key = server.key().unwrap().to_string();
     tokio::task::block_in_place(|| {
-        browser.open(&server.url("/"), "document.querySelector('#api-key')");
-        browser.eval(&format!("localStorage.setItem(KEY_STORAGE, '{key}')"));
+        browser.sign_in(&server.url("/"), &key);
         browser.open(
             &server.url(&format!("/sessions/{per_parameter}")),
             "document.body.dataset.rendered !== undefined",

@@ -46,13 +46,7 @@ async fn an_open_page_ages_on_its_own_clock_and_says_when_it_is_offline() {
     let observations: Vec<_> = (0..6)
         .map(|i| json!({"params": {"x": i as f64 / 6.0}, "value": 1.0, "regret": 0.1}))
         .collect();
-    let (status, body) = server
-        .post(
-            &format!("/v1/sessions/{id}/observations"),
-            &json!({"observations": observations}),
-        )
-        .await;
-    assert_eq!(status, 201, "{body}");
+    server.observe_batch(&id, observations).await;
     let (_, timeline) = server.get(&format!("/v1/sessions/{id}/timeline")).await;
     assert_eq!(
         timeline["tracking"]["stale_after"],
@@ -212,8 +206,7 @@ async fn chart_tables_name_their_columns_and_keep_values_in_their_units() {
     }
     let key = server.key().unwrap().to_string();
     tokio::task::block_in_place(|| {
-        browser.open(&server.url("/"), "document.querySelector('#api-key')");
-        browser.eval(&format!("localStorage.setItem(KEY_STORAGE, '{key}')"));
+        browser.sign_in(&server.url("/"), &key);
         browser.open(
             &server.url(&format!("/sessions/{id}")),
             "document.body.dataset.rendered !== undefined",
@@ -308,20 +301,13 @@ async fn a_long_session_draws_most_of_its_points_and_exact_totals() {
                 json!({"params": {"x": (i as f64 * 0.618).fract()}, "value": -regret, "regret": regret, "t": i as f64})
             })
             .collect();
-        let (status, body) = server
-            .post(
-                &format!("/v1/sessions/{id}/observations"),
-                &json!({"observations": observations}),
-            )
-            .await;
-        assert_eq!(status, 201, "{body}");
+        server.observe_batch(&id, observations).await;
     }
     let (_, timeline) = server.get(&format!("/v1/sessions/{id}/timeline")).await;
     let exact = timeline["average_regret"].as_f64().unwrap();
     let key = server.key().unwrap().to_string();
     tokio::task::block_in_place(|| {
-        browser.open(&server.url("/"), "document.querySelector('#api-key')");
-        browser.eval(&format!("localStorage.setItem(KEY_STORAGE, '{key}')"));
+        browser.sign_in(&server.url("/"), &key);
         browser.open(
             &server.url(&format!("/sessions/{id}")),
             "document.body.dataset.rendered !== undefined",
