@@ -465,11 +465,13 @@ pub async fn timeline(
 const SENT_CHUNK_BYTES: usize = 64 << 10;
 
 /// A large read's JSON as the answer's body, sent a chunk at a time, holding its share
-/// of the read budget until the last chunk is handed over.
+/// of the read budget until the last chunk is handed over (compressed on the way by
+/// [`super::headers::compression`] where the client accepts it).
 fn sent_holding(answer: HeldJson) -> Response {
     let HeldJson { json, slot } = answer;
     let length = json.len();
-    let chunks = futures_util::stream::unfold(
+    // Fused: a layer that reads on after the end (the compressor) gets None again.
+    let chunks = futures_util::StreamExt::fuse(futures_util::stream::unfold(
         (bytes::Bytes::from(json), slot),
         |(mut rest, slot)| async move {
             if rest.is_empty() {
@@ -478,7 +480,7 @@ fn sent_holding(answer: HeldJson) -> Response {
             let chunk = rest.split_to(rest.len().min(SENT_CHUNK_BYTES));
             Some((Ok::<_, std::convert::Infallible>(chunk), (rest, slot)))
         },
-    );
+    ));
     let mut response = axum::body::Body::from_stream(chunks).into_response();
     let headers = response.headers_mut();
     headers.insert(

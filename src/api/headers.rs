@@ -9,10 +9,27 @@ use axum::extract::Request;
 use axum::http::{HeaderName, HeaderValue, Method, header};
 use axum::middleware::Next;
 use axum::response::Response;
+use tower_http::CompressionLevel;
+use tower_http::compression::CompressionLayer;
+use tower_http::compression::predicate::{DefaultPredicate, Predicate, SizeAbove};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
 /// The policy of answers that are not pages: nothing may load from them, nor frame them.
 pub const API_CONTENT_SECURITY_POLICY: &str = "default-src 'none'; frame-ancestors 'none'";
+
+/// Answers of at least this many bytes go gzip-compressed to a client that accepts it.
+/// The suggest/observe loop's answers are smaller and go as they are; a timeline, a
+/// predict over a heat map's grid or a page of observations shrink about fivefold.
+pub const COMPRESS_FROM_BYTES: u64 = 4096;
+
+/// Gzip (at its fastest level) for answers of [`COMPRESS_FROM_BYTES`] or more, to clients
+/// whose `accept-encoding` allows it; never for the event stream (`text/event-stream`,
+/// whose messages must not wait in a compressor) nor images.
+pub fn compression() -> CompressionLayer<impl Predicate> {
+    CompressionLayer::new()
+        .quality(CompressionLevel::Fastest)
+        .compress_when(DefaultPredicate::new().and(SizeAbove::new(COMPRESS_FROM_BYTES)))
+}
 
 /// Middleware: adds the headers above to every answer.
 pub async fn add_defaults(request: Request, next: Next) -> Response {

@@ -502,6 +502,7 @@ pub fn router(store: Arc<dyn Store>, settings: RouterSettings) -> Router {
             transport::answer_within,
         ))
         .layer(from_fn(transport::limit_head))
+        .layer(headers::compression())
         .layer(tower::util::option_layer(cors_origins.layer()))
         .layer(from_fn(headers::add_defaults))
         .layer(from_fn(transport::close_when_body_unread))

@@ -1,6 +1,7 @@
 //! The headers every answer carries (src/api/headers.rs): `nosniff` on all of them,
 //! `no-store` on the API's answers (errors included), a content security policy that
-//! forbids framing on the pages and the API, and CORS only for the origins allowed.
+//! forbids framing on the pages and the API, CORS only for the origins allowed, and
+//! gzip for large answers to the clients that accept it.
 
 use crate::common;
 
@@ -184,4 +185,98 @@ async fn an_answer_before_the_body_was_read_closes_the_connection() {
     let created = server.send(post("/v1/sessions", Some(&made.key))).await;
     assert_eq!(created.status(), StatusCode::CREATED);
     assert!(!closes(&created), "{:?}", created.headers());
+}
+
+/// The answer to GET `path` with `accept-encoding` (when given): its status, its
+/// `content-encoding` and `vary`, and its body as sent.
+async fn encoded(
+    server: &TestServer,
+    path: &str,
+    accept: Option<&str>,
+) -> (u16, String, String, Vec<u8>) {
+    let mut request = axum::http::Request::get(path);
+    if let Some(accept) = accept {
+        request = request.header("accept-encoding", accept);
+    }
+    let response = server
+        .send(request.body(axum::body::Body::empty()).unwrap())
+        .await;
+    let header = |name: &str| {
+        response
+            .headers()
+            .get(name)
+            .map_or(String::new(), |v| v.to_str().unwrap().to_string())
+    };
+    let (encoding, vary) = (header("content-encoding"), header("vary"));
+    let status = response.status().as_u16();
+    let body = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    (status, encoding, vary, body.to_vec())
+}
+
+#[tokio::test]
+async fn large_answers_are_gzipped_for_clients_that_accept_it_and_nothing_else_is() {
+    use std::io::Read;
+    let server = TestServer::start().await;
+    let id = server.create(common::client_session("gp-ucb", 1)).await;
+    let observations = (0..80)
+        .map(|k| serde_json::json!({"params": {"x": f64::from(k) / 80.0, "y": 0.5}, "value": f64::from(k).sin(), "t": f64::from(k)}))
+        .collect();
+    server.observe_batch(&id, observations).await;
+    // The timeline (sent a chunk at a time) and the OpenAPI document: large.
+    for path in [
+        format!("/v1/sessions/{id}/timeline"),
+        "/openapi.json".to_string(),
+    ] {
+        let (status, encoding, _, plain) = encoded(&server, &path, None).await;
+        assert_eq!((status, encoding.as_str()), (200, ""), "{path}");
+        assert!(
+            plain.len() >= usize::try_from(tvbo::api::headers::COMPRESS_FROM_BYTES).unwrap(),
+            "{path}: {} bytes",
+            plain.len()
+        );
+        let (status, encoding, vary, gzipped) =
+            encoded(&server, &path, Some("gzip, deflate, br")).await;
+        assert_eq!((status, encoding.as_str()), (200, "gzip"), "{path}");
+        assert!(
+            vary.to_ascii_lowercase().contains("accept-encoding"),
+            "{path}: {vary}"
+        );
+        assert!(
+            gzipped.len() * 2 < plain.len(),
+            "{path}: {} of {}",
+            gzipped.len(),
+            plain.len()
+        );
+        let mut unzipped = Vec::new();
+        flate2::read::GzDecoder::new(&gzipped[..])
+            .read_to_end(&mut unzipped)
+            .unwrap();
+        // The same answer, but for the time it was given (a timeline's `as_of`).
+        let as_json = |bytes: &[u8]| {
+            let mut json = serde_json::from_slice::<serde_json::Value>(bytes).unwrap();
+            if let Some(tracking) = json.get_mut("tracking") {
+                tracking["as_of"] = serde_json::Value::Null;
+            }
+            json
+        };
+        assert!(as_json(&unzipped) == as_json(&plain), "{path}");
+    }
+    // A small answer goes as it is, whatever the client accepts.
+    let (status, encoding, _, _) =
+        encoded(&server, &format!("/v1/sessions/{id}"), Some("gzip")).await;
+    assert_eq!((status, encoding.as_str()), (200, ""));
+    // The event stream is never compressed: its messages must not wait in a compressor.
+    let request = axum::http::Request::get(format!("/v1/events?session={id}"))
+        .header("accept-encoding", "gzip")
+        .body(axum::body::Body::empty())
+        .unwrap();
+    let response = server.send(request).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert!(
+        response.headers().get("content-encoding").is_none(),
+        "{:?}",
+        response.headers()
+    );
 }

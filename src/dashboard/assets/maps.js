@@ -65,14 +65,14 @@ class SvgCard {
 }
 
 /// The posterior `key` ("mean" or "std") over the grid `xs` × `ys` of parameters px, py
-/// (prediction.predictions row-major in y), with the active observations and the
+/// (`predictions` row-major in y), with the active observations and the
 /// recommendation. A minimised session's mean map shows the objective itself: low is
 /// good there, and the colour bar says so.
-function heatMapDrawer(session, px, py, xs, ys, prediction, key, timeline, best) {
+function heatMapDrawer(session, px, py, xs, ys, predictions, key, timeline, best) {
   return (root, W, H) => {
     const n = xs.length;
     const L = 62, R = 78, T = 10, B = 34;
-    const values = prediction.predictions.map(q => q[key]);
+    const values = predictions.map(q => q[key]);
     const lo = Math.min(...values), hi = Math.max(...values);
     const cw = (W - L - R) / n, ch = (H - T - B) / n;
     const cells = svg("g");
@@ -115,7 +115,7 @@ function heatMapDrawer(session, px, py, xs, ys, prediction, key, timeline, best)
       const u = ((event.clientX - box.left) / box.width * W - L) / (W - L - R);
       const w = (H - B - (event.clientY - box.top) / box.height * H) / (H - T - B);
       const i = Math.min(n - 1, Math.max(0, Math.floor(u * n))), j = Math.min(n - 1, Math.max(0, Math.floor(w * n)));
-      const q = prediction.predictions[j * n + i];
+      const q = predictions[j * n + i];
       showTip(event, `${px.name} = ${fmt(xs[i])}, ${py.name} = ${fmt(ys[j])}\nmean: ${fmt(q.mean)}\nstd: ${fmt(q.std)}`);
     });
     overlay.addEventListener("mouseleave", hideTip);

@@ -187,7 +187,10 @@ async function modelViews(board, session, timeline, best) {
   const sampled = timeline.observations.length < timeline.observation_count
     ? ` Drawn: ${timeline.observations.length} of the ${timeline.observation_count} observations (each group's extremes and evenly spaced ones).` : "";
   const active = timeline.observations.filter(o => o.active);
-  const slices = !session.arms && best && active.length ? await posteriorSlices(session, best) : null;
+  const numeric = params.filter(p => p.type !== "categorical");
+  const withModel = !session.arms && best && active.length;
+  const grid = withModel && numeric.length === 2 && params.length === 2 ? heatMapGrid(session) : null;
+  const { slices, gridPredictions } = withModel ? await modelPredictions(session, best, grid) : {};
   const recentFrom = timeline.observations.length - Math.max(10, Math.floor(timeline.observations.length / 10));
   for (const p of params) {
     const axis = parameterAxis(p);
@@ -211,8 +214,7 @@ async function modelViews(board, session, timeline, best) {
       note: `Every observation (blue: the newest tenth); once there is a model, the posterior now along ${p.name}, the other parameters held at the recommendation (red).` + sampled + (later ? " " + later.long : ""),
     });
   }
-  const numeric = params.filter(p => p.type !== "categorical");
-  if (!session.arms && best && active.length && numeric.length === 2 && params.length === 2) await heatMaps(board, session, timeline, best, later);
+  if (grid && gridPredictions) heatMaps(board, session, timeline, best, later, grid, gridPredictions);
   if (params.length > 2 && timeline.observations.length) {
     const drawn = timeline.observations.slice(-1000);
     const spec = { id: "parallel", title: "Every observation across the parameters", wide: true, height: 280,
@@ -225,21 +227,25 @@ async function modelViews(board, session, timeline, best) {
   }
 }
 
-/// The posterior mean and standard deviation along each parameter through the
-/// recommendation (one predict for all of them), by parameter name.
-async function posteriorSlices(session, best) {
+/// The model views' posterior in one predict at the recommendation's time: the mean and
+/// standard deviation along each parameter through the recommendation (`slices`, by
+/// parameter name) and, given a heat map's `grid`, at its points (`gridPredictions`).
+/// Nulls when the server gives no prediction.
+async function modelPredictions(session, best, grid) {
   const points = [], owners = [];
   for (const p of session.parameters) {
     if (p.context) continue;
     const values = p.type === "categorical" ? p.choices : parameterGrid(p, 40);
     for (const v of values) { points.push(Object.assign({}, best.params, { [p.name]: v })); owners.push([p.name, v]); }
   }
-  if (!points.length) return null;
-  const prediction = await api(`/v1/sessions/${session.id}/predict`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ points, t: best.t }) }).catch(() => null);
-  if (!prediction) return null;
+  const sliceCount = points.length;
+  if (grid) points.push(...grid.points);
+  if (!points.length) return { slices: null, gridPredictions: null };
+  const prediction = await api(`/v1/sessions/${session.id}/predict`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ points, t: best.t }) }).catch(e => { if (e.status === 401) throw e; return null; });
+  if (!prediction) return { slices: null, gridPredictions: null };
   const slices = {};
-  prediction.predictions.forEach((q, k) => { const [name, v] = owners[k]; (slices[name] = slices[name] || []).push({ v, mean: q.mean, std: q.std }); });
-  return slices;
+  prediction.predictions.slice(0, sliceCount).forEach((q, k) => { const [name, v] = owners[k]; (slices[name] = slices[name] || []).push({ v, mean: q.mean, std: q.std }); });
+  return { slices: sliceCount ? slices : null, gridPredictions: grid ? prediction.predictions.slice(sliceCount) : null };
 }
 
 /// Evenly spaced values of a parameter over its box (log-spaced on a log scale), its
@@ -265,22 +271,29 @@ function afterTheData(session, timeline, best) {
     long: `Now is ${fmtTime(gap)} after the newest observation: the model has carried its belief forward by the drift it learned, so its uncertainty is wider than at the data, and the mean has moved back toward the prior.` };
 }
 
-async function heatMaps(board, session, timeline, best, later) {
+/// The heat maps' grid over a session's two numeric parameters: n × n points, rows in y.
+function heatMapGrid(session) {
   const [px, py] = session.parameters;
   const n = 24;
   const xs = parameterGrid(px, n), ys = parameterGrid(py, n);
-  const points = ys.flatMap(y => xs.map(x => ({ [px.name]: x, [py.name]: y })));
-  const prediction = await api(`/v1/sessions/${session.id}/predict`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ points }) });
+  return { n, xs, ys, points: ys.flatMap(y => xs.map(x => ({ [px.name]: x, [py.name]: y }))) };
+}
+
+/// The posterior mean and standard deviation now as heat maps over the grid's
+/// `predictions` (of [`modelPredictions`]).
+function heatMaps(board, session, timeline, best, later, grid, predictions) {
+  const [px, py] = session.parameters;
+  const { n, xs, ys } = grid;
   const minimise = session.goal === "minimize";
   for (const [key, label] of [["mean", "Posterior mean"], ["std", "Posterior standard deviation"]]) {
     const spec = { id: "posterior-" + key, title: `${label} now`,
       table: () => ({ headers: [px.name, py.name, key === "mean" ? "posterior mean" : "posterior std"],
-        rows: prediction.predictions.map((q, k) => [fmt(xs[k % n]), fmt(ys[Math.floor(k / n)]), fmt(q[key])]) }),
+        rows: predictions.map((q, k) => [fmt(xs[k % n]), fmt(ys[Math.floor(k / n)]), fmt(q[key])]) }),
       note: key === "mean"
         ? `Where the model believes the objective is ${minimise ? "low (the goal: dark)" : "high (the goal: yellow)"} now; white dots: active observations; red cross: the recommendation.`
         : "Where the model is unsure now (yellow): forgotten or never-sampled regions." };
     if (later) spec.note += " " + later.long;
-    const draw = heatMapDrawer(session, px, py, xs, ys, prediction, key, timeline, best);
+    const draw = heatMapDrawer(session, px, py, xs, ys, predictions, key, timeline, best);
     board.place(spec.id, container => new SvgCard(container, spec, draw)).redrawWith(spec, draw);
   }
 }

@@ -323,7 +323,6 @@ impl TestServer {
         (status, serde_json::from_str(&text).unwrap_or(Value::Null))
     }
 
-    /// Creates a session and returns its id.
     /// Posts `observations` to session `id` as one batch and asserts it was stored (201).
     pub async fn observe_batch(&self, id: &str, observations: Vec<Value>) {
         let (status, body) = self
@@ -335,6 +334,7 @@ impl TestServer {
         assert_eq!(status, 201, "{body}");
     }
 
+    /// Creates a session and returns its id.
     pub async fn create(&self, body: Value) -> String {
         let (status, session) = self.post("/v1/sessions", &body).await;
         assert_eq!(status, 201, "{session}");

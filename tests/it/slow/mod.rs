@@ -7,6 +7,7 @@ mod bench;
 mod connections;
 mod dashboard_browser;
 mod dashboard_importance;
+mod dashboard_live_requests;
 mod dashboard_never_misleads;
 mod dashboard_stream;
 mod database_outages;
