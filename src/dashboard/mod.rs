@@ -1,7 +1,8 @@
 //! The dashboard: HTML pages that watch sessions live, served by the same binary.
 //!
-//! Two pages, `/` (the sessions) and `/sessions/{id}` (one session), and their script and
-//! style sheet, embedded in the binary at build time (no CDN, works offline). The pages
+//! Three pages, `/` (the sessions), `/sessions/{id}` (one session) and
+//! `/compare?sessions=A,B,…` (sessions side by side), and their scripts and style sheet,
+//! embedded in the binary at build time (no CDN, works offline). The pages
 //! hold no data: the script draws everything from the documented JSON endpoints under
 //! `/v1` (the session, its timeline, model and recommendation), as any API client could.
 //! Charts are hand-made SVG (docs/dashboard.md says why).
@@ -22,7 +23,7 @@ pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'
 const PAGE: &str = include_str!("assets/page.html");
 /// The pages' scripts and style sheet under `/assets/`, by file name. The scripts are
 /// plain (no modules) and run in this order (page.html): helpers first, pages last.
-const ASSETS: [(&str, &str, &str); 10] = [
+const ASSETS: [(&str, &str, &str); 11] = [
     ("core.js", include_str!("assets/core.js"), JS),
     ("charts.js", include_str!("assets/charts.js"), JS),
     ("events.js", include_str!("assets/events.js"), JS),
@@ -40,6 +41,7 @@ const ASSETS: [(&str, &str, &str); 10] = [
     ),
     ("stream.js", include_str!("assets/stream.js"), JS),
     ("session.js", include_str!("assets/session.js"), JS),
+    ("compare.js", include_str!("assets/compare.js"), JS),
     ("dashboard.css", include_str!("assets/dashboard.css"), CSS),
 ];
 const JS: &str = "text/javascript; charset=utf-8";
@@ -93,10 +95,16 @@ pub fn router<S: Clone + Send + Sync + 'static>(
 ) -> Router<S> {
     let settings = std::sync::Arc::new(settings);
     let list_settings = settings.clone();
+    let compare_settings = settings.clone();
     Router::new()
         .route(
             "/",
             get(move || async move { page(&list_settings, "sessions", "") }),
+        )
+        // The sessions compared are the query's; the script reads them.
+        .route(
+            "/compare",
+            get(move || async move { page(&compare_settings, "compare", "") }),
         )
         .route(
             "/sessions/{id}",

@@ -105,6 +105,14 @@ function tableNodes(headers, rows, rest) {
 /// the time axis), note, caption (drawn in the plot's corner), logX, logY, xCategories,
 /// yCategories, xMin, yMin, extraX, extraY, wide, empty}. `update(spec)` draws it again
 /// in place.
+/// The width in pixels of `text` in the charts' 11 px labels (measured in the page's
+/// font), for laying out legends and tick labels before the chart is drawn.
+function textWidth(text) {
+  const context = textWidth.context || (textWidth.context = document.createElement("canvas").getContext("2d"));
+  context.font = `11px ${getComputedStyle(document.body).fontFamily}`;
+  return context.measureText(text).width;
+}
+
 class Chart {
   constructor(container, spec) {
     this.card = el("div", { class: "card chart" + (spec.wide ? " wide" : "") });
@@ -177,7 +185,7 @@ class Chart {
       // A series may share another's legend entry (`legend: null`) or show a shorter one.
       const name = s.legend === undefined ? s.name : s.legend;
       if (!name) return;
-      const width = 24 + name.length * 6;
+      const width = 14 + textWidth(name) + 14;
       if (lx + width > W - R && lx > L) { lx = L; row += 1; }
       legendItems.push({ s, name, x: lx, y: 6 + 12 * row, color: s.color || COLORS[i % COLORS.length] });
       lx += width;
@@ -215,8 +223,12 @@ class Chart {
       const x = X.at(t);
       if (x < L - 1 || x > W - R + 1) continue;
       grid.append(svg("line", { x1: x, x2: x, y1: T, y2: plotBottom }));
-      const label = svg("text", { x, y: plotBottom + 14, "text-anchor": "middle" });
-      label.textContent = spec.xCategories ? X.label(t) : spec.time ? fmtTime(t) : X.label(t);
+      const words = spec.xCategories ? X.label(t) : spec.time ? fmtTime(t) : X.label(t);
+      // A label at an edge of the chart ends (or starts) at its tick instead of leaving it.
+      const half = textWidth(words) / 2;
+      const anchor = x + half > W - 1 ? "end" : x - half < 1 ? "start" : "middle";
+      const label = svg("text", { x, y: plotBottom + 14, "text-anchor": anchor });
+      label.textContent = words;
       axis.append(label);
     }
     for (const t of Y.ticks(5)) {

@@ -200,6 +200,7 @@ window.addEventListener("DOMContentLoaded", () => {
   if (storedKey()) document.querySelector("header").append(signOutButton());
   const view = document.body.dataset.view;
   const run = view === "session" ? sessionView(main, document.body.dataset.session)
+    : view === "compare" ? compareView(main)
     : view === "not-found" ? Promise.resolve(notFoundView(main, "This address names no session: a session's address ends in its id, a UUID."))
     : sessionsView(main);
   run.catch(e => {

@@ -5,7 +5,7 @@
 const ALGORITHMS = ["bolt", "w-dbo", "gp-ucb", "r-gp-ucb", "tv-gp-ucb", "et-gp-ucb", "pe-gp-ucb", "pe-gp-ts", "hp-gp-ts", "map-gp-ts", "random"];
 /// The list's columns: heading, and the server's sort key where it sorts.
 const LIST_COLUMNS = [
-  ["name", "name"], ["tenant", null], ["algorithm", null], ["status", null], ["observations", "observations"],
+  ["compare", null], ["name", "name"], ["tenant", null], ["algorithm", null], ["status", null], ["observations", "observations"],
   ["dataset / n*", null], ["avg regret", null], ["last activity", "last_activity"], ["regret", null],
 ];
 const PAGE_ROWS = 50;
@@ -19,8 +19,26 @@ async function sessionsView(main) {
   const count = el("span", { class: "muted", "aria-live": "polite" });
   const table = el("table", { id: "sessions" });
   const more = el("button", { type: "button", text: "More sessions", hidden: true });
-  main.replaceChildren(el("h1", { text: "Sessions" }), el("div", { class: "filters" }, name, algorithm, count), el("div", { class: "scroll" }, table), more);
-  const state = { sort: "created", order: null, cursor: null, rows: new Map(), tenants: false, loading: null };
+  // Sessions picked (their boxes) for the comparison page.
+  const compare = el("button", { type: "button", id: "compare", text: "Compare", disabled: true, title: "Pick two or more sessions (the boxes at the start of their rows)" });
+  compare.addEventListener("click", () => { location.href = base() + "/compare?sessions=" + [...state.picked].join(","); });
+  main.replaceChildren(el("h1", { text: "Sessions" }), el("div", { class: "filters" }, name, algorithm, compare, count), el("div", { class: "scroll" }, table), more);
+  const state = { sort: "created", order: null, cursor: null, rows: new Map(), tenants: false, loading: null, picked: new Set() };
+  const pick = (id, on) => {
+    if (on) state.picked.add(id); else state.picked.delete(id);
+    compare.disabled = state.picked.size < 2;
+    compare.textContent = state.picked.size ? `Compare ${state.picked.size}` : "Compare";
+  };
+  // Two rows of one name: each says its id's start, so that they can be told apart.
+  const markDuplicates = () => {
+    const count = new Map();
+    for (const row of state.rows.values()) count.set(row.name, (count.get(row.name) || 0) + 1);
+    for (const [id, row] of state.rows) {
+      const cell = row.node.querySelector("td.name");
+      cell.querySelector(".short-id")?.remove();
+      if (count.get(row.name) > 1) cell.append(el("span", { class: "muted short-id", text: " · " + id.slice(0, 8), title: id }));
+    }
+  };
   const head = el("tr");
   table.append(el("thead", {}, head));
   const body = el("tbody");
@@ -55,20 +73,24 @@ async function sessionsView(main) {
     if (page.sessions.some(s => s.tenant !== undefined) && !state.tenants) { state.tenants = true; drawHead(); }
     for (const u of page.unreadable || []) {
       body.append(el("tr", { "data-session": u.id, class: "unreadable" },
-        el("td", { colspan: "9", class: "muted", text: `session ${u.id}: its stored row does not read back (run tvbo check; it can still be deleted)` })));
+        el("td", { colspan: "10", class: "muted", text: `session ${u.id}: its stored row does not read back (run tvbo check; it can still be deleted)` })));
     }
     for (const s of page.sessions) upsertRow(s, false);
     if (!state.rows.size && !(page.unreadable || []).length) {
       const filtered = name.value.trim() || algorithm.value;
-      body.append(el("tr", { class: "empty-row" }, el("td", { colspan: "9", class: "muted", text: filtered ? "No session matches the filter." : "No sessions yet. Create one with POST /v1/sessions (see /docs)." })));
+      body.append(el("tr", { class: "empty-row" }, el("td", { colspan: "10", class: "muted", text: filtered ? "No session matches the filter." : "No sessions yet. Create one with POST /v1/sessions (see /docs)." })));
     }
     count.textContent = `${state.rows.size} shown` + (state.cursor ? ", more below" : "");
+    markDuplicates();
   };
   const rowCells = s => {
     const sum = s.summary || {};
     const provenance = regretProvenance(sum.reported_regrets, sum.estimated_regrets);
     const avg = el("td", {}, fmt(sum.average_regret ?? null), provenance ? el("span", { class: "tag" + (provenance === "reported" ? "" : " est"), text: provenance }) : null);
-    const cells = [el("td", { class: "name" }, el("a", { href: base() + "/sessions/" + s.id, text: s.name }))];
+    const box = el("input", { type: "checkbox", "aria-label": "compare " + s.name });
+    box.checked = state.picked.has(s.id);
+    box.addEventListener("change", () => pick(s.id, box.checked));
+    const cells = [el("td", { class: "pick" }, box), el("td", { class: "name" }, el("a", { href: base() + "/sessions/" + s.id, text: s.name }))];
     if (state.tenants) cells.push(el("td", { text: s.tenant ?? "" }));
     cells.push(el("td", { text: algorithmName(s) }), el("td", { text: s.status }), el("td", { class: "num", text: String(s.observation_count) }),
       el("td", { class: "num", text: s.dataset_size + (s.max_dataset_size !== null ? " / " + s.max_dataset_size : "") }), avg,
@@ -79,12 +101,12 @@ async function sessionsView(main) {
   const upsertRow = (s, fresh) => {
     const known = state.rows.get(s.id);
     if (known) {
-      if (known.version !== s.version) { known.node.replaceChildren(...rowCells(s)); known.version = s.version; }
+      if (known.version !== s.version) { known.node.replaceChildren(...rowCells(s)); known.version = s.version; known.name = s.name; }
       return;
     }
     const node = el("tr", { "data-session": s.id }, ...rowCells(s));
     if (fresh) body.prepend(node); else body.append(node);
-    state.rows.set(s.id, { node, version: s.version });
+    state.rows.set(s.id, { node, version: s.version, name: s.name });
   };
   const reload = () => {
     state.cursor = null;
@@ -120,6 +142,7 @@ async function sessionsView(main) {
       body.querySelector(".empty-row")?.remove();
       for (const s of fresh.reverse()) upsertRow(s, true);
     }
+    markDuplicates();
   };
   let stopped = false, streaming = false, pollTimer = null, pending = null, hiddenChange = false;
   const poll = async () => {

@@ -31,6 +31,18 @@ function endedSeries(timeline, y) {
     .filter(series => series.points.length);
 }
 
+/// The average regret since the start at each point of a timeline: over every observation
+/// drawn, or, when the timeline is downsampled, from the server's exact sums of each
+/// group of consecutive observations (the rolling line's points), never from the drawn
+/// points alone, which keep each group's extremes.
+function cumulativeRegret(timeline) {
+  let running = 0, counted = 0;
+  if (timeline.observations.length < timeline.observation_count) {
+    return timeline.tracking.rolling.map(r => { running += r.regret * r.observations; counted += r.observations; return [r.t, running / counted]; });
+  }
+  return timeline.observations.filter(o => o.regret !== null).map(o => { running += o.regret; counted += 1; return [o.t, running / counted]; });
+}
+
 function sessionCharts(board, session, timeline) {
   const alg = algorithmName(session);
   const tracking = timeline.tracking;
@@ -38,13 +50,6 @@ function sessionCharts(board, session, timeline) {
   const provenance = regretProvenance(timeline.reported_regrets, timeline.estimated_regrets);
   const downsampled = timeline.observations.length < timeline.observation_count
     ? `${timeline.observations.length} of ${timeline.observation_count} observations drawn` : "";
-  // The average since the start: over every observation drawn, or, downsampled, from the
-  // server's exact sums of each group of consecutive observations (the rolling line's
-  // points then), never from the drawn points alone, which keep each group's extremes.
-  let running = 0, counted = 0;
-  const cumulative = downsampled
-    ? tracking.rolling.map(r => { running += r.regret * r.observations; counted += r.observations; return [r.t, running / counted]; })
-    : regrets.map((o, i) => { running += o.regret; return [o.t, running / (i + 1)]; });
   const strip = timeline.forgotten;
   // 1. Regret.
   board.chart({
@@ -53,7 +58,7 @@ function sessionCharts(board, session, timeline) {
       { name: "reported", mode: "points", color: "#2563eb", points: regrets.filter(o => !o.estimated).map(o => [o.t, o.regret, { label: "reported" }]) },
       { name: "estimated", mode: "points", color: "#ea580c", points: regrets.filter(o => o.estimated).map(o => [o.t, o.regret, { label: "estimated" }]) },
       { name: `rolling (last ${tracking.window})`, color: "#16a34a", width: 2.2, points: tracking.rolling.map(r => [r.t, r.regret, { label: `mean of ${r.observations}` }]) },
-      { name: "cumulative", color: "var(--fg)", width: 1.4, dash: "5 3", points: cumulative },
+      { name: "cumulative", color: "var(--fg)", width: 1.4, dash: "5 3", points: cumulativeRegret(timeline) },
     ].filter(s => (s.name !== "reported" || timeline.reported_regrets) && (s.name !== "estimated" || timeline.estimated_regrets)),
     caption: downsampled,
     note: "Regret r = f*(t) − f(x_t) at each observation: as the client reported it (blue), else estimated (orange) from the posterior optimum the model recorded at the last suggest. The green line is the rolling mean over every observation (the server's), the dashed one the average since the start. The strip under the axis counts observations forgotten per slice of time (red reset, purple budget, orange relevance). Past 2,000 observations, 2,000 are drawn: each group's extremes and evenly spaced ones between them (the corner says so); the lines stay exact, from the server's sums over every observation.",

@@ -6,6 +6,7 @@
 mod bench;
 mod connections;
 mod dashboard_browser;
+mod dashboard_compare;
 mod dashboard_importance;
 mod dashboard_live_requests;
 mod dashboard_never_misleads;

@@ -1,0 +1,168 @@
+//! Sessions side by side, in real headless Chromium with keys required: three sessions
+//! (two of one name) picked with the list's boxes, compared on `/compare?sessions=…`:
+//! a table of where each stands, their rolling and cumulative regret and the setting
+//! each recommended overlaid in one colour per session, the two of one name told apart
+//! (on the list too), and an address naming no session said so.
+//!
+//! Needs Chromium (tests/it/common/browser.rs: without it the test skips, except under
+//! CI).
+
+use crate::common;
+
+use std::time::Duration;
+
+use common::TestServer;
+use common::browser::Browser;
+use serde_json::{Value, json};
+use tvbo::api::RouterSettings;
+
+/// A client-time session named `name` run for `rounds` suggest → observe rounds, one a
+/// minute, on a bowl whose best x is 0.3; the client reports each regret.
+async fn run(server: &TestServer, name: &str, algorithm: &str, rounds: u32) -> String {
+    let id = server
+        .create(
+            json!({"name": name, "parameters": [{"name": "x", "low": 0, "high": 1}],
+            "algorithm": {"name": algorithm}, "model": {"warmup": 4},
+            "time": {"source": "client"}, "seed": 7}),
+        )
+        .await;
+    for k in 0..rounds {
+        let t = 60.0 * f64::from(k);
+        let (status, suggested) = server
+            .post(&format!("/v1/sessions/{id}/suggestions"), &json!({"t": t}))
+            .await;
+        assert_eq!(status, 201, "{suggested}");
+        let suggestion = &suggested["suggestions"][0];
+        let x = suggestion["params"]["x"].as_f64().unwrap();
+        let regret = (x - 0.3).powi(2);
+        let (status, answer) = server
+            .post(
+                &format!("/v1/sessions/{id}/observations"),
+                &json!({"suggestion_id": suggestion["id"], "value": -regret, "regret": regret, "t": t + 30.0}),
+            )
+            .await;
+        assert_eq!(status, 201, "{answer}");
+    }
+    id
+}
+
+/// Each chart's series names and how many points each has, by chart id.
+const SERIES: &str = "Object.fromEntries([...document.querySelectorAll('[data-chart^=\"compare-\"]')] \
+     .map(card => { card.querySelector('.table-toggle').click(); \
+     const rows = [...card.querySelectorAll('tbody tr')].map(tr => tr.firstChild.textContent); \
+     card.querySelector('.table-toggle').click(); \
+     const count = {}; for (const r of rows) count[r] = (count[r] || 0) + 1; \
+     return [card.dataset.chart, count]; }))";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_picked_on_the_list_are_compared_side_by_side() {
+    let Some(mut browser) = Browser::launch("dashboard_compare") else {
+        return;
+    };
+    // The default settings: keys required.
+    let server = TestServer::start_configured(RouterSettings::default(), Default::default())
+        .await
+        .with_key("ops")
+        .await;
+    let bolt = run(&server, "pump", "bolt", 14).await;
+    let gp_ucb = run(&server, "pump", "gp-ucb", 14).await;
+    let random = run(&server, "pump, random", "random", 10).await;
+    let key = server.key().unwrap().to_string();
+    tokio::task::block_in_place(|| {
+        browser.sign_in(&server.url("/"), &key);
+        browser.open(
+            &server.url("/"),
+            "document.querySelectorAll('#sessions tbody tr').length === 3",
+        );
+        // Two sessions of one name: each row says its id's start.
+        let names = browser
+            .eval("[...document.querySelectorAll('#sessions td.name')].map(td => td.textContent)");
+        for id in [&bolt, &gp_ucb] {
+            let label = format!("pump · {}", &id[..8]);
+            assert!(
+                names
+                    .as_array()
+                    .unwrap()
+                    .contains(&Value::String(label.clone())),
+                "{label} in {names}"
+            );
+        }
+        assert!(
+            names.as_array().unwrap().contains(&json!("pump, random")),
+            "{names}"
+        );
+        // Pick them with their boxes; Compare opens the page of the three.
+        assert_eq!(
+            browser.eval("document.getElementById('compare').disabled"),
+            json!(true)
+        );
+        browser.eval(
+            "document.querySelectorAll('#sessions td.pick input').forEach(box => box.click())",
+        );
+        assert_eq!(
+            browser.eval("document.getElementById('compare').textContent"),
+            json!("Compare 3")
+        );
+        browser.eval("document.getElementById('compare').click()");
+        assert!(
+            browser.wait_for(
+                "document.body.dataset.rendered === 'compare'",
+                Duration::from_secs(30)
+            ),
+            "{}",
+            browser.eval("document.body.innerText.slice(0, 500)")
+        );
+        let address = browser.eval("location.pathname + location.search");
+        for id in [&bolt, &gp_ucb, &random] {
+            assert!(address.as_str().unwrap().contains(id.as_str()), "{address}");
+        }
+        // The table: one row per session, its name told apart, a recommendation each.
+        let table = browser.eval(
+            "[...document.querySelectorAll('#compare-table tbody tr')].map(tr => [...tr.children].map(td => td.textContent))",
+        );
+        let rows = table.as_array().unwrap();
+        assert_eq!(rows.len(), 3, "{table}");
+        for row in rows {
+            assert!(row[6].as_str().unwrap().starts_with("x = "), "{table}");
+        }
+        let labels: Vec<&str> = rows.iter().map(|r| r[0].as_str().unwrap()).collect();
+        assert!(
+            labels.contains(&format!("pump ({})", &bolt[..8]).as_str()),
+            "{labels:?}"
+        );
+        // Every session in the regret charts; the recommended x of the two with a model
+        // (random search records no optimum), each at its suggests after the warm-up.
+        let series = browser.eval(SERIES);
+        for chart in ["compare-rolling", "compare-cumulative"] {
+            assert_eq!(
+                series[chart].as_object().unwrap().len(),
+                3,
+                "{chart}: {series}"
+            );
+        }
+        let recommended = series["compare-param-x"].as_object().unwrap();
+        assert_eq!(recommended.len(), 2, "{series}");
+        assert!(
+            recommended.values().all(|n| n.as_u64().unwrap() >= 9),
+            "{series}"
+        );
+        assert!(browser.errors.is_empty(), "{:?}", browser.errors);
+        browser.keep_screenshot("dashboard-compare.png", 1100);
+        // An address naming a session that is not there: the others drawn, it named.
+        let missing = "0b6c1c57-4c3e-4bb3-9d36-3f7cbb1b2a10";
+        browser.open(
+            &server.url(&format!("/compare?sessions={bolt},{missing},not-an-id")),
+            "document.body.dataset.rendered === 'compare'",
+        );
+        let notes = browser.eval("document.getElementById('compare-notes').textContent");
+        assert!(
+            notes.as_str().unwrap().contains(missing)
+                && notes.as_str().unwrap().contains("1 of the 3"),
+            "{notes}"
+        );
+        assert_eq!(
+            browser.eval("document.querySelectorAll('#compare-table tbody tr').length"),
+            json!(1)
+        );
+    });
+}
