@@ -68,7 +68,7 @@ impl Browser {
                 "--disable-dev-shm-usage",
                 "--no-first-run",
                 "--remote-debugging-port=0",
-                "--window-size=1400,2600",
+                "--window-size=1280,2600",
                 // No name resolves: nothing but 127.0.0.1 is reachable.
                 "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
             ])
@@ -110,7 +110,7 @@ impl Browser {
         browser.call("Network.enable", json!({}), true);
         browser.call(
             "Emulation.setDeviceMetricsOverride",
-            json!({"width": 1400, "height": 2600, "deviceScaleFactor": 1, "mobile": false}),
+            json!({"width": 1280, "height": 2600, "deviceScaleFactor": 1, "mobile": false}),
             true,
         );
         Some(browser)
@@ -229,6 +229,16 @@ impl Browser {
         self.call(
             "Emulation.setDeviceMetricsOverride",
             json!({"width": width, "height": height, "deviceScaleFactor": 1, "mobile": false}),
+            true,
+        );
+    }
+
+    /// Shows pages as in a system set to dark mode (`prefers-color-scheme: dark`), or light.
+    pub fn dark_mode(&mut self, dark: bool) {
+        let scheme = if dark { "dark" } else { "light" };
+        self.call(
+            "Emulation.setEmulatedMedia",
+            json!({"features": [{"name": "prefers-color-scheme", "value": scheme}]}),
             true,
         );
     }

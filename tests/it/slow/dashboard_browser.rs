@@ -413,6 +413,9 @@ async fn the_dashboard_draws_every_kind_of_session_live_in_chromium() {
             if let Some(shot) = shot {
                 browser.keep_screenshot(shot, 2000);
             }
+            if name == "radio-link" {
+                keep_dark_screenshot(&mut browser, "dashboard-dark.png", 2000);
+            }
             if name == "four-knobs"
                 && let Ok(dir) = std::env::var("TVBO_SCREENSHOTS")
             {
@@ -537,18 +540,37 @@ async fn the_dashboard_draws_every_kind_of_session_live_in_chromium() {
                  }).map(td => td.textContent)",
             );
             assert_eq!(broken, json!([]), "{path}: cells broken across lines");
-            browser.keep_screenshot(
-                if path.starts_with("/sessions/") {
-                    "dashboard-narrow.png"
-                } else {
-                    "dashboard-list-narrow.png"
-                },
-                900,
-            );
+            let shot = if path.starts_with("/sessions/") {
+                "dashboard-narrow"
+            } else {
+                "dashboard-list-narrow"
+            };
+            browser.keep_screenshot(&format!("{shot}.png"), 900);
+            keep_dark_screenshot(&mut browser, &format!("{shot}-dark.png"), 900);
         }
-        browser.viewport(1400, 2600);
+        browser.viewport(1280, 2600);
     });
     server.stop().await;
+}
+
+/// The page in dark mode: its background dark and its charts' text light (the relative
+/// luminance of each, 0 black to 1 white), kept as `name` (`TVBO_SCREENSHOTS`); then light
+/// again.
+fn keep_dark_screenshot(browser: &mut Browser, name: &str, height: u32) {
+    const LUMINANCE: &str = "(() => {          const lum = c => { const [r, g, b] = c.match(/[0-9.]+/g).map(Number); return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255; };          const text = document.querySelector('.chart .axis text') || document.querySelector('main td');          return [lum(getComputedStyle(document.body).backgroundColor), lum(getComputedStyle(text)[text.closest('svg') ? 'fill' : 'color'])]; })()";
+    browser.dark_mode(true);
+    std::thread::sleep(Duration::from_millis(300));
+    let luminance = browser.eval(LUMINANCE);
+    let (background, text) = (
+        luminance[0].as_f64().unwrap(),
+        luminance[1].as_f64().unwrap(),
+    );
+    assert!(
+        background < 0.2 && text > 0.5,
+        "{name}: background {background}, text {text}"
+    );
+    browser.keep_screenshot(name, height);
+    browser.dark_mode(false);
 }
 
 /// A session of the tenant of `key`, made through the API.
