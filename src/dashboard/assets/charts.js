@@ -262,7 +262,8 @@ class Chart {
     root.append(plot);
     for (const m of spec.marks || []) {
       if (m.x < x0 || m.x > x1) continue;
-      const line = svg("line", { class: "mark", x1: X.at(m.x), x2: X.at(m.x), y1: T, y2: plotBottom, stroke: m.color || "#9aa3ad", "stroke-width": 1.5, "stroke-dasharray": "4 3" });
+      // Solid: a dashed line with a ▼ is an event (events.js).
+      const line = svg("line", { class: "mark", x1: X.at(m.x), x2: X.at(m.x), y1: T, y2: plotBottom, stroke: m.color || "#9aa3ad", "stroke-width": 1.5, "stroke-opacity": 0.8 });
       const title = svg("title"); title.textContent = m.label; line.append(title);
       plot.append(line);
     }

@@ -161,7 +161,12 @@ function loginView(main, message) {
   document.getElementById("crumb").textContent = "sign in";
   const out = document.getElementById("sign-out");
   if (out) out.remove();
-  document.getElementById("live").textContent = "";
+  // No live indicator (its dot is the class's) once the page stopped updating.
+  const live = document.getElementById("live");
+  live.textContent = "";
+  live.className = "live";
+  live.title = "";
+  delete live.dataset.mode;
   const input = el("input", { type: "password", id: "api-key", autocomplete: "off", placeholder: "tvbo_…", "aria-label": "API key" });
   const form = el("form", { class: "login" },
     el("label", { for: "api-key", text: "API key" }), input, el("button", { type: "submit", text: "Sign in" }));

@@ -21,8 +21,6 @@ const eventColor = kind => (EVENT_KINDS[kind] || ["#64748b"])[0];
 const eventWord = kind => (EVENT_KINDS[kind] || [null, String(kind).replaceAll("-", " ")])[1];
 /// Events closer than this (pixels) share a mark.
 const EVENT_MERGE_PX = 5;
-/// Marks are named on the chart itself when at most this many are in view.
-const EVENT_LABELS_MAX = 6;
 /// Past this many events of a kind in view, that kind is drawn as a rug of ticks.
 const EVENT_RUG_MIN = 30;
 
@@ -118,22 +116,33 @@ function drawEventMarks(plot, X, x0, x1, top, bottom, right) {
     drawn.add(column);
     g.append(svg("line", { class: "event-tick", "data-kind": e.kind, x1: Math.round(px), x2: Math.round(px), y1: top, y2: top + 7, stroke: eventColor(e.kind), "stroke-width": 1.5 }));
   }
-  const spaced = clusters.every((c, i) => i === 0 || c.px0 - clusters[i - 1].px1 > 90);
-  const labelled = clusters.length <= EVENT_LABELS_MAX && spaced;
+  // Labels go beside their marks, left to right, wherever one fits clear of the last
+  // (so a cluster of events does not silence the labels of the others).
+  let labelEnd = -Infinity;
   for (const c of clusters) {
     const x = ((c.px0 + c.px1) / 2).toFixed(1);
     const kinds = [...new Set(c.events.map(e => e.kind))];
-    const color = kinds.length === 1 ? eventColor(kinds[0]) : "#64748b";
+    // The line in the first kind's colour; one triangle per kind, side by side, so that
+    // merged kinds keep their colours (grey is a kind this page does not know).
+    const color = eventColor(kinds[0]);
     const mark = svg("g", { class: "event-mark", "data-kinds": kinds.join(" "), "data-count": c.events.length });
     mark.append(svg("line", { x1: x, x2: x, y1: top, y2: bottom, stroke: color, "stroke-width": 1.2, "stroke-opacity": 0.55, "stroke-dasharray": "3 3" }));
     const size = c.events.length > 1 ? 5 : 4;
-    mark.append(svg("path", { d: `M${x},${top + 2 * size}l${-size},${-2 * size}h${2 * size}z`, fill: color }));
-    if (labelled) {
-      // Beside the mark, on its left near the right edge.
-      const left = +x > right - 110;
-      const label = svg("text", { x: left ? +x - 7 : +x + 7, y: top + 9, class: "event-label", fill: color, "text-anchor": left ? "end" : "start" });
-      label.textContent = kinds.map(eventWord).join(", ") + (c.events.length > 1 ? ` ×${c.events.length}` : "");
+    const first = +x - (kinds.length - 1) * size;
+    kinds.forEach((kind, k) => {
+      const at = (first + 2 * size * k).toFixed(1);
+      mark.append(svg("path", { d: `M${at},${top + 2 * size}l${-size},${-2 * size}h${2 * size}z`, fill: eventColor(kind) }));
+    });
+    const words = kinds.map(eventWord).join(", ") + (c.events.length > 1 ? ` ×${c.events.length}` : "");
+    const width = textWidth(words);
+    // Beside the mark, on its left near the right edge.
+    const left = +x + 7 + width > right;
+    const start = left ? +x - 7 - width - (kinds.length - 1) * size : +x + 7 + (kinds.length - 1) * size;
+    if (start > labelEnd + 8) {
+      const label = svg("text", { x: left ? start + width : start, y: top + 9, class: "event-label", fill: color, "text-anchor": left ? "end" : "start" });
+      label.textContent = words;
       mark.append(label);
+      labelEnd = start + width;
     }
     g.append(mark);
   }

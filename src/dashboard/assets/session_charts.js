@@ -97,7 +97,7 @@ function sessionCharts(board, session, timeline) {
   // squash the dataset into the axis: it is then drawn off the scale and said in words.
   const largest = Math.max(1, ...datasetSeries[0].points.map(p => p[1]));
   const nStarAbove = nStar.length && Math.max(...nStar.map(p => p[1])) > 3 * largest;
-  if (nStar.length) datasetSeries.push({ name: "n* (BOLT)", mode: "step", color: "#dc2626", dash: "5 3", points: nStar, unscaled: nStarAbove });
+  if (nStar.length) datasetSeries.push({ name: "n* (BOLT)", mode: "step", color: "#ca8a04", width: 1.4, points: nStar, unscaled: nStarAbove });
   board.chart({ id: "dataset", title: "Active dataset size", time: true, yLabel: "observations", yMin: 0, series: datasetSeries, strip,
     caption: nStarAbove ? `n* = ${nStar[nStar.length - 1][1]}, above the chart` : "",
     note: alg === "bolt" ? "BOLT keeps at most n* observations: the size whose response time maximises its regret bound (far above the dataset, its line leaves the chart)." : "What the model still remembers; drops are forgetting." });

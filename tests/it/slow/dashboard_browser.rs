@@ -728,6 +728,13 @@ async fn the_dashboard_asks_for_a_key_and_shows_only_its_tenant() {
             "no sign-in form after the key was revoked: {}",
             browser.eval("document.body.innerText.slice(0, 300)")
         );
+        // And no live indicator left behind (its dot is drawn by its class).
+        assert_eq!(
+            browser.eval(
+                "(() => { const live = document.getElementById('live');                  return [live.className, getComputedStyle(live, '::before').content]; })()"
+            ),
+            json!(["live", "none"])
+        );
     });
     server.stop().await;
 }

@@ -219,6 +219,13 @@ async fn the_session_page_follows_the_event_stream_and_polls_without_it() {
             browser.eval(MARKS),
             json!(["model-reset", "model-reset", "model-reset"])
         );
+        // Each mark named beside it, no two names overlapping.
+        let labels = browser.eval(
+            "[...document.querySelectorAll('[data-chart=\"values\"] .event-label')]              .map(t => t.getBoundingClientRect()).sort((a, b) => a.left - b.left)              .map((r, i, all) => [Math.round(r.width), i === 0 || all[i - 1].right <= r.left])",
+        );
+        let labels = labels.as_array().unwrap();
+        assert_eq!(labels.len(), 3, "{labels:?}");
+        assert!(labels.iter().all(|l| l[1] == json!(true)), "{labels:?}");
         // While nothing happens, it polls (where the stream made no request at all).
         browser.requests.clear();
         std::thread::sleep(Duration::from_secs(3));
