@@ -83,8 +83,10 @@ class SessionPage {
     this.board = new Board(this.gridNode);
     this.observations = new ObservationTable(session);
     this.ended = el("div", { class: "card wide", hidden: true });
+    // Closed until opened; its table is filled at each draw.
+    this.history = el("details", { class: "card wide configuration", id: "recommendation-history", hidden: true });
     main.replaceChildren(el("div", { class: "title-row" }, this.title, this.status), this.offline, this.summary, this.toolbar, this.empty, this.gridNode, this.observations.card, this.ended,
-      configurationCard(session));
+      this.history, configurationCard(session));
     const ager = setInterval(() => this.age(), AGE_EVERY_MS);
     pageStoppers.push(() => clearInterval(ager));
   }
@@ -144,6 +146,7 @@ class SessionPage {
     }
     this.observations.refresh(session, timeline.observation_count);
     this.renderEnded(session, timeline);
+    this.renderHistory(session, timeline);
     document.body.dataset.rendered = String(session.version);
     // Milliseconds from the page's navigation to this draw (benches/dashboard.rs).
     document.body.dataset.renderedMs = String(performance.now());
@@ -203,6 +206,23 @@ class SessionPage {
     this.empty.replaceChildren(el("h2", { text: "No observations yet" }),
       el("p", {}, "Session id ", el("code", { text: session.id }), ". Point a client at it; this page fills in as it observes."),
       el("pre", { text: snippet }), el("p", { class: "muted", text: "Or from a shell:" }), el("pre", { text: curl }));
+  }
+
+  /// The setting the model recommended at each suggest (the posterior optimum recorded
+  /// in the step's snapshot), newest first: when, each parameter, and the posterior mean
+  /// there; a row only where the setting changed from the one before.
+  renderHistory(session, timeline) {
+    const recorded = timeline.steps.filter(s => s.snapshot && s.snapshot.optimum).map(s => s.snapshot.optimum);
+    this.history.hidden = !recorded.length;
+    if (!recorded.length) return;
+    const names = session.parameters.map(p => p.name);
+    const key = o => names.map(n => fmt(o.params[n])).join("|");
+    const changes = recorded.filter((o, i) => i === 0 || key(o) !== key(recorded[i - 1]));
+    const rows = changes.slice(-100).reverse().map(o => [fmtTime(o.t), ...names.map(n => fmt(o.params[n])), fmt(o.mean)]);
+    const sampled = timeline.steps.length < timeline.step_count ? ` The timeline holds ${timeline.steps.length} of the ${timeline.step_count} steps: these are the changes among them.` : "";
+    this.history.replaceChildren(el("summary", {}, el("h2", { text: `Recommendation history (${changes.length} change${changes.length === 1 ? "" : "s"})` })),
+      el("p", { class: "note", text: "The posterior optimum the model recorded at each suggest, newest first, a row where the setting changed (the newest 100)." + sampled }),
+      ...tableNodes(["session time", ...names, "posterior mean"], rows, ""));
   }
 
   renderEnded(session, timeline) {

@@ -2,7 +2,8 @@
 //! (two of one name) picked with the list's boxes, compared on `/compare?sessions=…`:
 //! a table of where each stands, their rolling and cumulative regret and the setting
 //! each recommended overlaid in one colour per session, the two of one name told apart
-//! (on the list too), and an address naming no session said so.
+//! (on the list too), and an address naming no session said so. And on a session's own
+//! page, the history of its recommendation as a table.
 //!
 //! Needs Chromium (tests/it/common/browser.rs: without it the test skips, except under
 //! CI).
@@ -164,5 +165,33 @@ async fn sessions_picked_on_the_list_are_compared_side_by_side() {
             browser.eval("document.querySelectorAll('#compare-table tbody tr').length"),
             json!(1)
         );
+        // BOLT's page: its recommendation's history, newest first, a row per change.
+        browser.open(
+            &server.url(&format!("/sessions/{bolt}")),
+            "document.body.dataset.rendered !== undefined",
+        );
+        let history = browser.eval(
+            "(() => { const card = document.getElementById('recommendation-history'); card.open = true; \
+             return [card.hidden, card.querySelector('h2').textContent, \
+             [...card.querySelectorAll('th')].map(th => th.textContent), \
+             [...card.querySelectorAll('tbody tr')].map(tr => tr.firstChild.textContent)]; })()",
+        );
+        assert_eq!(history[0], json!(false), "{history}");
+        assert_eq!(
+            history[2],
+            json!(["session time", "x", "posterior mean"]),
+            "{history}"
+        );
+        let times = history[3].as_array().unwrap();
+        assert!(!times.is_empty() && times.len() <= 10, "{history}");
+        assert!(
+            history[1]
+                .as_str()
+                .unwrap()
+                .contains(&format!("({} change", times.len())),
+            "{history}"
+        );
+        // Newest first: the last round's (its suggest at 13 min, observed at 13.5) heads it.
+        assert_eq!(times[0], json!("13.5 min"), "{history}");
     });
 }
