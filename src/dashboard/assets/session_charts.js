@@ -184,17 +184,18 @@ function importanceChart(board, session, fitted) {
 }
 
 /// The model at the current time: per parameter, the observed values against it (newest
-/// strongest) and the posterior through the recommendation; at d = 2 the posterior as
-/// heat maps; at d > 2 every observation in parallel coordinates.
+/// strongest) and the posterior through the recommendation; over two numeric parameters
+/// (at d > 2 a pair the reader picks, the others held at the recommendation) the
+/// posterior as heat maps; at d > 2 every observation in parallel coordinates.
 async function modelViews(board, session, timeline, best) {
   const params = session.parameters;
   const later = afterTheData(session, timeline, best);
   const sampled = timeline.observations.length < timeline.observation_count
     ? ` Drawn: ${timeline.observations.length} of the ${timeline.observation_count} observations (each group's extremes and evenly spaced ones).` : "";
   const active = timeline.observations.filter(o => o.active);
-  const numeric = params.filter(p => p.type !== "categorical");
   const withModel = !session.arms && best && active.length;
-  const grid = withModel && numeric.length === 2 && params.length === 2 ? heatMapGrid(session) : null;
+  const pair = withModel ? heatMapPair(session, timeline) : null;
+  const grid = pair ? heatMapGrid(pair, best) : null;
   const { slices, gridPredictions } = withModel ? await modelPredictions(session, best, grid) : {};
   const recentFrom = timeline.observations.length - Math.max(10, Math.floor(timeline.observations.length / 10));
   for (const p of params) {
@@ -234,12 +235,12 @@ async function modelViews(board, session, timeline, best) {
 
 /// The model views' posterior in one predict at the recommendation's time: the mean and
 /// standard deviation along each parameter through the recommendation (`slices`, by
-/// parameter name) and, given a heat map's `grid`, at its points (`gridPredictions`).
-/// Nulls when the server gives no prediction.
-async function modelPredictions(session, best, grid) {
+/// parameter name; left out when `withSlices` is false) and, given a heat map's `grid`,
+/// at its points (`gridPredictions`). Nulls when the server gives no prediction.
+async function modelPredictions(session, best, grid, withSlices = true) {
   const points = [], owners = [];
   for (const p of session.parameters) {
-    if (p.context) continue;
+    if (p.context || !withSlices) continue;
     const values = p.type === "categorical" ? p.choices : parameterGrid(p, 40);
     for (const v of values) { points.push(Object.assign({}, best.params, { [p.name]: v })); owners.push([p.name, v]); }
   }
@@ -276,29 +277,77 @@ function afterTheData(session, timeline, best) {
     long: `Now is ${fmtTime(gap)} after the newest observation: the model has carried its belief forward by the drift it learned, so its uncertainty is wider than at the data, and the mean has moved back toward the prior.` };
 }
 
-/// The heat maps' grid over a session's two numeric parameters: n × n points, rows in y.
-function heatMapGrid(session) {
-  const [px, py] = session.parameters;
+/// The pair of parameters each session's heat maps are drawn over, as the reader picked
+/// it on the page (by session id).
+const heatMapPairs = new Map();
+
+/// The two numeric parameters (context ones included, categorical ones not) the heat maps
+/// show: the reader's pick; else, under per-parameter lengthscales, the two the newest
+/// fit found most sensitive (shortest lengthscales); else the first two. Null with fewer
+/// than two.
+function heatMapPair(session, timeline) {
+  const numeric = session.parameters.filter(p => p.type !== "categorical");
+  if (numeric.length < 2) return null;
+  const picked = heatMapPairs.get(session.id);
+  if (picked) return picked.map(name => numeric.find(p => p.name === name));
+  const fitted = timeline.steps.filter(s => s.snapshot && s.snapshot.hyperparameters && s.snapshot.hyperparameters.lengthscales);
+  if (fitted.length) {
+    const ls = fitted[fitted.length - 1].snapshot.hyperparameters.lengthscales;
+    const ranked = numeric.filter(p => p.name in ls).sort((a, b) => ls[a.name] - ls[b.name]);
+    if (ranked.length >= 2) return [ranked[0], ranked[1]].sort((a, b) => numeric.indexOf(a) - numeric.indexOf(b));
+  }
+  return numeric.slice(0, 2);
+}
+
+/// The heat maps' grid over the pair: n × n points, rows in y, every other parameter at
+/// the recommendation.
+function heatMapGrid([px, py], best) {
   const n = 24;
   const xs = parameterGrid(px, n), ys = parameterGrid(py, n);
-  return { n, xs, ys, points: ys.flatMap(y => xs.map(x => ({ [px.name]: x, [py.name]: y }))) };
+  return { n, px, py, xs, ys, points: ys.flatMap(y => xs.map(x => Object.assign({}, best.params, { [px.name]: x, [py.name]: y }))) };
 }
 
 /// The posterior mean and standard deviation now as heat maps over the grid's
-/// `predictions` (of [`modelPredictions`]).
+/// `predictions` (of [`modelPredictions`]); past two parameters, the mean's card has the
+/// selects that pick the pair (drawn again from one predict when they change).
 function heatMaps(board, session, timeline, best, later, grid, predictions) {
-  const [px, py] = session.parameters;
-  const { n, xs, ys } = grid;
+  const { n, px, py, xs, ys } = grid;
   const minimise = session.goal === "minimize";
+  const others = session.parameters.length > 2;
+  const over = others ? ` over ${px.name} and ${py.name}` : "";
+  const held = others ? " The other parameters are held at the recommendation; the dots are every active observation, whatever its other settings." : "";
   for (const [key, label] of [["mean", "Posterior mean"], ["std", "Posterior standard deviation"]]) {
-    const spec = { id: "posterior-" + key, title: `${label} now`,
+    const spec = { id: "posterior-" + key, title: `${label}${over} now`,
       table: () => ({ headers: [px.name, py.name, key === "mean" ? "posterior mean" : "posterior std"],
         rows: predictions.map((q, k) => [fmt(xs[k % n]), fmt(ys[Math.floor(k / n)]), fmt(q[key])]) }),
-      note: key === "mean"
+      note: (key === "mean"
         ? `Where the model believes the objective is ${minimise ? "low (the goal: dark)" : "high (the goal: yellow)"} now; white dots: active observations; red cross: the recommendation.`
-        : "Where the model is unsure now (yellow): forgotten or never-sampled regions." };
+        : "Where the model is unsure now (yellow): forgotten or never-sampled regions.") + held };
     if (later) spec.note += " " + later.long;
     const draw = heatMapDrawer(session, px, py, xs, ys, predictions, key, timeline, best);
-    board.place(spec.id, container => new SvgCard(container, spec, draw)).redrawWith(spec, draw);
+    const card = board.place(spec.id, container => new SvgCard(container, spec, draw));
+    card.redrawWith(spec, draw);
+    if (key === "mean" && others) pairSelects(card, board, session, timeline, best, later, grid);
   }
+}
+
+/// The two selects in the mean map's heading that pick the pair of parameters; on a
+/// change, one predict over the new pair and both maps drawn again.
+function pairSelects(card, board, session, timeline, best, later, grid) {
+  const numeric = session.parameters.filter(p => p.type !== "categorical");
+  const select = (label, chosen) => el("select", { "aria-label": label, class: "pair-select" },
+    ...numeric.map(p => { const option = el("option", { value: p.name, text: p.name }); option.selected = p.name === chosen.name; return option; }));
+  const x = select("horizontal parameter", grid.px), y = select("vertical parameter", grid.py);
+  const change = async () => {
+    if (x.value === y.value) return;
+    heatMapPairs.set(session.id, [x.value, y.value]);
+    const next = heatMapGrid(heatMapPair(session, timeline), best);
+    const { gridPredictions } = await modelPredictions(session, best, next, false);
+    if (gridPredictions) heatMaps(board, session, timeline, best, later, next, gridPredictions);
+  };
+  x.addEventListener("change", change);
+  y.addEventListener("change", change);
+  const head = card.card.querySelector(".card-head");
+  head.querySelector(".pair")?.remove();
+  head.insertBefore(el("span", { class: "pair" }, x, " × ", y), card.tableButton);
 }

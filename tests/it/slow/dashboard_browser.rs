@@ -378,6 +378,41 @@ async fn the_dashboard_draws_every_kind_of_session_live_in_chromium() {
             }
             if name == "four-knobs" {
                 assert!(charts.iter().any(|c| c[0] == "parallel"), "{charts:?}");
+                // The posterior over a pair of its four parameters, the others at the
+                // recommendation: the first two by default, any two picked.
+                let title =
+                    "document.querySelector('[data-chart=\"posterior-mean\"] h2').textContent";
+                assert_eq!(
+                    browser.eval(title),
+                    json!("Posterior mean over threads and cache_mb now")
+                );
+                let requests = browser.requests.len();
+                browser.eval(
+                    "(() => { const [x, y] = document.querySelectorAll('[data-chart=\"posterior-mean\"] select'); \
+                     x.value = 'ratio'; y.value = 'batch'; y.dispatchEvent(new Event('change')); })()",
+                );
+                assert!(
+                    browser.wait_for(
+                        "document.querySelector('[data-chart=\"posterior-std\"] h2').textContent === 'Posterior standard deviation over ratio and batch now'",
+                        Duration::from_secs(10)
+                    ),
+                    "{}",
+                    browser.eval(title)
+                );
+                let cells = browser.eval(
+                    "(() => { const card = document.querySelector('[data-chart=\"posterior-mean\"]'); \
+                     card.querySelector('.table-toggle').click(); \
+                     const heads = [...card.querySelectorAll('th')].map(th => th.textContent); \
+                     const rows = card.querySelectorAll('tbody tr').length; \
+                     card.querySelector('.table-toggle').click(); return [heads, rows]; })()",
+                );
+                assert_eq!(cells, json!([["ratio", "batch", "posterior mean"], 576]));
+                // One predict for the new pair.
+                let predicts = browser.requests[requests..]
+                    .iter()
+                    .filter(|r| r["url"].as_str().unwrap().ends_with("/predict"))
+                    .count();
+                assert_eq!(predicts, 1);
                 // A log-scale parameter's axis is logarithmic: its ticks are powers of ten.
                 let ticks = browser.eval(
                     "[...document.querySelectorAll('[data-chart=\"param-cache_mb\"] .axis text')].map(t => t.textContent)",
