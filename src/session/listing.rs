@@ -1,16 +1,19 @@
 //! The listings' queries. The session listing (`GET /v1/sessions`): its filters and
 //! orders, the cursors that page through them, and each session's summary (regret,
-//! sparkline, last activity): what a row of the dashboard's list shows, read for the whole
-//! page at once (two store queries per page, whatever its size or the sessions' ages).
+//! sparkline, last activity, tracking status): what a row of the dashboard's list shows,
+//! read for the whole page at once (three store queries per page, whatever its size or
+//! the sessions' ages).
 //! The observation listing's query (`GET /v1/sessions/{id}/observations`, answered in
 //! `session::reads`): state, order and page.
 
 use std::collections::HashMap;
 
+use chrono::Utc;
 use uuid::Uuid;
 
 use super::error::ServiceError;
 use super::service::SessionService;
+use super::tracking::{TrackingInput, tracking};
 use super::views::{Session, SessionList, SessionListEntry, SessionSummary, UnreadableSession};
 use crate::domain::InvalidInput;
 pub use crate::domain::algorithm::AlgorithmName;
@@ -239,6 +242,21 @@ impl SessionService {
             .filter(|row| row.session.is_ok())
             .map(|row| row.cursor.id)
             .collect();
+        // Each readable session's newest regrets, for its status now.
+        let counts: Vec<(Uuid, i64)> = rows
+            .iter()
+            .filter_map(|row| {
+                row.session
+                    .as_ref()
+                    .ok()
+                    .map(|s| (row.cursor.id, s.observation_count))
+            })
+            .collect();
+        let mut newest: HashMap<Uuid, Vec<(f64, f64)>> = HashMap::new();
+        for (id, t, regret) in self.store.newest_regrets(&counts).await? {
+            newest.entry(id).or_default().push((t, regret));
+        }
+        let now = Utc::now();
         let mut slices: HashMap<Uuid, Vec<RegretSlice>> = HashMap::new();
         for slice in self
             .store
@@ -253,10 +271,20 @@ impl SessionService {
             let id = row.cursor.id;
             match row.session {
                 Ok(session) => {
+                    // What its timeline's `tracking` says, without the rolling line.
+                    let tracking = tracking(&TrackingInput {
+                        observations: &[],
+                        groups: &[],
+                        recent: newest.get(&id).map_or(&[][..], Vec::as_slice),
+                        last_step_at: row.last_activity_t.map(|_| row.last_activity_at),
+                        time_source: session.config.time.source,
+                        now,
+                    });
                     let summary = SessionSummary::of(
                         slices.get(&id).map_or(&[][..], Vec::as_slice),
                         row.last_activity_at,
                         row.last_activity_t,
+                        &tracking,
                     );
                     sessions.push(SessionListEntry {
                         tenant: tenant.is_none().then(|| session.tenant.clone()),
@@ -433,6 +461,27 @@ mod tests {
             reported,
         };
         let at = DateTime::from_timestamp_micros(1_700_000_000_000_000).unwrap();
+        // Two windows of regrets, the newest far above the ones before, a step just now.
+        let recent: Vec<(f64, f64)> = (0..128)
+            .map(|k| {
+                (
+                    f64::from(k),
+                    if k < 64 {
+                        0.1
+                    } else {
+                        1.0 + 0.01 * f64::from(k % 3)
+                    },
+                )
+            })
+            .collect();
+        let lagging = tracking(&TrackingInput {
+            observations: &[],
+            groups: &[],
+            recent: &recent,
+            last_step_at: Some(at),
+            time_source: crate::domain::config::TimeSource::Client,
+            now: at,
+        });
         let summary = SessionSummary::of(
             &[
                 slice(0, 6.0, 3, 1),
@@ -441,6 +490,7 @@ mod tests {
             ],
             at,
             Some(4.5),
+            &lagging,
         );
         assert_eq!(summary.average_regret, Some(2.0));
         assert_eq!(
@@ -449,7 +499,16 @@ mod tests {
         );
         assert_eq!(summary.sparkline, [2.0, 2.0]);
         assert_eq!(summary.last_activity_t, Some(4.5));
-        let empty = SessionSummary::of(&[], at, None);
+        assert_eq!(
+            summary.tracking,
+            super::super::tracking::TrackingStatus::Lagging
+        );
+        assert!(
+            summary.tracking_reason.contains("above the 64 before"),
+            "{}",
+            summary.tracking_reason
+        );
+        let empty = SessionSummary::of(&[], at, None, &lagging);
         assert_eq!(empty.average_regret, None);
         assert!(empty.sparkline.is_empty());
     }

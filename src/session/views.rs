@@ -19,7 +19,7 @@ use crate::policy::PolicyState;
 use crate::store::EventRecord;
 use crate::store::{ObservationRow, RegretSlice, SessionRow, StoredCall, SuggestionRow};
 
-use super::tracking::Tracking;
+use super::tracking::{Tracking, TrackingStatus};
 
 /// A session: its filled-in configuration, status and counts.
 #[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
@@ -140,14 +140,20 @@ pub struct SessionSummary {
     pub last_activity_at: DateTime<Utc>,
     /// The session time of that step; null before any.
     pub last_activity_t: Option<f64>,
+    /// Whether it keeps up now: its timeline's `tracking.status`, from its newest regrets
+    /// and its last step, as of this answer.
+    pub tracking: TrackingStatus,
+    /// Why, in a sentence (the timeline's `tracking.reason`).
+    pub tracking_reason: String,
 }
 
 impl SessionSummary {
-    /// The summary of a session's regret slices (in order) and last activity.
+    /// The summary of a session's regret slices (in order), last activity and status now.
     pub fn of(
         slices: &[RegretSlice],
         last_activity_at: DateTime<Utc>,
         last_activity_t: Option<f64>,
+        tracking: &Tracking,
     ) -> SessionSummary {
         let valued: i64 = slices.iter().map(|s| s.valued).sum();
         let reported: i64 = slices.iter().map(|s| s.reported).sum();
@@ -163,6 +169,8 @@ impl SessionSummary {
                 .collect(),
             last_activity_at,
             last_activity_t,
+            tracking: tracking.status,
+            tracking_reason: tracking.reason.clone(),
         }
     }
 }

@@ -232,6 +232,9 @@ pub struct StoredTimeline {
 
 /// How many of the newest regrets a timeline reads, whatever its budget.
 pub const RECENT_REGRETS: i64 = 128;
+/// How many of a session's newest observations [`Store::newest_regrets`] looks through:
+/// a session whose newest ones carry no regret costs the list no scan of its history.
+pub const RECENT_SCAN: i64 = 1024;
 
 /// The regrets of a group of consecutive observations, ending at `last_seq`.
 #[derive(Clone, Debug, PartialEq)]
@@ -292,6 +295,14 @@ pub trait Store: Outbox + Send + Sync + 'static {
         sessions: &[Uuid],
         slices: i64,
     ) -> Result<Vec<RegretSlice>, StoreError>;
+    /// The newest regrets (reported, else estimated) of each session, at most
+    /// [`RECENT_REGRETS`] among its newest [`RECENT_SCAN`] observations, as (session, t,
+    /// regret), each session's oldest first; `sessions` pairs each id with its
+    /// observation count. One query for all of them: what the list's status reads.
+    async fn newest_regrets(
+        &self,
+        sessions: &[(Uuid, i64)],
+    ) -> Result<Vec<(Uuid, f64, f64)>, StoreError>;
     /// The tenant owning the session, if there is one.
     async fn session_tenant(&self, id: Uuid) -> Result<Option<String>, StoreError>;
     async fn insert_api_key(&self, key: &ApiKeyRow) -> Result<(), StoreError>;

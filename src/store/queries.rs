@@ -90,7 +90,7 @@ macro_rules! store_on {
             };
             use $crate::store::{
                 ApiKeyRow, CallStats, EndedRun, ForgetSpan, History, IdempotencyRecord, ListedSession,
-                ObservationRow, RECENT_REGRETS, SessionCursor, SessionRow, StoreError,
+                ObservationRow, RECENT_REGRETS, RECENT_SCAN, SessionCursor, SessionRow, StoreError,
                 StoredTimeline, SuggestionRow, from_micros, to_micros,
             };
 
@@ -295,6 +295,48 @@ macro_rules! store_on {
                     }
                 }
                 Ok(all)
+            }
+
+            /// [`Store::newest_regrets`](crate::store::Store::newest_regrets): one
+            /// bounded read of each session's newest observations by its key (session,
+            /// seq), joined by UNION ALL into one statement.
+            pub(super) async fn newest_regrets(
+                c: &mut Connection,
+                sessions: &[(Uuid, i64)],
+            ) -> Result<Vec<(Uuid, f64, f64)>, StoreError> {
+                if sessions.is_empty() {
+                    return Ok(Vec::new());
+                }
+                let reads: Vec<String> = (0..sessions.len())
+                    .map(|i| {
+                        format!(
+                            "SELECT * FROM (SELECT session_id, seq, t, \
+                             COALESCE(regret, regret_estimate) AS regret FROM observations \
+                             WHERE session_id = ${} AND seq > ${} \
+                             AND COALESCE(regret, regret_estimate) IS NOT NULL \
+                             ORDER BY seq DESC LIMIT $1) AS s{i}",
+                            2 * i + 2,
+                            2 * i + 3
+                        )
+                    })
+                    .collect();
+                let sql = format!("{} ORDER BY session_id, seq", reads.join(" UNION ALL "));
+                let mut statement = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(RECENT_REGRETS);
+                for (id, count) in sessions {
+                    statement = statement.bind(id.to_string()).bind(count - RECENT_SCAN);
+                }
+                statement
+                    .fetch_all(&mut *c)
+                    .await?
+                    .iter()
+                    .map(|r| {
+                        Ok((
+                            parse_uuid(r.try_get("session_id")?)?,
+                            r.try_get::<f64, _>("t")?,
+                            r.try_get::<f64, _>("regret")?,
+                        ))
+                    })
+                    .collect()
             }
 
             pub(super) async fn insert_session(
@@ -1048,6 +1090,13 @@ macro_rules! store_on {
                 ) -> Result<Vec<$crate::store::RegretSlice>, StoreError> {
                     let c = &mut *self.pool.acquire().await?;
                     queries::regret_slices(c, sessions, slices).await
+                }
+
+                async fn newest_regrets(
+                    &self,
+                    sessions: &[(Uuid, i64)],
+                ) -> Result<Vec<(Uuid, f64, f64)>, StoreError> {
+                    queries::newest_regrets(&mut *self.pool.acquire().await?, sessions).await
                 }
 
                 async fn session_tenant(&self, id: Uuid) -> Result<Option<String>, StoreError> {

@@ -85,6 +85,13 @@ impl Store for MeteredStore {
         timed("regret_slices", self.inner.regret_slices(sessions, slices)).await
     }
 
+    async fn newest_regrets(
+        &self,
+        sessions: &[(Uuid, i64)],
+    ) -> Result<Vec<(Uuid, f64, f64)>, StoreError> {
+        timed("newest_regrets", self.inner.newest_regrets(sessions)).await
+    }
+
     async fn session_tenant(&self, id: Uuid) -> Result<Option<String>, StoreError> {
         timed("session_tenant", self.inner.session_tenant(id)).await
     }

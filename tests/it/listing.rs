@@ -150,13 +150,33 @@ async fn a_listed_summary_says_what_the_timeline_says(server: TestServer) {
         let (status, body) = server.post(&path, &o).await;
         assert_eq!(status, 201, "{body}");
     }
-    for id in [&long, &short] {
+    // A session whose newest regrets rose far above the ones before: lagging.
+    let worsening = session(&server, "worsening", "random").await;
+    observe(&server, &worsening, 1, 200, |seq| {
+        let regret = if seq > 136 {
+            1.0 + (seq % 3) as f64 * 0.01
+        } else {
+            0.1
+        };
+        (-regret, seq as f64, Some(regret))
+    })
+    .await;
+    for id in [&long, &short, &worsening] {
         let entry = listed(&server, id).await;
         let summary = &entry["summary"];
         let (status, timeline) = server
             .get(&format!("/v1/sessions/{id}/timeline?points=100"))
             .await;
         assert_eq!(status, 200, "{timeline}");
+        // The status now, as the session's page says it.
+        assert_eq!(
+            summary["tracking"], timeline["tracking"]["status"],
+            "{id}: {summary}"
+        );
+        assert_eq!(
+            summary["tracking_reason"], timeline["tracking"]["reason"],
+            "{id}: {summary}"
+        );
         for count in ["reported_regrets", "estimated_regrets"] {
             assert_eq!(summary[count], timeline[count], "{id} {count}: {summary}");
         }
@@ -214,6 +234,10 @@ async fn a_listed_summary_says_what_the_timeline_says(server: TestServer) {
         assert!(at >= micros(&entry["created_at"]), "{summary}");
         assert_eq!(entry["tenant"], "default", "open access lists as an admin");
     }
+    assert_eq!(
+        listed(&server, &worsening).await["summary"]["tracking"],
+        "lagging"
+    );
     let long_summary = listed(&server, &long).await["summary"].clone();
     assert_eq!(long_summary["sparkline"].as_array().unwrap().len(), 32);
     assert_eq!(long_summary["estimated_regrets"], 0);
@@ -224,6 +248,7 @@ async fn a_listed_summary_says_what_the_timeline_says(server: TestServer) {
     assert_eq!(summary["average_regret"], Value::Null, "{summary}");
     assert_eq!(summary["sparkline"], json!([]), "{summary}");
     assert_eq!(summary["last_activity_t"], Value::Null, "{summary}");
+    assert_eq!(summary["tracking"], "no-recent-data", "{summary}");
     let entry = listed(&server, &idle).await;
     assert_eq!(summary["last_activity_at"], entry["created_at"]);
     server.stop().await;

@@ -126,6 +126,10 @@ function dataWords(data) {
   return pairs("", data).join(", ");
 }
 
+/// A tracking status (the timeline's `tracking.status`, a listed summary's `tracking`) in
+/// words.
+const STATUS_WORDS = { "tracking": "tracking", "lagging": "lagging", "no-recent-data": "no recent data" };
+
 function algorithmName(session) { return session.algorithm && session.algorithm.name; }
 
 /// Where a timeline's regrets come from: "reported" by the client, "estimated" by the

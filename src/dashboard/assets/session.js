@@ -3,7 +3,6 @@
 // so the page keeps its height, scroll position, zoom and read-out across updates.
 "use strict";
 
-const STATUS_WORDS = { "tracking": "tracking", "lagging": "lagging", "no-recent-data": "no recent data" };
 /// How often an open page ages its status and "last step" on its own clock.
 const AGE_EVERY_MS = 1000;
 

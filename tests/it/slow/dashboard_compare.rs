@@ -92,6 +92,34 @@ async fn sessions_picked_on_the_list_are_compared_side_by_side() {
             names.as_array().unwrap().contains(&json!("pump, random")),
             "{names}"
         );
+        // Each row's status now, as the listing says it; filtered by it on the page.
+        let now = browser.eval(
+            "[...document.querySelectorAll('#sessions tbody tr')].map(tr => [tr.dataset.session, tr.querySelector('td.now').textContent])",
+        );
+        let now: Vec<(String, String)> = serde_json::from_value(now).unwrap();
+        assert_eq!(now.len(), 3);
+        let (_, listing) = tokio::runtime::Handle::current().block_on(server.get("/v1/sessions"));
+        for (id, words) in &now {
+            let entry = listing["sessions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|s| s["id"] == json!(id))
+                .unwrap();
+            let status = entry["summary"]["tracking"].as_str().unwrap();
+            assert_eq!(words.as_str(), status.replace('-', " "), "{entry}");
+        }
+        let tracking = now.iter().filter(|(_, words)| words == "tracking").count();
+        browser.eval(
+            "(() => { const f = document.getElementById('tracking-filter'); f.value = 'tracking'; f.dispatchEvent(new Event('change')); })()",
+        );
+        assert_eq!(
+            browser.eval("[...document.querySelectorAll('#sessions tbody tr')].filter(tr => !tr.hidden).length"),
+            json!(tracking)
+        );
+        browser.eval(
+            "(() => { const f = document.getElementById('tracking-filter'); f.value = ''; f.dispatchEvent(new Event('change')); })()",
+        );
         // Pick them with their boxes; Compare opens the page of the three.
         assert_eq!(
             browser.eval("document.getElementById('compare').disabled"),
