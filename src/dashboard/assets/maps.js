@@ -123,9 +123,15 @@ function heatMapDrawer(session, px, py, xs, ys, predictions, key, timeline, best
   };
 }
 
+/// The ranges kept on each session's parallel coordinates (brushing), by session id: axis
+/// index → [low, high] in the axis's unit position, across redraws of the card.
+const parallelBrushes = new Map();
+
 /// Parallel coordinates: one vertical axis per parameter and one for the value, each
 /// observation a line across them, coloured by its value (yellow = better), the newest
-/// drawn strongest.
+/// drawn strongest. Drag along an axis to keep only the lines through a range of it
+/// (several axes: through all their ranges); double-click the axis to let it go. Hover
+/// reads out the line nearest the pointer at the nearest axis.
 function parallelDrawer(session, observations) {
   return (root, W, H) => {
     const params = session.parameters;
@@ -136,17 +142,23 @@ function parallelDrawer(session, observations) {
     const lo = Math.min(...values), hi = Math.max(...values);
     const better = v => hi > lo ? (session.goal === "minimize" ? (hi - v) : (v - lo)) / (hi - lo) : 0.5;
     const y = u => H - B - Math.min(Math.max(u, 0), 1) * (H - T - B);
+    const unitAt = py => Math.min(Math.max((H - B - py) / (H - T - B), 0), 1);
+    const axisX = i => L + i * gap;
+    // Each observation's position on every axis, the value's last.
+    const units = observations.map(o => [...params.map(p => unitOf(p, o.params[p.name])), hi > lo ? (o.value - lo) / (hi - lo) : 0.5]);
+    const recentFrom = observations.length - Math.max(10, observations.length / 10);
     const lines = svg("g", { fill: "none" });
-    observations.forEach((o, k) => {
-      const points = params.map((p, i) => `${(L + i * gap).toFixed(1)},${y(unitOf(p, o.params[p.name])).toFixed(1)}`);
-      points.push(`${(L + params.length * gap).toFixed(1)},${y(hi > lo ? (o.value - lo) / (hi - lo) : 0.5).toFixed(1)}`);
-      const recent = k >= observations.length - Math.max(10, observations.length / 10);
-      lines.append(svg("polyline", { points: points.join(" "), stroke: ramp(better(o.value)), "stroke-opacity": recent ? 0.95 : 0.25, "stroke-width": recent ? 1.6 : 0.8 }));
+    const nodes = observations.map((o, k) => {
+      const points = units[k].map((u, i) => `${axisX(i).toFixed(1)},${y(u).toFixed(1)}`);
+      const recent = k >= recentFrom;
+      const line = svg("polyline", { points: points.join(" "), stroke: ramp(better(o.value)), "stroke-width": recent ? 1.6 : 0.8 });
+      lines.append(line);
+      return line;
     });
     root.append(lines);
     const axis = svg("g", { class: "axis" });
     [...params, { name: "value", low: lo, high: hi }].forEach((p, i) => {
-      const x = L + i * gap;
+      const x = axisX(i);
       axis.append(svg("line", { x1: x, x2: x, y1: T, y2: H - B, class: "pc-axis" }));
       const name = svg("text", { x, y: T - 8, "text-anchor": "middle" }); name.textContent = p.name;
       axis.append(name);
@@ -156,5 +168,63 @@ function parallelDrawer(session, observations) {
       }
     });
     root.append(axis);
+    // Brushing: the kept ranges drawn as bands on their axes, the other lines faded.
+    if (!parallelBrushes.has(session.id)) parallelBrushes.set(session.id, new Map());
+    const brushes = parallelBrushes.get(session.id);
+    const bands = svg("g", { class: "pc-brushes" });
+    const caption = svg("text", { x: W - R, y: H - 6, "text-anchor": "end", class: "caption" });
+    root.append(bands, caption);
+    const kept = k => [...brushes].every(([i, [a, b]]) => units[k][i] >= a && units[k][i] <= b);
+    const restyle = () => {
+      let inside = 0;
+      nodes.forEach((line, k) => {
+        const keep = kept(k);
+        inside += keep ? 1 : 0;
+        line.setAttribute("stroke-opacity", !keep ? 0.04 : k >= recentFrom ? 0.95 : 0.25);
+      });
+      bands.replaceChildren(...[...brushes].map(([i, [a, b]]) => svg("rect", { class: "pc-brush", x: axisX(i) - 7, width: 14, y: y(b), height: Math.max(y(a) - y(b), 1) })));
+      caption.textContent = brushes.size ? `${inside} of ${nodes.length} lines kept (double-click an axis to let its range go)` : "drag along an axis to keep a range";
+      root.dataset.kept = String(inside);
+    };
+    restyle();
+    const local = event => { const r = root.getBoundingClientRect(); return [event.clientX - r.left, event.clientY - r.top]; };
+    const nearestAxis = px => Math.min(Math.max(Math.round((px - L) / gap), 0), axes - 1);
+    let drag = null;
+    root.addEventListener("mousedown", event => {
+      const [px, py] = local(event);
+      const i = nearestAxis(px);
+      if (Math.abs(px - axisX(i)) > 12) return;
+      event.preventDefault();
+      drag = { i, from: unitAt(py) };
+    });
+    root.addEventListener("mousemove", event => {
+      const [px, py] = local(event);
+      if (drag) {
+        const to = unitAt(py);
+        brushes.set(drag.i, [Math.min(drag.from, to), Math.max(drag.from, to)]);
+        restyle();
+        return;
+      }
+      // The read-out: the kept line nearest the pointer at the nearest axis.
+      const i = nearestAxis(px), u = unitAt(py);
+      let best = -1;
+      units.forEach((us, k) => { if (kept(k) && (best < 0 || Math.abs(us[i] - u) < Math.abs(units[best][i] - u))) best = k; });
+      if (best < 0) { hideTip(); return; }
+      const o = observations[best];
+      showTip(event, `seq ${o.seq} at ${fmtTime(o.t)}: ` + params.map(p => `${p.name} = ${fmt(o.params[p.name])}`).join(", ") + `, value ${fmt(o.value)}`);
+    });
+    root.addEventListener("mouseup", () => {
+      if (!drag) return;
+      const range = brushes.get(drag.i);
+      // A click, not a drag: no range.
+      if (range && y(range[0]) - y(range[1]) < 3) brushes.delete(drag.i);
+      drag = null;
+      restyle();
+    });
+    root.addEventListener("mouseleave", () => { hideTip(); if (drag) { drag = null; restyle(); } });
+    root.addEventListener("dblclick", event => {
+      const i = nearestAxis(local(event)[0]);
+      if (brushes.delete(i)) restyle();
+    });
   };
 }

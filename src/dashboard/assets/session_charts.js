@@ -224,7 +224,7 @@ async function modelViews(board, session, timeline, best) {
   if (params.length > 2 && timeline.observations.length) {
     const drawn = timeline.observations.slice(-1000);
     const spec = { id: "parallel", title: "Every observation across the parameters", wide: true, height: 280,
-      note: "Parallel coordinates: one line per observation through its setting and value; yellow is better, the newest drawn strongest." +
+      note: "Parallel coordinates: one line per observation through its setting and value; yellow is better, the newest drawn strongest. Drag along an axis to keep only the lines through a range of it (on several axes, through all of them); double-click the axis to let it go; hover reads out the nearest line." +
         (drawn.length < timeline.observation_count ? ` Drawn: ${drawn.length} of the ${timeline.observation_count} observations, the newest${sampled ? " of those the page holds" : ""}.` : ""),
       table: () => ({ headers: ["seq", "session time", ...params.map(p => p.name), "value"],
         rows: drawn.map(o => [String(o.seq), fmtTime(o.t), ...params.map(p => p.type === "categorical" ? o.params[p.name] : fmt(o.params[p.name])), fmt(o.value)]) }) };

@@ -378,6 +378,45 @@ async fn the_dashboard_draws_every_kind_of_session_live_in_chromium() {
             }
             if name == "four-knobs" {
                 assert!(charts.iter().any(|c| c[0] == "parallel"), "{charts:?}");
+                // Brushing: a drag along the threads axis (log, 1 to 64) from 0.45 of it
+                // to its top keeps the lines of 7 threads or more (64^0.45 = 6.5); a
+                // double-click lets the range go.
+                let (_, timeline) = tokio::runtime::Handle::current()
+                    .block_on(server.get(&format!("/v1/sessions/{id}/timeline")));
+                let many = timeline["observations"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|o| o["params"]["threads"].as_f64().unwrap() >= 7.0)
+                    .count();
+                let drag = "(() => { const svg = document.querySelector('[data-chart=\"parallel\"] svg'); \
+                     const r = svg.getBoundingClientRect(), x = r.left + 40, at = u => r.top + 280 - 30 - u * 226; \
+                     const fire = (kind, u) => svg.dispatchEvent(new MouseEvent(kind, { clientX: x, clientY: at(u), bubbles: true })); \
+                     fire('mousedown', 0.45); fire('mousemove', 1); fire('mouseup', 1); \
+                     return [svg.dataset.kept, [...svg.querySelectorAll('polyline')].filter(l => +l.getAttribute('stroke-opacity') > 0.05).length]; })()";
+                assert_eq!(browser.eval(drag), json!([many.to_string(), many]));
+                assert!(many > 0 && many < 40, "{many} of 40 with 7 threads or more");
+                browser.eval(
+                    "(() => { const svg = document.querySelector('[data-chart=\"parallel\"] svg'); const r = svg.getBoundingClientRect(); \
+                     svg.dispatchEvent(new MouseEvent('dblclick', { clientX: r.left + 40, clientY: r.top + 100, bubbles: true })); })()",
+                );
+                assert_eq!(
+                    browser.eval(
+                        "document.querySelector('[data-chart=\"parallel\"] svg').dataset.kept"
+                    ),
+                    json!("40")
+                );
+                // Hover reads out the line nearest the pointer.
+                let tip = browser.eval(
+                    "(() => { const svg = document.querySelector('[data-chart=\"parallel\"] svg'); const r = svg.getBoundingClientRect(); \
+                     svg.dispatchEvent(new MouseEvent('mousemove', { clientX: r.left + 60, clientY: r.top + 140, bubbles: true })); \
+                     const tip = document.getElementById('tooltip'); return tip.hidden ? '' : tip.textContent; })()",
+                );
+                let tip = tip.as_str().unwrap();
+                assert!(
+                    tip.starts_with("seq ") && tip.contains("threads = "),
+                    "{tip}"
+                );
                 // The posterior over a pair of its four parameters, the others at the
                 // recommendation: the first two by default, any two picked.
                 let title =
