@@ -594,12 +594,27 @@ async fn the_dashboard_draws_every_kind_of_session_live_in_chromium() {
                 "document.body.dataset.rendered !== undefined",
             ),
             (
+                format!("/sessions/{four}"),
+                "document.body.dataset.rendered !== undefined",
+            ),
+            (
                 "/".to_string(),
                 "document.querySelectorAll('#sessions tbody tr[data-session]').length === 7",
             ),
         ] {
             browser.open(&server.url(&path), drawn);
             std::thread::sleep(Duration::from_millis(300));
+            // No two labels of a chart's axes overlap (a log axis's ticks included).
+            let clashes = browser.eval(
+                "[...document.querySelectorAll('.chart svg')].flatMap(svg => { \
+                 const boxes = [...svg.querySelectorAll('.axis text')].map(t => [t.textContent, t.getBoundingClientRect()]); \
+                 const clashes = []; \
+                 boxes.forEach(([a, p], i) => boxes.slice(i + 1).forEach(([b, q]) => { \
+                   const w = Math.min(p.right, q.right) - Math.max(p.left, q.left), h = Math.min(p.bottom, q.bottom) - Math.max(p.top, q.top); \
+                   if (w > 1 && h > 1) clashes.push(svg.closest('[data-chart]').dataset.chart + ': ' + a + ' / ' + b); })); \
+                 return clashes; })",
+            );
+            assert_eq!(clashes, json!([]), "{path} at 400 px: axis labels overlap");
             let widths = browser.eval("[document.documentElement.scrollWidth, window.innerWidth]");
             assert!(
                 widths[0].as_u64() <= widths[1].as_u64(),
@@ -614,10 +629,12 @@ async fn the_dashboard_draws_every_kind_of_session_live_in_chromium() {
                  }).map(td => td.textContent)",
             );
             assert_eq!(broken, json!([]), "{path}: cells broken across lines");
-            let shot = if path.starts_with("/sessions/") {
+            let shot = if path == "/" {
+                "dashboard-list-narrow"
+            } else if path.ends_with(bolt.as_str()) {
                 "dashboard-narrow"
             } else {
-                "dashboard-list-narrow"
+                continue;
             };
             browser.keep_screenshot(&format!("{shot}.png"), 900);
             keep_dark_screenshot(&mut browser, &format!("{shot}-dark.png"), 900);
