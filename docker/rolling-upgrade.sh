@@ -6,6 +6,8 @@
 #   TVBO_IMAGE=tvbo:0.2.0 docker/rolling-upgrade.sh
 #
 # Build or pull the new image first (the script does not), and back up (docs/deploy.md).
+# Once every replica runs it, the image is kept as TVBO_IMAGE in the .env beside the
+# compose file, so that a later plain `up -d` recreates nothing onto the old one.
 # Each old replica gets SIGTERM from `up --force-recreate`: it drains (TVBO_DRAIN_PERIOD),
 # finishes its requests in flight and exits within stop_grace_period. Environment:
 #   TVBO_IMAGE       the new image (required)
@@ -13,6 +15,8 @@
 #   TVBO_REPLICAS    default: "tvbo-1 tvbo-2"
 #   TVBO_READY_WAIT  seconds to wait for a new replica to answer /readyz (default 300:
 #                    migrations of a large database run before it answers)
+#   TVBO_KEEP_IMAGE  1 (default): keep the image in the .env beside the compose file;
+#                    0: leave that file alone (docker/smoke.sh's throwaway upgrade)
 # Other compose settings (COMPOSE_PROJECT_NAME, ...) are read as compose reads them.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -43,4 +47,16 @@ for replica in ${TVBO_REPLICAS:-tvbo-1 tvbo-2}; do
   sleep 3
   echo "rolling-upgrade: $replica ready on $TVBO_IMAGE in $((SECONDS - started)) s"
 done
-echo "rolling-upgrade: done"
+if [ "${TVBO_KEEP_IMAGE:-1}" != 1 ]; then
+  echo "rolling-upgrade: done"
+  exit 0
+fi
+# Keep the new image for the next `up -d` (compose reads .env beside its file).
+env_file="$(dirname "$COMPOSE_FILE")/.env"
+touch "$env_file"
+if grep -q '^TVBO_IMAGE=' "$env_file"; then
+  sed -i "s|^TVBO_IMAGE=.*|TVBO_IMAGE=$TVBO_IMAGE|" "$env_file"
+else
+  echo "TVBO_IMAGE=$TVBO_IMAGE" >>"$env_file"
+fi
+echo "rolling-upgrade: done; TVBO_IMAGE=$TVBO_IMAGE kept in $env_file for the next up -d"

@@ -293,7 +293,7 @@ NEXT=local/tvbo:smoke-next
 nice -n 19 docker build -q -f docker/Dockerfile --target runtime-prebuilt \
   --build-arg RUNTIME_IMAGE=local/debian:bookworm --build-arg VERSION="$VERSION-next" \
   -t "$NEXT" . >/dev/null
-load_phase "rolling upgrade" "TVBO_IMAGE=$NEXT COMPOSE_PROJECT_NAME=$PROJECT docker/rolling-upgrade.sh"
+load_phase "rolling upgrade" "TVBO_IMAGE=$NEXT TVBO_KEEP_IMAGE=0 COMPOSE_PROJECT_NAME=$PROJECT docker/rolling-upgrade.sh"
 for r in tvbo-1 tvbo-2; do
   [ "$(docker inspect -f '{{.Config.Image}}' "$("${C[@]}" ps -q "$r")")" = "$NEXT" ] \
     || { echo "FAIL: $r does not run $NEXT after the rolling upgrade" >&2; exit 1; }

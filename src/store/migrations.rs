@@ -8,8 +8,65 @@
 
 use std::borrow::Cow;
 
-use sqlx::migrate::{Migration, MigrationType, Migrator};
+use sqlx::migrate::{Migrate, MigrateError, Migration, MigrationType, Migrator};
 use sqlx::{AssertSqlSafe, SqlSafeStr};
+
+use super::StoreError;
+
+/// The table in which sqlx records the migrations applied.
+const TABLE: &str = "_sqlx_migrations";
+
+/// Applies `migrator`'s migrations to the database of `pool` (sqlx's lock serialising
+/// concurrent replicas). A database a newer release migrated further, whose applied
+/// migrations include versions above this binary's newest, is accepted with a warning,
+/// so that a rollback to the release before starts (docs/operations.md, "Upgrades and
+/// rollbacks": each migration only adds, and what it replaces goes a release later). A
+/// migration applied but unknown below this binary's newest, one whose text differs from
+/// this binary's, or one left half applied (sqlx's `dirty`) is refused, as before.
+pub(crate) async fn run<DB>(mut migrator: Migrator, pool: &sqlx::Pool<DB>) -> Result<(), StoreError>
+where
+    DB: sqlx::Database,
+    DB::Connection: Migrate,
+{
+    let applied: Vec<i64> = {
+        let mut connection = pool.acquire().await?;
+        connection.ensure_migrations_table(TABLE).await?;
+        connection
+            .list_applied_migrations(TABLE)
+            .await?
+            .iter()
+            .map(|m| m.version)
+            .collect()
+    };
+    let newer = newer_than_known(&migrator, &applied)?;
+    if !newer.is_empty() {
+        tracing::warn!(
+            newer = ?newer,
+            newest_known = migrator.iter().map(|m| m.version).max(),
+            "the database holds migrations of a newer release than this binary: starting on \
+             its schema as it is (a rollback of one release is supported; run the newer \
+             release again before rolling back further)"
+        );
+        migrator.set_ignore_missing(true);
+    }
+    migrator.run(pool).await?;
+    Ok(())
+}
+
+/// The versions of `applied` above `migrator`'s newest (a newer release's); an error
+/// naming the first applied version below it that `migrator` does not know.
+fn newer_than_known(migrator: &Migrator, applied: &[i64]) -> Result<Vec<i64>, MigrateError> {
+    let newest = migrator.iter().map(|m| m.version).max().unwrap_or(0);
+    let mut newer = Vec::new();
+    for &version in applied {
+        if version > newest {
+            newer.push(version);
+        } else if !migrator.iter().any(|m| m.version == version) {
+            return Err(MigrateError::VersionMissing(version));
+        }
+    }
+    Ok(newer)
+}
 
 /// A migration file: its name (`<version>_<description>.sql`) and its text.
 type MigrationFile = (&'static str, &'static str);
@@ -159,6 +216,26 @@ fn migrator(files: &[MigrationFile]) -> Migrator {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Versions above the newest known are a newer release's; an unknown one below it is
+    /// refused, naming it.
+    #[test]
+    fn only_migrations_newer_than_every_known_one_are_tolerated() {
+        let migrator = sqlite();
+        let newest = SQLITE.len() as i64;
+        let known: Vec<i64> = (1..=newest).collect();
+        assert_eq!(newer_than_known(&migrator, &known).unwrap(), Vec::<i64>::new());
+        let with_newer = [known.clone(), vec![newest + 1, newest + 7]].concat();
+        assert_eq!(
+            newer_than_known(&migrator, &with_newer).unwrap(),
+            [newest + 1, newest + 7]
+        );
+        let with_unknown = [vec![0], known].concat();
+        assert!(matches!(
+            newer_than_known(&migrator, &with_unknown),
+            Err(MigrateError::VersionMissing(0))
+        ));
+    }
 
     /// Every `.sql` file of a backend's directory is listed, in order, and read as sqlx's
     /// directory resolver reads it (version, description, checksum).

@@ -425,3 +425,90 @@ async fn write_stored_fixture(path: &std::path::Path) {
         "the write-ahead log was not folded into the fixture"
     );
 }
+
+/// A rollback of one release: the database holds a migration of a newer release than this
+/// binary (version 9000, recorded as sqlx records one); the store opens on it, reads its
+/// sessions and commits on. A newer migration left half applied (`success` false) is
+/// refused, as sqlx refuses any.
+async fn check_a_newer_releases_schema_is_accepted<S: Store>(
+    connect: impl AsyncFn() -> Result<S, tvbo::store::StoreError>,
+    record: impl AsyncFn(bool),
+) {
+    let store = connect().await.unwrap();
+    let row = created(&store, "before the rollback", 1).await;
+    drop(store);
+    record(true).await;
+    let store = connect()
+        .await
+        .expect("a newer release's schema is accepted");
+    let mut change = ChangeSet::default();
+    change.new_observations.push(observation(1, None, 1.0));
+    store.commit(row.id, 0, &change, None).await.unwrap();
+    assert_eq!(
+        store
+            .get_session(row.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .observation_count,
+        1
+    );
+    drop(store);
+    record(false).await;
+    let refused = connect()
+        .await
+        .err()
+        .expect("a half-applied migration is refused");
+    assert!(refused.to_string().contains("9001"), "{refused}");
+}
+
+/// The row sqlx writes for an applied migration, of version `version`.
+fn newer_migration(version: i64, success: bool, blob: &str) -> String {
+    format!(
+        "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+         VALUES ({version}, 'a newer release', {success}, {blob}, 0)"
+    )
+}
+
+#[tokio::test]
+async fn sqlite_opens_on_a_newer_releases_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("tvbo.db").display());
+    let connect = async || SqliteStore::connect(&url, &PoolSettings::default()).await;
+    check_a_newer_releases_schema_is_accepted(connect, async |success| {
+        let store = SqliteStore::connect(&url, &PoolSettings::default()).await;
+        let pool = match store {
+            Ok(store) => store.pool().clone(),
+            // Already refused (a dirty row is in): write through a plain connection.
+            Err(_) => sqlx::SqlitePool::connect(&url).await.unwrap(),
+        };
+        let version = if success { 9000 } else { 9001 };
+        let sql = newer_migration(version, success, "X'00'");
+        sqlx::query(sqlx::AssertSqlSafe(sql))
+            .execute(&pool)
+            .await
+            .unwrap();
+        pool.close().await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn postgres_opens_on_a_newer_releases_schema() {
+    let Some(db) = common::PgDatabase::create("postgres_opens_on_a_newer_releases_schema").await
+    else {
+        return;
+    };
+    let connect = async || PostgresStore::connect(&db.url, &PoolSettings::default()).await;
+    check_a_newer_releases_schema_is_accepted(connect, async |success| {
+        let pool = sqlx::PgPool::connect(&db.url).await.unwrap();
+        let version = if success { 9000 } else { 9001 };
+        let sql = newer_migration(version, success, "'\\x00'::bytea");
+        sqlx::query(sqlx::AssertSqlSafe(sql))
+            .execute(&pool)
+            .await
+            .unwrap();
+        pool.close().await;
+    })
+    .await;
+}
