@@ -14,6 +14,7 @@ use crate::delivery::AllowList;
 use crate::engine::Limits;
 use crate::server::ConnectionSettings;
 use crate::session::service::DEFAULT_MAX_SESSIONS_PER_TENANT;
+use crate::store::Migrations;
 
 /// Log output format.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
@@ -63,6 +64,14 @@ pub enum Command {
     /// Read every row of every session in the database (DATABASE_URL) and report the
     /// sessions whose rows do not decode; exits 1 if any (docs/operations.md).
     Check,
+    /// Apply this binary's migrations to the database (DATABASE_URL) and exit: run once
+    /// before replicas started with TVBO_MIGRATE=require (docs/operations.md).
+    Migrate {
+        /// Only report: exit 0 when the database has every migration of this binary, 1
+        /// (naming the missing ones) when not; apply nothing.
+        #[arg(long)]
+        check: bool,
+    },
     /// Write a consistent copy of the SQLite database (DATABASE_URL) to a new file while
     /// the server runs (docs/operations.md); PostgreSQL is backed up with pg_dump.
     Backup {
@@ -154,6 +163,12 @@ pub struct ServeArgs {
         global = true
     )]
     pub db_acquire_timeout: f64,
+    /// What the server does with the database's schema at start: `apply` this binary's
+    /// migrations it lacks (replicas take turns), or `require` them applied already, by
+    /// `tvbo migrate` run once before the replicas (a Kubernetes Job, an init step), and
+    /// start without migrating (it refuses to start on a database that lacks one).
+    #[arg(long, env = "TVBO_MIGRATE", value_enum, default_value_t = Migrations::Apply, global = true)]
+    pub migrate: Migrations,
     /// Log format.
     #[arg(long, env = "TVBO_LOG_FORMAT", value_enum, default_value_t = LogFormat::Human, global = true)]
     pub log_format: LogFormat,
@@ -506,6 +521,7 @@ impl ServeArgs {
         Ok(crate::store::PoolSettings {
             max_connections: self.db_max_connections,
             acquire_timeout,
+            migrations: self.migrate,
         })
     }
 }

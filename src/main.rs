@@ -10,7 +10,7 @@ use tracing_subscriber::fmt::writer::BoxMakeWriter;
 use tracing_subscriber::prelude::*;
 
 use tvbo::config::{AuthMode, Cli, Command, KeysCommand, LogFormat};
-use tvbo::store::Store;
+use tvbo::store::{Migrations, PoolSettings, Store, StoreError};
 use tvbo::{api, server};
 
 /// jemalloc, not the system's malloc: a suggest frees its fit's megabytes just before its
@@ -116,6 +116,11 @@ async fn main() -> anyhow::Result<()> {
             }
             Ok(())
         }
+        Command::Migrate { check } => {
+            let args = cli.serve;
+            init_logging(args.log_format, true);
+            migrate(&args.database_url, args.pool_settings()?, check).await
+        }
         Command::Keys(command) => {
             let args = cli.serve;
             init_logging(args.log_format, true);
@@ -168,6 +173,41 @@ async fn main() -> anyhow::Result<()> {
             served
         }
     }
+}
+
+/// `tvbo migrate [--check]`: the database's missing migrations reported, then (without
+/// `--check`) applied. Exits 1 under `--check` when some are missing.
+async fn migrate(database_url: &str, settings: PoolSettings, check: bool) -> anyhow::Result<()> {
+    let required = PoolSettings {
+        migrations: Migrations::Require,
+        ..settings
+    };
+    let pending = match server::open_store(database_url, &required).await {
+        Ok(store) => {
+            store.close().await;
+            eprintln!("tvbo migrate: the database has every migration of this binary");
+            return Ok(());
+        }
+        Err(e) => match e.downcast_ref::<StoreError>() {
+            Some(StoreError::MigrationsPending { pending }) => pending.clone(),
+            _ => return Err(e),
+        },
+    };
+    if check {
+        eprintln!("tvbo migrate --check: the database lacks migrations {pending:?}");
+        std::process::exit(1);
+    }
+    eprintln!("tvbo migrate: applying migrations {pending:?}");
+    let applied = PoolSettings {
+        migrations: Migrations::Apply,
+        ..settings
+    };
+    server::open_store(database_url, &applied)
+        .await?
+        .close()
+        .await;
+    eprintln!("tvbo migrate: done; the database has every migration of this binary");
+    Ok(())
 }
 
 /// `tvbo keys create | list | revoke`: the keys of the database, written directly (a

@@ -11,37 +11,32 @@ use std::borrow::Cow;
 use sqlx::migrate::{Migrate, MigrateError, Migration, MigrationType, Migrator};
 use sqlx::{AssertSqlSafe, SqlSafeStr};
 
-use super::StoreError;
+use super::{Migrations, StoreError};
 
 /// The table in which sqlx records the migrations applied.
 const TABLE: &str = "_sqlx_migrations";
 
 /// Applies `migrator`'s migrations to the database of `pool` (sqlx's lock serialising
-/// concurrent replicas). A database a newer release migrated further, whose applied
+/// concurrent replicas); under [`Migrations::Require`], checks that none is missing
+/// instead. A database a newer release migrated further, whose applied
 /// migrations include versions above this binary's newest, is accepted with a warning,
 /// so that a rollback to the release before starts (docs/operations.md, "Upgrades and
 /// rollbacks": each migration only adds, and what it replaces goes a release later). A
 /// migration applied but unknown below this binary's newest, one whose text differs from
 /// this binary's, or one left half applied (sqlx's `dirty`) is refused, as before.
-pub(crate) async fn run<DB>(mut migrator: Migrator, pool: &sqlx::Pool<DB>) -> Result<(), StoreError>
+pub(crate) async fn run<DB>(
+    mut migrator: Migrator,
+    pool: &sqlx::Pool<DB>,
+    mode: Migrations,
+) -> Result<(), StoreError>
 where
     DB: sqlx::Database,
     DB::Connection: Migrate,
 {
-    let applied: Vec<i64> = {
-        let mut connection = pool.acquire().await?;
-        connection.ensure_migrations_table(TABLE).await?;
-        connection
-            .list_applied_migrations(TABLE)
-            .await?
-            .iter()
-            .map(|m| m.version)
-            .collect()
-    };
-    let newer = newer_than_known(&migrator, &applied)?;
-    if !newer.is_empty() {
+    let state = state(&migrator, pool).await?;
+    if !state.newer.is_empty() {
         tracing::warn!(
-            newer = ?newer,
+            newer = ?state.newer,
             newest_known = migrator.iter().map(|m| m.version).max(),
             "the database holds migrations of a newer release than this binary: starting on \
              its schema as it is (a rollback of one release is supported; run the newer \
@@ -49,8 +44,51 @@ where
         );
         migrator.set_ignore_missing(true);
     }
-    migrator.run(pool).await?;
-    Ok(())
+    match mode {
+        Migrations::Require if !state.pending.is_empty() => Err(StoreError::MigrationsPending {
+            pending: state.pending,
+        }),
+        Migrations::Require => Ok(()),
+        Migrations::Apply => Ok(migrator.run(pool).await?),
+    }
+}
+
+/// Where a database stands against a binary's migrations.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct MigrationState {
+    /// The binary's migrations the database lacks, oldest first.
+    pub pending: Vec<i64>,
+    /// Migrations the database has above the binary's newest (a newer release's).
+    pub newer: Vec<i64>,
+}
+
+/// Where the database of `pool` stands against `migrator` (its migrations table made if
+/// missing); an error for an applied migration unknown below the binary's newest.
+async fn state<DB>(migrator: &Migrator, pool: &sqlx::Pool<DB>) -> Result<MigrationState, StoreError>
+where
+    DB: sqlx::Database,
+    DB::Connection: Migrate,
+{
+    let applied: Vec<i64> = {
+        let mut connection = pool.acquire().await?;
+        connection.ensure_migrations_table(TABLE).await?;
+        if let Some(version) = connection.dirty_version(TABLE).await? {
+            return Err(MigrateError::Dirty(version).into());
+        }
+        connection
+            .list_applied_migrations(TABLE)
+            .await?
+            .iter()
+            .map(|m| m.version)
+            .collect()
+    };
+    let newer = newer_than_known(migrator, &applied)?;
+    let pending = migrator
+        .iter()
+        .map(|m| m.version)
+        .filter(|version| !applied.contains(version))
+        .collect();
+    Ok(MigrationState { pending, newer })
 }
 
 /// The versions of `applied` above `migrator`'s newest (a newer release's); an error
@@ -224,7 +262,10 @@ mod tests {
         let migrator = sqlite();
         let newest = SQLITE.len() as i64;
         let known: Vec<i64> = (1..=newest).collect();
-        assert_eq!(newer_than_known(&migrator, &known).unwrap(), Vec::<i64>::new());
+        assert_eq!(
+            newer_than_known(&migrator, &known).unwrap(),
+            Vec::<i64>::new()
+        );
         let with_newer = [known.clone(), vec![newest + 1, newest + 7]].concat();
         assert_eq!(
             newer_than_known(&migrator, &with_newer).unwrap(),

@@ -76,6 +76,14 @@ pub enum StoreError {
          that file"
     )]
     Damaged { path: String, detail: String },
+    /// Opened with [`Migrations::Require`] on a database that lacks migrations of this
+    /// binary.
+    #[error(
+        "the database lacks this binary's migrations {pending:?}: apply them with `tvbo \
+         migrate` (a Kubernetes Job or an init step, docs/operations.md), or start with \
+         TVBO_MIGRATE=apply"
+    )]
+    MigrationsPending { pending: Vec<i64> },
 }
 
 impl From<rusqlite::Error> for StoreError {
@@ -117,23 +125,39 @@ pub struct ApiKeyRow {
     pub rate_limit: Option<std::num::NonZeroU32>,
 }
 
-/// Connection-pool settings of a store (per process: each replica has its own pool).
+/// How a store opens (per process: each replica has its own pool): its connection pool,
+/// and what it does with the schema's migrations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PoolSettings {
     /// Most connections open at once.
     pub max_connections: u32,
     /// How long a query waits for a free connection before failing (503 to the client).
     pub acquire_timeout: std::time::Duration,
+    pub migrations: Migrations,
 }
 
 impl Default for PoolSettings {
-    /// 10 connections, 5 s.
+    /// 10 connections, 5 s, migrations applied.
     fn default() -> Self {
         PoolSettings {
             max_connections: 10,
             acquire_timeout: std::time::Duration::from_secs(5),
+            migrations: Migrations::Apply,
         }
     }
+}
+
+/// What a store does with the schema's migrations when it opens (`TVBO_MIGRATE`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Migrations {
+    /// Apply this binary's migrations the database lacks (one replica at a time: sqlx's
+    /// lock), then open.
+    #[default]
+    Apply,
+    /// Apply none: open only on a database that has every migration of this binary
+    /// ([`StoreError::MigrationsPending`] else), as replicas do whose migrations a
+    /// `tvbo migrate` Job applied.
+    Require,
 }
 
 /// The connections of a store's pool at one moment (for the metrics; read without a

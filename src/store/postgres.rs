@@ -47,7 +47,7 @@ impl PostgresStore {
             .acquire_timeout(settings.acquire_timeout)
             .connect_with(options)
             .await?;
-        super::migrations::run(super::migrations::postgres(), &pool).await?;
+        super::migrations::run(super::migrations::postgres(), &pool, settings.migrations).await?;
         Ok(PostgresStore { pool })
     }
 

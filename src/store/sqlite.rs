@@ -139,7 +139,7 @@ impl SqliteStore {
             .max_lifetime(None)
             .connect_with(options)
             .await?;
-        super::migrations::run(super::migrations::sqlite(), &pool).await?;
+        super::migrations::run(super::migrations::sqlite(), &pool, settings.migrations).await?;
         if scratch.is_none() {
             match existing_bytes {
                 None => tracing::warn!(

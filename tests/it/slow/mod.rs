@@ -15,6 +15,7 @@ mod database_outages;
 mod docs_ui;
 mod drain;
 mod drift_events;
+mod migrate_command;
 mod optimisation;
 mod restart_process;
 mod scale_out;
