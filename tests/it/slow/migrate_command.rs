@@ -2,7 +2,9 @@
 //! them, on both backends: `tvbo migrate --check` reports what a new database lacks
 //! (exit 1) and applies nothing; a server started with `TVBO_MIGRATE=require` refuses
 //! that database, naming the command; `tvbo migrate` applies the migrations, after which
-//! `--check` passes (exit 0) and the `require` server starts and answers.
+//! `--check` passes (exit 0) and the `require` server starts and answers. And a rollback:
+//! once the database holds a migration of a newer release, this binary's server (either
+//! way of migrating) still starts and answers, and `--check` still passes.
 
 use crate::common;
 
@@ -25,9 +27,9 @@ fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
-/// A server on `database_url` with `TVBO_MIGRATE=require`: whether it answered
-/// `/readyz` (then it is stopped), or its exit and what it said.
-async fn serve_requiring(database_url: &str) -> Result<(), String> {
+/// A server on `database_url` with `TVBO_MIGRATE=migrate` (`apply` or `require`): whether
+/// it answered `/readyz` (then it is stopped), or its exit and what it said.
+async fn serve(database_url: &str, migrate: &str) -> Result<(), String> {
     let port = TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -37,7 +39,7 @@ async fn serve_requiring(database_url: &str) -> Result<(), String> {
         .arg("serve")
         .env("DATABASE_URL", database_url)
         .env("TVBO_BIND", format!("127.0.0.1:{port}"))
-        .env("TVBO_MIGRATE", "require")
+        .env("TVBO_MIGRATE", migrate)
         .env("TVBO_DRAIN_PERIOD", "0")
         .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
@@ -65,7 +67,18 @@ async fn serve_requiring(database_url: &str) -> Result<(), String> {
     }
 }
 
-async fn check_migrations_apart_from_the_replicas(database_url: &str) {
+/// What sqlx records for an applied migration, of a version far above this binary's.
+fn newer_migration(checksum: &str) -> String {
+    format!(
+        "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+         VALUES (9000, 'a newer release', TRUE, {checksum}, 0)"
+    )
+}
+
+async fn check_migrations_apart_from_the_replicas(
+    database_url: &str,
+    record_newer: impl AsyncFnOnce(),
+) {
     let checked = tvbo(database_url, &["migrate", "--check"], &[]);
     assert_eq!(checked.status.code(), Some(1), "{}", stderr(&checked));
     assert!(
@@ -73,7 +86,7 @@ async fn check_migrations_apart_from_the_replicas(database_url: &str) {
         "{}",
         stderr(&checked)
     );
-    let refused = serve_requiring(database_url).await.unwrap_err();
+    let refused = serve(database_url, "require").await.unwrap_err();
     assert!(
         refused.contains("lacks this binary's migrations") && refused.contains("tvbo migrate"),
         "{refused}"
@@ -87,14 +100,28 @@ async fn check_migrations_apart_from_the_replicas(database_url: &str) {
     );
     let checked = tvbo(database_url, &["migrate", "--check"], &[]);
     assert!(checked.status.success(), "{}", stderr(&checked));
-    serve_requiring(database_url).await.unwrap();
+    serve(database_url, "require").await.unwrap();
+    // Rolled back from a release with a migration of its own.
+    record_newer().await;
+    let checked = tvbo(database_url, &["migrate", "--check"], &[]);
+    assert!(checked.status.success(), "{}", stderr(&checked));
+    serve(database_url, "require").await.unwrap();
+    serve(database_url, "apply").await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_migrations_run_apart_from_the_replicas() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("tvbo.db").display());
-    check_migrations_apart_from_the_replicas(&url).await;
+    check_migrations_apart_from_the_replicas(&url, async || {
+        let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
+        sqlx::query(sqlx::AssertSqlSafe(newer_migration("X'00'")))
+            .execute(&pool)
+            .await
+            .unwrap();
+        pool.close().await;
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -104,5 +131,13 @@ async fn postgres_migrations_run_apart_from_the_replicas() {
     else {
         return;
     };
-    check_migrations_apart_from_the_replicas(&db.url).await;
+    check_migrations_apart_from_the_replicas(&db.url, async || {
+        let pool = sqlx::PgPool::connect(&db.url).await.unwrap();
+        sqlx::query(sqlx::AssertSqlSafe(newer_migration("'\\x00'::bytea")))
+            .execute(&pool)
+            .await
+            .unwrap();
+        pool.close().await;
+    })
+    .await;
 }
