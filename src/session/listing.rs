@@ -27,8 +27,9 @@ pub const SPARKLINE_POINTS: i64 = 40;
 
 /// The `cursor` a listing accepts, as the OpenAPI document states it: the creation time's
 /// and id (newest first, the default order), or the order, its direction, the sort key
-/// (an integer, or the folded name's UTF-8 in hex) and the id.
-pub const CURSOR_PATTERN: &str = r"^(-?[0-9]{1,18}_|(created|observations|last_activity)\.(asc|desc)\.-?[0-9]{1,18}\.|name\.(asc|desc)\.([0-9a-f]{2})*\.)[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$";
+/// (an integer, the folded name's UTF-8 in hex, or the mean regret's 64 bits in hex) and
+/// the id.
+pub const CURSOR_PATTERN: &str = r"^(-?[0-9]{1,18}_|(created|observations|last_activity)\.(asc|desc)\.-?[0-9]{1,18}\.|name\.(asc|desc)\.([0-9a-f]{2})*\.|regret\.(asc|desc)\.[0-9a-f]{16}\.)[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$";
 
 /// A listing cursor as written ([`CURSOR_PATTERN`]); whether it belongs to the order
 /// asked for is checked by the listing. Parsing refuses anything else, as a query value
@@ -46,6 +47,8 @@ enum CursorKey {
     Int(i64),
     /// The bytes of a text key (the name's, hex in the cursor).
     Bytes(Vec<u8>),
+    /// The bits of a real key (the mean regret's, 16 hex digits in the cursor): exact.
+    Bits(u64),
 }
 
 /// A cursor that does not parse.
@@ -83,6 +86,16 @@ impl std::str::FromStr for ListCursor {
             .ok_or(MalformedCursor)?;
         let key = match sort {
             SessionSort::Name => CursorKey::Bytes(strict_hex(key).ok_or(MalformedCursor)?),
+            SessionSort::Regret => CursorKey::Bits(
+                (key.len() == 16)
+                    .then(|| u64::from_str_radix(key, 16).ok())
+                    .flatten()
+                    .filter(|_| {
+                        key.bytes()
+                            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+                    })
+                    .ok_or(MalformedCursor)?,
+            ),
             _ => CursorKey::Int(strict_int(key).ok_or(MalformedCursor)?),
         };
         Ok(ListCursor {
@@ -117,6 +130,14 @@ impl ListCursor {
                 let hex: String = text.bytes().map(|b| format!("{b:02x}")).collect();
                 format!("{}.{}.{hex}.{id}", sort.as_str(), order.as_str())
             }
+            (SortKey::Real(value), _, _) => {
+                format!(
+                    "{}.{}.{:016x}.{id}",
+                    sort.as_str(),
+                    order.as_str(),
+                    value.to_bits()
+                )
+            }
         }
     }
 
@@ -139,6 +160,12 @@ impl ListCursor {
             || InvalidInput::new("cursor", "is not a cursor this server handed out");
         let key = match self.key {
             CursorKey::Int(value) => SortKey::Int(value),
+            // The mean is finite (a regret is): other bits are no cursor of ours.
+            CursorKey::Bits(bits) => SortKey::Real(
+                Some(f64::from_bits(bits))
+                    .filter(|value| value.is_finite())
+                    .ok_or_else(not_handed_out)?,
+            ),
             // A folded name holds no NUL (names hold no control character), and PostgreSQL
             // takes no text with one.
             CursorKey::Bytes(bytes) => SortKey::Text(
@@ -396,6 +423,12 @@ mod tests {
                 SortOrder::Desc,
                 SortKey::Text(String::new()),
             ),
+            (
+                SessionSort::Regret,
+                SortOrder::Desc,
+                SortKey::Real(0.1 + 0.2),
+            ),
+            (SessionSort::Regret, SortOrder::Asc, SortKey::Real(-1.0e300)),
         ];
         for (sort, order, key) in cases {
             let written = ListCursor::written(sort, order, &position(key.clone()));
@@ -436,6 +469,10 @@ mod tests {
             format!("observations.asc.ab.{id}"),
             format!("observations.asc.5_{id}"),
             format!("created.desc.5.{id}.x"),
+            format!("regret.desc.5.{id}"),
+            format!("regret.desc.3FD3333333333334.{id}"),
+            format!("regret.desc.+fd3333333333334.{id}"),
+            format!("regret.desc.03fd3333333333334.{id}"),
         ] {
             assert!(text.parse::<ListCursor>().is_err(), "{text}");
         }
@@ -446,6 +483,16 @@ mod tests {
             assert!(
                 cursor.position(SessionSort::Name, SortOrder::Asc).is_err(),
                 "{key}"
+            );
+        }
+        // The bits of an infinity or a NaN: no mean regret is one.
+        for bits in ["7ff0000000000000", "7ff8000000000000"] {
+            let cursor: ListCursor = format!("regret.desc.{bits}.{id}").parse().unwrap();
+            assert!(
+                cursor
+                    .position(SessionSort::Regret, SortOrder::Desc)
+                    .is_err(),
+                "{bits}"
             );
         }
     }

@@ -97,7 +97,9 @@ pub(crate) trait Statements: Send {
 /// check), and returns the counts of calls and samples after the change. What the
 /// session listing sorts by follows: the largest seq (`$10`, 0 without new
 /// observations), and the time of the newest step (`$11`, `$12`: null without a call);
-/// with new observations, the wall-clock time of this change (`$13`) for the idle scan.
+/// with new observations, the wall-clock time of this change (`$13`) for the idle scan;
+/// the new observations' regrets, summed (`$14`) and counted (`$15`), and the mean of all
+/// of them (the `regret` sort; its right-hand sides read the row before the update).
 const BUMP_VERSION: &str = "UPDATE sessions SET version = version + 1, \
      state = COALESCE($3, state), \
      suggest_count = suggest_count + $4, \
@@ -109,7 +111,10 @@ const BUMP_VERSION: &str = "UPDATE sessions SET version = version + 1, \
        THEN $10 ELSE observation_count END, \
      last_activity_micros = COALESCE($11, last_activity_micros), \
      last_activity_t = COALESCE($12, last_activity_t), \
-     last_observed_micros = CASE WHEN $10 > 0 THEN $13 ELSE last_observed_micros END \
+     last_observed_micros = CASE WHEN $10 > 0 THEN $13 ELSE last_observed_micros END, \
+     regret_total = regret_total + $14, regret_count = regret_count + $15, \
+     average_regret = CASE WHEN regret_count + $15 > 0 \
+       THEN (regret_total + $14) / (regret_count + $15) END \
      WHERE id = $1 AND version = $2 RETURNING call_count, sample_count";
 
 const INSERT_SUGGESTION: &str = "INSERT INTO suggestions (id, session_id, ordinal, params, \
@@ -271,6 +276,12 @@ async fn bump_version(
     now: i64,
 ) -> Result<(i64, i64), StoreError> {
     let newest_call = change.calls.last();
+    // As the timeline's buckets count them (`write_observations`).
+    let regrets: Vec<f64> = change
+        .new_observations
+        .iter()
+        .filter_map(|o| o.regret.or(o.regret_estimate))
+        .collect();
     let bump = vec![
         Arg::from(key),
         expected_version.into(),
@@ -291,6 +302,8 @@ async fn bump_version(
         newest_call.map(|_| now).into(),
         newest_call.map(|call| call.t).into(),
         now.into(),
+        regrets.iter().sum::<f64>().into(),
+        (regrets.len() as i64).into(),
     ];
     let Some(counts) = s.fetch_integers(BUMP_VERSION, bump).await? else {
         let exists = s

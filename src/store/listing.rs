@@ -24,15 +24,20 @@ pub enum SessionSort {
     /// By the time of the newest step, a suggest or an observe call; a session without
     /// one by its creation (most recent first by default).
     LastActivity,
+    /// By the mean of every regret the session recorded (the summary's
+    /// `average_regret`; highest, the worst, first by default); a session without any
+    /// below every mean.
+    Regret,
 }
 
 impl SessionSort {
     /// Every order, as the API names it.
-    pub const ALL: [SessionSort; 4] = [
+    pub const ALL: [SessionSort; 5] = [
         SessionSort::Created,
         SessionSort::Name,
         SessionSort::Observations,
         SessionSort::LastActivity,
+        SessionSort::Regret,
     ];
 
     /// The order's name in the API (and in its cursors).
@@ -42,6 +47,7 @@ impl SessionSort {
             SessionSort::Name => "name",
             SessionSort::Observations => "observations",
             SessionSort::LastActivity => "last_activity",
+            SessionSort::Regret => "regret",
         }
     }
 
@@ -49,19 +55,22 @@ impl SessionSort {
     pub fn default_order(self) -> SortOrder {
         match self {
             SessionSort::Name => SortOrder::Asc,
-            SessionSort::Created | SessionSort::Observations | SessionSort::LastActivity => {
-                SortOrder::Desc
-            }
+            SessionSort::Created
+            | SessionSort::Observations
+            | SessionSort::LastActivity
+            | SessionSort::Regret => SortOrder::Desc,
         }
     }
 
-    /// The sort key over `sessions s` (an index's expression: migrations 0009/0010).
+    /// The sort key over `sessions s` (an index's expression: migrations 0009/0010, and
+    /// 0013/0014 for the regret, whose sessions without any sit at -1e300).
     pub(crate) fn key_sql(self) -> &'static str {
         match self {
             SessionSort::Created => "s.created_micros",
             SessionSort::Name => "lower(s.name)",
             SessionSort::Observations => "s.observation_count",
             SessionSort::LastActivity => "s.last_activity_micros",
+            SessionSort::Regret => "COALESCE(s.average_regret, -1.0e300)",
         }
     }
 }
@@ -92,15 +101,17 @@ impl SortOrder {
 }
 
 /// A session's value of its listing's sort key: the creation time, observation count or
-/// activity time (unix microseconds), or the case-folded name as the database folds it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// activity time (unix microseconds), the case-folded name as the database folds it, or
+/// the mean regret.
+#[derive(Clone, Debug, PartialEq)]
 pub enum SortKey {
     Int(i64),
     Text(String),
+    Real(f64),
 }
 
 /// Where a session sits in a listing's order: its sort key, ties broken by its id.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct SessionCursor {
     pub key: SortKey,
     pub id: Uuid,

@@ -158,6 +158,10 @@ const SQLITE: &[MigrationFile] = &[
         "0012_webhook_breaker.sql",
         include_str!("../../migrations/sqlite/0012_webhook_breaker.sql"),
     ),
+    (
+        "0013_session_regret.sql",
+        include_str!("../../migrations/sqlite/0013_session_regret.sql"),
+    ),
 ];
 
 const POSTGRES: &[MigrationFile] = &[
@@ -212,6 +216,10 @@ const POSTGRES: &[MigrationFile] = &[
     (
         "0013_webhook_breaker.sql",
         include_str!("../../migrations/postgres/0013_webhook_breaker.sql"),
+    ),
+    (
+        "0014_session_regret.sql",
+        include_str!("../../migrations/postgres/0014_session_regret.sql"),
     ),
 ];
 

@@ -215,6 +215,7 @@ macro_rules! store_on {
                     statement = match key {
                         SortKey::Int(value) => statement.bind(*value),
                         SortKey::Text(value) => statement.bind(value.clone()),
+                        SortKey::Real(value) => statement.bind(*value),
                     };
                     statement = statement.bind(id.to_string());
                 }

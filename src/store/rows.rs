@@ -107,6 +107,7 @@ pub(crate) fn listed_session_from_row(
 ) -> Result<ListedSession, StoreError> {
     let key = match sort {
         SessionSort::Name => SortKey::Text(row.text("sort_key")?.to_string()),
+        SessionSort::Regret => SortKey::Real(row.real("sort_key")?),
         _ => SortKey::Int(row.int("sort_key")?),
     };
     Ok(ListedSession {

@@ -271,6 +271,8 @@ fn key(sort: &str, s: &Value) -> Value {
         "name" => json!(s["name"].as_str().unwrap().to_lowercase()),
         "observations" => s["observation_count"].clone(),
         "last_activity" => json!(micros(&s["summary"]["last_activity_at"])),
+        // Without any regret, below every mean.
+        "regret" => json!(s["summary"]["average_regret"].as_f64().unwrap_or(-1.0e300)),
         _ => unreachable!(),
     }
 }
@@ -278,13 +280,15 @@ fn key(sort: &str, s: &Value) -> Value {
 fn compare(a: &Value, b: &Value) -> Ordering {
     match (a.as_i64(), b.as_i64()) {
         (Some(a), Some(b)) => a.cmp(&b),
+        _ if a.is_f64() => a.as_f64().unwrap().total_cmp(&b.as_f64().unwrap()),
         // Folded names, byte by byte (ASCII here: every collation agrees).
         _ => a.as_str().unwrap().cmp(b.as_str().unwrap()),
     }
 }
 
 /// Twelve sessions, their names in mixed case (two of them the same), three algorithms,
-/// 0 to 5 observations made in an order of their own. Every sort in both directions,
+/// 0 to 5 observations made in an order of their own, with regrets of their own (none
+/// for the sessions without observations). Every sort in both directions,
 /// unfiltered and filtered by name and by algorithm, paged five at a time: each matching
 /// session once, in the order's key, ties by id; and the default directions.
 async fn sessions_filter_and_sort_and_page_through_every_match_once(server: TestServer) {
@@ -311,7 +315,8 @@ async fn sessions_filter_and_sort_and_page_through_every_match_once(server: Test
         let count = (i % 6) as i64;
         if count > 0 {
             observe(&server, &ids[i], 1, count, |seq| {
-                (seq as f64, seq as f64, None)
+                let regret = (i as f64 * 0.37 + seq as f64 * 0.11).fract();
+                (seq as f64, seq as f64, Some(regret))
             })
             .await;
         }
@@ -323,6 +328,7 @@ async fn sessions_filter_and_sort_and_page_through_every_match_once(server: Test
         ("name", "asc"),
         ("observations", "desc"),
         ("last_activity", "desc"),
+        ("regret", "desc"),
     ] {
         let filters: [(&str, &Matches); 3] = [
             ("", &|_| true),

@@ -6,7 +6,7 @@ const ALGORITHMS = ["bolt", "w-dbo", "gp-ucb", "r-gp-ucb", "tv-gp-ucb", "et-gp-u
 /// The list's columns: heading, and the server's sort key where it sorts.
 const LIST_COLUMNS = [
   ["compare", null], ["name", "name"], ["tenant", null], ["algorithm", null], ["status", null], ["now", null], ["observations", "observations"],
-  ["dataset / n*", null], ["avg regret", null], ["last activity", "last_activity"], ["regret", null],
+  ["dataset / n*", null], ["avg regret", "regret"], ["last activity", "last_activity"], ["regret", null],
 ];
 const PAGE_ROWS = 50;
 const LIST_POLL_MS = 5000;

@@ -155,21 +155,25 @@ async fn the_postgres_backfill_matches_commits() {
     store.pool().close().await;
 }
 
-/// The part of the session listing's migration that fills in the columns of existing
-/// sessions (SQLite's 0009, PostgreSQL's 0010).
+/// The parts of the session listing's migrations that fill in the columns of existing
+/// sessions (SQLite's 0009 and 0013, PostgreSQL's 0010 and 0014), after wiping them.
 fn listing_backfill_sql(backend: &str) -> String {
-    let file = match backend {
-        "sqlite" => "0009_session_listing.sql",
-        _ => "0010_session_listing.sql",
+    let (listing, regret) = match backend {
+        "sqlite" => ("0009_session_listing.sql", "0013_session_regret.sql"),
+        _ => ("0010_session_listing.sql", "0014_session_regret.sql"),
     };
-    let path = format!("{}/migrations/{backend}/{file}", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(path).unwrap();
-    let start = text.find("-- Existing sessions.").unwrap();
-    let end = text.find("-- A tenant's sessions").unwrap();
+    let backfill = |file: &str, end: &str| {
+        let path = format!("{}/migrations/{backend}/{file}", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(path).unwrap();
+        let start = text.find("-- Existing sessions").unwrap();
+        text[start..text.find(end).unwrap()].to_string()
+    };
     format!(
         "UPDATE sessions SET algorithm = NULL, observation_count = 0, \
-         last_activity_micros = 0, last_activity_t = NULL; {}",
-        &text[start..end]
+         last_activity_micros = 0, last_activity_t = NULL, regret_total = 0, \
+         regret_count = 0, average_regret = NULL; {} {}",
+        backfill(listing, "-- A tenant's sessions"),
+        backfill(regret, "CREATE INDEX")
     )
 }
 
