@@ -243,6 +243,12 @@ pub struct ServeArgs {
         global = true
     )]
     pub max_sessions_per_tenant: i64,
+    /// Model jobs (fits, acquisition searches) a replica runs at once, each on a core;
+    /// more wait their turn, fairly across sessions. Default: one per core the process
+    /// sees, which in a container without a CPU limit is every core of the machine: set it
+    /// to the cores the container may use.
+    #[arg(long, env = "TVBO_MODEL_WORKERS", global = true)]
+    pub model_workers: Option<usize>,
     /// Seconds a request may take before it is answered 503 `timeout`.
     #[arg(
         long,
@@ -380,6 +386,10 @@ impl ServeArgs {
             draining: crate::api::drain::Draining::default(),
             webhook_allow: AllowList::parse(&self.webhook_allow).map_err(anyhow::Error::msg)?,
             streams: self.stream_limits()?,
+            model_workers: match self.model_workers {
+                Some(0) => anyhow::bail!("TVBO_MODEL_WORKERS must be at least 1"),
+                workers => workers,
+            },
         })
     }
 
@@ -555,6 +565,17 @@ mod tests {
             StreamLimits::default(),
             StreamLimits::for_connections(ConnectionSettings::DEFAULT_MAX_CONNECTIONS)
         );
+    }
+
+    #[test]
+    fn model_workers_are_the_cores_seen_unless_set_and_never_zero() {
+        let mut set = args("sqlite::memory:", None);
+        assert_eq!(set.router_settings().unwrap().model_workers, None);
+        set.model_workers = Some(3);
+        assert_eq!(set.router_settings().unwrap().model_workers, Some(3));
+        set.model_workers = Some(0);
+        let refused = set.router_settings().unwrap_err().to_string();
+        assert!(refused.contains("TVBO_MODEL_WORKERS"), "{refused}");
     }
 
     #[test]

@@ -83,6 +83,8 @@ pub struct RouterSettings {
     pub webhook_allow: AllowList,
     /// Caps on open event streams per key, per tenant and per replica.
     pub streams: StreamLimits,
+    /// Model jobs run at once (`TVBO_MODEL_WORKERS`); None: one per core the process sees.
+    pub model_workers: Option<usize>,
 }
 
 impl Default for RouterSettings {
@@ -98,6 +100,7 @@ impl Default for RouterSettings {
             draining: drain::Draining::default(),
             webhook_allow: AllowList::default(),
             streams: StreamLimits::default(),
+            model_workers: None,
         }
     }
 }
@@ -414,11 +417,15 @@ pub fn router(store: Arc<dyn Store>, settings: RouterSettings) -> Router {
         draining,
         webhook_allow,
         streams,
+        model_workers,
     } = settings;
     telemetry::install();
     let store: Arc<dyn Store> = Arc::new(MeteredStore::new(store));
-    let service = SessionService::new(store.clone(), limits)
+    let mut service = SessionService::new(store.clone(), limits)
         .with_max_sessions_per_tenant(access.max_sessions_per_tenant);
+    if let Some(workers) = model_workers {
+        service = service.with_model_workers(workers);
+    }
     let webhooks = Webhooks::new(store.clone(), webhook_allow);
     let stop_worker = Arc::new(tokio::sync::Notify::new());
     if tokio::runtime::Handle::try_current().is_ok() {

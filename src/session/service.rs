@@ -161,6 +161,13 @@ impl SessionService {
         self
     }
 
+    /// At most `workers` model jobs at once (at least one) instead of one per core the
+    /// process sees: for a container whose CPU is a share of a larger machine's.
+    pub fn with_model_workers(mut self, workers: usize) -> Self {
+        self.scheduler = FairScheduler::new(workers);
+        self
+    }
+
     /// The snapshot this replica would plan the session's next change from without
     /// reading the session's rows, if it keeps one (for tests and diagnostics).
     pub fn kept_snapshot(&self, id: Uuid) -> Option<SessionSnapshot> {
