@@ -90,29 +90,8 @@ if ! docker info >/dev/null 2>&1; then
 fi
 docker version --format 'server {{.Server.Version}}'
 
-say "base image local/debian:bookworm (debootstrap, offline from Docker Hub)"
-if ! docker image inspect local/debian:bookworm >/dev/null 2>&1; then
-  ROOTFS="$WORK/rootfs"
-  rm -rf "$ROOTFS"
-  nice -n 19 debootstrap --variant=minbase bookworm "$ROOTFS" http://deb.debian.org/debian >"$WORK/debootstrap.log"
-  # Slim like debian:bookworm-slim: no package caches, lists, docs, man pages, locales.
-  rm -rf "$ROOTFS"/var/cache/apt/*.bin "$ROOTFS"/var/cache/apt/archives/*.deb \
-    "$ROOTFS"/var/lib/apt/lists/* "$ROOTFS"/usr/share/doc/* "$ROOTFS"/usr/share/man/* \
-    "$ROOTFS"/usr/share/info/*
-  find "$ROOTFS"/usr/share/locale -mindepth 1 -maxdepth 1 ! -name locale.alias -exec rm -rf {} +
-  printf '%s\n' 'path-exclude /usr/share/doc/*' 'path-include /usr/share/doc/*/copyright' \
-    'path-exclude /usr/share/man/*' 'path-exclude /usr/share/info/*' \
-    'path-exclude /usr/share/locale/*' 'path-include /usr/share/locale/locale.alias' \
-    >"$ROOTFS"/etc/dpkg/dpkg.cfg.d/slim
-  # As Debian's images: apt keeps no downloaded packages or caches in a layer.
-  printf '%s\n' \
-    'DPkg::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };' \
-    'APT::Update::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };' \
-    'Dir::Cache::pkgcache ""; Dir::Cache::srcpkgcache "";' \
-    >"$ROOTFS"/etc/apt/apt.conf.d/docker-clean
-  nice -n 19 tar -C "$ROOTFS" -c . | docker import - local/debian:bookworm >/dev/null
-  rm -rf "$ROOTFS"
-fi
+say "base images (docker/local/build-images.sh: debootstrap and Debian's packages, offline from Docker Hub)"
+TVBO_LOCAL_WORK="$WORK/local-images" docker/local/build-images.sh
 echo "local/debian:bookworm $(docker image inspect -f '{{.Size}}' local/debian:bookworm) bytes"
 
 say "tvbo release binary"
@@ -124,10 +103,6 @@ fi
 VERSION=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
 
 say "images"
-for name in postgres haproxy prometheus; do
-  nice -n 19 docker build -q -f "docker/local/$name.Dockerfile" -t "local/$name:smoke" docker/local >/dev/null
-  echo "local/$name:smoke"
-done
 IMAGE=local/tvbo:smoke
 nice -n 19 docker build -q -f docker/Dockerfile --target runtime-prebuilt \
   --build-arg RUNTIME_IMAGE=local/debian:bookworm --build-arg VERSION="$VERSION" \
@@ -148,8 +123,8 @@ export TVBO_SECRETS_DIR="$WORK/secrets"
 mkdir -p "$TVBO_SECRETS_DIR"
 printf '%s@/:%%\n' "$(head -c 24 /dev/urandom | base64)" >"$TVBO_SECRETS_DIR/postgres_password"
 chmod 644 "$TVBO_SECRETS_DIR/postgres_password"
-export TVBO_IMAGE=$IMAGE POSTGRES_IMAGE=local/postgres:smoke HAPROXY_IMAGE=local/haproxy:smoke \
-  PROMETHEUS_IMAGE=local/prometheus:smoke TVBO_PORT=$PORT PROMETHEUS_PORT=$((PORT + 1))
+export TVBO_IMAGE=$IMAGE POSTGRES_IMAGE=local/postgres:bookworm HAPROXY_IMAGE=local/haproxy:bookworm \
+  PROMETHEUS_IMAGE=local/prometheus:bookworm TVBO_PORT=$PORT PROMETHEUS_PORT=$((PORT + 1))
 C=("${COMPOSE[@]}" -f docker/compose.yaml -p "$PROJECT" --profile monitoring)
 "${C[@]}" down -v --remove-orphans >/dev/null 2>&1 || true   # a clean start
 BASE="http://127.0.0.1:$PORT"
@@ -345,7 +320,7 @@ note "Prometheus (monitoring profile) scrapes both replicas: up{job=\"tvbo\"} = 
 rules=$(curl -s "http://127.0.0.1:$PROMETHEUS_PORT/api/v1/rules" \
   | python3 -c 'import json,sys; print(sum(len(g["rules"]) for g in json.load(sys.stdin)["data"]["groups"]))')
 [ "$rules" -ge 7 ] || { echo "FAIL: Prometheus loaded $rules alert rules, not docker/alerts.yml's" >&2; exit 1; }
-docker run --rm --entrypoint promtool -v "$REPO/docker/alerts.yml:/alerts.yml:ro" local/prometheus:smoke \
+docker run --rm --entrypoint promtool -v "$REPO/docker/alerts.yml:/alerts.yml:ro" local/prometheus:bookworm \
   check rules /alerts.yml >/dev/null
 note "Prometheus loaded docker/alerts.yml ($rules rules); promtool check rules passes"
 

@@ -10,7 +10,6 @@ use std::time::Duration;
 use common::TestServer;
 use common::browser::Browser;
 use serde_json::json;
-use tvbo::api::RouterSettings;
 
 use crate::metrics::{scrape, v1_requests};
 
@@ -23,10 +22,7 @@ async fn the_list_of_500_sessions_loads_every_row_in_a_few_requests_per_page() {
     let Some(mut browser) = Browser::launch("dashboard_list") else {
         return;
     };
-    let server = TestServer::start_configured(RouterSettings::default(), Default::default())
-        .await
-        .with_key("team")
-        .await;
+    let server = TestServer::keys_required("team").await;
     let key = server.key().expect("a key");
     for i in 0..SESSIONS {
         let id = server

@@ -14,7 +14,6 @@ use std::time::{Duration, Instant};
 
 use common::TestServer;
 use serde_json::{Value, json};
-use tvbo::api::RouterSettings;
 
 /// Observations of the heavy session.
 const HEAVY_OBSERVATIONS: usize = 600;
@@ -86,10 +85,7 @@ fn median(mut samples: Vec<f64>) -> f64 {
 async fn one_sessions_backlog_does_not_starve_another() {
     let _alone = crate::ALONE.lock().await;
     // As users run it: keys required, the default limits.
-    let server = TestServer::start_configured(RouterSettings::default(), Default::default())
-        .await
-        .with_key("fairness")
-        .await;
+    let server = TestServer::keys_required("fairness").await;
     let server = Arc::new(server);
     // Warm up (first connections, first fits), then time the light suggest alone.
     light_suggest(&server).await;

@@ -71,10 +71,7 @@ async fn other_tenant_is_served(server: &TestServer) {
 
 #[tokio::test]
 async fn one_key_holds_at_most_its_share_of_streams() {
-    let server = TestServer::start_configured(RouterSettings::default(), Default::default())
-        .await
-        .with_key("greedy")
-        .await;
+    let server = TestServer::keys_required("greedy").await;
     let key = server.key().unwrap().to_string();
     let (open, mut refused) = open_streams(&server, &key, 64).await;
     assert_eq!(open.len(), StreamLimits::DEFAULT_PER_KEY);

@@ -154,6 +154,15 @@ impl TestServer {
         Self::serve_with(shared, backend, settings, connections).await
     }
 
+    /// A server as a person gets it (the default settings: keys required) over a fresh
+    /// SQLite database, with a key of `tenant` its client sends.
+    pub async fn keys_required(tenant: &str) -> TestServer {
+        Self::start_configured(RouterSettings::default(), Default::default())
+            .await
+            .with_key(tenant)
+            .await
+    }
+
     /// The store behind the server.
     pub fn store(&self) -> Arc<dyn Store> {
         match &self.backend {

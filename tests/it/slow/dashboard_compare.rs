@@ -15,7 +15,6 @@ use std::time::Duration;
 use common::TestServer;
 use common::browser::Browser;
 use serde_json::{Value, json};
-use tvbo::api::RouterSettings;
 
 /// A client-time session named `name` run for `rounds` suggest → observe rounds, one a
 /// minute, on a bowl whose best x is 0.3; the client reports each regret.
@@ -61,10 +60,7 @@ async fn sessions_picked_on_the_list_are_compared_side_by_side() {
         return;
     };
     // The default settings: keys required.
-    let server = TestServer::start_configured(RouterSettings::default(), Default::default())
-        .await
-        .with_key("ops")
-        .await;
+    let server = TestServer::keys_required("ops").await;
     let bolt = run(&server, "pump", "bolt", 14).await;
     let gp_ucb = run(&server, "pump", "gp-ucb", 14).await;
     let random = run(&server, "pump, random", "random", 10).await;

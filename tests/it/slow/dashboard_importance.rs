@@ -12,7 +12,6 @@ use crate::common;
 use common::TestServer;
 use common::browser::Browser;
 use serde_json::{Value, json};
-use tvbo::api::RouterSettings;
 
 const NAMES: [&str; 5] = ["a", "b", "c", "d", "e"];
 
@@ -58,10 +57,7 @@ async fn the_importance_view_names_the_settings_that_matter() {
     let Some(mut browser) = Browser::launch("dashboard_importance") else {
         return;
     };
-    let server = TestServer::start_configured(RouterSettings::default(), Default::default())
-        .await
-        .with_key("ops")
-        .await;
+    let server = TestServer::keys_required("ops").await;
     let per_parameter = session(
         &server,
         "what-matters",

@@ -17,7 +17,6 @@ use std::time::Duration;
 use common::TestServer;
 use common::browser::Browser;
 use serde_json::{Value, json};
-use tvbo::api::RouterSettings;
 
 /// The page's completed requests under `/v1/` since the last clear, less the event
 /// stream: their paths, the bytes of their bodies as sent and as decoded.
@@ -91,10 +90,7 @@ async fn a_live_page_costs_a_few_requests_per_observation() {
         return;
     };
     // The default settings: keys required.
-    let server = TestServer::start_configured(RouterSettings::default(), Default::default())
-        .await
-        .with_key("ops")
-        .await;
+    let server = TestServer::keys_required("ops").await;
     let id = server
         .create(json!({"name": "live", "parameters": [
             {"name": "x", "low": 0, "high": 1}, {"name": "y", "low": 0, "high": 1}]}))

@@ -21,7 +21,6 @@ use std::time::Duration;
 use common::TestServer;
 use common::browser::Browser;
 use serde_json::json;
-use tvbo::api::RouterSettings;
 
 /// The status badge's text and class, the tooltip, and the "last step" fact.
 const READ: &str = "(() => { const s = document.getElementById('tracking-status'); \
@@ -34,10 +33,7 @@ async fn an_open_page_ages_on_its_own_clock_and_says_when_it_is_offline() {
         return;
     };
     // The default settings: keys required.
-    let server = TestServer::start_configured(RouterSettings::default(), Default::default())
-        .await
-        .with_key("ops")
-        .await;
+    let server = TestServer::keys_required("ops").await;
     let id = server
         .create(json!({"name": "aging", "parameters": [{"name": "x", "low": 0, "high": 1}]}))
         .await;
@@ -172,10 +168,7 @@ async fn chart_tables_name_their_columns_and_keep_values_in_their_units() {
     let Some(mut browser) = Browser::launch("dashboard_never_misleads") else {
         return;
     };
-    let server = TestServer::start_configured(RouterSettings::default(), Default::default())
-        .await
-        .with_key("ops")
-        .await;
+    let server = TestServer::keys_required("ops").await;
     // A BOLT session in client time whose setting runs into the thousands (as a buffer
     // size in KiB does) and whose values, regrets and n* are plain numbers.
     let id = server
@@ -278,10 +271,7 @@ async fn a_long_session_draws_most_of_its_points_and_exact_totals() {
     let Some(mut browser) = Browser::launch("dashboard_never_misleads") else {
         return;
     };
-    let server = TestServer::start_configured(RouterSettings::default(), Default::default())
-        .await
-        .with_key("ops")
-        .await;
+    let server = TestServer::keys_required("ops").await;
     let id = server
         .create(json!({
             "name": "long",

@@ -19,7 +19,6 @@ use std::time::{Duration, Instant};
 use common::TestServer;
 use common::browser::Browser;
 use serde_json::{Value, json};
-use tvbo::api::RouterSettings;
 
 /// Observations `from..to` (seq = k + 1) at t = 10 k: every 4th is a `model-reset` event.
 async fn observe(server: &TestServer, id: &str, from: u32, to: u32) {
@@ -82,10 +81,7 @@ async fn the_session_page_follows_the_event_stream_and_polls_without_it() {
     let Some(mut browser) = Browser::launch("dashboard_stream") else {
         return;
     };
-    let server = TestServer::start_configured(RouterSettings::default(), Default::default())
-        .await
-        .with_key("team-a")
-        .await;
+    let server = TestServer::keys_required("team-a").await;
     let key = server.key().unwrap().to_string();
     let id = server
         .create(json!({
