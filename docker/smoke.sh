@@ -274,10 +274,29 @@ for r in tvbo-1 tvbo-2; do
     || { echo "FAIL: $r does not run $NEXT after the rolling upgrade" >&2; exit 1; }
 done
 note "after the rolling upgrade both replicas run $NEXT"
-export TVBO_IMAGE=$NEXT
 for r in tvbo-1 tvbo-2; do
   note "$r answered $(v1_requests "$r") /v1 requests since its last start"
 done
+# The rollback drill (docs/deploy.md, "Upgrades"): the newer release has left a migration
+# of its own in the database, as sqlx records one applied; the previous image must start
+# on that schema (tolerated, with a warning) while the load runs.
+"${C[@]}" exec -T postgres psql --username=tvbo --dbname=tvbo -v ON_ERROR_STOP=1 -q -c \
+  "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time)
+   VALUES (9000, 'a newer release', true, '\\x00'::bytea, 0)"
+newest=$("${C[@]}" exec -T postgres psql --username=tvbo --dbname=tvbo -At -c \
+  "SELECT max(version) FROM _sqlx_migrations WHERE success")
+[ "$newest" = 9000 ] || { echo "FAIL: the newer release's migration is not recorded ($newest)" >&2; exit 1; }
+note "the newer release's migration recorded: _sqlx_migrations (9000, 'a newer release', success)"
+load_phase "rollback" "TVBO_IMAGE=$IMAGE TVBO_KEEP_IMAGE=0 COMPOSE_PROJECT_NAME=$PROJECT docker/rolling-upgrade.sh"
+for r in tvbo-1 tvbo-2; do
+  id=$("${C[@]}" ps -q "$r")
+  [ "$(docker inspect -f '{{.Config.Image}}' "$id")" = "$IMAGE" ] \
+    || { echo "FAIL: $r does not run $IMAGE after the rollback" >&2; exit 1; }
+  docker logs "$id" 2>&1 | grep -q 'the database holds migrations of a newer release than this binary' \
+    || { echo "FAIL: $r does not warn of the newer release's migration" >&2; exit 1; }
+done
+note "after the rollback both replicas run $IMAGE on the newer schema, each warning: the database holds migrations of a newer release than this binary"
+export TVBO_IMAGE=$IMAGE
 
 if [ "${TVBO_SMOKE_LOAD_ONLY:-0}" = 1 ]; then
   say "SUMMARY ($(date -u +%FT%TZ)), TVBO_SMOKE_LOAD_ONLY=1"
