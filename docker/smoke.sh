@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # End-to-end smoke test of the container deployment (docs/deploy.md), without Docker Hub:
-# Debian base image by debootstrap, tvbo's runtime image from the host's release binary,
-# PostgreSQL, HAProxy and Prometheus images built from Debian packages; then the compose
-# stack of docker/compose.yaml, driven through its load balancer: a replica killed between
-# requests; under a load of 4 clients, a `docker stop`, a `docker kill` and a rolling
-# upgrade (docker/rolling-upgrade.sh), each measured (lost, duplicated, p99, errors).
+# Debian base image by debootstrap and PostgreSQL, HAProxy and Prometheus images built
+# from Debian packages (docker/local/build-images.sh), tvbo's runtime image from the
+# host's release binary; then the compose stack of docker/compose.yaml, driven through its
+# load balancer: a replica killed between requests; under a load of 4 clients, a `docker
+# stop`, a `docker kill`, a rolling upgrade (docker/rolling-upgrade.sh) and the rollback
+# drill (a newer release's migration recorded, then the rolling upgrade back to the old
+# image), each measured (lost, duplicated, p99, errors).
 #
 #   sudo docker/smoke.sh            # from the repository; needs root (apt, dockerd)
 #
