@@ -56,8 +56,11 @@ echo "compose: ${COMPOSE[*]} ($("${COMPOSE[@]}" version --short 2>/dev/null || t
 # On any failure: the stack's state and logs, then nothing left running.
 STARTED_DOCKERD=""
 C=()
+LOAD_CLIENT=""
 finish() {
   status=$?
+  # A load phase's client, when its event failed.
+  if [ -n "$LOAD_CLIENT" ]; then kill "$LOAD_CLIENT" 2>/dev/null || true; fi
   if [ "$status" != 0 ] && ((${#C[@]})); then
     echo "== FAILED (exit $status): the stack's state and last logs" >&2
     "${C[@]}" ps >&2 || true
@@ -228,6 +231,7 @@ load_phase() {
   python3 docker/smoke_client.py load "$BASE" "$KEY" "$WORK/load-$name.json" 4 "$WORK/stop-$name" \
     >"$WORK/load-$name.log" 2>&1 &
   local client=$!
+  LOAD_CLIENT=$client
   sleep 5
   local t0=$SECONDS since
   since=$(date -u +%FT%T.%NZ)
@@ -240,6 +244,7 @@ load_phase() {
   sleep 5
   touch "$WORK/stop-$name"
   wait "$client"
+  LOAD_CLIENT=""
   tail -n 25 "$WORK/load-$name.log"
   python3 docker/smoke_client.py check "$BASE" "$KEY" "$WORK/load-$name.json" | tee "$WORK/check-$name.log"
   python3 - "$WORK/load-$name.json" <<'PY' || { echo "FAIL: load: $name" >&2; exit 1; }
@@ -270,7 +275,7 @@ NEXT=local/tvbo:smoke-next
 nice -n 19 docker build -q -f docker/Dockerfile --target runtime-prebuilt \
   --build-arg RUNTIME_IMAGE=local/debian:bookworm --build-arg VERSION="$VERSION-next" \
   -t "$NEXT" . >/dev/null
-load_phase "rolling upgrade" "TVBO_IMAGE=$NEXT TVBO_KEEP_IMAGE=0 COMPOSE_PROJECT_NAME=$PROJECT docker/rolling-upgrade.sh"
+load_phase "rolling upgrade" "TVBO_IMAGE=$NEXT TVBO_KEEP_IMAGE=0 TVBO_READY_WAIT=90 COMPOSE_PROJECT_NAME=$PROJECT docker/rolling-upgrade.sh"
 for r in tvbo-1 tvbo-2; do
   [ "$(docker inspect -f '{{.Config.Image}}' "$("${C[@]}" ps -q "$r")")" = "$NEXT" ] \
     || { echo "FAIL: $r does not run $NEXT after the rolling upgrade" >&2; exit 1; }
@@ -289,7 +294,7 @@ newest=$("${C[@]}" exec -T postgres psql --username=tvbo --dbname=tvbo -At -c \
   "SELECT max(version) FROM _sqlx_migrations WHERE success")
 [ "$newest" = 9000 ] || { echo "FAIL: the newer release's migration is not recorded ($newest)" >&2; exit 1; }
 note "the newer release's migration recorded: _sqlx_migrations (9000, 'a newer release', success)"
-load_phase "rollback" "TVBO_IMAGE=$IMAGE TVBO_KEEP_IMAGE=0 COMPOSE_PROJECT_NAME=$PROJECT docker/rolling-upgrade.sh"
+load_phase "rollback" "TVBO_IMAGE=$IMAGE TVBO_KEEP_IMAGE=0 TVBO_READY_WAIT=90 COMPOSE_PROJECT_NAME=$PROJECT docker/rolling-upgrade.sh"
 for r in tvbo-1 tvbo-2; do
   id=$("${C[@]}" ps -q "$r")
   [ "$(docker inspect -f '{{.Config.Image}}' "$id")" = "$IMAGE" ] \
