@@ -119,11 +119,14 @@ impl From<ServiceError> for ApiError {
             }
             ServiceError::Store(e @ (StoreError::Database(_) | StoreError::Sqlite(_))) => {
                 tracing::error!(error = %e, "database error");
+                // A client that honours it waits a second before trying again, as the
+                // pool reconnects (a restart or a failover takes seconds).
                 ApiError::new(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "database-unavailable",
                     "the database did not complete the request; nothing was changed",
                 )
+                .retry_after(1)
             }
             other => {
                 tracing::error!(error = %other, "internal error");

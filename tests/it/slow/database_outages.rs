@@ -151,6 +151,8 @@ async fn readyz_follows_the_database_and_recovers() {
         503,
         "a write while the database is away"
     );
+    // When to come back, as the load balancer's own 503 says it.
+    assert_eq!(refused.headers()["retry-after"], "1");
     let problem: Value = refused.json().await.unwrap();
     assert!(
         problem["type"]
