@@ -104,7 +104,7 @@ pub struct ListSessionsQuery {
     /// order's is a 422); one that does not parse is a 400.
     #[param(
         value_type = Option<String>,
-        pattern = r"^(-?[0-9]{1,18}_|(created|observations|last_activity)\.(asc|desc)\.-?[0-9]{1,18}\.|name\.(asc|desc)\.([0-9a-f]{2})*\.)[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+        pattern = r"^(-?[0-9]{1,18}_|(created|observations|last_activity)\.(asc|desc)\.-?[0-9]{1,18}\.|name\.(asc|desc)\.([0-9a-f]{2})*\.|regret\.(asc|desc)\.[0-9a-f]{16}\.)[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
     )]
     pub cursor: Option<ListCursor>,
     /// Only sessions whose name contains this, ignoring case (ASCII letters on SQLite,
