@@ -216,8 +216,9 @@ class Client:
         """The sessions the key can see, fetched a page at a time (``GET /v1/sessions``):
         those whose name contains ``name`` (ignoring case), of ``algorithm`` (a name,
         ``"bolt"``), in the order of ``sort`` (``"created"``, the default, ``"name"``,
-        ``"observations"``, ``"last_activity"``) and ``order`` (``"asc"``, ``"desc"``;
-        default the sort's own: newest, largest, most recent first, names A to Z)."""
+        ``"observations"``, ``"last_activity"``, ``"regret"``) and ``order`` (``"asc"``,
+        ``"desc"``; default the sort's own: newest, largest, most recent, worst average
+        regret first, names A to Z)."""
         cursor: Optional[str] = None
         while True:
             params = _core.sessions_query(page_size, cursor, name, algorithm, sort, order)

@@ -58,7 +58,7 @@ AlgorithmName = Literal[
     "map-gp-ts",
 ]
 
-SessionSort = Literal["created", "name", "observations", "last_activity"]
+SessionSort = Literal["created", "name", "observations", "last_activity", "regret"]
 """The orders of :meth:`Client.sessions` (the listing's ``sort``)."""
 SortOrder = Literal["asc", "desc"]
 """A listing's direction (``order``)."""
