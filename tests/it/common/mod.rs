@@ -592,3 +592,13 @@ impl Drop for PgDatabase {
         }
     }
 }
+
+/// The row sqlx records for an applied migration of `version`, as a newer release would
+/// have left it (`success` false: half applied); `checksum` is the backend's literal of a
+/// byte string (`X'00'` on SQLite, `'\x00'::bytea` on PostgreSQL).
+pub fn newer_migration_row(version: i64, success: bool, checksum: &str) -> String {
+    format!(
+        "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+         VALUES ({version}, 'a newer release', {success}, {checksum}, 0)"
+    )
+}

@@ -67,14 +67,6 @@ async fn serve(database_url: &str, migrate: &str) -> Result<(), String> {
     }
 }
 
-/// What sqlx records for an applied migration, of a version far above this binary's.
-fn newer_migration(checksum: &str) -> String {
-    format!(
-        "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
-         VALUES (9000, 'a newer release', TRUE, {checksum}, 0)"
-    )
-}
-
 async fn check_migrations_apart_from_the_replicas(
     database_url: &str,
     record_newer: impl AsyncFnOnce(),
@@ -115,10 +107,12 @@ async fn sqlite_migrations_run_apart_from_the_replicas() {
     let url = format!("sqlite://{}", dir.path().join("tvbo.db").display());
     check_migrations_apart_from_the_replicas(&url, async || {
         let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
-        sqlx::query(sqlx::AssertSqlSafe(newer_migration("X'00'")))
-            .execute(&pool)
-            .await
-            .unwrap();
+        sqlx::query(sqlx::AssertSqlSafe(common::newer_migration_row(
+            9000, true, "X'00'",
+        )))
+        .execute(&pool)
+        .await
+        .unwrap();
         pool.close().await;
     })
     .await;
@@ -133,10 +127,14 @@ async fn postgres_migrations_run_apart_from_the_replicas() {
     };
     check_migrations_apart_from_the_replicas(&db.url, async || {
         let pool = sqlx::PgPool::connect(&db.url).await.unwrap();
-        sqlx::query(sqlx::AssertSqlSafe(newer_migration("'\\x00'::bytea")))
-            .execute(&pool)
-            .await
-            .unwrap();
+        sqlx::query(sqlx::AssertSqlSafe(common::newer_migration_row(
+            9000,
+            true,
+            "'\\x00'::bytea",
+        )))
+        .execute(&pool)
+        .await
+        .unwrap();
         pool.close().await;
     })
     .await;

@@ -466,14 +466,6 @@ async fn check_a_newer_releases_schema_is_accepted<S: Store>(
     assert!(refused.to_string().contains("9001"), "{refused}");
 }
 
-/// The row sqlx writes for an applied migration, of version `version`.
-fn newer_migration(version: i64, success: bool, blob: &str) -> String {
-    format!(
-        "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
-         VALUES ({version}, 'a newer release', {success}, {blob}, 0)"
-    )
-}
-
 #[tokio::test]
 async fn sqlite_opens_on_a_newer_releases_schema() {
     let dir = tempfile::tempdir().unwrap();
@@ -487,7 +479,7 @@ async fn sqlite_opens_on_a_newer_releases_schema() {
             Err(_) => sqlx::SqlitePool::connect(&url).await.unwrap(),
         };
         let version = if success { 9000 } else { 9001 };
-        let sql = newer_migration(version, success, "X'00'");
+        let sql = common::newer_migration_row(version, success, "X'00'");
         sqlx::query(sqlx::AssertSqlSafe(sql))
             .execute(&pool)
             .await
@@ -507,7 +499,7 @@ async fn postgres_opens_on_a_newer_releases_schema() {
     check_a_newer_releases_schema_is_accepted(connect, async |success| {
         let pool = sqlx::PgPool::connect(&db.url).await.unwrap();
         let version = if success { 9000 } else { 9001 };
-        let sql = newer_migration(version, success, "'\\x00'::bytea");
+        let sql = common::newer_migration_row(version, success, "'\\x00'::bytea");
         sqlx::query(sqlx::AssertSqlSafe(sql))
             .execute(&pool)
             .await
