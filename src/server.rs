@@ -194,6 +194,12 @@ pub async fn serve_router(
             tokio::spawn(refuse(stream, Cap::Server));
             continue;
         };
+        // Each answer and stream message goes out when written: with Nagle's algorithm, a
+        // message written in two segments waits for the client's delayed ACK of the first
+        // (40–200 ms), which a live stream's reader sees.
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!(error = %e, %peer, "cannot set TCP_NODELAY");
+        }
         let app = app.clone();
         let service =
             service_fn(move |request: Request<Incoming>| app.clone().call(request.map(Body::new)));

@@ -429,11 +429,7 @@ pub fn router(store: Arc<dyn Store>, settings: RouterSettings) -> Router {
     let webhooks = Webhooks::new(store.clone(), webhook_allow);
     let stop_worker = Arc::new(tokio::sync::Notify::new());
     if tokio::runtime::Handle::try_current().is_ok() {
-        tokio::spawn(worker::run(
-            webhooks.clone(),
-            service.new_events(),
-            stop_worker.clone(),
-        ));
+        tokio::spawn(worker::run(webhooks.clone(), stop_worker.clone()));
     }
     let state = AppState {
         service,

@@ -10,6 +10,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use futures_util::{Stream, StreamExt};
 use serde::Deserialize;
+use tokio::sync::broadcast;
+use tokio::sync::broadcast::error::RecvError;
 use utoipa::IntoParams;
 use uuid::Uuid;
 
@@ -20,8 +22,9 @@ use crate::delivery::kind_names;
 use crate::delivery::views::{CreateWebhook, DeliveryList, PingResult, Webhook, WebhookList};
 use crate::domain::InvalidInput;
 use crate::domain::events::EventKind;
-use crate::session::stream::{StreamMessage, StreamRequest};
+use crate::session::stream::{SAFETY_LOOK, StreamMessage, StreamRequest};
 use crate::session::views::Event;
+use crate::store::changes::ChangeNotice;
 
 type ApiResult<T> = Result<T, ApiError>;
 
@@ -30,8 +33,10 @@ type ApiResult<T> = Result<T, ApiError>;
 pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// The reconnection delay the stream asks of clients.
 const RETRY: Duration = Duration::from_secs(2);
-/// How often an open stream checks that its key is still valid: a revoked key's streams
-/// end within this time.
+/// How often an open stream checks that its key is still valid, unless every writer of
+/// the database is heard (PostgreSQL's listener;
+/// [`crate::store::changes::ChangeFeed::hears_every_writer`]): a
+/// revoked key's streams end within this time.
 pub const KEY_RECHECK: Duration = Duration::from_secs(5);
 
 /// Query of the event stream.
@@ -115,12 +120,24 @@ pub async fn stream_events(
     // is revoked (or cannot be read back).
     let draining = state.draining.clone();
     let access = state.access.clone();
+    let feed = state.service.change_feed();
+    let mut notices = feed.subscribe();
     let revoked = async move {
         let Some(key) = caller.key_id else {
             return std::future::pending().await;
         };
         loop {
-            tokio::time::sleep(KEY_RECHECK).await;
+            // Heard, the key's change comes as a notice; the check after SAFETY_LOOK is
+            // for a notice lost all the same.
+            let wait = if feed.hears_every_writer() {
+                SAFETY_LOOK
+            } else {
+                KEY_RECHECK
+            };
+            tokio::select! {
+                () = key_changed(&mut notices, key) => {}
+                () = tokio::time::sleep(wait) => {}
+            }
             if !access.key_is_live(key).await {
                 return;
             }
@@ -139,6 +156,18 @@ pub async fn stream_events(
         Ok(sse_message(message))
     });
     Ok(Sse::new(first.chain(messages)).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
+}
+
+/// Waits for a notice that `key` changed, or that notices were missed.
+async fn key_changed(notices: &mut broadcast::Receiver<ChangeNotice>, key: Uuid) {
+    loop {
+        match notices.recv().await {
+            Ok(ChangeNotice::Key { key: changed }) if changed == key => return,
+            Ok(ChangeNotice::Missed) | Err(RecvError::Lagged(_)) => return,
+            Ok(_) => {}
+            Err(RecvError::Closed) => std::future::pending().await,
+        }
+    }
 }
 
 fn sse_message(message: StreamMessage) -> SseEvent {

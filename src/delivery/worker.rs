@@ -17,13 +17,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use tokio::sync::Notify;
+use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::{Notify, broadcast};
 use tokio::task::JoinSet;
 
 use super::Webhooks;
 use super::send::{ATTEMPT_TIMEOUT, Attempt};
 use crate::domain::events::session_idle;
 use crate::session::views::Event;
+use crate::store::changes::ChangeNotice;
 use crate::store::outbox::{AttemptOutcome, Breaker, ClaimedDelivery};
 use crate::store::to_micros;
 
@@ -42,8 +44,9 @@ pub const BREAKER: Breaker = Breaker {
     failures: 10,
     after: 3600 * 1_000_000,
 };
-/// Longest a replica waits before looking for due deliveries (events committed by this
-/// replica wake it at once; another replica's are found by this poll).
+/// Longest a replica waits before looking for due deliveries: retries falling due, and
+/// other replicas' events while the change feed is not live (stored events' notices wake
+/// it at once).
 const POLL: Duration = Duration::from_secs(1);
 /// How often the idle scan runs.
 const IDLE_SCAN: Duration = Duration::from_secs(15);
@@ -52,14 +55,14 @@ const LOG_KEPT: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// Runs the worker until `stop` is notified (the attempts in flight are dropped: their
 /// leases end and they are tried again).
-pub async fn run(webhooks: Webhooks, new_events: Arc<Notify>, stop: Arc<Notify>) {
+pub async fn run(webhooks: Webhooks, stop: Arc<Notify>) {
+    let mut notices = webhooks.store.change_feed().subscribe();
     let mut last_idle_scan = tokio::time::Instant::now() - IDLE_SCAN;
     // The first prune an hour after the start: a replica that starts has nothing to do
     // more urgently than serve.
     let mut last_prune = tokio::time::Instant::now();
     let mut attempts = JoinSet::new();
     loop {
-        let woken = new_events.notified();
         if last_idle_scan.elapsed() >= IDLE_SCAN {
             last_idle_scan = tokio::time::Instant::now();
             if idle_scan(&webhooks).await {
@@ -88,14 +91,25 @@ pub async fn run(webhooks: Webhooks, new_events: Arc<Notify>, stop: Arc<Notify>)
         if claimed == free && free > 0 {
             continue;
         }
-        // Claims again when an attempt ends (a slot and its webhook are free), when this
-        // replica commits events, or after a poll's wait (another replica's events, and
-        // retries falling due).
+        // Claims again when an attempt ends (a slot and its webhook are free), when events
+        // are stored, or after a poll's wait (retries falling due).
         tokio::select! {
             Some(_) = attempts.join_next(), if !attempts.is_empty() => {}
-            () = woken => {}
+            () = events_stored(&mut notices) => {}
             () = tokio::time::sleep(POLL) => {}
             () = stop.notified() => return,
+        }
+    }
+}
+
+/// Waits for a notice of stored events (or of missed notices).
+async fn events_stored(notices: &mut broadcast::Receiver<ChangeNotice>) {
+    loop {
+        match notices.recv().await {
+            Ok(ChangeNotice::Session { events: true, .. } | ChangeNotice::Missed)
+            | Err(RecvError::Lagged(_)) => return,
+            Ok(ChangeNotice::Session { events: false, .. } | ChangeNotice::Key { .. }) => {}
+            Err(RecvError::Closed) => std::future::pending().await,
         }
     }
 }
@@ -243,7 +257,11 @@ async fn idle_scan(webhooks: &Webhooks) -> bool {
             session.last_t.unwrap_or(0.0),
         );
         match webhooks.store.raise_idle(session, &event, now).await {
-            Ok(Some(_)) => crate::telemetry::record_events(std::slice::from_ref(&event)),
+            Ok(Some(_)) => {
+                crate::telemetry::record_events(std::slice::from_ref(&event));
+                let feed = webhooks.store.change_feed();
+                feed.publish_local(&session.tenant, session.id, true);
+            }
             Ok(None) => {}
             Err(e) => {
                 tracing::warn!(session = %session.id, error = %e, "cannot raise session-idle")

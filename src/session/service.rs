@@ -31,6 +31,7 @@ use crate::engine::{
     EngineError, Limits, ObserveSnapshot, new_session_config, new_session_row, plan_abandon,
     plan_observe, plan_suggest,
 };
+use crate::store::changes::ChangeFeed;
 use crate::store::{Creation, Store, StoreError};
 use crate::telemetry;
 
@@ -69,9 +70,9 @@ pub struct SessionService {
     snapshots: Arc<SnapshotCache>,
     /// Sessions whose unreadable rows a listing has logged (each is logged once).
     unreadable_logged: Arc<quick_cache::sync::Cache<Uuid, ()>>,
-    /// Woken when this replica commits events: the streams and the webhook worker look at
-    /// once instead of at their next poll.
-    new_events: Arc<tokio::sync::Notify>,
+    /// The store's notices of committed changes, which wake the streams and the webhook
+    /// worker; this replica publishes its own commits on it when the database does not.
+    changes: Arc<ChangeFeed>,
     /// The replica's memory for large reads.
     pub(super) reads: ReadBudget,
 }
@@ -88,6 +89,7 @@ impl SessionService {
     pub fn new(store: Arc<dyn Store>, limits: Limits) -> Self {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         SessionService {
+            changes: store.change_feed(),
             store,
             limits,
             max_sessions_per_tenant: DEFAULT_MAX_SESSIONS_PER_TENANT,
@@ -96,14 +98,13 @@ impl SessionService {
             models: Arc::default(),
             snapshots: Arc::default(),
             unreadable_logged: Arc::new(quick_cache::sync::Cache::new(UNREADABLE_LOGGED_CAPACITY)),
-            new_events: Arc::default(),
             reads: ReadBudget::new(&limits),
         }
     }
 
-    /// Woken (`notify_waiters`) whenever this replica commits events.
-    pub fn new_events(&self) -> Arc<tokio::sync::Notify> {
-        self.new_events.clone()
+    /// The notices of committed changes (every replica's on a shared database).
+    pub fn change_feed(&self) -> Arc<ChangeFeed> {
+        self.changes.clone()
     }
 
     /// Runs CPU-heavy model work of `session` on the blocking pool, off the async
@@ -355,7 +356,10 @@ impl SessionService {
                     ),
                 ),
             )),
-            Ok(Creation::Created) => Ok((session, Resumed::No)),
+            Ok(Creation::Created) => {
+                self.changes.publish_local(&row.tenant, id, false);
+                Ok((session, Resumed::No))
+            }
             Ok(Creation::Existing(existing)) => {
                 let mut requested = row.config.into_config();
                 if !seed_given {
@@ -509,6 +513,7 @@ impl SessionService {
             };
             let history = &snapshot.history;
             let version = history.session.version;
+            let tenant = history.session.tenant.clone();
             let (algorithm, pending) = (
                 history.session.config.algorithm.name(),
                 history.pending.len(),
@@ -524,9 +529,8 @@ impl SessionService {
                     self.snapshots.put_after(id, snapshot, &change);
                     telemetry::record_steps(algorithm, pending, &change.calls);
                     telemetry::record_events(&change.events);
-                    if !change.events.is_empty() {
-                        self.new_events.notify_waiters();
-                    }
+                    let events = !change.events.is_empty();
+                    self.changes.publish_local(&tenant, id, events);
                     return Ok(response);
                 }
                 Err(StoreError::Conflict) if Instant::now() < deadline => {

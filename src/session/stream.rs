@@ -6,6 +6,13 @@
 //! therefore passes an id only once every id below it is present, or once the event after
 //! a gap is [`GAP_GRACE`] old (the missing id's transaction then rolled back, or its event
 //! was deleted with its session). SQLite commits in id order, so there are no such gaps.
+//!
+//! A stream looks at the store when a change that concerns it is committed (the store's
+//! [`ChangeFeed`]: this process's commits on SQLite, every replica's through PostgreSQL's
+//! `LISTEN` on a shared database), at most every [`LOOK_GAP`], and otherwise sleeps: for
+//! [`SAFETY_LOOK`] while the feed is live, [`GAP_GRACE`] while a gap holds it, and
+//! [`POLL`] while the feed is not live (PostgreSQL's listening connection is lost), as
+//! it polled before there were notices.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -13,19 +20,26 @@ use std::time::Duration;
 
 use chrono::Utc;
 use futures_util::Stream;
-use tokio::sync::Notify;
+use tokio::sync::broadcast;
+use tokio::sync::broadcast::error::RecvError;
 use uuid::Uuid;
 
 use crate::session::service::SessionService;
 use crate::session::views::Event;
+use crate::store::changes::{ChangeFeed, ChangeNotice};
 use crate::store::{Store, StoreError, to_micros};
 
 /// How long an id may stay missing below present ones before the stream passes it by: far
 /// longer than the few statements between an event's insert and its transaction's commit.
 pub const GAP_GRACE: Duration = Duration::from_secs(5);
-/// Longest the stream waits before it looks for another replica's events (this replica's
-/// wake it at once).
+/// Longest the stream waits before it looks again while the change feed is not live.
 pub const POLL: Duration = Duration::from_secs(1);
+/// Longest an idle stream sleeps while the change feed is live: a look in case a notice
+/// was lost all the same (PostgreSQL drops a listener's notices only with its connection,
+/// which the feed reports).
+pub const SAFETY_LOOK: Duration = Duration::from_secs(300);
+/// Shortest time between two looks: a busy session's notices are taken together.
+pub const LOOK_GAP: Duration = Duration::from_millis(25);
 /// Events read per look.
 const PAGE: i64 = 200;
 
@@ -59,9 +73,12 @@ pub enum StreamMessage {
 
 struct Cursor {
     store: Arc<dyn Store>,
-    new_events: Arc<Notify>,
+    feed: Arc<ChangeFeed>,
+    notices: broadcast::Receiver<ChangeNotice>,
     request: StreamRequest,
     after: i64,
+    /// Whether the last look stopped at a gap in the ids.
+    held: bool,
     version: Option<i64>,
     /// With `changes`: the newest step time seen, and each changed session's version sent.
     changed_since: i64,
@@ -76,15 +93,20 @@ impl SessionService {
         &self,
         request: StreamRequest,
     ) -> Result<impl Stream<Item = StreamMessage> + Send + use<>, StoreError> {
+        // Subscribed before the first look: what commits after it wakes the stream.
+        let feed = self.change_feed();
+        let notices = feed.subscribe();
         let after = match request.after {
             Some(after) => after,
             None => self.store.newest_event_id().await?,
         };
         let cursor = Cursor {
             store: self.store.clone(),
-            new_events: self.new_events(),
+            feed,
+            notices,
             request,
             after,
+            held: false,
             version: None,
             changed_since: to_micros(Utc::now()),
             versions: HashMap::new(),
@@ -97,8 +119,7 @@ impl SessionService {
                     if let Some(message) = cursor.ready.pop_front() {
                         return Some((message, cursor));
                     }
-                    let woken = cursor.new_events.clone();
-                    let woken = woken.notified();
+                    let looked = tokio::time::Instant::now();
                     match cursor.look().await {
                         Ok(true) => continue,
                         Ok(false) => {}
@@ -107,10 +128,12 @@ impl SessionService {
                             return None;
                         }
                     }
+                    let sleep = cursor.sleep();
                     tokio::select! {
-                        () = woken => {}
-                        () = tokio::time::sleep(POLL) => {}
+                        () = cursor.concerning_notice() => {}
+                        () = tokio::time::sleep(sleep) => {}
                     }
+                    tokio::time::sleep_until(looked + LOOK_GAP).await;
                 }
             },
         ))
@@ -118,6 +141,30 @@ impl SessionService {
 }
 
 impl Cursor {
+    /// How long to sleep when no notice comes (the module's doc).
+    fn sleep(&self) -> Duration {
+        match (self.feed.is_live(), self.held) {
+            (false, _) => POLL,
+            (true, true) => GAP_GRACE,
+            (true, false) => SAFETY_LOOK,
+        }
+    }
+
+    /// Waits for a notice that concerns this stream: a change of its session, or of a
+    /// session of its tenant (every tenant's for an admin) that stored events, or that
+    /// changed at all with `changes`; or notices it missed. Never returns once the feed
+    /// is gone (the store outlives its streams).
+    async fn concerning_notice(&mut self) {
+        loop {
+            match self.notices.recv().await {
+                Ok(notice) if concerns(&self.request, &notice) => return,
+                Ok(_) => {}
+                Err(RecvError::Lagged(_)) => return,
+                Err(RecvError::Closed) => std::future::pending().await,
+            }
+        }
+    }
+
     /// Reads what is new into `ready`; whether there was anything.
     async fn look(&mut self) -> Result<bool, StoreError> {
         if let Some(session) = self.request.session {
@@ -135,6 +182,7 @@ impl Cursor {
         }
         let ids = self.store.event_ids_after(self.after, PAGE).await?;
         let until = passable(&ids, self.after, to_micros(Utc::now()));
+        self.held = ids.last().is_some_and(|&(last, _)| last > until);
         if until == self.after {
             return Ok(!self.ready.is_empty());
         }
@@ -183,6 +231,25 @@ impl Cursor {
     }
 }
 
+/// Whether `notice` may bring `request` something.
+fn concerns(request: &StreamRequest, notice: &ChangeNotice) -> bool {
+    match notice {
+        ChangeNotice::Missed => true,
+        ChangeNotice::Key { .. } => false,
+        ChangeNotice::Session {
+            tenant,
+            session,
+            events,
+        } => match request.session {
+            Some(watched) => watched == *session,
+            None => {
+                request.tenant.as_deref().is_none_or(|own| own == &**tenant)
+                    && (*events || request.changes)
+            }
+        },
+    }
+}
+
 /// The largest id the stream may pass, of `ids` (id, commit micros) read after `after`:
 /// the end of the run of ids that follow each other, extended past a gap whose next
 /// event is older than [`GAP_GRACE`] at `now`.
@@ -202,6 +269,39 @@ fn passable(ids: &[(i64, i64)], after: i64, now: i64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stream_wakes_for_its_session_its_tenants_events_or_missed_notices() {
+        let (mine, other) = (Uuid::new_v4(), Uuid::new_v4());
+        let request = |tenant: Option<&str>, session, changes| StreamRequest {
+            tenant: tenant.map(str::to_string),
+            session,
+            changes,
+            kinds: vec![],
+            after: None,
+        };
+        let notice = |tenant: &str, session, events| ChangeNotice::Session {
+            tenant: tenant.into(),
+            session,
+            events,
+        };
+        let watching = request(Some("acme"), Some(mine), false);
+        assert!(concerns(&watching, &notice("acme", mine, false)));
+        assert!(!concerns(&watching, &notice("acme", other, true)));
+        let events = request(Some("acme"), None, false);
+        assert!(concerns(&events, &notice("acme", other, true)));
+        assert!(!concerns(&events, &notice("acme", other, false)));
+        assert!(!concerns(&events, &notice("globex", other, true)));
+        let changes = request(Some("acme"), None, true);
+        assert!(concerns(&changes, &notice("acme", other, false)));
+        assert!(!concerns(&changes, &notice("globex", other, false)));
+        let admin = request(None, None, false);
+        assert!(concerns(&admin, &notice("globex", other, true)));
+        assert!(!concerns(&admin, &notice("globex", other, false)));
+        for r in [watching, events, changes, admin] {
+            assert!(concerns(&r, &ChangeNotice::Missed));
+        }
+    }
 
     #[test]
     fn a_young_gap_holds_the_stream_and_an_old_one_does_not() {

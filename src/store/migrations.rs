@@ -221,6 +221,10 @@ const POSTGRES: &[MigrationFile] = &[
         "0014_session_regret.sql",
         include_str!("../../migrations/postgres/0014_session_regret.sql"),
     ),
+    (
+        "0015_change_notices.sql",
+        include_str!("../../migrations/postgres/0015_change_notices.sql"),
+    ),
 ];
 
 /// SQLite's migrations.

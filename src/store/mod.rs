@@ -6,6 +6,7 @@
 //! change was computed from (optimistic concurrency), so that replicas sharing one
 //! database never interleave two changes of one session.
 
+pub mod changes;
 mod commit;
 mod listing;
 mod migrations;
@@ -16,6 +17,8 @@ mod rows;
 pub mod sqlite;
 mod sqlite_writer;
 mod timeline;
+
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -420,6 +423,9 @@ pub trait Store: Outbox + Send + Sync + 'static {
     /// first reads the session's version only if so (a stale one would still fail at the
     /// commit's version check, after wasted work).
     fn shared(&self) -> bool;
+    /// The notices of committed changes that wake this process's streams
+    /// ([`changes`]).
+    fn change_feed(&self) -> Arc<changes::ChangeFeed>;
     /// Closes every connection, waiting for queries in flight; SQLite first checkpoints
     /// its write-ahead log into the database file, so that the file alone holds every
     /// committed change. Call once, after the server has stopped.

@@ -108,6 +108,7 @@ pub enum AttemptOutcome {
 #[derive(Clone, Debug, PartialEq)]
 pub struct IdleSession {
     pub id: Uuid,
+    pub tenant: String,
     pub last_observed_micros: i64,
     pub idle_seconds: f64,
     /// Session time of its newest step.
@@ -265,6 +266,7 @@ pub(crate) fn claimed_from_row(row: &impl Columns) -> Result<ClaimedDelivery, St
 pub(crate) fn idle_from_row(row: &impl Columns) -> Result<IdleSession, StoreError> {
     Ok(IdleSession {
         id: parse_uuid(row.text("id")?)?,
+        tenant: row.text("tenant")?.to_string(),
         last_observed_micros: row.int("last_observed_micros")?,
         idle_seconds: row.real("idle_seconds")?,
         last_t: row.opt_real("last_activity_t")?,
@@ -679,7 +681,7 @@ macro_rules! outbox_on {
                 limit: i64,
             ) -> Result<Vec<$crate::store::outbox::IdleSession>, $crate::store::StoreError> {
                 sqlx::query(
-                    "SELECT id, last_observed_micros, idle_seconds, last_activity_t \
+                    "SELECT id, tenant, last_observed_micros, idle_seconds, last_activity_t \
                      FROM sessions WHERE idle_seconds IS NOT NULL \
                      AND last_observed_micros IS NOT NULL \
                      AND $1 - last_observed_micros > idle_seconds * 1000000.0 \

@@ -5,11 +5,14 @@
 //! a concurrent commit of the same session waits for it, then finds the version moved on
 //! and returns [`StoreError::Conflict`].
 
+use std::sync::Arc;
+
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgPool, Postgres, Transaction};
 
 use uuid::Uuid;
 
+use super::changes::{self, ChangeFeed};
 use super::commit::apply_change;
 use super::{ChangeSet, IdempotencyRecord, PoolSettings, StoreError, WriteTurn};
 
@@ -29,6 +32,21 @@ pub const IDLE_IN_TRANSACTION_TIMEOUT: &str = "30s";
 #[derive(Clone, Debug)]
 pub struct PostgresStore {
     pool: PgPool,
+    /// Fed by the listener below with every replica's commits.
+    changes: Arc<ChangeFeed>,
+    /// The listener's task ([`changes::listen`]), ended with the last clone of the store
+    /// or when it closes.
+    listener: Arc<ListenerTask>,
+}
+
+/// Aborts the listener's task when dropped.
+#[derive(Debug)]
+struct ListenerTask(tokio::task::AbortHandle);
+
+impl Drop for ListenerTask {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 impl PostgresStore {
@@ -45,10 +63,22 @@ impl PostgresStore {
         let pool = PgPoolOptions::new()
             .max_connections(settings.max_connections)
             .acquire_timeout(settings.acquire_timeout)
-            .connect_with(options)
+            .connect_with(options.clone())
             .await?;
         super::migrations::run(super::migrations::postgres(), &pool, settings.migrations).await?;
-        Ok(PostgresStore { pool })
+        // The listening connection in a pool of its own: not one of the store's
+        // connections, and not closed by the store's pool closing.
+        let listening = PgPoolOptions::new()
+            .max_connections(1)
+            .acquire_timeout(settings.acquire_timeout)
+            .connect_lazy_with(options);
+        let changes = Arc::new(ChangeFeed::from_database());
+        let listener = tokio::spawn(changes::listen(listening, changes.clone()));
+        Ok(PostgresStore {
+            pool,
+            changes,
+            listener: Arc::new(ListenerTask(listener.abort_handle())),
+        })
     }
 
     /// The underlying pool (tests inspect tables through it).
@@ -133,6 +163,7 @@ impl PostgresStore {
     }
 
     async fn close_pool(&self) {
+        self.listener.0.abort();
         self.pool.close().await;
     }
 }

@@ -1297,6 +1297,10 @@ macro_rules! store_on {
                     Self::SHARED
                 }
 
+                fn change_feed(&self) -> std::sync::Arc<$crate::store::changes::ChangeFeed> {
+                    self.changes.clone()
+                }
+
                 async fn close(&self) {
                     self.close_pool().await;
                 }

@@ -16,6 +16,7 @@ use sqlx::{Connection, Sqlite, SqliteConnection, SqlitePool, Transaction};
 
 use uuid::Uuid;
 
+use super::changes::ChangeFeed;
 use super::sqlite_writer::SqliteWriter;
 use super::{ChangeSet, IdempotencyRecord, PoolSettings, StoreError, WriteTurn};
 
@@ -40,6 +41,8 @@ pub struct SqliteStore {
     write_turn: Arc<tokio::sync::Mutex<()>>,
     /// Commits session changes, batched (group commit).
     writer: Arc<SqliteWriter>,
+    /// Wakes this process's streams: the service publishes its commits on it.
+    changes: Arc<ChangeFeed>,
     /// The directory of an in-memory database's file, removed with the last clone.
     _scratch: Option<Arc<tempfile::TempDir>>,
 }
@@ -163,6 +166,7 @@ impl SqliteStore {
             pool,
             write_turn,
             writer: Arc::new(writer),
+            changes: Arc::new(ChangeFeed::in_process()),
             _scratch: scratch,
         })
     }

@@ -257,6 +257,10 @@ impl Store for MeteredStore {
         self.inner.shared()
     }
 
+    fn change_feed(&self) -> std::sync::Arc<crate::store::changes::ChangeFeed> {
+        self.inner.change_feed()
+    }
+
     async fn close(&self) {
         self.inner.close().await;
     }

@@ -12,6 +12,7 @@ use tvbo::delivery::AllowList;
 use tvbo::engine::Limits;
 
 use crate::common::TestServer;
+use crate::common::sse::Messages;
 
 /// A server with keys on, the allow list `allow` and at most `cap` active observations per
 /// session.
@@ -28,63 +29,6 @@ async fn server(allow: &str, cap: usize) -> TestServer {
         .await
         .with_key("acme")
         .await
-}
-
-/// The SSE messages of a stream, parsed: (id, event, data) each.
-struct Messages {
-    body: std::pin::Pin<Box<dyn futures_util::Stream<Item = reqwest::Result<Vec<u8>>> + Send>>,
-    buffer: String,
-}
-
-impl Messages {
-    async fn open(server: &TestServer, query: &str, last_event_id: Option<&str>) -> Messages {
-        let mut request = server.client.get(server.url(&format!("/v1/events{query}")));
-        if let Some(id) = last_event_id {
-            request = request.header("last-event-id", id);
-        }
-        let response = request.send().await.unwrap();
-        assert_eq!(response.status().as_u16(), 200);
-        assert_eq!(
-            response.headers()["content-type"].to_str().unwrap(),
-            "text/event-stream"
-        );
-        Messages {
-            body: Box::pin(
-                response
-                    .bytes_stream()
-                    .map(|chunk| chunk.map(|b| b.to_vec())),
-            ),
-            buffer: String::new(),
-        }
-    }
-
-    /// The next message that has an `event:` line, or None within `wait`.
-    async fn next(&mut self, wait: Duration) -> Option<(Option<i64>, String, Value)> {
-        let deadline = tokio::time::Instant::now() + wait;
-        loop {
-            while let Some(end) = self.buffer.find("\n\n") {
-                let block: String = self.buffer.drain(..end + 2).collect();
-                let (mut id, mut event, mut data) = (None, None, String::new());
-                for line in block.lines() {
-                    if let Some(v) = line.strip_prefix("id:") {
-                        id = v.trim().parse().ok();
-                    } else if let Some(v) = line.strip_prefix("event:") {
-                        event = Some(v.trim().to_string());
-                    } else if let Some(v) = line.strip_prefix("data:") {
-                        data.push_str(v.trim_start());
-                    }
-                }
-                if let Some(event) = event {
-                    return Some((id, event, serde_json::from_str(&data).unwrap()));
-                }
-            }
-            let chunk = tokio::time::timeout_at(deadline, self.body.next())
-                .await
-                .ok()??;
-            self.buffer
-                .push_str(&String::from_utf8(chunk.unwrap()).unwrap());
-        }
-    }
 }
 
 /// Observes `count` settings of the 1-D session `id` at times from `t0` on.
@@ -268,35 +212,9 @@ async fn webhooks_are_checked_scoped_pinged_and_deleted() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_ends_when_its_key_is_revoked() {
     let server = server("", 100).await;
-    let made = tvbo::keys::new_key("watcher", Some("acme"), false).unwrap();
-    server.store().insert_api_key(&made.row).await.unwrap();
-    let response = reqwest::Client::new()
-        .get(server.url("/v1/events"))
-        .bearer_auth(&made.key)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status().as_u16(), 200);
-    let mut body = response.bytes_stream();
-    assert!(
-        body.next().await.is_some(),
-        "the stream opens with its retry line"
-    );
-    server.store().revoke_api_key(made.row.id).await.unwrap();
-    let started = std::time::Instant::now();
-    let ended = tokio::time::timeout(Duration::from_secs(8), async {
-        while let Some(chunk) = body.next().await {
-            if chunk.is_err() {
-                break;
-            }
-        }
-    })
-    .await;
-    assert!(ended.is_ok(), "the stream outlived its key");
-    eprintln!(
-        "the stream ended {:?} after the revocation",
-        started.elapsed()
-    );
+    let lasted = crate::common::sse::lasts_after_its_key_is_revoked(&server, "acme").await;
+    let lasted = lasted.expect("the stream outlived its key");
+    eprintln!("the stream ended {lasted:?} after the revocation");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -8,6 +8,7 @@
 #![allow(dead_code)]
 
 pub mod browser;
+pub mod sse;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -32,9 +33,10 @@ enum Backend {
         store: SqliteStore,
         dir: Option<tempfile::TempDir>,
     },
+    /// `db` is None for a second replica ([`TestServer::replica`]): the first drops it.
     Postgres {
         store: PostgresStore,
-        db: PgDatabase,
+        db: Option<PgDatabase>,
     },
 }
 
@@ -122,7 +124,10 @@ impl TestServer {
             .await
             .expect("open PostgreSQL store");
         let shared: Arc<dyn Store> = Arc::new(store.clone());
-        let backend = Backend::Postgres { store, db };
+        let backend = Backend::Postgres {
+            store,
+            db: Some(db),
+        };
         Some(Self::serve_with(shared, backend, settings, connections).await)
     }
 
@@ -161,6 +166,31 @@ impl TestServer {
             .await
             .with_key(tenant)
             .await
+    }
+
+    /// Another replica over this server's PostgreSQL database, with its own pool, change
+    /// listener and caches, serving `settings`, and this server's key; None on SQLite.
+    /// Stop or drop it before this server, which drops the database.
+    pub async fn replica(&self, settings: RouterSettings) -> Option<TestServer> {
+        let url = self.postgres_url()?;
+        let store = PostgresStore::connect(url, &PoolSettings::default())
+            .await
+            .expect("open PostgreSQL store");
+        let shared: Arc<dyn Store> = Arc::new(store.clone());
+        let backend = Backend::Postgres { store, db: None };
+        let mut replica = Self::serve_with(shared, backend, settings, Default::default()).await;
+        replica.headers = self.headers.clone();
+        replica.key = self.key.clone();
+        replica.client = self.client.clone();
+        Some(replica)
+    }
+
+    /// The URL of the server's PostgreSQL database; None on SQLite.
+    pub fn postgres_url(&self) -> Option<&str> {
+        match &self.backend {
+            Backend::Postgres { db: Some(db), .. } => Some(&db.url),
+            _ => None,
+        }
     }
 
     /// The store behind the server.

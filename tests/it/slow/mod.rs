@@ -20,4 +20,5 @@ mod optimisation;
 mod restart_process;
 mod scale_out;
 mod sqlite_durability;
+mod stream_notices;
 mod webhooks;
