@@ -11,11 +11,14 @@
 //!
 //! [`Store::commit`]: crate::store::Store::commit
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use quick_cache::Weighter;
 use quick_cache::sync::Cache;
 use uuid::Uuid;
 
 use crate::domain::records::{ChangeSet, History, ResponseTimeSummary};
+use crate::telemetry::{self, CacheOutcome};
 
 /// Rows (active observations, pending suggestions, response-time summaries, one per
 /// session) of the snapshots a replica keeps: about 0.5 kB each at three parameters, so
@@ -58,12 +61,33 @@ impl Weighter<Uuid, SessionSnapshot> for Rows {
     }
 }
 
+/// Sessions whose handed-out snapshot version is remembered until their change commits
+/// (one change at a time per session and replica, so this is the sessions changing now
+/// on this replica, plus those whose change failed before committing).
+const HANDED_OUT_SESSIONS: usize = 16_384;
+
 /// The snapshots, least recently used dropped first.
-pub(super) struct SnapshotCache(Cache<Uuid, SessionSnapshot, Rows>);
+///
+/// Each committed change is counted by where its snapshot came from
+/// ([`telemetry::SNAPSHOT_LOOKUPS`]): the version [`SnapshotCache::take`] handed out is
+/// remembered, and the change's snapshot at [`SnapshotCache::put_after`] is a `hit` when
+/// it is that version, `stale` when the service read the session again because another
+/// writer had changed it, `absent` when none was kept (a retry after a lost commit race
+/// counts as `absent` too). The rows kept go to [`telemetry::SNAPSHOT_ROWS`].
+pub(super) struct SnapshotCache {
+    kept: Cache<Uuid, SessionSnapshot, Rows>,
+    handed_out: Cache<Uuid, i64>,
+    /// The rows last added to [`telemetry::SNAPSHOT_ROWS`].
+    reported_rows: AtomicU64,
+}
 
 impl Default for SnapshotCache {
     fn default() -> Self {
-        SnapshotCache(Cache::with_weighter(1024, SNAPSHOT_CACHE_ROWS, Rows))
+        SnapshotCache {
+            kept: Cache::with_weighter(1024, SNAPSHOT_CACHE_ROWS, Rows),
+            handed_out: Cache::new(HANDED_OUT_SESSIONS),
+            reported_rows: AtomicU64::new(0),
+        }
     }
 }
 
@@ -72,17 +96,32 @@ impl SnapshotCache {
     /// after its change, or nothing if it failed in a way that leaves the snapshot in
     /// doubt.
     pub fn take(&self, id: Uuid) -> Option<SessionSnapshot> {
-        self.0.remove(&id).map(|(_, snapshot)| snapshot)
+        let taken = self.kept.remove(&id).map(|(_, snapshot)| snapshot);
+        match &taken {
+            Some(snapshot) => self.handed_out.insert(id, snapshot.history.session.version),
+            None => {
+                self.handed_out.remove(&id);
+            }
+        }
+        self.report_rows();
+        taken
     }
 
     /// Keeps `snapshot` as the session's current one.
     pub fn put(&self, id: Uuid, snapshot: SessionSnapshot) {
-        self.0.insert(id, snapshot);
+        self.kept.insert(id, snapshot);
+        self.report_rows();
     }
 
     /// Keeps the snapshot `before` turns into once `change` is committed, when it can be
-    /// replayed.
+    /// replayed. Call once `change` is committed: this counts where `before` came from.
     pub fn put_after(&self, id: Uuid, before: SessionSnapshot, change: &ChangeSet) {
+        let outcome = match self.handed_out.remove(&id) {
+            Some((_, version)) if version == before.history.session.version => CacheOutcome::Hit,
+            Some(_) => CacheOutcome::Stale,
+            None => CacheOutcome::Absent,
+        };
+        telemetry::record_snapshot_lookup(outcome);
         match before.after(change) {
             Some(snapshot) => self.put(id, snapshot),
             None => self.forget(id),
@@ -91,11 +130,96 @@ impl SnapshotCache {
 
     /// The session's snapshot, left in place.
     pub fn peek(&self, id: Uuid) -> Option<SessionSnapshot> {
-        self.0.get(&id)
+        self.kept.get(&id)
     }
 
     /// Drops the session's snapshot.
     pub fn forget(&self, id: Uuid) {
-        self.0.remove(&id);
+        self.kept.remove(&id);
+        self.report_rows();
+    }
+
+    /// Moves [`telemetry::SNAPSHOT_ROWS`] by the change of the rows kept since the last
+    /// report (the swap makes concurrent reports add up to the last one's count).
+    fn report_rows(&self) {
+        let rows = self.kept.weight();
+        let reported = self.reported_rows.swap(rows, Ordering::Relaxed);
+        telemetry::snapshot_rows_changed(rows as f64 - reported as f64);
+    }
+}
+
+impl Drop for SnapshotCache {
+    fn drop(&mut self) {
+        telemetry::snapshot_rows_changed(-(self.reported_rows.load(Ordering::Relaxed) as f64));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::checked::CheckedConfig;
+    use crate::domain::config::CreateSession;
+    use crate::engine::new_session_row;
+
+    fn snapshot(id: Uuid, version: i64) -> SessionSnapshot {
+        let request: CreateSession = serde_json::from_value(serde_json::json!({
+            "parameters": [{"name": "x", "low": 0.0, "high": 1.0}],
+            "algorithm": {"name": "random"}
+        }))
+        .unwrap();
+        let config = CheckedConfig::from_request(request, 1).unwrap();
+        let mut row = new_session_row(id, "default", config, chrono::Utc::now());
+        row.version = version;
+        SessionSnapshot {
+            history: History::new(row),
+            response_times: None,
+        }
+    }
+
+    /// The value of `line`'s metric in a rendering (0 when absent).
+    fn value(rendered: &str, metric: &str) -> f64 {
+        rendered
+            .lines()
+            .find_map(|line| line.strip_prefix(&format!("{metric} ")))
+            .map_or(0.0, |v| v.parse().unwrap())
+    }
+
+    #[test]
+    fn committed_changes_are_counted_by_where_their_snapshot_came_from() {
+        let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
+        let handle = recorder.handle();
+        let id = Uuid::new_v4();
+        let change = ChangeSet::default();
+        metrics::with_local_recorder(&recorder, || {
+            let cache = SnapshotCache::default();
+            // Nothing kept: read from the store.
+            assert!(cache.take(id).is_none());
+            cache.put_after(id, snapshot(id, 1), &change);
+            // The kept one (version 2) planned from: a hit.
+            let kept = cache.take(id).expect("kept after the commit");
+            assert_eq!(kept.history.session.version, 2);
+            cache.put_after(id, kept, &change);
+            // Kept (version 3), but another replica moved the session to 7: read again.
+            assert!(cache.take(id).is_some());
+            cache.put_after(id, snapshot(id, 7), &change);
+            let rendered = handle.render();
+            for outcome in ["hit", "stale", "absent"] {
+                let metric = format!("{}{{outcome=\"{outcome}\"}}", telemetry::SNAPSHOT_LOOKUPS);
+                assert_eq!(value(&rendered, &metric), 1.0, "{outcome}: {rendered}");
+            }
+            // One snapshot kept, of one row (the session: no observations, no pending).
+            assert_eq!(
+                value(&rendered, telemetry::SNAPSHOT_ROWS),
+                1.0,
+                "{rendered}"
+            );
+            drop(cache);
+            let rendered = handle.render();
+            assert_eq!(
+                value(&rendered, telemetry::SNAPSHOT_ROWS),
+                0.0,
+                "{rendered}"
+            );
+        });
     }
 }

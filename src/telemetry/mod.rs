@@ -73,6 +73,22 @@ pub const POOL_CONNECTIONS: &str = "tvbo_store_pool_connections";
 pub const POOL_MAX: &str = "tvbo_store_pool_max_connections";
 /// Gauge: event streams open on this replica (`GET /v1/events`).
 pub const EVENT_STREAMS: &str = "tvbo_event_streams_open";
+/// Counter: committed changes by where the snapshot they were planned from came from
+/// (`outcome`: `hit`, the snapshot this replica kept after the session's last change;
+/// `stale`, a kept snapshot that another replica's change had outdated, read again;
+/// `absent`, none kept, read from the store). Routing a session's calls to one replica
+/// makes them hits.
+pub const SNAPSHOT_LOOKUPS: &str = "tvbo_session_snapshots_total";
+/// Gauge: rows (session, active observations, pending suggestions, response-time
+/// summaries) of the snapshots kept, summed over the process's services.
+pub const SNAPSHOT_ROWS: &str = "tvbo_session_snapshot_rows";
+/// Counter: read-model lookups (predict, best, regret, model) by `outcome`: `hit`, the
+/// cached model was built from the session's current version; `stale`, from an older
+/// one; `absent`, none cached. The last two rebuild the model.
+pub const MODEL_CACHE_LOOKUPS: &str = "tvbo_model_cache_lookups_total";
+/// Gauge: bytes of the cached read models, as the cache counts them against its cap,
+/// summed over the process's services.
+pub const MODEL_CACHE_BYTES: &str = "tvbo_model_cache_bytes";
 
 /// Bucket bounds of every `_seconds` histogram: 0.5 ms to 2 minutes (the request timeout).
 const SECONDS_BUCKETS: [f64; 17] = [
@@ -151,6 +167,13 @@ fn describe() {
     describe_gauge!(POOL_CONNECTIONS, "Open database connections by state");
     describe_gauge!(POOL_MAX, "Most database connections the pool opens");
     describe_gauge!(EVENT_STREAMS, "Event streams open on this replica");
+    describe_counter!(
+        SNAPSHOT_LOOKUPS,
+        "Committed changes by where their snapshot came from"
+    );
+    describe_gauge!(SNAPSHOT_ROWS, "Rows of the session snapshots kept");
+    describe_counter!(MODEL_CACHE_LOOKUPS, "Read-model cache lookups by outcome");
+    describe_gauge!(MODEL_CACHE_BYTES, "Bytes of the cached read models");
     gauge!(MODEL_WORK_QUEUE_DEPTH).increment(0.0);
     gauge!(MODEL_WORK_RUNNING).increment(0.0);
 }
@@ -218,6 +241,46 @@ pub fn record_delivery(outcome: &crate::store::outbox::AttemptOutcome) {
 /// The number of event streams open on this replica now.
 pub fn set_open_streams(open: usize) {
     gauge!(EVENT_STREAMS).set(open as f64);
+}
+
+/// Where a lookup in a replica's cache found what it looked for: the entry of the
+/// session's current version (`Hit`), an older one (`Stale`), or none (`Absent`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CacheOutcome {
+    Hit,
+    Stale,
+    Absent,
+}
+
+impl CacheOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CacheOutcome::Hit => "hit",
+            CacheOutcome::Stale => "stale",
+            CacheOutcome::Absent => "absent",
+        }
+    }
+}
+
+/// Counts a committed change by where its snapshot came from ([`SNAPSHOT_LOOKUPS`]).
+pub fn record_snapshot_lookup(outcome: CacheOutcome) {
+    counter!(SNAPSHOT_LOOKUPS, "outcome" => outcome.as_str()).increment(1);
+}
+
+/// Moves the kept snapshots' rows by `delta` (each cache reports its own changes, so that
+/// every service of a process adds to the gauge).
+pub fn snapshot_rows_changed(delta: f64) {
+    gauge!(SNAPSHOT_ROWS).increment(delta);
+}
+
+/// Counts a read-model lookup by outcome ([`MODEL_CACHE_LOOKUPS`]).
+pub fn record_model_cache_lookup(outcome: CacheOutcome) {
+    counter!(MODEL_CACHE_LOOKUPS, "outcome" => outcome.as_str()).increment(1);
+}
+
+/// Moves the cached read models' bytes by `delta` (see [`snapshot_rows_changed`]).
+pub fn model_cache_bytes_changed(delta: f64) {
+    gauge!(MODEL_CACHE_BYTES).increment(delta);
 }
 
 /// Counts a webhook the circuit breaker paused.
