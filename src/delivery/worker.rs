@@ -25,7 +25,7 @@ use super::Webhooks;
 use super::send::{ATTEMPT_TIMEOUT, Attempt};
 use crate::domain::events::session_idle;
 use crate::session::views::Event;
-use crate::store::changes::ChangeNotice;
+use crate::store::changes::{ChangeFeed, ChangeNotice};
 use crate::store::outbox::{AttemptOutcome, Breaker, ClaimedDelivery};
 use crate::store::to_micros;
 
@@ -44,9 +44,9 @@ pub const BREAKER: Breaker = Breaker {
     failures: 10,
     after: 3600 * 1_000_000,
 };
-/// Longest a replica waits before looking for due deliveries: retries falling due, and
-/// other replicas' events while the change feed is not live (stored events' notices wake
-/// it at once).
+/// Shortest wait before a replica looks for due deliveries again without a notice, and
+/// its wait unless every writer of the database is heard (stored events' notices wake
+/// it at once; otherwise it waits for the next delivery to fall due: [`until_next_due`]).
 const POLL: Duration = Duration::from_secs(1);
 /// How often the idle scan runs.
 const IDLE_SCAN: Duration = Duration::from_secs(15);
@@ -56,7 +56,8 @@ const LOG_KEPT: Duration = Duration::from_secs(7 * 24 * 3600);
 /// Runs the worker until `stop` is notified (the attempts in flight are dropped: their
 /// leases end and they are tried again).
 pub async fn run(webhooks: Webhooks, stop: Arc<Notify>) {
-    let mut notices = webhooks.store.change_feed().subscribe();
+    let feed = webhooks.store.change_feed();
+    let mut notices = feed.subscribe();
     let mut last_idle_scan = tokio::time::Instant::now() - IDLE_SCAN;
     // The first prune an hour after the start: a replica that starts has nothing to do
     // more urgently than serve.
@@ -92,14 +93,48 @@ pub async fn run(webhooks: Webhooks, stop: Arc<Notify>) {
             continue;
         }
         // Claims again when an attempt ends (a slot and its webhook are free), when events
-        // are stored, or after a poll's wait (retries falling due).
+        // are stored, or when the next delivery falls due.
+        let wait = if free == 0 {
+            POLL
+        } else {
+            until_next_due(&webhooks, &feed, last_idle_scan + IDLE_SCAN).await
+        };
         tokio::select! {
             Some(_) = attempts.join_next(), if !attempts.is_empty() => {}
             () = events_stored(&mut notices) => {}
-            () = tokio::time::sleep(POLL) => {}
+            () = tokio::time::sleep(wait) => {}
             () = stop.notified() => return,
         }
     }
+}
+
+/// How long the worker may wait for a notice before it claims again: until the earliest
+/// pending delivery falls due, at least [`POLL`] and at most until the next idle scan
+/// (`scan_at`), while every writer of the database is heard (PostgreSQL's listener);
+/// else [`POLL`]: other replicas' events while the listener is away, and on SQLite
+/// whatever another process wrote. An idle replica on PostgreSQL thus asks the database
+/// twice per idle scan.
+async fn until_next_due(
+    webhooks: &Webhooks,
+    feed: &ChangeFeed,
+    scan_at: tokio::time::Instant,
+) -> Duration {
+    if !feed.hears_every_writer() {
+        return POLL;
+    }
+    let to_scan = scan_at.saturating_duration_since(tokio::time::Instant::now());
+    let due = match webhooks.store.next_due().await {
+        Ok(due) => due,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read when the next webhook delivery is due");
+            return POLL;
+        }
+    };
+    let now = to_micros(Utc::now());
+    due.map_or(to_scan, |due| {
+        Duration::from_micros(u64::try_from(due - now).unwrap_or(0)).min(to_scan)
+    })
+    .max(POLL)
 }
 
 /// Waits for a notice of stored events (or of missed notices).

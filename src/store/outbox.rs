@@ -170,6 +170,11 @@ pub trait Outbox: Send + Sync {
         lease_until: i64,
         limit: i64,
     ) -> Result<Vec<ClaimedDelivery>, StoreError>;
+    /// When the earliest pending delivery may next be claimed (micros): its next attempt,
+    /// or the end of its lease if later; None when no delivery is pending. Deliveries
+    /// that wait behind another of their webhook, or of a paused webhook, count too, so
+    /// the time may be past while nothing can be claimed.
+    async fn next_due(&self) -> Result<Option<i64>, StoreError>;
     /// Records how the attempt on a claimed delivery ended, and ends the claim; counts it
     /// in the webhook's health, and pauses the webhook when `breaker` says so: whether
     /// this attempt paused it.
@@ -386,6 +391,16 @@ macro_rules! outbox_on {
                 rows.into_iter()
                     .map(|(id, version, at)| Ok(($crate::store::rows::parse_uuid(&id)?, version, at)))
                     .collect()
+            }
+
+            async fn next_due(&self) -> Result<Option<i64>, $crate::store::StoreError> {
+                Ok(sqlx::query_scalar(
+                    "SELECT MIN(CASE WHEN next_attempt_micros > claimed_until_micros \
+                     THEN next_attempt_micros ELSE claimed_until_micros END) \
+                     FROM webhook_deliveries WHERE state = 'pending'",
+                )
+                .fetch_one(&self.pool)
+                .await?)
             }
 
             async fn newest_event_id(&self) -> Result<i64, $crate::store::StoreError> {

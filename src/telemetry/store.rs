@@ -296,6 +296,10 @@ impl Outbox for MeteredStore {
         timed("changed_sessions", changed).await
     }
 
+    async fn next_due(&self) -> Result<Option<i64>, StoreError> {
+        timed("next_due", self.inner.next_due()).await
+    }
+
     async fn newest_event_id(&self) -> Result<i64, StoreError> {
         timed("newest_event_id", self.inner.newest_event_id()).await
     }

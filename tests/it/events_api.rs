@@ -5,7 +5,6 @@
 
 use std::time::Duration;
 
-use futures_util::StreamExt;
 use serde_json::{Value, json};
 use tvbo::api::RouterSettings;
 use tvbo::delivery::AllowList;

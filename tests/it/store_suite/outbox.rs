@@ -9,6 +9,7 @@ use tvbo::store::outbox::{AttemptOutcome, Breaker, WebhookRow};
 store_tests!(
     check_events_fan_out_to_the_tenants_webhooks_in_order,
     check_concurrent_claims_take_each_delivery_once,
+    check_the_next_due_delivery_is_known,
     check_claims_take_one_per_webhook_and_tenants_take_turns,
     check_a_webhook_that_keeps_failing_is_paused_until_resumed,
     check_the_idle_scan_raises_once_per_silence,
@@ -232,6 +233,41 @@ async fn check_concurrent_claims_take_each_delivery_once(store: &dyn Store) {
     seen.dedup();
     assert_eq!(seen.len(), total, "a delivery was claimed twice");
     assert_eq!(total, 24);
+}
+
+async fn check_the_next_due_delivery_is_known(store: &dyn Store) {
+    assert_eq!(store.next_due().await.unwrap(), None, "nothing pending");
+    let hook = webhook("default", &[]);
+    store.insert_webhook(&hook, 10).await.unwrap();
+    let session = created(store, "s", 1).await;
+    let t0 = now();
+    commit_events(store, session.id, 0, vec![event(EventKind::DatasetFull)]).await;
+    let due = store.next_due().await.unwrap().expect("a pending delivery");
+    assert!((t0..=now()).contains(&due), "due when committed: {due}");
+    // Claimed: due again when its lease ends; retried: at its next attempt.
+    let claimed = store
+        .claim_deliveries(now(), t0 + 15 * SECOND, 5)
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(store.next_due().await.unwrap(), Some(t0 + 15 * SECOND));
+    let retry = AttemptOutcome::Retry {
+        status: Some(500),
+        error: "e".into(),
+        next_attempt: t0 + 60 * SECOND,
+    };
+    let event_id = claimed[0].event.id;
+    store
+        .finish_delivery(hook.id, event_id, &retry, BREAKER, now())
+        .await
+        .unwrap();
+    assert_eq!(store.next_due().await.unwrap(), Some(t0 + 60 * SECOND));
+    let delivered = AttemptOutcome::Delivered { status: 200 };
+    store
+        .finish_delivery(hook.id, event_id, &delivered, BREAKER, now())
+        .await
+        .unwrap();
+    assert_eq!(store.next_due().await.unwrap(), None, "delivered");
 }
 
 /// Creates a session of `tenant` named `name` and commits one event of it; its id.
