@@ -44,6 +44,10 @@ struct Args {
     /// A running server to drive (repeat for several replicas); none: start servers here.
     #[arg(long)]
     target: Vec<String>,
+    /// Where to read the servers' metrics (repeat for each replica), when `--target` is a
+    /// load balancer in front of them (default: each `--target`'s `/metrics`).
+    #[arg(long)]
+    metrics: Vec<String>,
     /// Database of the servers started here (default: a temporary SQLite file).
     #[arg(long)]
     database_url: Option<String>,
@@ -353,19 +357,25 @@ where
 }
 
 /// The replicas' metrics summed over the servers, by series (name and labels): this
-/// process's recorder for the servers started here, else each `--target`'s `/metrics`
-/// (None if one does not answer).
+/// process's recorder for the servers started here, else each `--metrics` URL, else each
+/// `--target`'s `/metrics` (None if one does not answer).
 async fn server_metrics(
     local: bool,
     client: &reqwest::Client,
     bases: &[String],
+    urls: &[String],
 ) -> Option<BTreeMap<String, f64>> {
     let texts = if local {
         vec![tvbo::telemetry::install().render()]
     } else {
+        let urls: Vec<String> = if urls.is_empty() {
+            bases.iter().map(|base| format!("{base}/metrics")).collect()
+        } else {
+            urls.to_vec()
+        };
         let mut texts = Vec::new();
-        for base in bases {
-            let response = client.get(format!("{base}/metrics")).send().await.ok()?;
+        for url in urls {
+            let response = client.get(url).send().await.ok()?;
             texts.push(response.error_for_status().ok()?.text().await.ok()?);
         }
         texts
@@ -546,7 +556,8 @@ async fn main() -> anyhow::Result<()> {
     let resident_after_creates = resident_bytes();
 
     // The rounds: each session does one, then goes to the back of the queue.
-    let metrics_before = server_metrics(local.is_some(), &client, &bases).await;
+    let metrics_before =
+        server_metrics(local.is_some(), &client, &bases, &clients.args.metrics).await;
     let cpu_before = cpu_seconds();
     let began = Instant::now();
     {
@@ -564,7 +575,8 @@ async fn main() -> anyhow::Result<()> {
     }
     let elapsed = began.elapsed().as_secs_f64();
     let cpu_after = cpu_seconds();
-    let metrics_after = server_metrics(local.is_some(), &client, &bases).await;
+    let metrics_after =
+        server_metrics(local.is_some(), &client, &bases, &clients.args.metrics).await;
     let resident_at_end = resident_bytes();
 
     let args = &clients.args;
