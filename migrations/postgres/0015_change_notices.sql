@@ -5,12 +5,14 @@
 -- until a notice concerns them instead of polling. No table changes: the release before
 -- runs on this schema unchanged (its replicas poll; the notices go unheard).
 --
--- Payload: `<session id> <v|e> <tenant>` (`e`: events were stored), or `<key id> k
--- <tenant>` for an API key revoked, changed or deleted (by a replica or by `tvbo keys`),
--- which ends its streams. PostgreSQL sends identical notices of one transaction once.
+-- Payload: `<session id> v<version> <tenant>` (the session's version after the change),
+-- `<session id> e <tenant>` (events were stored), or `<key id> k <tenant>` for an API key
+-- revoked, changed or deleted (by a replica or by `tvbo keys`), which ends its streams.
+-- A replica also drops the snapshot it kept of a session that another replica changed
+-- (src/session/service.rs). PostgreSQL sends identical notices of one transaction once.
 CREATE FUNCTION tvbo_notify_session_change() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM pg_notify('tvbo_changes', NEW.id || ' v ' || NEW.tenant);
+    PERFORM pg_notify('tvbo_changes', NEW.id || ' v' || NEW.version || ' ' || NEW.tenant);
     RETURN NULL;
 END
 $$;

@@ -31,7 +31,7 @@ use crate::engine::{
     EngineError, Limits, ObserveSnapshot, new_session_config, new_session_row, plan_abandon,
     plan_observe, plan_suggest,
 };
-use crate::store::changes::ChangeFeed;
+use crate::store::changes::{ChangeFeed, ChangeNotice};
 use crate::store::{Creation, Store, StoreError};
 use crate::telemetry;
 
@@ -88,15 +88,21 @@ impl SessionService {
     /// [`DEFAULT_MAX_SESSIONS_PER_TENANT`].
     pub fn new(store: Arc<dyn Store>, limits: Limits) -> Self {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let snapshots = Arc::<SnapshotCache>::default();
+        let changes = store.change_feed();
+        if store.shared() && tokio::runtime::Handle::try_current().is_ok() {
+            let watched = Arc::downgrade(&snapshots);
+            tokio::spawn(drop_stale_snapshots(watched, changes.subscribe()));
+        }
         SessionService {
-            changes: store.change_feed(),
+            changes,
             store,
             limits,
             max_sessions_per_tenant: DEFAULT_MAX_SESSIONS_PER_TENANT,
             locks: Arc::default(),
             scheduler: FairScheduler::new(cores),
             models: Arc::default(),
-            snapshots: Arc::default(),
+            snapshots,
             unreadable_logged: Arc::new(quick_cache::sync::Cache::new(UNREADABLE_LOGGED_CAPACITY)),
             reads: ReadBudget::new(&limits),
         }
@@ -497,8 +503,11 @@ impl SessionService {
             // Where other replicas write too, a kept snapshot is checked against the
             // session's version: planning from one that another replica's change made
             // stale would be wasted work, the commit's version check failing after it.
+            // Not while every writer is heard: such a snapshot was dropped when the
+            // change's notice came ([`drop_stale_snapshots`]), and one whose notice is
+            // still on its way fails the commit's version check and is read again.
             let kept = match self.snapshots.take(id) {
-                Some(snapshot) if self.store.shared() => {
+                Some(snapshot) if self.store.shared() && !self.changes.hears_every_writer() => {
                     let version = self.store.session_version(id).await?;
                     (version == Some(snapshot.history.session.version)).then_some(snapshot)
                 }
@@ -622,4 +631,30 @@ fn unreadable_by_name() -> ServiceError {
 fn stored_now() -> chrono::DateTime<Utc> {
     use chrono::SubsecRound;
     Utc::now().trunc_subsecs(6)
+}
+
+/// Drops the kept snapshots that other writers' changes made stale, as the notices of
+/// their new versions come (PostgreSQL), and every kept snapshot when notices may have
+/// been missed; ends with the service's snapshots or with the feed.
+async fn drop_stale_snapshots(
+    snapshots: std::sync::Weak<SnapshotCache>,
+    mut notices: tokio::sync::broadcast::Receiver<ChangeNotice>,
+) {
+    use tokio::sync::broadcast::error::RecvError;
+    loop {
+        let notice = notices.recv().await;
+        let Some(snapshots) = snapshots.upgrade() else {
+            return;
+        };
+        match notice {
+            Ok(ChangeNotice::Session {
+                session,
+                version: Some(version),
+                ..
+            }) => snapshots.forget_older(session, version),
+            Ok(ChangeNotice::Missed) | Err(RecvError::Lagged(_)) => snapshots.clear(),
+            Ok(_) => {}
+            Err(RecvError::Closed) => return,
+        }
+    }
 }

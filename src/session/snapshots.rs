@@ -133,6 +133,21 @@ impl SnapshotCache {
         self.kept.get(&id)
     }
 
+    /// Drops the session's snapshot if it is older than `version`: another writer's
+    /// change made it stale.
+    pub fn forget_older(&self, id: Uuid, version: i64) {
+        let older = |kept: &SessionSnapshot| kept.history.session.version < version;
+        if self.kept.remove_if(&id, older).is_some() {
+            self.report_rows();
+        }
+    }
+
+    /// Drops every snapshot.
+    pub fn clear(&self) {
+        self.kept.clear();
+        self.report_rows();
+    }
+
     /// Drops the session's snapshot.
     pub fn forget(&self, id: Uuid) {
         self.kept.remove(&id);
@@ -221,5 +236,19 @@ mod tests {
                 "{rendered}"
             );
         });
+    }
+
+    #[test]
+    fn a_newer_version_drops_an_older_snapshot_only() {
+        let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+        let cache = SnapshotCache::default();
+        cache.put(a, snapshot(a, 3));
+        cache.put(b, snapshot(b, 5));
+        cache.forget_older(a, 3);
+        assert!(cache.peek(a).is_some(), "the same version stays");
+        cache.forget_older(a, 4);
+        assert!(cache.peek(a).is_none(), "a newer version drops it");
+        cache.clear();
+        assert!(cache.peek(b).is_none());
     }
 }

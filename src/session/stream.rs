@@ -240,6 +240,7 @@ fn concerns(request: &StreamRequest, notice: &ChangeNotice) -> bool {
             tenant,
             session,
             events,
+            ..
         } => match request.session {
             Some(watched) => watched == *session,
             None => {
@@ -284,6 +285,7 @@ mod tests {
             tenant: tenant.into(),
             session,
             events,
+            version: None,
         };
         let watching = request(Some("acme"), Some(mine), false);
         assert!(concerns(&watching, &notice("acme", mine, false)));

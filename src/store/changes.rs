@@ -32,11 +32,13 @@ const RECONNECT: Duration = Duration::from_secs(1);
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ChangeNotice {
     /// A session of `tenant` was created or its version moved (`events` false), or it
-    /// stored events (`events` true).
+    /// stored events (`events` true); `version` is the session's version after the
+    /// change when the notice says it (PostgreSQL's notices of a version's change).
     Session {
         tenant: Arc<str>,
         session: Uuid,
         events: bool,
+        version: Option<i64>,
     },
     /// An API key was revoked, changed or deleted (by any process: `tvbo keys revoke`
     /// too); only PostgreSQL's triggers send it.
@@ -47,22 +49,23 @@ pub enum ChangeNotice {
 }
 
 impl ChangeNotice {
-    /// The notice of a trigger's payload, `<id> <v|e|k> <tenant>`: a session's (`e`:
-    /// events were stored) or a key's; None for a payload of another form.
+    /// The notice of a trigger's payload, `<id> <v<version>|e|k> <tenant>`: a session's
+    /// new version, its events stored, or a key's change; None for a payload of another
+    /// form.
     pub fn from_payload(payload: &str) -> Option<ChangeNotice> {
         let (id, rest) = payload.split_once(' ')?;
         let (kind, tenant) = rest.split_once(' ')?;
         let id = id.parse().ok()?;
-        let events = match kind {
-            "v" => false,
-            "e" => true,
+        let (events, version) = match kind {
+            "e" => (true, None),
             "k" => return Some(ChangeNotice::Key { key: id }),
-            _ => return None,
+            _ => (false, Some(kind.strip_prefix('v')?.parse().ok()?)),
         };
         Some(ChangeNotice::Session {
             tenant: tenant.into(),
             session: id,
             events,
+            version,
         })
     }
 }
@@ -122,6 +125,7 @@ impl ChangeFeed {
                 tenant: tenant.into(),
                 session,
                 events,
+                version: None,
             });
         }
     }
@@ -199,22 +203,31 @@ mod tests {
             Some(ChangeNotice::Session {
                 tenant: "acme corp".into(),
                 session: id,
-                events: true
+                events: true,
+                version: None,
             })
         );
         assert_eq!(
-            ChangeNotice::from_payload(&format!("{id} v ")),
+            ChangeNotice::from_payload(&format!("{id} v17 ")),
             Some(ChangeNotice::Session {
                 tenant: "".into(),
                 session: id,
-                events: false
+                events: false,
+                version: Some(17),
             })
         );
         assert_eq!(
             ChangeNotice::from_payload(&format!("{id} k acme")),
             Some(ChangeNotice::Key { key: id })
         );
-        for bad in ["", "x v t", &format!("{id} q t"), &format!("{id}")] {
+        let bad_ones = [
+            "",
+            "x v1 t",
+            &format!("{id} q t"),
+            &format!("{id} v t"),
+            &format!("{id}"),
+        ];
+        for bad in bad_ones {
             assert_eq!(ChangeNotice::from_payload(bad), None, "{bad:?}");
         }
     }

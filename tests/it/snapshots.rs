@@ -123,6 +123,55 @@ async fn kept_snapshots_are_what_the_store_reads_back(store: Arc<dyn Store>) {
     }
 }
 
+/// On PostgreSQL a replica hears the other replicas' changes (docs/events.md, "The
+/// stream"): the snapshot it kept of a session that another replica then changed is
+/// dropped as the change's notice comes, so that its next change reads the session
+/// instead of first asking for its version.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_another_replicas_change_drops_the_kept_snapshot() {
+    let Some(database) = common::PgDatabase::create("kept_snapshot_dropped").await else {
+        return;
+    };
+    let connect = async || {
+        let store = PostgresStore::connect(&database.url, &PoolSettings::default())
+            .await
+            .unwrap();
+        SessionService::new(Arc::new(store), Limits::default())
+    };
+    let (this, other) = (connect().await, connect().await);
+    let request = serde_json::from_value(json!({
+        "parameters": [{"name": "x", "low": 0.0, "high": 1.0}],
+        "algorithm": {"name": "random"},
+        "time": {"source": "client"},
+    }))
+    .unwrap();
+    let id = this
+        .create_session("default", request, None)
+        .await
+        .unwrap()
+        .id;
+    let suggest = |t: f64| SuggestRequest {
+        count: None,
+        t: Some(t),
+        fixed: None,
+    };
+    this.suggest(id, suggest(1.0), None).await.unwrap();
+    assert!(this.kept_snapshot(id).is_some());
+    other.suggest(id, suggest(2.0), None).await.unwrap();
+    let dropped = tokio::time::timeout(std::time::Duration::from_secs(2), async {
+        while this.kept_snapshot(id).is_some() {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    assert!(dropped.is_ok(), "the stale snapshot is still kept");
+    // Planned from the database: the third suggestion, at version 3.
+    this.suggest(id, suggest(3.0), None).await.unwrap();
+    let kept = this.kept_snapshot(id).unwrap();
+    assert_eq!(kept.history.session.version, 3);
+    assert_eq!(kept.history.pending.len(), 3);
+}
+
 fn observation(
     suggestion_id: Option<uuid::Uuid>,
     params: Option<tvbo::domain::space::Params>,
