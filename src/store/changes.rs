@@ -26,7 +26,7 @@ pub const CHANNEL: &str = "tvbo_changes";
 const BUFFERED: usize = 1024;
 
 /// How long the listener waits before it connects again after losing its connection.
-const RECONNECT: Duration = Duration::from_secs(1);
+pub const RECONNECT: Duration = Duration::from_secs(1);
 
 /// What a committed change touched.
 #[derive(Clone, Debug, PartialEq, Eq)]
