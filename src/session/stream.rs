@@ -9,7 +9,8 @@
 //!
 //! A stream looks at the store when a change that concerns it is committed (the store's
 //! [`ChangeFeed`]: this process's commits on SQLite, every replica's through PostgreSQL's
-//! `LISTEN` on a shared database), at most every [`LOOK_GAP`], and otherwise sleeps: for
+//! `LISTEN` on a shared database), at most every [`LOOK_GAP`] for events and every
+//! [`VERSION_GAP`] for versions alone, and otherwise sleeps: for
 //! [`SAFETY_LOOK`] while the feed is live, [`GAP_GRACE`] while a gap holds it, and
 //! [`POLL`] while the feed is not live (PostgreSQL's listening connection is lost), as
 //! it polled before there were notices.
@@ -38,8 +39,13 @@ pub const POLL: Duration = Duration::from_secs(1);
 /// was lost all the same (PostgreSQL drops a listener's notices only with its connection,
 /// which the feed reports).
 pub const SAFETY_LOOK: Duration = Duration::from_secs(300);
-/// Shortest time between two looks: a busy session's notices are taken together.
+/// Shortest time between two looks when events were stored: a busy session's notices
+/// are taken together.
 pub const LOOK_GAP: Duration = Duration::from_millis(25);
+/// Shortest time between two looks when only versions moved: a session observed many
+/// times a second tells its watchers (a dashboard redraws on each message) once a
+/// second, as the stream did when it polled.
+pub const VERSION_GAP: Duration = POLL;
 /// Events read per look.
 const PAGE: i64 = 200;
 
@@ -129,11 +135,13 @@ impl SessionService {
                         }
                     }
                     let sleep = cursor.sleep();
-                    tokio::select! {
-                        () = cursor.concerning_notice() => {}
-                        () = tokio::time::sleep(sleep) => {}
-                    }
-                    tokio::time::sleep_until(looked + LOOK_GAP).await;
+                    let gap = tokio::select! {
+                        urgent = cursor.concerning_notice() => {
+                            if urgent { LOOK_GAP } else { VERSION_GAP }
+                        }
+                        () = tokio::time::sleep(sleep) => LOOK_GAP,
+                    };
+                    tokio::time::sleep_until(looked + gap).await;
                 }
             },
         ))
@@ -152,14 +160,17 @@ impl Cursor {
 
     /// Waits for a notice that concerns this stream: a change of its session, or of a
     /// session of its tenant (every tenant's for an admin) that stored events, or that
-    /// changed at all with `changes`; or notices it missed. Never returns once the feed
+    /// changed at all with `changes`; or notices it missed. Whether it is urgent: events
+    /// stored, or notices missed (a version's move is not). Never returns once the feed
     /// is gone (the store outlives its streams).
-    async fn concerning_notice(&mut self) {
+    async fn concerning_notice(&mut self) -> bool {
         loop {
             match self.notices.recv().await {
-                Ok(notice) if concerns(&self.request, &notice) => return,
+                Ok(notice) if concerns(&self.request, &notice) => {
+                    return !matches!(notice, ChangeNotice::Session { events: false, .. });
+                }
                 Ok(_) => {}
-                Err(RecvError::Lagged(_)) => return,
+                Err(RecvError::Lagged(_)) => return true,
                 Err(RecvError::Closed) => std::future::pending().await,
             }
         }

@@ -192,16 +192,21 @@ async fn two_hundred_idle_streams_make_fewer_than_20_transactions_in_10_s() {
         }
     }
     assert_eq!(streams.len(), 200);
+    // The first 10-s window that the streams' opening looks have left, within a minute:
+    // a busy machine delays PostgreSQL's counts of them. Streams that polled would make
+    // hundreds in every window.
     tokio::time::sleep(SETTLE).await;
-    let with_streams = transactions_in_a_window(&url).await;
-    let made = with_streams - alone;
+    let mut windows = Vec::new();
+    while windows.len() < 6 && windows.last().is_none_or(|&made| made >= 20) {
+        windows.push(transactions_in_a_window(&url).await);
+    }
     println!(
-        "in 10 s: {with_streams} transactions with 200 idle streams, {alone} without: \
-         the streams made {made}"
+        "in 10 s: {windows:?} transactions with 200 idle streams, {alone} without (the \
+         database's, all of them)"
     );
     assert!(
-        made < 20,
-        "200 idle streams made {made} transactions in 10 s"
+        windows.last().is_some_and(|&made| made < 20),
+        "200 idle streams: {windows:?} transactions in 10-s windows"
     );
 
     // Asleep, not dead: a commit wakes its session's streams at once.
@@ -237,10 +242,30 @@ async fn streams_poll_while_the_listener_is_away_and_are_woken_once_it_is_back()
     // Away: the stream polls, so the event still comes, within a poll.
     let delays = event_delays(&server, &server, 1).await;
     assert!(delays[0] < Duration::from_millis(1500), "{delays:?}");
-    // Back within a second or so: woken again.
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    let delays = event_delays(&server, &server, 3).await;
-    assert_prompt(&delays, "PostgreSQL, after the listener came back");
+    // Back within a second or so (the replica connects again every second): woken again,
+    // in well under the half second a poll's events wait on average.
+    let back = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let listening: i64 = sqlx::query_scalar(
+                "SELECT COUNT(*) FROM pg_stat_activity \
+                 WHERE datname = current_database() AND query LIKE 'LISTEN%'",
+            )
+            .fetch_one(&mut admin)
+            .await
+            .unwrap();
+            if listening == 1 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+    assert!(back.is_ok(), "the replica listens again");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let mut delays = event_delays(&server, &server, 5).await;
+    println!("PostgreSQL, after the listener came back: event delays {delays:?}");
+    delays.sort();
+    assert!(delays[2] < Duration::from_millis(250), "{delays:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
