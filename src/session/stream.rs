@@ -9,8 +9,9 @@
 //!
 //! A stream looks at the store when a change that concerns it is committed (the store's
 //! [`ChangeFeed`]: this process's commits on SQLite, every replica's through PostgreSQL's
-//! `LISTEN` on a shared database), at most every [`LOOK_GAP`] for events and every
-//! [`VERSION_GAP`] for versions alone, and otherwise sleeps: for
+//! `LISTEN` on a shared database), at most every [`LOOK_GAP`] for events, and for
+//! versions alone [`VERSION_SETTLE`] after the notice and at most every [`VERSION_GAP`];
+//! otherwise it sleeps: for
 //! [`SAFETY_LOOK`] while the feed is live, [`GAP_GRACE`] while a gap holds it, and
 //! [`POLL`] while the feed is not live (PostgreSQL's listening connection is lost), as
 //! it polled before there were notices.
@@ -46,6 +47,10 @@ pub const LOOK_GAP: Duration = Duration::from_millis(25);
 /// times a second tells its watchers (a dashboard redraws on each message) once a
 /// second, as the stream did when it polled.
 pub const VERSION_GAP: Duration = POLL;
+/// How long a look for versions alone waits after the notice: a client's observe and its
+/// next suggest, which follow each other, are told as one move (half a poll, the wait
+/// a polling stream's watchers had on average).
+pub const VERSION_SETTLE: Duration = Duration::from_millis(500);
 /// Events read per look.
 const PAGE: i64 = 200;
 
@@ -135,13 +140,15 @@ impl SessionService {
                         }
                     }
                     let sleep = cursor.sleep();
-                    let gap = tokio::select! {
-                        urgent = cursor.concerning_notice() => {
-                            if urgent { LOOK_GAP } else { VERSION_GAP }
-                        }
-                        () = tokio::time::sleep(sleep) => LOOK_GAP,
+                    let next = tokio::select! {
+                        urgent = cursor.concerning_notice() => if urgent {
+                            looked + LOOK_GAP
+                        } else {
+                            (looked + VERSION_GAP).max(tokio::time::Instant::now() + VERSION_SETTLE)
+                        },
+                        () = tokio::time::sleep(sleep) => looked + LOOK_GAP,
                     };
-                    tokio::time::sleep_until(looked + gap).await;
+                    tokio::time::sleep_until(next).await;
                 }
             },
         ))
