@@ -28,6 +28,12 @@ fn settings() -> RouterSettings {
     }
 }
 
+/// A server over a fresh PostgreSQL database with [`settings`]; None (saying why) without
+/// a PostgreSQL server.
+async fn postgres(test: &str) -> Option<TestServer> {
+    TestServer::start_postgres_configured(test, settings(), Default::default()).await
+}
+
 async fn session(server: &TestServer) -> String {
     server
         .create(json!({
@@ -99,9 +105,9 @@ async fn on_sqlite_an_event_reaches_a_stream_within_100_ms() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_event_committed_on_one_replica_reaches_a_stream_on_another_within_100_ms() {
-    let test = "an_event_committed_on_one_replica_reaches_a_stream_on_another_within_100_ms";
     let Some(first) =
-        TestServer::start_postgres_configured(test, settings(), Default::default()).await
+        postgres("an_event_committed_on_one_replica_reaches_a_stream_on_another_within_100_ms")
+            .await
     else {
         return;
     };
@@ -138,9 +144,8 @@ async fn transactions_in_a_window(url: &str) -> i64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_hundred_idle_streams_make_fewer_than_20_transactions_in_10_s() {
-    let test = "two_hundred_idle_streams_make_fewer_than_20_transactions_in_10_s";
     let Some(server) =
-        TestServer::start_postgres_configured(test, settings(), Default::default()).await
+        postgres("two_hundred_idle_streams_make_fewer_than_20_transactions_in_10_s").await
     else {
         return;
     };
@@ -222,9 +227,8 @@ async fn two_hundred_idle_streams_make_fewer_than_20_transactions_in_10_s() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn streams_poll_while_the_listener_is_away_and_are_woken_once_it_is_back() {
-    let test = "streams_poll_while_the_listener_is_away_and_are_woken_once_it_is_back";
     let Some(server) =
-        TestServer::start_postgres_configured(test, settings(), Default::default()).await
+        postgres("streams_poll_while_the_listener_is_away_and_are_woken_once_it_is_back").await
     else {
         return;
     };
@@ -270,9 +274,8 @@ async fn streams_poll_while_the_listener_is_away_and_are_woken_once_it_is_back()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_postgresql_a_stream_ends_at_once_when_its_key_is_revoked() {
-    let test = "on_postgresql_a_stream_ends_at_once_when_its_key_is_revoked";
     let Some(server) =
-        TestServer::start_postgres_configured(test, settings(), Default::default()).await
+        postgres("on_postgresql_a_stream_ends_at_once_when_its_key_is_revoked").await
     else {
         return;
     };
