@@ -54,6 +54,8 @@ fn snapshot(t: f64, with_optimum: bool) -> StepSnapshot {
             epsilon: None,
             categorical_lengthscale: None,
             lengthscales: Some([("x".to_string(), 0.2), ("y".to_string(), 0.45)].into()),
+            level_variance: None,
+            level_lengthscale: None,
         }),
         optimum: with_optimum.then(|| RecordedOptimum {
             t,

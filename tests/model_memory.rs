@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicIsize, Ordering};
 
 use nalgebra::{DMatrix, DVector};
-use tvbo::domain::config::{Failures, FitStart, Lengthscales, ModelConfig, Warping};
+use tvbo::domain::config::{Failures, FitStart, Lengthscales, Level, ModelConfig, Warping};
 use tvbo::domain::hyperpriors::Hyperpriors;
 use tvbo::gp::arms::{ArmGp, ArmPrior, TimeVaryingArmGp};
 use tvbo::gp::{KernelKind, KernelSpec};
@@ -93,6 +93,7 @@ fn reported_model_memory_matches_the_allocator() {
         failures: Failures::Ignore,
         lengthscales: Lengthscales::Shared,
         warping: Warping::None,
+        level: Level::None,
     };
     let exact = FitSettings::from_default_start(None, &model);
     // The matrix-product kernels keep a workspace per thread (a few MB, made on first use

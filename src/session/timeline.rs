@@ -371,6 +371,8 @@ mod tests {
                         lengthscales: Some(
                             params.keys().map(|name| (name.clone(), LONGEST)).collect(),
                         ),
+                        level_variance: Some(LONGEST),
+                        level_lengthscale: Some(LONGEST),
                     }),
                     optimum: Some(RecordedOptimum {
                         t: LONGEST,

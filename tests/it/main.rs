@@ -18,6 +18,7 @@ mod bounded_reads;
 mod context_sessions;
 mod delivery_fairness;
 mod deploy_docs;
+mod drifting_level;
 mod engine_parity;
 mod events_api;
 mod extreme_values;

@@ -56,6 +56,13 @@ impl AlgorithmEntry {
             AlgorithmKind::Optuna { .. } => false,
         }
     }
+    /// Whether its sessions' kernel has time (the core's
+    /// [`tvbo_core::domain::algorithm::AlgorithmConfig::uses_time`] of its request), so
+    /// that `model.level` applies to it.
+    pub fn uses_time(&self) -> bool {
+        serde_json::from_str::<tvbo_core::domain::algorithm::AlgorithmConfig>(self.request)
+            .is_ok_and(|algorithm| algorithm.uses_time())
+    }
 }
 
 /// Minutes of tuning of `tune-once` (the "10-minute tuning at the start").

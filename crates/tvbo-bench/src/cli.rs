@@ -176,6 +176,12 @@ pub struct BenchArgs {
     /// service's default, recorded as the value it stands for). Recorded and compared on `--resume` as `--lengthscales` is.
     #[arg(long, default_value = "none", value_parser = parse_warping)]
     pub warping: tvbo_core::domain::config::Warping,
+    /// Every session's `model.level`: `none` (the papers' kernel), `drifting` (a level
+    /// over time alone added to it) or `default` (the service's default, recorded as the
+    /// value it stands for). Recorded and compared on `--resume` as `--lengthscales` is;
+    /// an algorithm whose kernel ignores time keeps `none`.
+    #[arg(long, default_value = "none", value_parser = parse_level)]
+    pub level: tvbo_core::domain::config::Level,
     /// Replications per (objective, algorithm) (default: the suite's, below).
     #[arg(long)]
     pub replications: Option<usize>,
@@ -238,6 +244,7 @@ impl BenchArgs {
             hyperpriors: self.hyperpriors,
             lengthscales: self.lengthscales,
             warping: self.warping,
+            level: self.level,
             replications: self.replications,
             horizon: self.horizon,
             jobs: self.jobs,
@@ -293,6 +300,16 @@ fn parse_warping(text: &str) -> Result<tvbo_core::domain::config::Warping, Strin
     }
     serde_json::from_value(serde_json::Value::String(text.to_string()))
         .map_err(|_| format!("`{text}` is not a warping: `none`, `log`, `half_rank` or `default`"))
+}
+
+/// `--level`: a value of the API's `model.level`, or `default` for the service's
+/// default (resolved here, so that the runs record the value itself).
+fn parse_level(text: &str) -> Result<tvbo_core::domain::config::Level, String> {
+    if text == "default" {
+        return Ok(tvbo_core::domain::config::Level::default());
+    }
+    serde_json::from_value(serde_json::Value::String(text.to_string()))
+        .map_err(|_| format!("`{text}` is not a level: `none`, `drifting` or `default`"))
 }
 
 #[cfg(test)]

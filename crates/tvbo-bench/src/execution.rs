@@ -183,6 +183,7 @@ fn run_one(
         hyperpriors: plan.hyperpriors,
         lengthscales: plan.lengthscales,
         warping: plan.warping,
+        level: plan.level,
         warmup,
         iterations,
         wall_seconds: started.elapsed().as_secs_f64(),

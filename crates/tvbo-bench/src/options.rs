@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 use super::algorithms::{AlgorithmOptions, algorithm};
-use tvbo_core::domain::config::{FitStart, Lengthscales, Warping};
+use tvbo_core::domain::config::{FitStart, Lengthscales, Level, Warping};
 use tvbo_core::domain::hyperpriors::Hyperpriors;
 
 /// Whether a session's time comes from the bench's clock or the server's.
@@ -41,6 +41,8 @@ pub struct BenchOptions {
     /// Every session's `model.warping` (default `none`, the papers' protocol: the values
     /// themselves).
     pub warping: Warping,
+    /// Every session's `model.level` (default `none`, the papers' kernel).
+    pub level: Level,
     pub replications: Option<usize>,
     pub horizon: Option<f64>,
     /// Runs in parallel (threads).
@@ -78,6 +80,7 @@ impl Default for BenchOptions {
             hyperpriors: Hyperpriors::None,
             lengthscales: Lengthscales::Shared,
             warping: Warping::None,
+            level: Level::None,
             replications: None,
             horizon: None,
             jobs: 1,

@@ -12,7 +12,7 @@ use super::seeds::derive_seed;
 use super::session::{ModelSettings, algorithm_request, session_config};
 use super::suites::{ObjectiveKind, Suite, objectives_named, suite};
 use tvbo_core::domain::config::AlgorithmConfig;
-use tvbo_core::domain::config::{FitStart, Lengthscales, Warping};
+use tvbo_core::domain::config::{FitStart, Lengthscales, Level, Warping};
 use tvbo_core::domain::hyperpriors::Hyperpriors;
 
 /// One (objective, algorithm, replication).
@@ -39,6 +39,8 @@ pub struct Plan {
     pub lengthscales: Lengthscales,
     /// Every session's `model.warping` (`--warping`).
     pub warping: Warping,
+    /// Every session's `model.level` (`--level`).
+    pub level: Level,
     pub runs: Vec<RunSpec>,
 }
 
@@ -50,6 +52,7 @@ impl Plan {
             hyperpriors: self.hyperpriors,
             lengthscales: self.lengthscales,
             warping: self.warping,
+            level: self.level,
         }
     }
 
@@ -185,6 +188,7 @@ impl Plan {
             hyperpriors: options.hyperpriors,
             lengthscales: options.lengthscales,
             warping: options.warping,
+            level: options.level,
             runs,
         })
     }

@@ -8,7 +8,7 @@ use super::error::BenchError;
 use super::plan::Plan;
 use super::runner::Iteration;
 use super::suites::ObjectiveSpec;
-use tvbo_core::domain::config::{FitStart, Lengthscales, Warping};
+use tvbo_core::domain::config::{FitStart, Lengthscales, Level, Warping};
 use tvbo_core::domain::hyperpriors::Hyperpriors;
 
 /// The outcome of one run (one line of `runs.jsonl`).
@@ -52,6 +52,10 @@ pub struct RunResult {
     /// version's) reads as `none`. Compared as `lengthscales` is.
     #[serde(default = "Warping::of_stored_session")]
     pub warping: Warping,
+    /// The sessions' `model.level` (`--level`); a line without it (an earlier version's)
+    /// reads as `none`. Compared as `lengthscales` is.
+    #[serde(default = "Level::of_stored_session")]
+    pub level: Level,
     /// Random warm-up queries of the session (its `model.warmup`): the first iterations.
     pub warmup: usize,
     pub iterations: Vec<Iteration>,
@@ -157,7 +161,9 @@ fn match_plan(
                     && r.algorithm_options.as_ref() == plan.options_of(run.algorithm.name)
                     && r.fit_start == plan.fit_start
                     && r.hyperpriors == plan.hyperpriors
-                    && ((r.lengthscales == plan.lengthscales && r.warping == plan.warping)
+                    && ((r.lengthscales == plan.lengthscales
+                        && r.warping == plan.warping
+                        && r.level == plan.level)
                         || !run.algorithm.fits_tvbos_gp())
                     && r.replication == run.replication
                     && r.seed == run.seed
@@ -196,6 +202,7 @@ mod tests {
             hyperpriors: Hyperpriors::None,
             lengthscales: Lengthscales::Shared,
             warping: Warping::None,
+            level: Level::None,
             warmup: 15,
             iterations: vec![runner::Iteration {
                 t: 1.0,
@@ -248,6 +255,7 @@ mod tests {
             hyperpriors: Hyperpriors::None,
             lengthscales: Lengthscales::Shared,
             warping: Warping::None,
+            level: Level::None,
             warmup: 15,
             iterations: Vec::new(),
             wall_seconds: 1.0,
@@ -312,6 +320,7 @@ mod tests {
             hyperpriors: Hyperpriors::None,
             lengthscales: Lengthscales::Shared,
             warping: Warping::None,
+            level: Level::None,
             warmup: 15,
             iterations: Vec::new(),
             wall_seconds: 1.0,
@@ -356,6 +365,7 @@ mod tests {
             hyperpriors,
             lengthscales: Lengthscales::Shared,
             warping: Warping::None,
+            level: Level::None,
             warmup: 15,
             iterations: Vec::new(),
             wall_seconds: 1.0,
@@ -402,6 +412,7 @@ mod tests {
                 replications: Some(1),
                 lengthscales,
                 warping,
+                level: Level::None,
                 ..BenchOptions::default()
             })
             .unwrap()
@@ -425,6 +436,7 @@ mod tests {
             hyperpriors: Hyperpriors::None,
             lengthscales,
             warping: Warping::None,
+            level: Level::None,
             warmup: 15,
             iterations: Vec::new(),
             wall_seconds: 1.0,

@@ -8,7 +8,7 @@ use super::error::BenchError;
 use super::objective::Objective;
 use super::options::ServerTime;
 use tvbo_core::domain::checked::CheckedConfig;
-use tvbo_core::domain::config::{CreateSession, FitStart, Lengthscales, Warping};
+use tvbo_core::domain::config::{CreateSession, FitStart, Lengthscales, Level, Warping};
 use tvbo_core::domain::hyperpriors::Hyperpriors;
 use tvbo_core::domain::space::ParameterSpec;
 use tvbo_core::engine::new_session_config;
@@ -24,6 +24,8 @@ pub struct ModelSettings {
     pub lengthscales: Lengthscales,
     /// `model.warping` (`--warping`).
     pub warping: Warping,
+    /// `model.level` (`--level`), for the algorithms whose kernel has time.
+    pub level: Level,
 }
 
 impl ModelSettings {
@@ -34,6 +36,7 @@ impl ModelSettings {
         hyperpriors: Hyperpriors::None,
         lengthscales: Lengthscales::Shared,
         warping: Warping::None,
+        level: Level::None,
     };
 }
 
@@ -105,6 +108,9 @@ pub fn session_request(
     model.insert("hyperpriors".into(), json!(settings.hyperpriors));
     model.insert("lengthscales".into(), json!(settings.lengthscales));
     model.insert("warping".into(), json!(settings.warping));
+    if settings.level != Level::None && algorithm.uses_time() {
+        model.insert("level".into(), json!(settings.level));
+    }
     if algorithm.needs_priors {
         let priors = objective.priors().ok_or_else(|| {
             BenchError::Config(format!(
@@ -217,6 +223,7 @@ mod tests {
                 hyperpriors: Hyperpriors::Robust,
                 lengthscales: Lengthscales::PerParameter,
                 warping: Warping::Log,
+                level: Level::Drifting,
             },
         )
         .unwrap();

@@ -8,6 +8,8 @@ const BOUND_WORDS = {
   signal_variance_lower: "signal variance at its lower bound", signal_variance_upper: "signal variance at its upper bound",
   noise_variance_lower: "noise variance at its lower bound", noise_variance_upper: "noise variance at its upper bound",
   categorical_lengthscale_lower: "l_C at its lower bound", categorical_lengthscale_upper: "l_C at its upper bound",
+  level_variance_lower: "no drifting level", level_variance_upper: "level variance at its upper bound",
+  level_lengthscale_lower: "l_L at its lower bound", level_lengthscale_upper: "l_L at its upper bound (a constant level)",
 };
 
 /// A parameter's value as a chart coordinate (a categorical one at its choice's index),
@@ -152,7 +154,7 @@ function hyperparameterCharts(board, session, snap) {
         { name: "l_S (space)", points: hyper.map(s => [s.t, h(s).spatial_lengthscale]) },
         { name: "signal var", points: hyper.map(s => [s.t, h(s).signal_variance]) },
         { name: "noise var", points: hyper.map(s => [s.t, h(s).noise_variance]) },
-      ],
+      ].concat(hyper.some(s => h(s).level_variance) ? [{ name: "level var", points: hyper.filter(s => h(s).level_variance).map(s => [s.t, h(s).level_variance]) }] : []),
       caption: boundNote,
       note: "Fitted at each step on standardised values; none during the warm-up. The corner says when the newest fits ended at an end of their box.", empty: "not fitted yet (warm-up or random search)" });
   }
@@ -160,9 +162,10 @@ function hyperparameterCharts(board, session, snap) {
   if (hyper.some(s => h(s).temporal_lengthscale !== null)) {
     const temporal = [{ name: "l_T (seconds)", points: hyper.map(s => [s.t, h(s).temporal_lengthscale]) }];
     if (hyper.some(s => h(s).epsilon !== null)) temporal.push({ name: "ε", color: "#ea580c", points: hyper.map(s => [s.t, h(s).epsilon]) });
+    if (hyper.some(s => h(s).level_lengthscale)) temporal.push({ name: "l_L, the level (seconds)", points: hyper.filter(s => h(s).level_lengthscale).map(s => [s.t, h(s).level_lengthscale]) });
     board.chart({ id: "temporal", title: "Temporal lengthscale", time: true, logY: true, yLabel: "value (log)", series: temporal,
       caption: bounds.some(b => b.startsWith("temporal")) ? boundNote : "",
-      note: "How fast the model believes the objective drifts: a short l_T forgets quickly." });
+      note: "How fast the model believes the objective drifts: a short l_T forgets quickly. Under a drifting level, l_L is how fast the level moves while the shape keeps l_T." });
   }
 }
 

@@ -5,7 +5,7 @@
 use crate::common;
 
 use common::TestServer;
-use tvbo::domain::config::{FitStart, Lengthscales, Warping};
+use tvbo::domain::config::{FitStart, Lengthscales, Level, Warping};
 use tvbo::domain::hyperpriors::Hyperpriors;
 use tvbo_bench::{self as bench, BenchOptions, Plan, RunResult, ServerTime};
 
@@ -23,6 +23,7 @@ fn options(output: &std::path::Path) -> BenchOptions {
         hyperpriors: Hyperpriors::None,
         lengthscales: Lengthscales::Shared,
         warping: Warping::None,
+        level: Level::None,
         replications: Some(1),
         horizon: Some(20.5),
         jobs: 2,

@@ -194,6 +194,8 @@ async fn check_steps_with_snapshots(store: &dyn Store) {
             epsilon: None,
             categorical_lengthscale: None,
             lengthscales: Some([("x".to_string(), 0.25)].into()),
+            level_variance: Some(0.4),
+            level_lengthscale: Some(900.0),
         }),
         optimum: Some(RecordedOptimum {
             t: 4.5,

@@ -42,6 +42,7 @@ Hyperpriors = Literal["none", "robust"]
 Failures = Literal["impute", "ignore"]
 Lengthscales = Literal["per_parameter", "shared"]
 Warping = Literal["half_rank", "log", "none"]
+Level = Literal["drifting", "none"]
 RunEnd = Literal["failed", "abandoned"]
 TrackingStatus = Literal["tracking", "lagging", "no-recent-data"]
 AlgorithmName = Literal[
@@ -177,6 +178,7 @@ class ModelOptions(TypedDict, total=False):
     failures: Optional[Failures]
     lengthscales: Optional[Lengthscales]
     warping: Optional[Warping]
+    level: Optional[Level]
 
 
 class TimeOptions(TypedDict, total=False):
@@ -260,6 +262,7 @@ class ModelConfig:
     failures: Optional[Failures] = None
     lengthscales: Optional[Lengthscales] = None
     warping: Optional[Warping] = None
+    level: Optional[Level] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -468,6 +471,8 @@ class FittedHyperparameters:
     epsilon: Optional[float] = None
     categorical_lengthscale: Optional[float] = None
     lengthscales: Optional[Dict[str, float]] = None
+    level_variance: Optional[float] = None
+    level_lengthscale: Optional[float] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -823,6 +828,7 @@ ENUMS: Dict[str, Any] = {
     "Failures": Failures,
     "Lengthscales": Lengthscales,
     "Warping": Warping,
+    "Level": Level,
     "RunEnd": RunEnd,
     "TrackingStatus": TrackingStatus,
     "WebhookState": WebhookState,

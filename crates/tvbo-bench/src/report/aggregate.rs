@@ -14,7 +14,7 @@ use crate::plan::Plan;
 use crate::reference;
 use crate::run_log::RunResult;
 use crate::stats::MeanSe;
-use tvbo_core::domain::config::{FitStart, Lengthscales, Warping};
+use tvbo_core::domain::config::{FitStart, Lengthscales, Level, Warping};
 use tvbo_core::domain::hyperpriors::Hyperpriors;
 
 /// Points of the time series (bins over the horizon).
@@ -149,6 +149,8 @@ pub struct Report {
     pub lengthscales: Lengthscales,
     /// Every session's `model.warping` (`--warping`).
     pub warping: Warping,
+    /// Every session's `model.level` (`--level`).
+    pub level: Level,
     pub summaries: Vec<Summary>,
     pub normalised: Vec<Normalised>,
     pub runs: Vec<RunSummary>,
@@ -310,6 +312,7 @@ impl Report {
             hyperpriors: plan.hyperpriors,
             lengthscales: plan.lengthscales,
             warping: plan.warping,
+            level: plan.level,
             summaries,
             normalised,
             runs,

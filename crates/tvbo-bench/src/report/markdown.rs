@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::aggregate::Report;
 use super::format::{duration, fraction, significant, span};
 use super::phases::achieved_plot_file;
-use tvbo_core::domain::config::{FitStart, Lengthscales, Warping};
+use tvbo_core::domain::config::{FitStart, Lengthscales, Level, Warping};
 use tvbo_core::domain::hyperpriors::Hyperpriors;
 
 impl Report {
@@ -104,6 +104,12 @@ impl Report {
                     .ok()
                     .and_then(|v| v.as_str().map(str::to_owned))
                     .unwrap_or_default()
+            );
+        }
+        if self.level == Level::Drifting {
+            let _ = writeln!(
+                md,
+                "The GPs of the algorithms with time have a drifting level (`--level drifting`), not the papers' kernel.\n"
             );
         }
     }
@@ -291,6 +297,7 @@ pub(super) mod tests {
             hyperpriors: Hyperpriors::None,
             lengthscales: Lengthscales::Shared,
             warping: Warping::None,
+            level: Level::None,
             summaries,
             normalised: Vec::new(),
             runs: Vec::new(),

@@ -6,8 +6,8 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tvbo_core::domain::checked::CheckedConfig;
 use tvbo_core::domain::config::{
-    AlgorithmConfig, CreateSession, Failures, FitStart, Hyperpriors, Lengthscales, ModelConfig,
-    Warping,
+    AlgorithmConfig, CreateSession, Failures, FitStart, Hyperpriors, Lengthscales, Level,
+    ModelConfig, Warping,
 };
 use tvbo_core::domain::space::{ParameterSpec, SearchSpace};
 use tvbo_core::gp::{Gp, Hyperparameters, KernelKind, KernelSpec};
@@ -53,6 +53,7 @@ pub fn hyper() -> Hyperparameters {
         noise_variance: 0.01,
         categorical_lengthscale: 1.0,
         lengthscale_ratios: Default::default(),
+        level: None,
     }
 }
 
@@ -100,6 +101,7 @@ pub fn model(temporal: KernelKind) -> ModelConfig {
         failures: Failures::default(),
         lengthscales: Lengthscales::default(),
         warping: Warping::default(),
+        level: Level::default(),
     }
 }
 

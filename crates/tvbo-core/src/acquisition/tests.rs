@@ -49,6 +49,7 @@ fn random_gp(n: usize, dim: usize, rng: &mut ChaCha8Rng) -> Gp {
         noise_variance: 1e-4 + 0.1 * rng.random::<f64>(),
         categorical_lengthscale: 1.0,
         lengthscale_ratios: Default::default(),
+        level: None,
     };
     let xs = (0..n)
         .map(|_| (0..dim).map(|_| rng.random::<f64>()).collect())
@@ -346,6 +347,7 @@ fn maximize_mean_finds_the_peak() {
         noise_variance: 1e-4,
         categorical_lengthscale: 1.0,
         lengthscale_ratios: Default::default(),
+        level: None,
     };
     let gp = Gp::new(spec, hyper, 1, xs, vec![0.0; 11], ys).unwrap();
     let (x, value) = maximize_mean(

@@ -73,6 +73,10 @@ pub struct ModelRequest {
     /// (throughputs, latencies, costs); or `half_rank`, the values with those below the
     /// median mapped by rank onto a normal tail (open-source Vizier's).
     pub warping: Option<Warping>,
+    /// The level of the objective: `none` (default), part of the spatio-temporal
+    /// model; or `drifting`, a component over time alone with its own lengthscale, so
+    /// that what the model learned of the settings survives a change of level.
+    pub level: Option<Level>,
 }
 
 /// How many spatial lengthscales a session's kernel has
@@ -121,6 +125,28 @@ impl Warping {
     /// the values.
     pub fn of_stored_session() -> Warping {
         Warping::None
+    }
+}
+
+/// Whether a session's kernel has a drifting level
+/// (docs/decisions/0013-a-drifting-level.md).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Level {
+    /// The papers' kernel: the level of the objective is part of the spatio-temporal
+    /// signal, and a change of level is forgotten with the shape.
+    #[default]
+    None,
+    /// A level that drifts on its own time scale, λ_L·k_T(|t − t'|/l_L) added to the
+    /// kernel (constant in space): a change of level moves it, and the shape the model
+    /// learned of the settings survives. Only for algorithms whose kernel has time.
+    Drifting,
+}
+
+impl Level {
+    /// The value of a stored session that predates the setting.
+    pub fn of_stored_session() -> Level {
+        Level::None
     }
 }
 
@@ -192,6 +218,10 @@ pub struct ModelConfig {
     /// existed).
     #[serde(default = "Warping::of_stored_session")]
     pub warping: Warping,
+    /// Whether the kernel has a drifting level (`none` in sessions created before the
+    /// setting existed).
+    #[serde(default = "Level::of_stored_session")]
+    pub level: Level,
 }
 
 /// Where a session's time axis comes from.
@@ -462,6 +492,15 @@ impl ModelConfig {
             (true, Some(required), _) => Some(required),
             (true, None, given) => Some(given.unwrap_or(KernelKind::Matern32)),
         };
+        if request.level == Some(Level::Drifting) && temporal_kernel.is_none() {
+            return Err(InvalidInput::new(
+                "model.level",
+                format!(
+                    "algorithm {} ignores time; a drifting level needs a temporal kernel",
+                    algorithm.name()
+                ),
+            ));
+        }
         if let Some(noise) = request.noise
             && !(noise.is_finite() && noise > 0.0 && noise <= MAX_MAGNITUDE)
         {
@@ -488,6 +527,7 @@ impl ModelConfig {
             failures: request.failures.unwrap_or_default(),
             lengthscales: request.lengthscales.unwrap_or_default(),
             warping: request.warping.unwrap_or_default(),
+            level: request.level.unwrap_or_default(),
         })
     }
 }

@@ -11,6 +11,11 @@ pub const SIGNAL_VARIANCE_BOUNDS: (f64, f64) = (0.05, 20.0);
 pub const SPATIAL_LENGTHSCALE_BOUNDS: (f64, f64) = (0.01, 10.0);
 /// Bounds of l_T in seconds.
 pub const TEMPORAL_LENGTHSCALE_BOUNDS: (f64, f64) = (0.1, 1e7);
+/// Fitting box of a drifting level's variance λ_L (on standardised y): from a level too
+/// small to matter to λ's top.
+pub const LEVEL_VARIANCE_BOUNDS: (f64, f64) = (1e-4, 20.0);
+/// Fitting box of a drifting level's lengthscale l_L in seconds: l_T's.
+pub const LEVEL_LENGTHSCALE_BOUNDS: (f64, f64) = TEMPORAL_LENGTHSCALE_BOUNDS;
 /// Bounds of l_C, the categorical overlap kernel's lengthscale: from choices that share
 /// nothing (e^{−1/0.05} ≈ 2·10⁻⁹) to choices that are all but the same (e^{−1/50} ≈ 0.98).
 pub const CATEGORICAL_LENGTHSCALE_BOUNDS: (f64, f64) = (0.05, 50.0);
@@ -166,6 +171,13 @@ pub enum BoundHit {
     /// data may support, not a degenerate shape (not [`BoundHit::is_lengthscale`]).
     CategoricalLengthscaleLower,
     CategoricalLengthscaleUpper,
+    /// λ_L or l_L of a drifting level at a bound: no level, or one that moves with every
+    /// measurement or never; answers the data may support (not
+    /// [`BoundHit::is_lengthscale`]).
+    LevelVarianceLower,
+    LevelVarianceUpper,
+    LevelLengthscaleLower,
+    LevelLengthscaleUpper,
 }
 
 impl BoundHit {

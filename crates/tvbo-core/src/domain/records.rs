@@ -292,6 +292,14 @@ pub struct FittedHyperparameters {
     /// the shortest hardly changes the value; one near the shortest is what it turns on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lengthscales: Option<std::collections::BTreeMap<String, f64>>,
+    /// λ_L, the prior variance of the drifting level (on the standardised values, as
+    /// λ), under `model.level: drifting`: how much of the objective's variation the
+    /// model puts on a level that moves with time alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level_variance: Option<f64>,
+    /// l_L in seconds, how fast the drifting level moves (under `model.level: drifting`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level_lengthscale: Option<f64>,
 }
 
 /// The posterior mean's maximiser at time `t`, on the user's scale.

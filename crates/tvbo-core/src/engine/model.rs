@@ -339,6 +339,8 @@ pub fn fitted_hyperparameters(
                     })
                     .collect()
             }),
+            level_variance: h.level.map(|level| level.variance),
+            level_lengthscale: h.level.map(|level| level.lengthscale),
         }
     })
 }

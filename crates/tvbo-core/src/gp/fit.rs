@@ -10,7 +10,8 @@ use super::kernel::KernelSpec;
 use super::lengthscales::LengthscaleRatios;
 use super::linalg;
 use super::model::{
-    GpError, Hyperparameters, factorise_with_jitter_into, validate_data, validate_hyperparameters,
+    DriftingLevel, GpError, Hyperparameters, factorise_with_jitter_into, validate_data,
+    validate_hyperparameters,
 };
 use super::vectorise::widest_vectors;
 use crate::domain::config::{
@@ -18,6 +19,7 @@ use crate::domain::config::{
 };
 use crate::domain::hyperpriors::{BoundHit, FitReport, HyperpriorSet, LogNormal};
 use crate::domain::hyperpriors::{CATEGORICAL_LENGTHSCALE_BOUNDS, CATEGORICAL_LENGTHSCALE_PRIOR};
+use crate::domain::hyperpriors::{LEVEL_LENGTHSCALE_BOUNDS, LEVEL_VARIANCE_BOUNDS};
 use crate::optim::{BoundedOptions, Objective, minimize_objective_bounded};
 
 #[path = "fit_per_coordinate.rs"]
@@ -42,6 +44,10 @@ pub struct HyperBounds {
     pub noise_variance: (f64, f64),
     /// (min, max) of l_C (with categorical inputs).
     pub categorical_lengthscale: (f64, f64),
+    /// (min, max) of λ_L (with a drifting level).
+    pub level_variance: (f64, f64),
+    /// (min, max) of l_L in seconds (with a drifting level).
+    pub level_lengthscale: (f64, f64),
 }
 
 impl Default for HyperBounds {
@@ -53,6 +59,8 @@ impl Default for HyperBounds {
             temporal_lengthscale: TEMPORAL_LENGTHSCALE_BOUNDS,
             noise_variance: NOISE_VARIANCE_BOUNDS,
             categorical_lengthscale: CATEGORICAL_LENGTHSCALE_BOUNDS,
+            level_variance: LEVEL_VARIANCE_BOUNDS,
+            level_lengthscale: LEVEL_LENGTHSCALE_BOUNDS,
         }
     }
 }
@@ -90,6 +98,10 @@ pub struct FitOptions {
     /// One spatial lengthscale per continuous coordinate (default off: one for all);
     /// each has l_S's bounds and prior ([`super::lengthscales`]).
     pub per_coordinate_lengthscales: bool,
+    /// A drifting level λ_L · k_T(|t − t'|/l_L) added to the kernel, its two
+    /// hyperparameters fitted with the others, without priors (default off; only with a
+    /// temporal kernel; [`DriftingLevel`]).
+    pub level: bool,
 }
 
 impl Default for FitOptions {
@@ -103,15 +115,19 @@ impl Default for FitOptions {
             priors: None,
             guard: false,
             per_coordinate_lengthscales: false,
+            level: false,
         }
     }
 }
 
 /// Which coordinates of the log-parameter vector are present, in the order ln λ, ln l_S
-/// (or ln l_d of each continuous coordinate d, [`PerCoordinate`]), ln l_T, ln l_C, ln σ².
+/// (or ln l_d of each continuous coordinate d, [`PerCoordinate`]), ln l_T, ln λ_L and
+/// ln l_L (with a drifting level), ln l_C, ln σ².
 #[derive(Clone, Copy, Debug)]
 struct Layout {
     temporal: bool,
+    /// A drifting level (two coordinates).
+    level: bool,
     categorical: bool,
     noise: bool,
     /// `Some` with one lengthscale per continuous coordinate, of which there are at least
@@ -120,9 +136,10 @@ struct Layout {
 }
 
 impl Layout {
-    fn new(spec: KernelSpec, fixed: &Fixed, per_coordinate: Option<usize>) -> Layout {
+    fn new(spec: KernelSpec, fixed: &Fixed, per_coordinate: Option<usize>, level: bool) -> Layout {
         Layout {
             temporal: spec.temporal.is_some() && fixed.temporal_lengthscale.is_none(),
+            level: level && spec.temporal.is_some(),
             categorical: !spec.categories.is_empty(),
             noise: fixed.noise_variance.is_none(),
             per_coordinate: per_coordinate
@@ -139,6 +156,7 @@ impl Layout {
     fn len(self) -> usize {
         1 + self.spatial()
             + usize::from(self.temporal)
+            + 2 * usize::from(self.level)
             + usize::from(self.categorical)
             + usize::from(self.noise)
     }
@@ -154,6 +172,13 @@ impl Layout {
         }
         if self.temporal {
             v.push(h.temporal_lengthscale.ln());
+        }
+        if self.level {
+            let level = h
+                .level
+                .unwrap_or_else(|| level_start(h.temporal_lengthscale));
+            v.push(level.variance.ln());
+            v.push(level.lengthscale.ln());
         }
         if self.categorical {
             v.push(h.categorical_lengthscale.ln());
@@ -188,6 +213,13 @@ impl Layout {
             h.temporal_lengthscale = theta[k].exp();
             k += 1;
         }
+        if self.level {
+            h.level = Some(DriftingLevel {
+                variance: theta[k].exp(),
+                lengthscale: theta[k + 1].exp(),
+            });
+            k += 2;
+        }
         if self.categorical {
             h.categorical_lengthscale = theta[k].exp();
             k += 1;
@@ -198,21 +230,28 @@ impl Layout {
         h
     }
 
-    /// The priors of the free coordinates, in the log vector's order.
-    fn priors(self, set: &HyperpriorSet) -> Vec<LogNormal> {
-        let mut v = vec![set.signal_variance];
-        v.extend(std::iter::repeat_n(set.spatial_lengthscale, self.spatial()));
+    /// The priors of the free coordinates, in the log vector's order; the drifting
+    /// level's have none (flat in log space within their bounds).
+    fn priors(self, set: &HyperpriorSet) -> Vec<Option<LogNormal>> {
+        let mut v = vec![Some(set.signal_variance)];
+        v.extend(std::iter::repeat_n(
+            Some(set.spatial_lengthscale),
+            self.spatial(),
+        ));
         if self.temporal {
-            v.push(set.temporal_lengthscale);
+            v.push(Some(set.temporal_lengthscale));
+        }
+        if self.level {
+            v.extend([None, None]);
         }
         if self.categorical {
-            v.push(
+            v.push(Some(
                 set.categorical_lengthscale
                     .unwrap_or(CATEGORICAL_LENGTHSCALE_PRIOR),
-            );
+            ));
         }
         if self.noise {
-            v.push(set.noise_variance);
+            v.push(Some(set.noise_variance));
         }
         v
     }
@@ -232,6 +271,13 @@ impl Layout {
             v.push((
                 BoundHit::TemporalLengthscaleLower,
                 BoundHit::TemporalLengthscaleUpper,
+            ));
+        }
+        if self.level {
+            v.push((BoundHit::LevelVarianceLower, BoundHit::LevelVarianceUpper));
+            v.push((
+                BoundHit::LevelLengthscaleLower,
+                BoundHit::LevelLengthscaleUpper,
             ));
         }
         if self.categorical {
@@ -290,6 +336,10 @@ impl Layout {
         pairs.extend(std::iter::repeat_n(b.spatial_lengthscale, self.spatial()));
         if self.temporal {
             pairs.push(b.temporal_lengthscale);
+        }
+        if self.level {
+            pairs.push(b.level_variance);
+            pairs.push(b.level_lengthscale);
         }
         if self.categorical {
             pairs.push(b.categorical_lengthscale);
@@ -372,6 +422,10 @@ struct Workspace {
     d_ls: Vec<f64>,
     d_lt: Vec<f64>,
     d_lc: Vec<f64>,
+    /// With a drifting level, its covariance λ_L k_T(r) of every pair and ∂/∂ln l_L of
+    /// it, packed like [`Pairs`]; empty otherwise.
+    level: Vec<f64>,
+    d_ll: Vec<f64>,
     /// With a lengthscale per coordinate, the scaled distance r of every pair, packed
     /// like [`Pairs`] ([`scaled_distances`]); empty otherwise.
     scaled: Vec<f64>,
@@ -391,6 +445,8 @@ impl Workspace {
             d_ls: vec![0.0; m],
             d_lt: vec![0.0; if layout.temporal { m } else { 0 }],
             d_lc: vec![0.0; if layout.categorical { m } else { 0 }],
+            level: vec![0.0; if layout.level { m } else { 0 }],
+            d_ll: vec![0.0; if layout.level { m } else { 0 }],
             scaled: vec![
                 0.0;
                 if layout.per_coordinate.is_some() {
@@ -434,12 +490,13 @@ fn fill_kernel_loops(
     let lambda = h.signal_variance;
     let inv_lt = 1.0 / h.temporal_lengthscale;
     let inv_lc = 1.0 / h.categorical_lengthscale;
+    let level = h.level.filter(|_| layout.level);
     let data = ws.k.as_mut_slice();
     let c = &mut ws.column;
     let mut p = 0;
     for j in 0..n {
         let column = &mut data[j * n..(j + 1) * n];
-        column[j] = lambda + h.noise_variance;
+        column[j] = h.prior_variance() + h.noise_variance;
         let below = &mut column[j + 1..];
         let count = below.len();
         let (ps, ms_rs, qs) = (
@@ -495,6 +552,19 @@ fn fill_kernel_loops(
             let differing = &pairs.differing[p..p + count];
             for q in 0..count {
                 lc_out[q] = below[q] * differing[q] * inv_lc;
+            }
+        }
+        // The drifting level λ_L k_T(|Δt|/l_L), constant in space; ∂/∂ln l_L = λ_L k'(r)·(−r).
+        if let (Some(level), Some(kind)) = (level, spec.temporal) {
+            let inv_ll = 1.0 / level.lengthscale;
+            let values = &mut ws.level[p..p + count];
+            let d_ll = &mut ws.d_ll[p..p + count];
+            for (q, dt) in pairs.temporal[p..p + count].iter().enumerate() {
+                let r = dt * inv_ll;
+                let (k, slope) = kind.correlation_and_derivative(r);
+                values[q] = level.variance * k;
+                d_ll[q] = -level.variance * slope * r;
+                below[q] += values[q];
             }
         }
         p += count;
@@ -658,13 +728,34 @@ fn lml_gradient(
         }
         p += count;
     }
-    let mut grad = vec![g_lambda + 0.5 * lambda * trace_w];
+    // With a drifting level, K's off-diagonal entries hold it beside λ's product: its sums
+    // come off ∂K/∂ln λ and make ∂K/∂ln λ_L.
+    let (mut g_level, mut g_ll) = (0.0, 0.0);
+    if layout.level {
+        let mut p = 0;
+        for j in 0..n {
+            let col = &kinv[j * n..(j + 1) * n];
+            let count = n - j - 1;
+            let (w, a) = (&col[j + 1..], &alpha[j + 1..]);
+            let (level, d_ll) = (&ws.level[p..p + count], &ws.d_ll[p..p + count]);
+            let [sl, sll] = weighted_sums(alpha[j], a, w, [level, d_ll]);
+            g_level += sl;
+            g_ll += sll;
+            p += count;
+        }
+    }
+    let mut grad = vec![g_lambda - g_level + 0.5 * lambda * trace_w];
     match layout.per_coordinate {
         Some(per) => grad.extend(per_coordinate_gradient(per, h, pairs, ws)),
         None => grad.push(g_ls),
     }
     if layout.temporal {
         grad.push(g_lt);
+    }
+    if layout.level {
+        let variance = h.level.map_or(0.0, |l| l.variance);
+        grad.push(g_level + 0.5 * variance * trace_w);
+        grad.push(g_ll);
     }
     if layout.categorical {
         grad.push(g_lc);
@@ -686,8 +777,8 @@ struct NegativeLogPosterior<'a> {
     pairs: &'a Pairs,
     ys: &'a [f64],
     base: Hyperparameters,
-    /// The free coordinates' priors, in the log vector's order (empty: none).
-    priors: Vec<LogNormal>,
+    /// The free coordinates' priors, in the log vector's order (empty: none; `None`: flat).
+    priors: Vec<Option<LogNormal>>,
     workspace: Workspace,
     /// The log vector and hyperparameters of the last finite value, whose factor
     /// `workspace` holds.
@@ -699,7 +790,7 @@ impl NegativeLogPosterior<'_> {
         self.priors
             .iter()
             .zip(theta)
-            .map(|(p, &u)| p.log_density(u))
+            .filter_map(|(p, &u)| p.map(|p| p.log_density(u)))
             .sum()
     }
 }
@@ -728,7 +819,7 @@ impl Objective for NegativeLogPosterior<'_> {
             .priors
             .iter()
             .zip(&theta)
-            .map(|(p, &u)| p.log_density_slope(u))
+            .map(|(p, &u)| p.map_or(0.0, |p| p.log_density_slope(u)))
             .chain(std::iter::repeat(0.0));
         let gradient = gradient.iter().zip(slopes).map(|(d, s)| -d - s).collect();
         self.valued = Some((theta, h));
@@ -756,7 +847,7 @@ pub fn log_marginal_likelihood(
     let h = apply_fixed(spec, hyper, fixed);
     validate_hyperparameters(spec, &h)?;
     let per_coordinate = (!h.lengthscale_ratios.is_isotropic()).then_some(dim);
-    let layout = Layout::new(spec, fixed, per_coordinate);
+    let layout = Layout::new(spec, fixed, per_coordinate, h.level.is_some());
     let pairs = Pairs::new(spec, layout, xs, ts);
     let mut ws = Workspace::new(&pairs, layout);
     let lml = lml_value(spec, &h, layout, &pairs, ys, &mut ws)?;
@@ -783,6 +874,21 @@ fn clamp_into(h: &Hyperparameters, b: &HyperBounds) -> Hyperparameters {
         noise_variance: c(h.noise_variance, b.noise_variance),
         categorical_lengthscale: c(h.categorical_lengthscale, b.categorical_lengthscale),
         lengthscale_ratios: h.lengthscale_ratios,
+        level: h.level.map(|level| DriftingLevel {
+            variance: c(level.variance, b.level_variance),
+            lengthscale: c(level.lengthscale, b.level_lengthscale),
+        }),
+    }
+}
+
+/// Where a drifting level's search starts when the start names none: λ_L = 0.25, a
+/// quarter of λ's default, and l_L = a fifth of the data's time span (at least 1 s), so
+/// that the level can follow changes that the spatio-temporal part, starting at l_T =
+/// the span, would have to forget its shape for.
+fn level_start(span: f64) -> DriftingLevel {
+    DriftingLevel {
+        variance: 0.25,
+        lengthscale: (span / 5.0).max(1.0),
     }
 }
 
@@ -803,6 +909,7 @@ fn default_start(ts: &[f64], bounds: &HyperBounds) -> Hyperparameters {
             noise_variance: 0.01,
             categorical_lengthscale: 1.0,
             lengthscale_ratios: LengthscaleRatios::default(),
+            level: None,
         },
         bounds,
     )
@@ -836,6 +943,10 @@ fn quasi_random_starts(
     region.extend(std::iter::repeat_n((0.05, 2.0), layout.spatial()));
     if layout.temporal {
         region.push((span / 10.0, span * 10.0));
+    }
+    if layout.level {
+        region.push((0.01, 1.0));
+        region.push((span / 50.0, span * 2.0));
     }
     if layout.categorical {
         region.push((0.2, 5.0));
@@ -876,6 +987,7 @@ fn second_start(default: &Hyperparameters, bounds: &HyperBounds) -> Hyperparamet
             noise_variance: 0.01,
             categorical_lengthscale: default.categorical_lengthscale,
             lengthscale_ratios: LengthscaleRatios::default(),
+            level: default.level,
         },
         bounds,
     )
@@ -931,17 +1043,27 @@ pub fn fit_with_report(
     let bounds = &options.bounds;
     let fixed = &options.fixed;
     let mut report = FitReport::default();
-    let default = apply_fixed(spec, &default_start(ts, bounds), fixed);
+    let per_coordinate = options.per_coordinate_lengthscales.then_some(dim);
+    let layout = Layout::new(spec, fixed, per_coordinate, options.level);
+    // A start names a drifting level exactly when the fit has one.
+    let with_level = |mut h: Hyperparameters, span: f64| {
+        h.level = match layout.level {
+            true => Some(h.level.unwrap_or_else(|| level_start(span))),
+            false => None,
+        };
+        clamp_into(&h, bounds)
+    };
+    let mut default = apply_fixed(spec, &default_start(ts, bounds), fixed);
+    default = with_level(default, default.temporal_lengthscale);
+    let span = default.temporal_lengthscale;
     let (base, guarded) = match start {
         SearchStart::Default => (default, false),
-        SearchStart::At(h) => (apply_fixed(spec, &clamp_into(h, bounds), fixed), false),
-        SearchStart::Previous(h) => (apply_fixed(spec, &clamp_into(h, bounds), fixed), true),
+        SearchStart::At(h) => (apply_fixed(spec, &with_level(*h, span), fixed), false),
+        SearchStart::Previous(h) => (apply_fixed(spec, &with_level(*h, span), fixed), true),
     };
     if xs.len() < 2 {
         return Ok((base, report));
     }
-    let per_coordinate = options.per_coordinate_lengthscales.then_some(dim);
-    let layout = Layout::new(spec, fixed, per_coordinate);
     validate_hyperparameters(spec, &base)?;
     let (lower, upper) = layout.log_bounds(bounds);
     let pairs = Pairs::new(spec, layout, xs, ts);
@@ -1016,3 +1138,7 @@ pub fn fit_with_report(
 #[cfg(test)]
 #[path = "fit_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "level_tests.rs"]
+mod level_tests;

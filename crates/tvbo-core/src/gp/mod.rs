@@ -19,5 +19,5 @@ pub use fit::{
 };
 pub use kernel::{KernelKind, KernelSpec};
 pub use lengthscales::LengthscaleRatios;
-pub use model::{Gp, GpError, Hyperparameters, Prediction};
+pub use model::{DriftingLevel, Gp, GpError, Hyperparameters, Prediction};
 pub mod relevance;

@@ -41,6 +41,23 @@ pub struct Hyperparameters {
     /// ([`super::lengthscales`]); empty: isotropic (and in rows stored before).
     #[serde(default, skip_serializing_if = "LengthscaleRatios::is_isotropic")]
     pub lengthscale_ratios: LengthscaleRatios,
+    /// The drifting level, a component over time alone added to the kernel
+    /// ([`DriftingLevel`]); `None`: the papers' kernel (and in rows stored before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<DriftingLevel>,
+}
+
+/// A level that drifts on its own time scale: the kernel gains the term
+/// λ_L · k_T(|t − t'| / l_L), constant in space, so that the objective is
+/// f(x, t) = g(x, t) + ℓ(t) with g the spatio-temporal GP and ℓ a GP over time alone
+/// (docs/decisions/0013-a-drifting-level.md). A change of level is then explained by ℓ,
+/// and the shape g learned at one level survives it.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DriftingLevel {
+    /// λ_L, the prior variance of the level (on standardised y).
+    pub variance: f64,
+    /// l_L in seconds, the level's temporal lengthscale (the temporal kernel's kind).
+    pub lengthscale: f64,
 }
 
 fn unit_lengthscale() -> f64 {
@@ -57,7 +74,15 @@ impl Default for Hyperparameters {
             noise_variance: 0.01,
             categorical_lengthscale: 1.0,
             lengthscale_ratios: LengthscaleRatios::default(),
+            level: None,
         }
+    }
+}
+
+impl Hyperparameters {
+    /// The prior variance of the latent function at a point: λ, plus λ_L with a level.
+    pub fn prior_variance(&self) -> f64 {
+        self.signal_variance + self.level.map_or(0.0, |l| l.variance)
     }
 }
 
@@ -171,6 +196,21 @@ pub(crate) fn validate_hyperparameters(
     }
     if !spec.categories.is_empty() {
         positive("categorical_lengthscale", h.categorical_lengthscale)?;
+    }
+    if let Some(level) = h.level {
+        if !(level.variance.is_finite() && level.variance >= 0.0) {
+            return Err(GpError::InvalidHyperparameter {
+                name: "level_variance",
+                value: level.variance,
+            });
+        }
+        positive("level_lengthscale", level.lengthscale)?;
+        if spec.temporal.is_none() {
+            return Err(GpError::InvalidHyperparameter {
+                name: "level_variance",
+                value: level.variance,
+            });
+        }
     }
     if !(h.noise_variance.is_finite() && h.noise_variance >= 0.0) {
         return Err(GpError::InvalidHyperparameter {
@@ -392,9 +432,10 @@ impl Gp {
     }
 
     /// The full kernel λ · k_S(‖x−x2‖/l_S) · e^{−h/l_C} · k_T(|t−t2|/l_T) with these
-    /// hyperparameters: ‖·‖ over the continuous coordinates (scaled by their lengthscale
-    /// ratios, [`Self::distances`]), h the number of categorical ones whose choices differ
-    /// ([`super::categories`]; none: the factor is 1).
+    /// hyperparameters, plus λ_L · k_T(|t−t2|/l_L) with a drifting level: ‖·‖ over the
+    /// continuous coordinates (scaled by their lengthscale ratios, [`Self::distances`]),
+    /// h the number of categorical ones whose choices differ ([`super::categories`];
+    /// none: the factor is 1).
     pub fn kernel(&self, x: &[f64], t: f64, x2: &[f64], t2: f64) -> f64 {
         let (squared, differ) = self.distances(x, x2);
         let r = squared.sqrt() / self.hyper.spatial_lengthscale;
@@ -402,6 +443,17 @@ impl Gp {
             * self.spec.spatial.correlation(r)
             * (-differ / self.hyper.categorical_lengthscale).exp()
             * self.temporal(t, t2)
+            + self.level(t, t2)
+    }
+
+    /// The drifting level's covariance λ_L · k_T(|t−t2|/l_L) (0 without one).
+    fn level(&self, t: f64, t2: f64) -> f64 {
+        match (self.hyper.level, self.spec.temporal) {
+            (Some(level), Some(kind)) => {
+                level.variance * kind.correlation((t - t2).abs() / level.lengthscale)
+            }
+            _ => 0.0,
+        }
     }
 
     fn temporal(&self, t: f64, t2: f64) -> f64 {
@@ -412,7 +464,7 @@ impl Gp {
     }
 
     fn diagonal(&self) -> f64 {
-        self.hyper.signal_variance + self.hyper.noise_variance + self.jitter
+        self.hyper.prior_variance() + self.hyper.noise_variance + self.jitter
     }
 
     /// Builds K + σ²I (its lower triangle, which is all the factorisation reads) column by
@@ -423,7 +475,7 @@ impl Gp {
         let mut k = DMatrix::zeros(n, n);
         let mut scratch = ColumnScratch::new(n, &self.spec);
         for (j, column) in k.as_mut_slice().chunks_exact_mut(n.max(1)).enumerate() {
-            column[j] = lambda + self.hyper.noise_variance;
+            column[j] = self.hyper.prior_variance() + self.hyper.noise_variance;
             let (x, t) = (&self.xs[j], self.ts[j]);
             kernel_column(
                 self,
@@ -567,12 +619,12 @@ impl Gp {
     pub fn predict(&self, x: &[f64], t: f64) -> (f64, f64) {
         debug_assert_eq!(x.len(), self.dim);
         if self.is_empty() {
-            return (0.0, self.hyper.signal_variance);
+            return (0.0, self.hyper.prior_variance());
         }
         let mut k = self.cross_covariance(x, t);
         let mean = linalg::dot(&k, self.alpha.as_slice());
         linalg::forward_solve(&self.chol, &mut k);
-        let var = self.hyper.signal_variance - linalg::dot(&k, &k);
+        let var = self.hyper.prior_variance() - linalg::dot(&k, &k);
         (mean, var.max(0.0))
     }
 
@@ -591,7 +643,7 @@ impl Gp {
     /// restarts are evaluated so, stepped together.
     pub fn predict_with_gradient_many(&self, xs: &[Vec<f64>], t: f64) -> Vec<Prediction> {
         let d = self.dim;
-        let lambda = self.hyper.signal_variance;
+        let lambda = self.hyper.prior_variance();
         if self.is_empty() {
             let prior = Prediction {
                 mean: 0.0,
@@ -686,7 +738,7 @@ impl Gp {
     /// Posterior (mean, latent variance) of many points at one time t, with one
     /// triangular solve against the n×m cross-covariance matrix.
     pub fn predict_many(&self, xs: &[Vec<f64>], t: f64) -> Vec<(f64, f64)> {
-        let lambda = self.hyper.signal_variance;
+        let lambda = self.hyper.prior_variance();
         if self.is_empty() {
             return vec![(0.0, lambda); xs.len()];
         }
@@ -733,7 +785,8 @@ impl Gp {
 }
 
 widest_vectors! {
-    /// k(x, t; x_i, t_i) = λ p_S p_T e^{−(q_S+q_T+h/l_C)} for the observations i of
+    /// k(x, t; x_i, t_i) = λ p_S p_T e^{−(q_S+q_T+h/l_C)} (plus the drifting level's
+    /// λ_L k_T(|t − t_i|/l_L)) for the observations i of
     /// `observations` into `column`, the column's exponentials taken together; with
     /// `slope`, also the (dk_i/dr)/r / l_S² of each, so that ∂k_i/∂x̃ = slope_i·(x̃ − x̃_i)
     /// in the scaled coordinates x̃ of [`Gp::scaled`],
@@ -779,7 +832,7 @@ fn kernel_column_loops(
     let spatial = gp.spec.spatial;
     spatial.spatial_factors_into(column, ls, polynomial, slope.as_deref_mut());
     if let Some(kind) = gp.spec.temporal {
-        let ts = &gp.ts[observations];
+        let ts = &gp.ts[observations.clone()];
         let lt = gp.hyper.temporal_lengthscale;
         kind.temporal_factors_into(t, ts, lt, column, polynomial, slope.as_deref_mut());
     }
@@ -805,6 +858,13 @@ fn kernel_column_loops(
             for (value, p) in column.iter_mut().zip(&*polynomial) {
                 *value = lambda * *value * p;
             }
+        }
+    }
+    // The drifting level, constant in space: no slope.
+    if let (Some(level), Some(kind)) = (gp.hyper.level, gp.spec.temporal) {
+        let inv_ll = 1.0 / level.lengthscale;
+        for (value, &ti) in column.iter_mut().zip(&gp.ts[observations]) {
+            *value += level.variance * kind.correlation((t - ti).abs() * inv_ll);
         }
     }
 }

@@ -31,6 +31,7 @@ fn hyper() -> Hyperparameters {
         noise_variance: 0.05,
         categorical_lengthscale: 1.0,
         lengthscale_ratios: Default::default(),
+        level: None,
     }
 }
 

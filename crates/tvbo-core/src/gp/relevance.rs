@@ -20,6 +20,15 @@
 //! of `[0,1]^d` ([`spatial_factor`]); the temporal one covers the future `[t0, ∞)`
 //! ([`temporal_factor`]).
 //!
+//! With a drifting level (the kernel's λ_L k_T(|t − t'|/l_L), constant in space,
+//! [`super::model::DriftingLevel`]) the distance is the one between the posteriors of
+//! the spatio-temporal component alone: removing `i` changes that component's mean by
+//! `k_S(z)ᵀp_i · α_i / P_ii` and its variance by `(k_S(z)ᵀp_i)² / P_ii`, with `k_S` its
+//! cross-covariance and P, α of the full kernel, so the same closed form holds with C⁺
+//! of the spatio-temporal kernel and P, α of the full one. The level's own integral over
+//! the inputs diverges (it is constant in x), and what the level holds does not move the
+//! maximiser of UCB over x: an observation is kept for what it says of the shape.
+//!
 //! The authors' code (`wdbo_criterion`) caps the spatial integral at 1, the most the
 //! integral over `[0,1]^d` can be. We do not: once the lengthscale makes the integral
 //! exceed 1 (from l_S ≈ 0.58 for Matérn-5/2 in 4 dimensions), the cap sets C⁺'s spatial
@@ -642,6 +651,7 @@ mod tests {
             noise_variance: 0.05,
             categorical_lengthscale: 1.0,
             lengthscale_ratios: Default::default(),
+            level: None,
         };
         let t0 = 10.0;
         for (spec, seed) in [
@@ -749,6 +759,87 @@ mod tests {
         }
     }
 
+    /// With a drifting level, the closed form against the integral of the
+    /// spatio-temporal component's posterior, mean k_S(z)ᵀK⁻¹y and variance
+    /// λ − k_S(z)ᵀK⁻¹k_S(z), with K the full kernel's matrix (a dense solve here), with
+    /// and without each observation.
+    #[test]
+    fn wasserstein_with_a_drifting_level_is_the_shapes() {
+        let hyper = Hyperparameters {
+            signal_variance: 1.7,
+            spatial_lengthscale: 0.1,
+            temporal_lengthscale: 2.0,
+            noise_variance: 0.05,
+            level: Some(crate::gp::DriftingLevel {
+                variance: 0.9,
+                lengthscale: 1.5,
+            }),
+            ..Hyperparameters::default()
+        };
+        let spec = KernelSpec::new(KernelKind::Matern52, Some(KernelKind::Matern32));
+        let t0 = 10.0;
+        let gp = random_gp(spec, hyper, 1, 7, 4);
+        let values = Relevance::new(&gp, t0).unwrap().values();
+        let (xs, ts, ys) = (gp.xs(), gp.ts(), gp.ys());
+        let shape = |x: f64, t: f64, j: usize| {
+            let r = (x - xs[j][0]).abs() / hyper.spatial_lengthscale;
+            let dt = (t - ts[j]).abs() / hyper.temporal_lengthscale;
+            hyper.signal_variance
+                * KernelKind::Matern52.correlation(r)
+                * KernelKind::Matern32.correlation(dt)
+        };
+        // The shape's posterior (mean, variance) on the grid from the observations `kept`.
+        let xgrid = simpson_grid(-2.0, 3.0, 1001);
+        let tgrid = simpson_grid(t0, t0 + 40.0, 801);
+        let posterior = |kept: &[usize]| -> Vec<(f64, f64)> {
+            let m = kept.len();
+            let k = DMatrix::from_fn(m, m, |a, b| {
+                let (i, j) = (kept[a], kept[b]);
+                gp.kernel(&xs[i], ts[i], &xs[j], ts[j])
+                    + if a == b { hyper.noise_variance } else { 0.0 }
+            });
+            let kinv = k.try_inverse().unwrap();
+            let alpha = &kinv * nalgebra::DVector::from_iterator(m, kept.iter().map(|&i| ys[i]));
+            let mut out = Vec::with_capacity(xgrid.len() * tgrid.len());
+            for &(t, _) in &tgrid {
+                for &(x, _) in &xgrid {
+                    let ks =
+                        nalgebra::DVector::from_iterator(m, kept.iter().map(|&j| shape(x, t, j)));
+                    out.push((
+                        ks.dot(&alpha),
+                        hyper.signal_variance - ks.dot(&(&kinv * &ks)),
+                    ));
+                }
+            }
+            out
+        };
+        let weights: Vec<f64> = tgrid
+            .iter()
+            .flat_map(|&(_, wt)| xgrid.iter().map(move |&(_, wx)| wt * wx))
+            .collect();
+        let all: Vec<usize> = (0..gp.len()).collect();
+        let full = posterior(&all);
+        let empty: f64 = full
+            .iter()
+            .zip(&weights)
+            .map(|(&(mu, var), w)| w * (mu * mu + hyper.signal_variance - var))
+            .sum();
+        for (i, &value) in values.iter().enumerate() {
+            let kept: Vec<usize> = all.iter().copied().filter(|&j| j != i).collect();
+            let w2: f64 = posterior(&kept)
+                .iter()
+                .zip(&full)
+                .zip(&weights)
+                .map(|((&(mu2, var2), &(mu, var)), w)| w * ((mu - mu2).powi(2) + var2 - var))
+                .sum();
+            let expect = (w2 / empty).sqrt();
+            assert!(
+                (value - expect).abs() <= 1e-4 * expect,
+                "i={i}: {value} vs {expect}"
+            );
+        }
+    }
+
     #[test]
     fn remove_matches_rebuild() {
         let hyper = Hyperparameters {
@@ -758,6 +849,7 @@ mod tests {
             noise_variance: 0.01,
             categorical_lengthscale: 1.0,
             lengthscale_ratios: Default::default(),
+            level: None,
         };
         let mut rng = ChaCha8Rng::seed_from_u64(99);
         for (spec, dim) in [

@@ -106,6 +106,7 @@ mod tests {
             failures: Failures::Ignore,
             lengthscales: Lengthscales::Shared,
             warping: Warping::None,
+            level: Default::default(),
         }
     }
 

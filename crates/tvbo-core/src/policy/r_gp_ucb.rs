@@ -64,6 +64,7 @@ mod tests {
             failures: Failures::Ignore,
             lengthscales: Lengthscales::Shared,
             warping: Warping::None,
+            level: Default::default(),
         };
         let obs = |seq| Observation {
             seq,

@@ -1,6 +1,6 @@
 //! The surrogate model of a session: a GP on standardised (optionally warped) values.
 
-use crate::domain::config::{FitStart, Lengthscales, ModelConfig, Warping};
+use crate::domain::config::{FitStart, Lengthscales, Level, ModelConfig, Warping};
 use crate::domain::hyperpriors::{FitReport, HyperpriorSet, Hyperpriors};
 use crate::gp::fit::{FitOptions, Fixed, NOISE_VARIANCE_BOUNDS, SearchStart, fit_with_report};
 use crate::gp::{Gp, GpError, Hyperparameters, KernelSpec};
@@ -33,6 +33,8 @@ pub struct FitSettings<'a> {
     pub lengthscales: Lengthscales,
     /// The values the GP is fitted to: the values, or a warping of them.
     pub warping: Warping,
+    /// Whether the kernel has a drifting level.
+    pub level: Level,
 }
 
 impl FitSettings<'_> {
@@ -46,6 +48,7 @@ impl FitSettings<'_> {
             hyperpriors: model.hyperpriors,
             lengthscales: model.lengthscales,
             warping: model.warping,
+            level: model.level,
         }
     }
 }
@@ -125,6 +128,7 @@ impl Surrogate {
             }),
             guard: robust,
             per_coordinate_lengthscales: settings.lengthscales == Lengthscales::PerParameter,
+            level: settings.level == Level::Drifting,
             ..FitOptions::default()
         };
         let (gp, fit) = Stage::Fit.run(|| {
@@ -176,6 +180,7 @@ impl Surrogate {
             noise_variance,
             categorical_lengthscale,
             lengthscale_ratios,
+            level,
         } = *hyper;
         let output = OutputTransform::of(data, warping);
         gp.spec() == spec
@@ -189,6 +194,13 @@ impl Surrogate {
             && (h.lengthscale_ratios.as_slice().iter())
                 .zip(lengthscale_ratios.as_slice())
                 .all(|(&a, &b)| same(a, b))
+            && match (h.level, level) {
+                (None, None) => true,
+                (Some(a), Some(b)) => {
+                    same(a.variance, b.variance) && same(a.lengthscale, b.lengthscale)
+                }
+                _ => false,
+            }
             && self.output.same_bits(&output)
             && gp.len() == data.len()
             && data

@@ -165,6 +165,7 @@ impl Policy for TvGpUcbWithPrior {
             noise_variance: self.noise_variance,
             categorical_lengthscale: 1.0,
             lengthscale_ratios: Default::default(),
+            level: None,
         });
         let rebuild = |observations: &[(usize, f64, f64)]| {
             TimeVaryingArmGp::new(

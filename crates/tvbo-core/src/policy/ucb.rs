@@ -101,6 +101,7 @@ pub fn ucb_proposals(
             hyperpriors: ctx.model.hyperpriors,
             lengthscales: ctx.model.lengthscales,
             warping: ctx.model.warping,
+            level: ctx.model.level,
         },
     )?;
     state.hyperparameters = Some(*surrogate.hyperparameters());
@@ -384,6 +385,7 @@ mod tests {
             noise_variance: 0.02,
             categorical_lengthscale: 1.0,
             lengthscale_ratios: Default::default(),
+            level: None,
         };
         let fit = |start| {
             fit_hyperparameters(spec, &xs, &ts, &ys, start, &FitOptions::default()).unwrap()

@@ -101,6 +101,7 @@ mod tests {
             failures: Failures::Ignore,
             lengthscales: Lengthscales::Shared,
             warping: Warping::None,
+            level: Default::default(),
         };
         (policy, model)
     }
@@ -218,6 +219,7 @@ mod tests {
                 noise_variance: 1e-3,
                 categorical_lengthscale: 1.0,
                 lengthscale_ratios: Default::default(),
+                level: None,
             }),
             steps_since_reset: 59,
             budget: 0.005,
