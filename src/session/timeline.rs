@@ -42,8 +42,9 @@ const NUMBER_BYTES: i64 = 24;
 /// bring.
 const OBSERVATION_BYTES: i64 = 256 + 128 + 112;
 /// JSON bytes of a step besides its optimum's `params`, its `arm` and its fit's
-/// per-parameter `lengthscales`, with the comma.
-const STEP_BYTES: i64 = 2048;
+/// per-parameter `lengthscales`, with the comma (128 of them for a drifting level's two
+/// hyperparameters).
+const STEP_BYTES: i64 = 2048 + 128;
 /// JSON bytes of a response-time sample, with the comma.
 const SAMPLE_BYTES: i64 = 96;
 /// JSON bytes of an ended run besides its `params` and `reason` (its `metadata` null).
