@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::coordinates::Coordinates;
 use super::exp::exp_in_place;
-use super::kernel::KernelSpec;
+use super::kernel::{KernelKind, KernelSpec};
 use super::lengthscales::LengthscaleRatios;
 use super::linalg;
 use super::vectorise::widest_vectors;
@@ -58,6 +58,14 @@ pub struct DriftingLevel {
     pub variance: f64,
     /// l_L in seconds, the level's temporal lengthscale (the temporal kernel's kind).
     pub lengthscale: f64,
+}
+
+impl DriftingLevel {
+    /// λ_L · k(|Δt| / l_L), the level's covariance of two times `dt` apart under the
+    /// temporal kernel `kind`.
+    pub fn covariance(&self, kind: KernelKind, dt: f64) -> f64 {
+        self.variance * kind.correlation(dt.abs() / self.lengthscale)
+    }
 }
 
 fn unit_lengthscale() -> f64 {
@@ -449,9 +457,7 @@ impl Gp {
     /// The drifting level's covariance λ_L · k_T(|t−t2|/l_L) (0 without one).
     fn level(&self, t: f64, t2: f64) -> f64 {
         match (self.hyper.level, self.spec.temporal) {
-            (Some(level), Some(kind)) => {
-                level.variance * kind.correlation((t - t2).abs() / level.lengthscale)
-            }
+            (Some(level), Some(kind)) => level.covariance(kind, t - t2),
             _ => 0.0,
         }
     }
@@ -862,9 +868,8 @@ fn kernel_column_loops(
     }
     // The drifting level, constant in space: no slope.
     if let (Some(level), Some(kind)) = (gp.hyper.level, gp.spec.temporal) {
-        let inv_ll = 1.0 / level.lengthscale;
         for (value, &ti) in column.iter_mut().zip(&gp.ts[observations]) {
-            *value += level.variance * kind.correlation((t - ti).abs() * inv_ll);
+            *value += level.covariance(kind, t - ti);
         }
     }
 }
