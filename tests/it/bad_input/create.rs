@@ -282,20 +282,6 @@ async fn session_create_rejects_bad_configurations(server: TestServer) {
         )
         .expect(422, &["arms"]),
         create(
-            "a hedged beta over given priors",
-            prior_session(json!({"name": "gp-ucb", "beta": "hedge", "priors": [rbf_prior()]})),
-        )
-        .expect(422, &["algorithm.beta"]),
-        create(
-            "an unknown beta schedule",
-            with(
-                wall_session(),
-                "algorithm",
-                json!({"name": "bolt", "beta": "hedged"}),
-            ),
-        )
-        .expect(422, &["algorithm.beta", "algorithm"]),
-        create(
             "prior selection without priors",
             prior_session(json!({"name": "hp-gp-ts", "priors": []})),
         )

@@ -16,10 +16,8 @@ use crate::domain::space::Arm;
 pub enum Beta {
     /// A constant β.
     Constant(f64),
-    /// A schedule: `"wdbo"` (β = 0.2·d·ln(2n), W-DBO's default), `"srinivas"`
-    /// (Srinivas et al. 2010, Theorems 1 and 2, δ = 0.1) or `"hedge"` (one of
-    /// `"wdbo"`'s β, β/4 and β/16 at each suggest, chosen by GP-Hedge from what each
-    /// one's choices turned out to be worth: `policy::hedge`).
+    /// A schedule: `"wdbo"` (β = 0.2·d·ln(2n), W-DBO's default) or `"srinivas"`
+    /// (Srinivas et al. 2010, Theorems 1 and 2, δ = 0.1).
     Schedule(BetaSchedule),
 }
 
@@ -29,7 +27,6 @@ pub enum Beta {
 pub enum BetaSchedule {
     Wdbo,
     Srinivas,
-    Hedge,
 }
 
 impl Default for Beta {
@@ -325,10 +322,7 @@ impl AlgorithmConfig {
                 }
                 beta
             }
-            AlgorithmConfig::GpUcb { beta, priors } => {
-                refuse_hedge_with_priors(beta, priors.is_some())?;
-                beta
-            }
+            AlgorithmConfig::GpUcb { beta, .. } => beta,
             AlgorithmConfig::RGpUcb { reset_every, beta } => {
                 if *reset_every == 0 {
                     return Err(InvalidInput::new(
@@ -338,12 +332,7 @@ impl AlgorithmConfig {
                 }
                 beta
             }
-            AlgorithmConfig::TvGpUcb {
-                epsilon,
-                beta,
-                priors,
-            } => {
-                refuse_hedge_with_priors(beta, priors.is_some())?;
+            AlgorithmConfig::TvGpUcb { epsilon, beta, .. } => {
                 if let Some(e) = epsilon {
                     // ε ↔ l_T = −2/ln(1−ε), and l_T must lie within the fit's bounds.
                     let (shortest, longest) = TEMPORAL_LENGTHSCALE_BOUNDS;
@@ -374,22 +363,11 @@ impl AlgorithmConfig {
         {
             return Err(InvalidInput::new(
                 "algorithm.beta",
-                "must be a finite number ≥ 0, \"wdbo\", \"srinivas\" or \"hedge\"",
+                "must be a finite number ≥ 0, \"wdbo\" or \"srinivas\"",
             ));
         }
         Ok(())
     }
-}
-
-/// `"hedge"` needs the fitted GP's UCB step; a session over given priors has another.
-fn refuse_hedge_with_priors(beta: &Beta, priors: bool) -> Result<(), InvalidInput> {
-    if priors && *beta == Beta::Schedule(BetaSchedule::Hedge) {
-        return Err(InvalidInput::new(
-            "algorithm.beta",
-            "\"hedge\" needs the fitted model: not with given priors",
-        ));
-    }
-    Ok(())
 }
 
 fn validate_delta(delta: f64) -> Result<(), InvalidInput> {

@@ -10,7 +10,6 @@ mod et_gp_ucb;
 mod factory;
 pub mod failures;
 mod gp_ucb;
-pub mod hedge;
 pub mod output_transform;
 pub mod prior_cache;
 pub mod prior_selection;
@@ -142,10 +141,6 @@ pub struct PolicyState {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     pub drift: Option<crate::domain::events::DriftState>,
-    /// GP-Hedge's gains and last nominees under `algorithm.beta: "hedge"` ([`hedge`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Object>)]
-    pub hedge: Option<hedge::HedgeState>,
     /// What this step's fit did beyond its search (bounds hit, the guard): set by the
     /// policy, moved into the step's record by the engine, never stored here.
     #[serde(skip)]

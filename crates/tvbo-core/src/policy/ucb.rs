@@ -2,25 +2,21 @@
 //! maximise μ + √β σ), the β schedules' values, and the model BOLT's and W-DBO's
 //! forgetting read after an observe.
 
-use super::hedge::{HedgeState, PORTFOLIO_DIVISORS};
 use super::surrogate::search_start;
 use super::{
-    BesideUcb, FitSettings, Observation, ObserveContext, Policy, PolicyError, PolicyRng,
-    PolicyState, Proposal, Proposed, SuggestContext, Surrogate, random_proposal,
+    FitSettings, Observation, ObserveContext, Policy, PolicyError, PolicyRng, PolicyState,
+    Proposal, Proposed, SuggestContext, Surrogate, random_proposal,
 };
 use crate::acquisition::{self, AcquisitionOptions};
 use crate::domain::config::{Beta, BetaSchedule};
 use crate::domain::hyperpriors::Hyperpriors;
 use crate::gp::KernelSpec;
 
-/// The exploration weight β for a dataset of `n` points in `dim` dimensions (under
-/// `"hedge"`, the portfolio's largest: `"wdbo"`'s).
+/// The exploration weight β for a dataset of `n` points in `dim` dimensions.
 pub fn beta_value(beta: Beta, dim: usize, n: usize, arms: Option<usize>) -> f64 {
     match beta {
         Beta::Constant(b) => b,
-        Beta::Schedule(BetaSchedule::Wdbo | BetaSchedule::Hedge) => {
-            acquisition::beta_wdbo(dim, n.max(1))
-        }
+        Beta::Schedule(BetaSchedule::Wdbo) => acquisition::beta_wdbo(dim, n.max(1)),
         Beta::Schedule(BetaSchedule::Srinivas) => match arms {
             Some(arms) => {
                 acquisition::beta_srinivas_finite(arms, n + 1, acquisition::SRINIVAS_DEFAULT_DELTA)
@@ -121,52 +117,50 @@ pub fn ucb_proposals(
             model: Some(surrogate),
         });
     }
-    let hedged = beta == Beta::Schedule(BetaSchedule::Hedge);
-    let mut beta = beta_value(
+    let beta = beta_value(
         beta,
         ctx.space.dim(),
         ctx.data.len(),
         ctx.arms.map(<[_]>::len),
     );
-    if hedged {
-        // Rewarded by the model of the data alone, before the pending points.
-        state
-            .hedge
-            .get_or_insert_with(HedgeState::default)
-            .reward(&surrogate, ctx.t);
-    } else {
-        state.hedge = None;
-    }
     for (x, t) in ctx.pending {
         surrogate.hallucinate(x, *t)?;
     }
     let options = AcquisitionOptions::default();
     let mut proposals = Vec::with_capacity(ctx.count);
     for i in 0..ctx.count {
-        // The step's work on this model (while it is the one handed on), beside the
-        // first maximisation.
-        let beside = ctx.beside.filter(|_| of_data_alone && i == 0);
-        let proposal = if hedged && i == 0 {
-            // GP-Hedge (Algorithm 2): every member nominates, one nominee is taken; the
-            // rest of a batch follows the member taken.
-            let nominees: Vec<Proposal> = PORTFOLIO_DIVISORS
-                .iter()
-                .enumerate()
-                .map(|(k, divisor)| {
-                    let beside = beside.filter(|_| k == 0);
-                    propose_one(&surrogate, beta / divisor, ctx, &options, rng, beside)
-                })
-                .collect();
-            let points = nominees.iter().map(|p| p.x.clone()).collect();
-            let hedge = state.hedge.get_or_insert_with(HedgeState::default);
-            let chosen = hedge.choose(points, ctx.t, rng);
-            beta /= PORTFOLIO_DIVISORS[chosen];
-            nominees
-                .into_iter()
-                .nth(chosen)
-                .expect("one nominee per member")
-        } else {
-            propose_one(&surrogate, beta, ctx, &options, rng, beside)
+        let proposal = match ctx.arms {
+            Some(arms) => {
+                let (index, _) = acquisition::best_arm_ucb(surrogate.gp(), beta, ctx.t, arms);
+                Proposal {
+                    x: arms[index].clone(),
+                    arm: Some(index),
+                }
+            }
+            None => {
+                // The step's work on this model, while it is the one handed on.
+                let beside = ctx.beside.filter(|_| of_data_alone);
+                let model = &surrogate;
+                let work = move || {
+                    if let Some(beside) = beside {
+                        beside.run(model);
+                    }
+                };
+                let (x, _) = acquisition::maximize_ucb_beside(
+                    surrogate.gp(),
+                    beta,
+                    ctx.t,
+                    &options,
+                    ctx.fixed,
+                    ctx.cores,
+                    rng,
+                    beside.map(|_| &work as &(dyn Fn() + Sync)),
+                );
+                Proposal {
+                    x: ctx.space.snap(&x),
+                    arm: None,
+                }
+            }
         };
         // The next proposal sees this one as pending (the last has no next).
         if i + 1 < ctx.count {
@@ -178,44 +172,6 @@ pub fn ucb_proposals(
         proposals,
         model: of_data_alone.then_some(surrogate),
     })
-}
-
-/// The UCB maximiser with weight `beta` at the target time: over the arms, or over the
-/// box with `beside` run beside the maximisation ([`acquisition::maximize_ucb_beside`]).
-fn propose_one(
-    surrogate: &Surrogate,
-    beta: f64,
-    ctx: &SuggestContext<'_>,
-    options: &AcquisitionOptions,
-    rng: &mut PolicyRng,
-    beside: Option<&dyn BesideUcb>,
-) -> Proposal {
-    if let Some(arms) = ctx.arms {
-        let (index, _) = acquisition::best_arm_ucb(surrogate.gp(), beta, ctx.t, arms);
-        return Proposal {
-            x: arms[index].clone(),
-            arm: Some(index),
-        };
-    }
-    let work = move || {
-        if let Some(beside) = beside {
-            beside.run(surrogate);
-        }
-    };
-    let (x, _) = acquisition::maximize_ucb_beside(
-        surrogate.gp(),
-        beta,
-        ctx.t,
-        options,
-        ctx.fixed,
-        ctx.cores,
-        rng,
-        beside.map(|_| &work as &(dyn Fn() + Sync)),
-    );
-    Proposal {
-        x: ctx.space.snap(&x),
-        arm: None,
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""The tables of docs/decisions/0011-per-parameter-lengthscales.md, "GP-Hedge over β",
+and of docs/decisions/0013-a-drifting-level.md, "A floor under the level's lengthscale".
+
+All runs here were made on one 2-core AMD EPYC VM on 2026-11-29, the variants side by
+side on the same seeds, by the binary of commit e6db83b (`algorithm.beta: "hedge"`,
+reverted after):
+
+- real-{wdbo,hedge}.jsonl.gz: `tvbo bench --suite real --hyperpriors default
+  --algorithms bolt [--algorithm-options 'bolt={"beta":"hedge"}']`, beside the peers of
+  the suite's run log (benchmarks/real/runs.jsonl.gz);
+- paper-{wdbo,hedge}.jsonl.gz: `--suite paper --objectives hartmann3,hartmann6
+  --hyperpriors robust` (Hartmann-3 on 5 seeds, Hartmann-6 on the first);
+- ../level/hartmann3-epyc-{drifting,spacing-floor}.jsonl.gz: the same Hartmann-3 runs
+  with `--level drifting`, the second with l_L's lower bound raised to ten times the
+  mean time between the observations (a change made for the check and removed).
+
+Standard library only:
+
+    python3 benchmarks/hedge/table.py
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from level.table import PEERS, REAL, SYSTEMS, cell, fractions, mean, runs  # noqa: E402
+
+
+def regrets(path: Path) -> dict[str, dict[int, float]]:
+    """Average regret over a run's queries, by objective and replication."""
+    out: dict[str, dict[int, float]] = defaultdict(dict)
+    with gzip.open(path, "rt") as lines:
+        for run in map(json.loads, lines):
+            values = [i["regret"] for i in run["iterations"]]
+            out[run["objective"]][run["replication"]] = mean(values)
+    return out
+
+
+def real() -> None:
+    rows = [
+        ("`bolt`, β = 0.2·d·ln(2n)", runs(HERE / "real-wdbo.jsonl.gz", "bolt")),
+        ("`bolt`, β hedged", runs(HERE / "real-hedge.jsonl.gz", "bolt")),
+    ] + [(f"`{p}`", runs(REAL / "runs.jsonl.gz", p)) for p in PEERS]
+    print("| algorithm | " + " | ".join(SYSTEMS) + " | mean |")
+    print("|---" * (len(SYSTEMS) + 2) + "|")
+    for name, these in rows:
+        by_system = fractions(these)
+        means = [mean(by_system[s]) for s in SYSTEMS]
+        cells = " | ".join(cell(by_system[s]) for s in SYSTEMS)
+        print(f"| {name} | {cells} | {mean(means):.3f} |")
+
+
+def hartmann() -> None:
+    rows = [
+        ("BOLT, β = 0.2·d·ln(2n)", HERE / "paper-wdbo.jsonl.gz"),
+        ("BOLT, β hedged", HERE / "paper-hedge.jsonl.gz"),
+        ("BOLT, drifting level", HERE.parent / "level" / "hartmann3-epyc-drifting.jsonl.gz"),
+        (
+            "BOLT, drifting level, l_L ≥ 10 × spacing",
+            HERE.parent / "level" / "hartmann3-epyc-spacing-floor.jsonl.gz",
+        ),
+    ]
+    print("\n| variant | Hartmann-3, per seed | Hartmann-3 | Hartmann-6 (seed 0) |")
+    print("|---|---|---|---|")
+    for name, path in rows:
+        by = regrets(path)
+        h3 = [by["hartmann3"][r] for r in sorted(by["hartmann3"])]
+        seeds = " ".join(f"{v:.3f}" for v in h3)
+        h6 = f"{by['hartmann6'][0]:.3f}" if 0 in by.get("hartmann6", {}) else "–"
+        print(f"| {name} | {seeds} | {cell(h3)} | {h6} |")
+
+
+if __name__ == "__main__":
+    real()
+    hartmann()
