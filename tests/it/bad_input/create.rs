@@ -282,6 +282,15 @@ async fn session_create_rejects_bad_configurations(server: TestServer) {
         )
         .expect(422, &["arms"]),
         create(
+            "a drifting level for tv-gp-ucb over given priors",
+            with(
+                prior_session(json!({"name": "tv-gp-ucb", "priors": [rbf_prior()]})),
+                "model",
+                json!({"noise": 0.01, "level": "drifting"}),
+            ),
+        )
+        .expect(422, &["model.level"]),
+        create(
             "prior selection without priors",
             prior_session(json!({"name": "hp-gp-ts", "priors": []})),
         )

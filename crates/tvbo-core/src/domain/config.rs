@@ -501,6 +501,16 @@ impl ModelConfig {
                 ),
             ));
         }
+        if request.level == Some(Level::Drifting) && algorithm.priors().is_some() {
+            return Err(InvalidInput::new(
+                "model.level",
+                format!(
+                    "algorithm {} with given priors models the arms by them; a drifting \
+                     level would not be used",
+                    algorithm.name()
+                ),
+            ));
+        }
         if let Some(noise) = request.noise
             && !(noise.is_finite() && noise > 0.0 && noise <= MAX_MAGNITUDE)
         {
