@@ -11,9 +11,10 @@ reverted after):
   the suite's run log (benchmarks/real/runs.jsonl.gz);
 - paper-{wdbo,hedge}.jsonl.gz: `--suite paper --objectives hartmann3,hartmann6
   --hyperpriors robust` (Hartmann-3 on 5 seeds, Hartmann-6 on the first);
-- ../level/hartmann3-epyc-{drifting,spacing-floor}.jsonl.gz: the same Hartmann-3 runs
-  with `--level drifting`, the second with l_L's lower bound raised to ten times the
-  mean time between the observations (a change made for the check and removed).
+- ../level/hartmann3-epyc-{drifting,spacing-floor,shape-ucb}.jsonl.gz: the same
+  Hartmann-3 runs with `--level drifting`, the second with l_L's lower bound raised to
+  ten times the mean time between the observations, the third with UCB's σ the shape's
+  alone (changes made for the checks and removed).
 
 Standard library only:
 
@@ -66,6 +67,10 @@ def hartmann() -> None:
         (
             "BOLT, drifting level, l_L ≥ 10 × spacing",
             HERE.parent / "level" / "hartmann3-epyc-spacing-floor.jsonl.gz",
+        ),
+        (
+            "BOLT, drifting level, UCB's σ of the shape",
+            HERE.parent / "level" / "hartmann3-epyc-shape-ucb.jsonl.gz",
         ),
     ]
     print("\n| variant | Hartmann-3, per seed | Hartmann-3 | Hartmann-6 (seed 0) |")
