@@ -32,7 +32,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from level.table import PEERS, REAL, SYSTEMS, cell, fractions, mean, runs  # noqa: E402
+from level.table import cell, mean, peers, print_fractions, runs  # noqa: E402
 
 
 def regrets(path: Path) -> dict[str, dict[int, float]]:
@@ -49,14 +49,8 @@ def real() -> None:
     rows = [
         ("`bolt`, β = 0.2·d·ln(2n)", runs(HERE / "real-wdbo.jsonl.gz", "bolt")),
         ("`bolt`, β hedged", runs(HERE / "real-hedge.jsonl.gz", "bolt")),
-    ] + [(f"`{p}`", runs(REAL / "runs.jsonl.gz", p)) for p in PEERS]
-    print("| algorithm | " + " | ".join(SYSTEMS) + " | mean |")
-    print("|---" * (len(SYSTEMS) + 2) + "|")
-    for name, these in rows:
-        by_system = fractions(these)
-        means = [mean(by_system[s]) for s in SYSTEMS]
-        cells = " | ".join(cell(by_system[s]) for s in SYSTEMS)
-        print(f"| {name} | {cells} | {mean(means):.3f} |")
+    ] + peers()
+    print_fractions(rows)
 
 
 def hartmann() -> None:

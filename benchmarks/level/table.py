@@ -79,13 +79,13 @@ def by_phase(recorded: list[dict], system: str) -> list[float]:
     return [mean(p) for p in per_phase]
 
 
-def real() -> None:
-    rows = [
-        ("`bolt`, papers' kernel", runs(REAL / "runs-level-none.jsonl.gz", "bolt")),
-        ("`bolt`, drifting level", runs(REAL / "runs-level-drifting.jsonl.gz", "bolt")),
-        ("`w-dbo`, papers' kernel", runs(REAL / "runs-wdbo-level-none.jsonl.gz", "w-dbo")),
-        ("`w-dbo`, drifting level", runs(REAL / "runs-wdbo-level-drifting.jsonl.gz", "w-dbo")),
-    ] + [(f"`{p}`", runs(REAL / "runs.jsonl.gz", p)) for p in PEERS]
+def peers() -> list[tuple[str, list[dict]]]:
+    """The peers' rows of the suite's run log."""
+    return [(f"`{p}`", runs(REAL / "runs.jsonl.gz", p)) for p in PEERS]
+
+
+def print_fractions(rows: list[tuple[str, list[dict]]]) -> None:
+    """The fraction of the per-moment optimum per system, a row per (name, runs)."""
     print("| algorithm | " + " | ".join(SYSTEMS) + " | mean |")
     print("|---" * (len(SYSTEMS) + 2) + "|")
     for name, these in rows:
@@ -93,6 +93,16 @@ def real() -> None:
         means = [mean(by_system[s]) for s in SYSTEMS]
         cells = " | ".join(cell(by_system[s]) for s in SYSTEMS)
         print(f"| {name} | {cells} | {mean(means):.3f} |")
+
+
+def real() -> None:
+    rows = [
+        ("`bolt`, papers' kernel", runs(REAL / "runs-level-none.jsonl.gz", "bolt")),
+        ("`bolt`, drifting level", runs(REAL / "runs-level-drifting.jsonl.gz", "bolt")),
+        ("`w-dbo`, papers' kernel", runs(REAL / "runs-wdbo-level-none.jsonl.gz", "w-dbo")),
+        ("`w-dbo`, drifting level", runs(REAL / "runs-wdbo-level-drifting.jsonl.gz", "w-dbo")),
+    ] + peers()
+    print_fractions(rows)
     for system, bounds in PHASES.items():
         phases = [f"{a}–{b} min" for a, b in zip(bounds, bounds[1:])]
         print(f"\n| {system} | " + " | ".join(phases) + " |")
