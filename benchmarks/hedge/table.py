@@ -8,7 +8,9 @@ reverted after):
 
 - real-{wdbo,hedge}.jsonl.gz: `tvbo bench --suite real --hyperpriors default
   --algorithms bolt [--algorithm-options 'bolt={"beta":"hedge"}']`, beside the peers of
-  the suite's run log (benchmarks/real/runs.jsonl.gz);
+  the suite's run log (benchmarks/real/runs.jsonl.gz); real-still.jsonl.gz: β
+  multiplied by k_T(s/l_T), floored at 1/16, s the time since the recommendation last
+  moved (a change made for the check and removed);
 - paper-{wdbo,hedge}.jsonl.gz: `--suite paper --objectives hartmann3,hartmann6
   --hyperpriors robust` (Hartmann-3 on 5 seeds, Hartmann-6 on the first);
 - ../level/hartmann3-epyc-{drifting,spacing-floor,shape-ucb}.jsonl.gz: the same
@@ -49,6 +51,7 @@ def real() -> None:
     rows = [
         ("`bolt`, β = 0.2·d·ln(2n)", runs(HERE / "real-wdbo.jsonl.gz", "bolt")),
         ("`bolt`, β hedged", runs(HERE / "real-hedge.jsonl.gz", "bolt")),
+        ("`bolt`, β falls while still", runs(HERE / "real-still.jsonl.gz", "bolt")),
     ] + peers()
     print_fractions(rows)
 
