@@ -5,8 +5,10 @@ sample, its summary and bucket, the call and its bucket; then the bump, the sugg
 status, the observation, its bucket, the call and its bucket), to measure what
 PostgreSQL itself allows on this machine without tvbo (docs/performance.md, "What bounds
 PostgreSQL"). The timeline-bucket upsert is read from commit.rs, so the scripts follow
-it; the other statements are written here with the same shape and representative
-values. Writes three files into the directory given (default: the current one):
+it; the other statements are written here against the same tables, keys and indexes
+with representative values (the version bump sets the counters a round changes and
+finds the row by its key, without commit.rs's `version = $2` predicate, which the same
+index lookup answers). Writes three files into the directory given (default: the current one):
 
 - round.sql: one round, a statement per round trip (what tvbo does today);
 - round-pipelined.sql: the same statements, each transaction in one round trip
