@@ -13,6 +13,10 @@ reverted after):
   moved (a change made for the check and removed);
 - paper-{wdbo,hedge}.jsonl.gz: `--suite paper --objectives hartmann3,hartmann6
   --hyperpriors robust` (Hartmann-3 on 5 seeds, Hartmann-6 on the first);
+- real-static.jsonl.gz, real-static-level.jsonl.gz and paper-static.jsonl.gz (Hartmann-3
+  alone): the same commands under a static component λ₀ k_S beside the product, the
+  second with `--level drifting` too, by the binary of commit 3542048 (`TVBO_STATIC=1`,
+  reverted after); decision 0011, "A static component beside the product";
 - ../level/hartmann3-epyc-{drifting,spacing-floor,shape-ucb}.jsonl.gz: the same
   Hartmann-3 runs with `--level drifting`, the second with l_L's lower bound raised to
   ten times the mean time between the observations, the third with UCB's σ the shape's
@@ -52,6 +56,9 @@ def real() -> None:
         ("`bolt`, β = 0.2·d·ln(2n)", runs(HERE / "real-wdbo.jsonl.gz", "bolt")),
         ("`bolt`, β hedged", runs(HERE / "real-hedge.jsonl.gz", "bolt")),
         ("`bolt`, β falls while still", runs(HERE / "real-still.jsonl.gz", "bolt")),
+        ("`bolt`, static component", runs(HERE / "real-static.jsonl.gz", "bolt")),
+        ("`bolt`, drifting level", runs(REAL / "runs-level-drifting.jsonl.gz", "bolt")),
+        ("`bolt`, drifting level and static", runs(HERE / "real-static-level.jsonl.gz", "bolt")),
     ] + peers()
     print_fractions(rows)
 
@@ -60,6 +67,7 @@ def hartmann() -> None:
     rows = [
         ("BOLT, β = 0.2·d·ln(2n)", HERE / "paper-wdbo.jsonl.gz"),
         ("BOLT, β hedged", HERE / "paper-hedge.jsonl.gz"),
+        ("BOLT, static component", HERE / "paper-static.jsonl.gz"),
         ("BOLT, drifting level", HERE.parent / "level" / "hartmann3-epyc-drifting.jsonl.gz"),
         (
             "BOLT, drifting level, l_L ≥ 10 × spacing",
@@ -87,6 +95,9 @@ def sqlite_journal() -> None:
     print("|---|---|---|---|---|---|")
     for name, path, algorithm in [
         ("`bolt`", REAL / "runs-level-none.jsonl.gz", "bolt"),
+        ("`bolt`, static component", HERE / "real-static.jsonl.gz", "bolt"),
+        ("`bolt`, drifting level", REAL / "runs-level-drifting.jsonl.gz", "bolt"),
+        ("`bolt`, drifting level and static", HERE / "real-static-level.jsonl.gz", "bolt"),
         ("`tune-once`", REAL / "runs.jsonl.gz", "tune-once"),
     ]:
         queries = [

@@ -54,7 +54,6 @@ pub fn hyper() -> Hyperparameters {
         categorical_lengthscale: 1.0,
         lengthscale_ratios: Default::default(),
         level: None,
-        static_variance: None,
     }
 }
 

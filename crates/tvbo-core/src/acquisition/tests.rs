@@ -50,7 +50,6 @@ fn random_gp(n: usize, dim: usize, rng: &mut ChaCha8Rng) -> Gp {
         categorical_lengthscale: 1.0,
         lengthscale_ratios: Default::default(),
         level: None,
-        static_variance: None,
     };
     let xs = (0..n)
         .map(|_| (0..dim).map(|_| rng.random::<f64>()).collect())
@@ -349,7 +348,6 @@ fn maximize_mean_finds_the_peak() {
         categorical_lengthscale: 1.0,
         lengthscale_ratios: Default::default(),
         level: None,
-        static_variance: None,
     };
     let gp = Gp::new(spec, hyper, 1, xs, vec![0.0; 11], ys).unwrap();
     let (x, value) = maximize_mean(

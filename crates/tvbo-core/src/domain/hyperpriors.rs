@@ -178,10 +178,6 @@ pub enum BoundHit {
     LevelVarianceUpper,
     LevelLengthscaleLower,
     LevelLengthscaleUpper,
-    /// λ₀ of a static component at a bound: nothing static, or all of it; answers the
-    /// data may support (not [`BoundHit::is_lengthscale`]).
-    StaticVarianceLower,
-    StaticVarianceUpper,
 }
 
 impl BoundHit {

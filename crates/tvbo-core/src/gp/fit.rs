@@ -48,8 +48,6 @@ pub struct HyperBounds {
     pub level_variance: (f64, f64),
     /// (min, max) of l_L in seconds (with a drifting level).
     pub level_lengthscale: (f64, f64),
-    /// (min, max) of λ₀ (with a static component): λ_L's.
-    pub static_variance: (f64, f64),
 }
 
 impl Default for HyperBounds {
@@ -63,7 +61,6 @@ impl Default for HyperBounds {
             categorical_lengthscale: CATEGORICAL_LENGTHSCALE_BOUNDS,
             level_variance: LEVEL_VARIANCE_BOUNDS,
             level_lengthscale: LEVEL_LENGTHSCALE_BOUNDS,
-            static_variance: LEVEL_VARIANCE_BOUNDS,
         }
     }
 }
@@ -105,9 +102,6 @@ pub struct FitOptions {
     /// hyperparameters fitted with the others, without priors (default off; only with a
     /// temporal kernel; [`DriftingLevel`]).
     pub level: bool,
-    /// A static component λ₀ · k_S(x, x') · e^{−h/l_C} added to the kernel, λ₀ fitted
-    /// with the others without a prior (default off; only with a temporal kernel).
-    pub static_component: bool,
 }
 
 impl Default for FitOptions {
@@ -122,7 +116,6 @@ impl Default for FitOptions {
             guard: false,
             per_coordinate_lengthscales: false,
             level: false,
-            static_component: false,
         }
     }
 }
@@ -135,8 +128,6 @@ struct Layout {
     temporal: bool,
     /// A drifting level (two coordinates).
     level: bool,
-    /// A static component (one coordinate, ln λ₀, after the level's).
-    static_component: bool,
     categorical: bool,
     noise: bool,
     /// `Some` with one lengthscale per continuous coordinate, of which there are at least
@@ -145,16 +136,10 @@ struct Layout {
 }
 
 impl Layout {
-    fn new(
-        spec: KernelSpec,
-        fixed: &Fixed,
-        per_coordinate: Option<usize>,
-        (level, static_component): (bool, bool),
-    ) -> Layout {
+    fn new(spec: KernelSpec, fixed: &Fixed, per_coordinate: Option<usize>, level: bool) -> Layout {
         Layout {
             temporal: spec.temporal.is_some() && fixed.temporal_lengthscale.is_none(),
             level: level && spec.temporal.is_some(),
-            static_component: static_component && spec.temporal.is_some(),
             categorical: !spec.categories.is_empty(),
             noise: fixed.noise_variance.is_none(),
             per_coordinate: per_coordinate
@@ -172,7 +157,6 @@ impl Layout {
         1 + self.spatial()
             + usize::from(self.temporal)
             + 2 * usize::from(self.level)
-            + usize::from(self.static_component)
             + usize::from(self.categorical)
             + usize::from(self.noise)
     }
@@ -195,9 +179,6 @@ impl Layout {
                 .unwrap_or_else(|| level_start(h.temporal_lengthscale));
             v.push(level.variance.ln());
             v.push(level.lengthscale.ln());
-        }
-        if self.static_component {
-            v.push(h.static_variance.unwrap_or(STATIC_VARIANCE_START).ln());
         }
         if self.categorical {
             v.push(h.categorical_lengthscale.ln());
@@ -239,10 +220,6 @@ impl Layout {
             });
             k += 2;
         }
-        if self.static_component {
-            h.static_variance = Some(theta[k].exp());
-            k += 1;
-        }
         if self.categorical {
             h.categorical_lengthscale = theta[k].exp();
             k += 1;
@@ -266,9 +243,6 @@ impl Layout {
         }
         if self.level {
             v.extend([None, None]);
-        }
-        if self.static_component {
-            v.push(None);
         }
         if self.categorical {
             v.push(Some(
@@ -305,9 +279,6 @@ impl Layout {
                 BoundHit::LevelLengthscaleLower,
                 BoundHit::LevelLengthscaleUpper,
             ));
-        }
-        if self.static_component {
-            v.push((BoundHit::StaticVarianceLower, BoundHit::StaticVarianceUpper));
         }
         if self.categorical {
             v.push((
@@ -369,9 +340,6 @@ impl Layout {
         if self.level {
             pairs.push(b.level_variance);
             pairs.push(b.level_lengthscale);
-        }
-        if self.static_component {
-            pairs.push(b.static_variance);
         }
         if self.categorical {
             pairs.push(b.categorical_lengthscale);
@@ -458,9 +426,6 @@ struct Workspace {
     /// it, packed like [`Pairs`]; empty otherwise.
     level: Vec<f64>,
     d_ll: Vec<f64>,
-    /// With a static component, its covariance λ₀ k_S e^{−h/l_C} of every pair, packed
-    /// like [`Pairs`]; empty otherwise.
-    static_values: Vec<f64>,
     /// With a lengthscale per coordinate, the scaled distance r of every pair, packed
     /// like [`Pairs`] ([`scaled_distances`]); empty otherwise.
     scaled: Vec<f64>,
@@ -482,7 +447,6 @@ impl Workspace {
             d_lc: vec![0.0; if layout.categorical { m } else { 0 }],
             level: vec![0.0; if layout.level { m } else { 0 }],
             d_ll: vec![0.0; if layout.level { m } else { 0 }],
-            static_values: vec![0.0; if layout.static_component { m } else { 0 }],
             scaled: vec![
                 0.0;
                 if layout.per_coordinate.is_some() {
@@ -527,7 +491,6 @@ fn fill_kernel_loops(
     let inv_lt = 1.0 / h.temporal_lengthscale;
     let inv_lc = 1.0 / h.categorical_lengthscale;
     let level = h.level.filter(|_| layout.level);
-    let static_variance = h.static_variance.filter(|_| layout.static_component);
     let data = ws.k.as_mut_slice();
     let c = &mut ws.column;
     let mut p = 0;
@@ -549,19 +512,6 @@ fn fill_kernel_loops(
         // k = λ p_S p_T e^{−(q_S+q_T)}; ∂k/∂ln l = k'(r)·(−r) for each factor.
         spec.spatial
             .factors_into(&spatial[p..p + count], inv_ls, ps, ms_rs, qs);
-        // The static component's exponential e^{−(q_S+h/l_C)}, before time joins q_S.
-        let es = &mut c.es[..if static_variance.is_some() { count } else { 0 }];
-        if static_variance.is_some() {
-            for (e, q) in es.iter_mut().zip(&*qs) {
-                *e = -q;
-            }
-            if !pairs.differing.is_empty() {
-                for (e, differ) in es.iter_mut().zip(&pairs.differing[p..p + count]) {
-                    *e -= differ * inv_lc;
-                }
-            }
-            exp_in_place(es);
-        }
         match spec.temporal {
             Some(kind) => {
                 kind.factors_into(&pairs.temporal[p..p + count], inv_lt, pt, mt_rt, qt);
@@ -594,17 +544,6 @@ fn fill_kernel_loops(
             let lt_out = &mut ws.d_lt[p..p + count];
             for q in 0..count {
                 lt_out[q] = -ps[q] * mt_rt[q] * (lambda * e[q]);
-            }
-        }
-        // The static component λ₀ p_S e^{−(q_S+h/l_C)}: its value, and its share of
-        // ∂k/∂ln l_S (and, below, of ∂k/∂ln l_C).
-        if let Some(lambda0) = static_variance {
-            let values = &mut ws.static_values[p..p + count];
-            for q in 0..count {
-                let e = lambda0 * es[q];
-                values[q] = ps[q] * e;
-                below[q] += values[q];
-                ls_out[q] -= ms_rs[q] * e;
             }
         }
         // ∂k/∂ln l_C = k · h / l_C.
@@ -642,14 +581,11 @@ struct ColumnScratch {
     pt: Vec<f64>,
     mt_rt: Vec<f64>,
     qt: Vec<f64>,
-    /// The static component's spatial exponential.
-    es: Vec<f64>,
 }
 
 impl ColumnScratch {
     fn new(n: usize) -> Self {
         ColumnScratch {
-            es: vec![0.0; n],
             ps: vec![0.0; n],
             ms_rs: vec![0.0; n],
             qs: vec![0.0; n],
@@ -808,20 +744,7 @@ fn lml_gradient(
             p += count;
         }
     }
-    // So does a static component, making ∂K/∂ln λ₀.
-    let mut g_static = 0.0;
-    if layout.static_component {
-        let mut p = 0;
-        for j in 0..n {
-            let col = &kinv[j * n..(j + 1) * n];
-            let count = n - j - 1;
-            let (w, a) = (&col[j + 1..], &alpha[j + 1..]);
-            let [s] = weighted_sums(alpha[j], a, w, [&ws.static_values[p..p + count]]);
-            g_static += s;
-            p += count;
-        }
-    }
-    let mut grad = vec![g_lambda - g_level - g_static + 0.5 * lambda * trace_w];
+    let mut grad = vec![g_lambda - g_level + 0.5 * lambda * trace_w];
     match layout.per_coordinate {
         Some(per) => grad.extend(per_coordinate_gradient(per, h, pairs, ws)),
         None => grad.push(g_ls),
@@ -833,10 +756,6 @@ fn lml_gradient(
         let variance = h.level.map_or(0.0, |l| l.variance);
         grad.push(g_level + 0.5 * variance * trace_w);
         grad.push(g_ll);
-    }
-    if layout.static_component {
-        let variance = h.static_variance.unwrap_or(0.0);
-        grad.push(g_static + 0.5 * variance * trace_w);
     }
     if layout.categorical {
         grad.push(g_lc);
@@ -928,8 +847,7 @@ pub fn log_marginal_likelihood(
     let h = apply_fixed(spec, hyper, fixed);
     validate_hyperparameters(spec, &h)?;
     let per_coordinate = (!h.lengthscale_ratios.is_isotropic()).then_some(dim);
-    let components = (h.level.is_some(), h.static_variance.is_some());
-    let layout = Layout::new(spec, fixed, per_coordinate, components);
+    let layout = Layout::new(spec, fixed, per_coordinate, h.level.is_some());
     let pairs = Pairs::new(spec, layout, xs, ts);
     let mut ws = Workspace::new(&pairs, layout);
     let lml = lml_value(spec, &h, layout, &pairs, ys, &mut ws)?;
@@ -960,7 +878,6 @@ fn clamp_into(h: &Hyperparameters, b: &HyperBounds) -> Hyperparameters {
             variance: c(level.variance, b.level_variance),
             lengthscale: c(level.lengthscale, b.level_lengthscale),
         }),
-        static_variance: h.static_variance.map(|v| c(v, b.static_variance)),
     }
 }
 
@@ -974,10 +891,6 @@ fn level_start(span: f64) -> DriftingLevel {
         lengthscale: (span / 5.0).max(1.0),
     }
 }
-
-/// Where λ₀'s search starts when the start names none: a quarter of λ's default, as
-/// the level's.
-const STATIC_VARIANCE_START: f64 = 0.25;
 
 /// The default start: λ = 1, l_S = 0.3, l_T = max(time span of the data, 1 s),
 /// σ² = 0.01 (then clamped into the bounds).
@@ -997,7 +910,6 @@ fn default_start(ts: &[f64], bounds: &HyperBounds) -> Hyperparameters {
             categorical_lengthscale: 1.0,
             lengthscale_ratios: LengthscaleRatios::default(),
             level: None,
-            static_variance: None,
         },
         bounds,
     )
@@ -1035,9 +947,6 @@ fn quasi_random_starts(
     if layout.level {
         region.push((0.01, 1.0));
         region.push((span / 50.0, span * 2.0));
-    }
-    if layout.static_component {
-        region.push((0.01, 1.0));
     }
     if layout.categorical {
         region.push((0.2, 5.0));
@@ -1079,7 +988,6 @@ fn second_start(default: &Hyperparameters, bounds: &HyperBounds) -> Hyperparamet
             categorical_lengthscale: default.categorical_lengthscale,
             lengthscale_ratios: LengthscaleRatios::default(),
             level: default.level,
-            static_variance: default.static_variance,
         },
         bounds,
     )
@@ -1136,17 +1044,13 @@ pub fn fit_with_report(
     let fixed = &options.fixed;
     let mut report = FitReport::default();
     let per_coordinate = options.per_coordinate_lengthscales.then_some(dim);
-    let components = (options.level, options.static_component);
-    let layout = Layout::new(spec, fixed, per_coordinate, components);
-    // A start names a drifting level and a static component exactly when the fit has them.
+    let layout = Layout::new(spec, fixed, per_coordinate, options.level);
+    // A start names a drifting level exactly when the fit has one.
     let with_level = |mut h: Hyperparameters, span: f64| {
         h.level = match layout.level {
             true => Some(h.level.unwrap_or_else(|| level_start(span))),
             false => None,
         };
-        h.static_variance = layout
-            .static_component
-            .then(|| h.static_variance.unwrap_or(STATIC_VARIANCE_START));
         clamp_into(&h, bounds)
     };
     let mut default = apply_fixed(spec, &default_start(ts, bounds), fixed);

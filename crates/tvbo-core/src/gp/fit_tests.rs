@@ -35,7 +35,6 @@ fn gradient_matches_finite_differences() {
         categorical_lengthscale: 1.0,
         lengthscale_ratios: Default::default(),
         level: None,
-        static_variance: None,
     };
     let temporals = [
         None,
@@ -59,7 +58,7 @@ fn gradient_matches_finite_differences() {
                 let ys: Vec<f64> = (0..20).map(|_| standard_normal(&mut rng)).collect();
                 let (_, grad) =
                     log_marginal_likelihood(spec, &hyper, &fixed, &xs, &ts, &ys).unwrap();
-                let layout = Layout::new(spec, &fixed, None, (false, false));
+                let layout = Layout::new(spec, &fixed, None, false);
                 assert_eq!(grad.len(), layout.len());
                 let theta = layout.to_log(&hyper);
                 let h = 1e-6;
@@ -105,7 +104,6 @@ fn mixed_hyperparameters() -> Hyperparameters {
         categorical_lengthscale: 0.7,
         lengthscale_ratios: Default::default(),
         level: None,
-        static_variance: None,
     }
 }
 
@@ -141,7 +139,7 @@ fn mixed_inputs_likelihood_and_gradient_match_brute_force() {
             - 0.5 * k.determinant().ln()
             - 12.0 * (2.0 * std::f64::consts::PI).ln();
         assert!((lml - expected).abs() < 1e-9, "{lml} vs {expected}");
-        let layout = Layout::new(spec, &Fixed::default(), None, (false, false));
+        let layout = Layout::new(spec, &Fixed::default(), None, false);
         assert!(layout.categorical && grad.len() == layout.len());
         let theta = layout.to_log(&hyper);
         let pairs = Pairs::new(spec, layout, &xs, &ts);
@@ -230,7 +228,6 @@ fn fit_beats_true_hyperparameters() {
         categorical_lengthscale: 1.0,
         lengthscale_ratios: Default::default(),
         level: None,
-        static_variance: None,
     };
     for spec in [
         KernelSpec::default(),
@@ -272,7 +269,6 @@ fn moderate_sample(n: usize) -> (Vec<Vec<f64>>, Vec<f64>, Vec<f64>) {
         categorical_lengthscale: 1.0,
         lengthscale_ratios: Default::default(),
         level: None,
-        static_variance: None,
     };
     let spec = KernelSpec::default();
     sample_gp(spec, &truth, n, 2, &mut ChaCha8Rng::seed_from_u64(5))
@@ -323,7 +319,7 @@ fn the_default_fit_is_a_local_search_from_the_default_start() {
     assert!(lml(&fitted) > lml(&start));
     // A local maximum within the box: no coordinate step in log space that stays in
     // the box improves the likelihood by more than the optimiser's tolerance allows.
-    let layout = Layout::new(spec, &Fixed::default(), None, (false, false));
+    let layout = Layout::new(spec, &Fixed::default(), None, false);
     let theta = layout.to_log(&fitted);
     let (lower, upper) = layout.log_bounds(&HyperBounds::default());
     for k in 0..theta.len() {
@@ -401,7 +397,6 @@ fn a_warm_start_less_likely_than_the_default_start_is_refitted_from_it() {
         categorical_lengthscale: 1.0,
         lengthscale_ratios: Default::default(),
         level: None,
-        static_variance: None,
     };
     let lml = lml_of(spec, &xs, &ts, &ys);
     let from_stale =
@@ -424,7 +419,6 @@ fn fit_is_deterministic_and_respects_fixed() {
         categorical_lengthscale: 1.0,
         lengthscale_ratios: Default::default(),
         level: None,
-        static_variance: None,
     };
     let spec = KernelSpec::default();
     let (xs, ts, ys) = sample_gp(spec, &truth, 30, 3, &mut ChaCha8Rng::seed_from_u64(2));
@@ -495,7 +489,6 @@ fn log_posterior_gradient_matches_finite_differences() {
         categorical_lengthscale: 1.0,
         lengthscale_ratios: Default::default(),
         level: None,
-        static_variance: None,
     };
     let priors = HyperpriorSet::robust(3, false, [0.0, 50.0]);
     let fixeds = [
@@ -514,7 +507,7 @@ fn log_posterior_gradient_matches_finite_differences() {
             let spec = KernelSpec::new(KernelKind::Matern52, temporal);
             let (xs, ts) = random_inputs(25, 3, &mut rng);
             let ys: Vec<f64> = (0..25).map(|_| standard_normal(&mut rng)).collect();
-            let layout = Layout::new(spec, &fixed, None, (false, false));
+            let layout = Layout::new(spec, &fixed, None, false);
             let pairs = Pairs::new(spec, layout, &xs, &ts);
             let base = apply_fixed(spec, &hyper, &fixed);
             let mut objective = NegativeLogPosterior {
@@ -684,7 +677,7 @@ fn every_compiled_variant_of_the_kernel_fill_gives_the_same_bits() {
             for categories in [Categories::default(), Categories::new(&[0, 3, 0, 2])] {
                 let spec = KernelSpec::new(spatial, temporal).with_categories(categories);
                 let (xs, ts) = mixed_inputs(37, &mut rng);
-                let layout = Layout::new(spec, &Fixed::default(), None, (false, false));
+                let layout = Layout::new(spec, &Fixed::default(), None, false);
                 let pairs = Pairs::new(spec, layout, &xs, &ts);
                 let mut dispatched = Workspace::new(&pairs, layout);
                 let mut portable = Workspace::new(&pairs, layout);
@@ -740,7 +733,7 @@ fn per_coordinate_likelihood_and_gradient_match_brute_force() {
                 - 0.5 * k.determinant().ln()
                 - 11.0 * (2.0 * std::f64::consts::PI).ln();
             assert!((lml - expected).abs() < 1e-9, "{lml} vs {expected}");
-            let layout = Layout::new(spec, &Fixed::default(), Some(4), (false, false));
+            let layout = Layout::new(spec, &Fixed::default(), Some(4), false);
             let continuous = categories.continuous_dim(4);
             assert_eq!(layout.spatial(), continuous);
             assert_eq!(grad.len(), layout.len());

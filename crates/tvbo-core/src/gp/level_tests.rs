@@ -19,10 +19,6 @@ const LEVEL: DriftingLevel = DriftingLevel {
 };
 
 fn hyper(ratios: LengthscaleRatios) -> Hyperparameters {
-    with_static(ratios, None)
-}
-
-fn with_static(ratios: LengthscaleRatios, static_variance: Option<f64>) -> Hyperparameters {
     Hyperparameters {
         signal_variance: 1.3,
         spatial_lengthscale: 0.4,
@@ -31,7 +27,6 @@ fn with_static(ratios: LengthscaleRatios, static_variance: Option<f64>) -> Hyper
         categorical_lengthscale: 0.7,
         lengthscale_ratios: ratios,
         level: Some(LEVEL),
-        static_variance,
     }
 }
 
@@ -52,8 +47,7 @@ fn data(n: usize, categorical: bool, rng: &mut ChaCha8Rng) -> (Vec<Vec<f64>>, Ve
     (xs, ts, ys)
 }
 
-/// The kernel written out: λ k_S(r) e^{−h/l_C} k_T(|Δt|/l_T) + λ_L k_T(|Δt|/l_L), plus
-/// λ₀ k_S(r) e^{−h/l_C} with a static component.
+/// The kernel written out: λ k_S(r) e^{−h/l_C} k_T(|Δt|/l_T) + λ_L k_T(|Δt|/l_L).
 fn explicit(
     spec: KernelSpec,
     h: &Hyperparameters,
@@ -72,23 +66,14 @@ fn explicit(
     let kind = spec.temporal.expect("a level needs time");
     let dt = (ta - tb).abs();
     let level = h.level.expect("a level");
-    let spatial = spec.spatial.correlation(r2.sqrt()) * (-differ / h.categorical_lengthscale).exp();
-    h.signal_variance * spatial * kind.correlation(dt / h.temporal_lengthscale)
+    h.signal_variance
+        * spec.spatial.correlation(r2.sqrt())
+        * (-differ / h.categorical_lengthscale).exp()
+        * kind.correlation(dt / h.temporal_lengthscale)
         + level.variance * kind.correlation(dt / level.lengthscale)
-        + h.static_variance.unwrap_or(0.0) * spatial
 }
 
-/// [`kinds`] without and with a static component (λ₀ = 0.6).
-fn cases() -> Vec<(KernelSpec, Hyperparameters)> {
-    kinds()
-        .into_iter()
-        .flat_map(|(spec, ratios)| {
-            [None, Some(0.6)].map(|static_variance| (spec, with_static(ratios, static_variance)))
-        })
-        .collect()
-}
-
-fn kinds() -> Vec<(KernelSpec, LengthscaleRatios)> {
+fn cases() -> Vec<(KernelSpec, LengthscaleRatios)> {
     let mut out = Vec::new();
     for temporal in KernelKind::ALL {
         out.push((
@@ -111,7 +96,8 @@ fn kinds() -> Vec<(KernelSpec, LengthscaleRatios)> {
 #[test]
 fn a_drifting_levels_posterior_matches_a_dense_solve_and_survives_updates() {
     let mut rng = ChaCha8Rng::seed_from_u64(5);
-    for (spec, h) in cases() {
+    for (spec, ratios) in cases() {
+        let h = hyper(ratios);
         let categorical = !spec.categories.is_empty();
         let (xs, ts, ys) = data(30, categorical, &mut rng);
         let mut gp = Gp::new(spec, h, 3, xs.clone(), ts.clone(), ys.clone()).unwrap();
@@ -135,7 +121,7 @@ fn a_drifting_levels_posterior_matches_a_dense_solve_and_survives_updates() {
                     (0..xs.len()).map(|j| explicit(spec, &h, (x, t), (&xs[j], ts[j]))),
                 );
                 let mean = kx.dot(&alpha);
-                let prior = h.signal_variance + LEVEL.variance + h.static_variance.unwrap_or(0.0);
+                let prior = h.signal_variance + LEVEL.variance;
                 let var = (prior - kx.dot(&(&kinv * &kx))).max(0.0);
                 for (m, v) in [gp.predict(x, t), many[i]] {
                     assert!((m - mean).abs() < 1e-8, "{spec:?}: {m} vs {mean}");
@@ -169,7 +155,7 @@ fn a_drifting_levels_posterior_matches_a_dense_solve_and_survives_updates() {
 fn a_drifting_levels_input_gradients_match_finite_differences() {
     let mut rng = ChaCha8Rng::seed_from_u64(6);
     let spec = KernelSpec::default();
-    let h = with_static(LengthscaleRatios::default(), Some(0.6));
+    let h = hyper(LengthscaleRatios::default());
     let (xs, ts, ys) = data(25, false, &mut rng);
     let gp = Gp::new(spec, h, 3, xs, ts, ys).unwrap();
     let x = vec![0.3, 0.6, 0.45];
@@ -189,7 +175,8 @@ fn a_drifting_levels_input_gradients_match_finite_differences() {
 #[test]
 fn a_drifting_levels_likelihood_and_gradient_match_brute_force() {
     let mut rng = ChaCha8Rng::seed_from_u64(7);
-    for (spec, h) in cases() {
+    for (spec, ratios) in cases() {
+        let h = hyper(ratios);
         let categorical = !spec.categories.is_empty();
         let (xs, ts, ys) = data(22, categorical, &mut rng);
         let k = DMatrix::from_fn(22, 22, |i, j| {
@@ -206,14 +193,11 @@ fn a_drifting_levels_likelihood_and_gradient_match_brute_force() {
             (lml - expected).abs() < 1e-9,
             "{spec:?}: {lml} vs {expected}"
         );
-        let per_coordinate = (!h.lengthscale_ratios.is_isotropic()).then_some(3);
-        let components = (true, h.static_variance.is_some());
-        let layout = Layout::new(spec, &Fixed::default(), per_coordinate, components);
+        let per_coordinate = (!ratios.is_isotropic()).then_some(3);
+        let layout = Layout::new(spec, &Fixed::default(), per_coordinate, true);
         assert_eq!(grad.len(), layout.len());
         let theta = layout.to_log(&h);
-        let back = layout.hyper_from_log(&theta, &h);
-        assert_eq!(back.level, Some(LEVEL));
-        assert!(back.static_variance.is_some() == h.static_variance.is_some());
+        assert_eq!(layout.hyper_from_log(&theta, &h).level, Some(LEVEL));
         let pairs = Pairs::new(spec, layout, &xs, &ts);
         let priors = HyperpriorSet::robust(
             spec.categories.continuous_dim(3),

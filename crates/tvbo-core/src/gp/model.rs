@@ -45,11 +45,6 @@ pub struct Hyperparameters {
     /// ([`DriftingLevel`]); `None`: the papers' kernel (and in rows stored before).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub level: Option<DriftingLevel>,
-    /// λ₀, the variance of a static component λ₀ · k_S(x, x') · e^{−h/l_C} added to the
-    /// kernel beside λ's product (the same spatial lengthscales, no time): what the
-    /// objective keeps for ever; `None`: the papers' kernel (and in rows stored before).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub static_variance: Option<f64>,
 }
 
 /// A level that drifts on its own time scale: the kernel gains the term
@@ -88,18 +83,14 @@ impl Default for Hyperparameters {
             categorical_lengthscale: 1.0,
             lengthscale_ratios: LengthscaleRatios::default(),
             level: None,
-            static_variance: None,
         }
     }
 }
 
 impl Hyperparameters {
-    /// The prior variance of the latent function at a point: λ, plus λ_L with a level,
-    /// plus λ₀ with a static component.
+    /// The prior variance of the latent function at a point: λ, plus λ_L with a level.
     pub fn prior_variance(&self) -> f64 {
-        self.signal_variance
-            + self.level.map_or(0.0, |l| l.variance)
-            + self.static_variance.unwrap_or(0.0)
+        self.signal_variance + self.level.map_or(0.0, |l| l.variance)
     }
 }
 
@@ -183,11 +174,6 @@ struct ColumnScratch {
     polynomial: Vec<f64>,
     /// Categorical coordinates that differ (empty without categories).
     differ: Vec<f64>,
-    /// With a static component, the spatial factors alone before time joins them: p_S,
-    /// then k_S·e^{−h/l_C}, and (dk_S/dr)/r's polynomial factor.
-    spatial_polynomial: Vec<f64>,
-    spatial_exponent: Vec<f64>,
-    spatial_slope: Vec<f64>,
 }
 
 impl ColumnScratch {
@@ -196,9 +182,6 @@ impl ColumnScratch {
         ColumnScratch {
             polynomial: vec![0.0; n],
             differ: vec![0.0; differ],
-            spatial_polynomial: Vec::new(),
-            spatial_exponent: Vec::new(),
-            spatial_slope: Vec::new(),
         }
     }
 }
@@ -236,14 +219,6 @@ pub(crate) fn validate_hyperparameters(
                 value: level.variance,
             });
         }
-    }
-    if let Some(variance) = h.static_variance
-        && !(variance.is_finite() && variance >= 0.0 && spec.temporal.is_some())
-    {
-        return Err(GpError::InvalidHyperparameter {
-            name: "static_variance",
-            value: variance,
-        });
     }
     if !(h.noise_variance.is_finite() && h.noise_variance >= 0.0) {
         return Err(GpError::InvalidHyperparameter {
@@ -464,19 +439,18 @@ impl Gp {
         self.spec.distances(&self.scaled(a), &self.scaled(b))
     }
 
-    /// The full kernel k_S(‖x−x2‖/l_S) · e^{−h/l_C} · (λ · k_T(|t−t2|/l_T) + λ₀) with
-    /// these hyperparameters (λ₀ = 0 without a static component), plus
-    /// λ_L · k_T(|t−t2|/l_L) with a drifting level: ‖·‖ over the
+    /// The full kernel λ · k_S(‖x−x2‖/l_S) · e^{−h/l_C} · k_T(|t−t2|/l_T) with these
+    /// hyperparameters, plus λ_L · k_T(|t−t2|/l_L) with a drifting level: ‖·‖ over the
     /// continuous coordinates (scaled by their lengthscale ratios, [`Self::distances`]),
     /// h the number of categorical ones whose choices differ ([`super::categories`];
     /// none: the factor is 1).
     pub fn kernel(&self, x: &[f64], t: f64, x2: &[f64], t2: f64) -> f64 {
         let (squared, differ) = self.distances(x, x2);
         let r = squared.sqrt() / self.hyper.spatial_lengthscale;
-        self.spec.spatial.correlation(r)
+        self.hyper.signal_variance
+            * self.spec.spatial.correlation(r)
             * (-differ / self.hyper.categorical_lengthscale).exp()
-            * (self.hyper.signal_variance * self.temporal(t, t2)
-                + self.hyper.static_variance.unwrap_or(0.0))
+            * self.temporal(t, t2)
             + self.level(t, t2)
     }
 
@@ -863,35 +837,13 @@ fn kernel_column_loops(
     let ls = gp.hyper.spatial_lengthscale;
     let spatial = gp.spec.spatial;
     spatial.spatial_factors_into(column, ls, polynomial, slope.as_deref_mut());
-    let inv_lc = 1.0 / gp.hyper.categorical_lengthscale;
-    let static_variance = gp
-        .hyper
-        .static_variance
-        .filter(|_| gp.spec.temporal.is_some());
-    if static_variance.is_some() {
-        // The static component's factors are the spatial ones alone, kept before time
-        // joins them: the categorical exponent first.
-        if !categories.is_empty() {
-            for (q, differ) in column.iter_mut().zip(&scratch.differ) {
-                *q += differ * inv_lc;
-            }
-        }
-        scratch.spatial_polynomial.clear();
-        scratch.spatial_polynomial.extend_from_slice(polynomial);
-        scratch.spatial_exponent.clear();
-        scratch.spatial_exponent.extend(column.iter().map(|q| -q));
-        exp_in_place(&mut scratch.spatial_exponent);
-        if let Some(slope) = slope.as_deref() {
-            scratch.spatial_slope.clear();
-            scratch.spatial_slope.extend_from_slice(slope);
-        }
-    }
     if let Some(kind) = gp.spec.temporal {
         let ts = &gp.ts[observations.clone()];
         let lt = gp.hyper.temporal_lengthscale;
         kind.temporal_factors_into(t, ts, lt, column, polynomial, slope.as_deref_mut());
     }
-    if !categories.is_empty() && static_variance.is_none() {
+    if !categories.is_empty() {
+        let inv_lc = 1.0 / gp.hyper.categorical_lengthscale;
         for (q, differ) in column.iter_mut().zip(&scratch.differ) {
             *q += differ * inv_lc;
         }
@@ -899,7 +851,7 @@ fn kernel_column_loops(
     column.iter_mut().for_each(|q| *q = -*q);
     exp_in_place(column);
     let lambda = gp.hyper.signal_variance;
-    match slope.as_deref_mut() {
+    match slope {
         Some(slope) => {
             let inv_ls2 = 1.0 / (ls * ls);
             for ((value, p), slope) in column.iter_mut().zip(&*polynomial).zip(slope) {
@@ -911,19 +863,6 @@ fn kernel_column_loops(
         None => {
             for (value, p) in column.iter_mut().zip(&*polynomial) {
                 *value = lambda * *value * p;
-            }
-        }
-    }
-    // The static component λ₀ p_S e^{−(q_S+h/l_C)}, and its share of the slope.
-    if let Some(lambda0) = static_variance {
-        let (p, e) = (&scratch.spatial_polynomial, &scratch.spatial_exponent);
-        for ((value, p), e) in column.iter_mut().zip(p).zip(e) {
-            *value += lambda0 * p * e;
-        }
-        if let Some(slope) = slope {
-            let inv_ls2 = 1.0 / (ls * ls);
-            for ((slope, s), e) in slope.iter_mut().zip(&scratch.spatial_slope).zip(e) {
-                *slope += lambda0 * s * e * inv_ls2;
             }
         }
     }

@@ -32,7 +32,6 @@ fn hyper() -> Hyperparameters {
         categorical_lengthscale: 1.0,
         lengthscale_ratios: Default::default(),
         level: None,
-        static_variance: None,
     }
 }
 

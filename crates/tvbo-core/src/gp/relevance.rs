@@ -652,7 +652,6 @@ mod tests {
             categorical_lengthscale: 1.0,
             lengthscale_ratios: Default::default(),
             level: None,
-            static_variance: None,
         };
         let t0 = 10.0;
         for (spec, seed) in [
@@ -851,7 +850,6 @@ mod tests {
             categorical_lengthscale: 1.0,
             lengthscale_ratios: Default::default(),
             level: None,
-            static_variance: None,
         };
         let mut rng = ChaCha8Rng::seed_from_u64(99);
         for (spec, dim) in [

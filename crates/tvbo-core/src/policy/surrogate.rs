@@ -129,8 +129,6 @@ impl Surrogate {
             guard: robust,
             per_coordinate_lengthscales: settings.lengthscales == Lengthscales::PerParameter,
             level: settings.level == Level::Drifting,
-            // An experiment's toggle (removed after its measurement).
-            static_component: std::env::var_os("TVBO_STATIC").is_some(),
             ..FitOptions::default()
         };
         let (gp, fit) = Stage::Fit.run(|| {
@@ -183,7 +181,6 @@ impl Surrogate {
             categorical_lengthscale,
             lengthscale_ratios,
             level,
-            static_variance,
         } = *hyper;
         let output = OutputTransform::of(data, warping);
         gp.spec() == spec
@@ -202,11 +199,6 @@ impl Surrogate {
                 (Some(a), Some(b)) => {
                     same(a.variance, b.variance) && same(a.lengthscale, b.lengthscale)
                 }
-                _ => false,
-            }
-            && match (h.static_variance, static_variance) {
-                (None, None) => true,
-                (Some(a), Some(b)) => same(a, b),
                 _ => false,
             }
             && self.output.same_bits(&output)

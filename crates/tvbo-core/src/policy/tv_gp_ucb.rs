@@ -166,7 +166,6 @@ impl Policy for TvGpUcbWithPrior {
             categorical_lengthscale: 1.0,
             lengthscale_ratios: Default::default(),
             level: None,
-            static_variance: None,
         });
         let rebuild = |observations: &[(usize, f64, f64)]| {
             TimeVaryingArmGp::new(

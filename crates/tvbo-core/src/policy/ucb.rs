@@ -386,7 +386,6 @@ mod tests {
             categorical_lengthscale: 1.0,
             lengthscale_ratios: Default::default(),
             level: None,
-            static_variance: None,
         };
         let fit = |start| {
             fit_hyperparameters(spec, &xs, &ts, &ys, start, &FitOptions::default()).unwrap()

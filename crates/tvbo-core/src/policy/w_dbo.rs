@@ -220,7 +220,6 @@ mod tests {
                 categorical_lengthscale: 1.0,
                 lengthscale_ratios: Default::default(),
                 level: None,
-                static_variance: None,
             }),
             steps_since_reset: 59,
             budget: 0.005,
