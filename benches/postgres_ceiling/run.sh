@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # What PostgreSQL allows for tvbo's writes on this machine, without tvbo: pgbench runs
 # one suggest/observe round's statements (scripts.py) per round trip, pipelined, and
-# batched across ten sessions, on a fresh database migrated by tvbo, with 50 sessions
-# cloned from one that tvbo created. docs/performance.md, "What bounds PostgreSQL".
+# batched across ten sessions (in multi-row statements, or as they are under
+# savepoints), on a fresh database migrated by tvbo, with 50 sessions cloned from one
+# that tvbo created. docs/performance.md, "What bounds PostgreSQL".
 #
 #   bash benches/postgres_ceiling/run.sh [seconds per run, default 12] [pairs, default 2]
 #
@@ -49,4 +50,5 @@ for _ in $(seq "$pairs"); do
     run round.sql 50 1
     run round-pipelined.sql 50 1
     run batch.sql 5 10
+    run batch-savepoints.sql 5 10
 done

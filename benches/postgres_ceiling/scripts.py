@@ -16,6 +16,10 @@ index lookup answers). Writes three files into the directory given (default: the
 - batch.sql: ten sessions' rounds in one transaction, one multi-row statement per
   table, pipelined (what a writer that commits the changes queued from many sessions
   together would give). One pgbench transaction is ten rounds.
+- batch-savepoints.sql: ten sessions' suggests in one transaction and their observes in
+  the next, each change's statements as round.sql's, one per round trip, under a
+  savepoint of its own (what such a writer gives with commit.rs's statements unchanged,
+  each change rolled back alone on failure). One pgbench transaction is ten rounds.
 
 Session `pgb-<k>` is pgbench's client k (batch.sql: clients own ten sessions each).
 Standard library only.
@@ -134,6 +138,19 @@ def pipelined(*transactions: list[str]) -> list[str]:
     return out
 
 
+def savepointed(members: list[int]) -> list[str]:
+    """The suggests of `members` in one transaction, then their observes in another,
+    each change under a savepoint."""
+    out: list[str] = []
+    for which in (0, 1):
+        out.append("BEGIN;")
+        for j in members:
+            change = statements([j])[which][1:-1]
+            out += ["SAVEPOINT change;", *change, "RELEASE change;"]
+        out.append("COMMIT;")
+    return out
+
+
 def main() -> None:
     out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(".")
     seq = "\\set seq random(1, 1000000000000)"
@@ -143,6 +160,11 @@ def main() -> None:
         "round.sql": ["\\set k :client_id", seq, *one[0], *one[1]],
         "round-pipelined.sql": ["\\set k :client_id", seq, *pipelined(*one)],
         "batch.sql": [f"\\set base :client_id * {BATCH}", seq, *pipelined(*many)],
+        "batch-savepoints.sql": [
+            f"\\set base :client_id * {BATCH}",
+            seq,
+            *savepointed(list(range(BATCH))),
+        ],
     }
     for name, lines in files.items():
         (out / name).write_text("\n".join(lines) + "\n")

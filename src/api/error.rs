@@ -117,7 +117,9 @@ impl From<ServiceError> for ApiError {
                     "the session is being changed concurrently; retry the request",
                 )
             }
-            ServiceError::Store(e @ (StoreError::Database(_) | StoreError::Sqlite(_))) => {
+            ServiceError::Store(
+                e @ (StoreError::Database(_) | StoreError::Sqlite(_) | StoreError::Postgres(_)),
+            ) => {
                 tracing::error!(error = %e, "database error");
                 // A client that honours it waits a second before trying again, as the
                 // pool reconnects (a restart or a failover takes seconds).

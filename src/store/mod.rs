@@ -12,7 +12,9 @@ mod listing;
 mod migrations;
 pub mod outbox;
 pub mod postgres;
+mod postgres_writer;
 mod queries;
+mod queued;
 mod rows;
 pub mod sqlite;
 mod sqlite_writer;
@@ -60,6 +62,10 @@ pub enum StoreError {
     /// changes of the transaction it failed.
     #[error("database error: {0}")]
     Sqlite(std::sync::Arc<rusqlite::Error>),
+    /// An error of a PostgreSQL writer's transaction (`store::postgres_writer`), shared
+    /// by the changes it held.
+    #[error("database error: {0}")]
+    Postgres(std::sync::Arc<sqlx::Error>),
     /// Starting the SQLite writer thread, or making an in-memory database's directory,
     /// failed.
     #[error("I/O error: {0}")]

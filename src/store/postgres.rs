@@ -13,7 +13,7 @@ use sqlx::{PgPool, Postgres, Transaction};
 use uuid::Uuid;
 
 use super::changes::{self, ChangeFeed};
-use super::commit::apply_change;
+use super::postgres_writer::PostgresWriter;
 use super::{ChangeSet, IdempotencyRecord, PoolSettings, StoreError, WriteTurn};
 
 /// SQLSTATE of a serialization failure and of a detected deadlock: the transaction lost a
@@ -37,6 +37,8 @@ pub struct PostgresStore {
     /// The listener's task ([`changes::listen`]), ended with the last clone of the store
     /// or when it closes.
     listener: Arc<ListenerTask>,
+    /// The tasks that commit session changes (`store/postgres_writer.rs`).
+    writer: Arc<PostgresWriter>,
 }
 
 /// Aborts the listener's task when dropped.
@@ -74,10 +76,12 @@ impl PostgresStore {
             .connect_lazy_with(options);
         let changes = Arc::new(ChangeFeed::from_database());
         let listener = tokio::spawn(changes::listen(listening, changes.clone()));
+        let writer = PostgresWriter::start(pool.clone(), settings.max_connections, Self::ROW_ID);
         Ok(PostgresStore {
             pool,
             changes,
             listener: Arc::new(ListenerTask(listener.abort_handle())),
+            writer: Arc::new(writer),
         })
     }
 
@@ -113,13 +117,16 @@ impl PostgresStore {
     /// errors, as in SQLite: the version row lock rules out races on unique keys, so one
     /// is a bug.
     fn classify(error: StoreError) -> StoreError {
-        match &error {
-            StoreError::Database(sqlx::Error::Database(e))
-                if e.code()
-                    .is_some_and(|code| RETRYABLE_SQLSTATES.contains(&code.as_ref())) =>
-            {
-                StoreError::Conflict
-            }
+        let database = match &error {
+            StoreError::Database(sqlx::Error::Database(e)) => e,
+            StoreError::Postgres(shared) => match &**shared {
+                sqlx::Error::Database(e) => e,
+                _ => return error,
+            },
+            _ => return error,
+        };
+        match database.code() {
+            Some(code) if RETRYABLE_SQLSTATES.contains(&code.as_ref()) => StoreError::Conflict,
             _ => error,
         }
     }
@@ -139,8 +146,9 @@ impl PostgresStore {
         Ok((None, self.pool.begin().await?))
     }
 
-    /// Applies a change in a transaction of its own ([`apply_change`]); the version
-    /// bump's row lock orders it against other replicas' changes of the session.
+    /// Hands a change to the writer tasks, which commit it with the others queued
+    /// (`store/postgres_writer.rs`); the version bump's row lock orders it against other
+    /// replicas' changes of the session.
     async fn commit_change(
         &self,
         id: Uuid,
@@ -148,21 +156,13 @@ impl PostgresStore {
         change: &ChangeSet,
         idempotency: Option<&IdempotencyRecord>,
     ) -> Result<(), StoreError> {
-        let mut transaction = self.pool.begin().await?;
-        apply_change(
-            &mut *transaction,
-            id,
-            expected_version,
-            change,
-            idempotency,
-            Self::ROW_ID,
-        )
-        .await?;
-        transaction.commit().await?;
-        Ok(())
+        self.writer
+            .commit(id, expected_version, change, idempotency)
+            .await
     }
 
     async fn close_pool(&self) {
+        self.writer.stop().await;
         self.listener.0.abort();
         self.pool.close().await;
     }

@@ -24,24 +24,11 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, Statement};
-use tokio::sync::oneshot;
 use uuid::Uuid;
 
 use super::commit::{Arg, Statements, apply_change};
+use super::queued::{Job, MAX_BATCH, answer, commit_queued};
 use super::{ChangeSet, IdempotencyRecord, SqliteStore, StoreError};
-
-/// Most changes folded into one transaction: a bound on how long the first of them waits
-/// for the others' statements.
-const MAX_BATCH: usize = 64;
-
-/// A change waiting for the writer.
-struct Job {
-    id: Uuid,
-    expected_version: i64,
-    change: ChangeSet,
-    idempotency: Option<IdempotencyRecord>,
-    reply: oneshot::Sender<Result<(), StoreError>>,
-}
 
 /// The writer thread and the queue to it.
 #[derive(Debug)]
@@ -71,8 +58,7 @@ impl SqliteWriter {
     }
 
     /// Commits `change` as [`apply_change`] describes, once the transaction that holds it
-    /// has committed. A caller that stops waiting before the writer reaches its change
-    /// withdraws it; one that stops while it runs does not.
+    /// has committed ([`commit_queued`]).
     pub(super) async fn commit(
         &self,
         id: Uuid,
@@ -80,24 +66,17 @@ impl SqliteWriter {
         change: &ChangeSet,
         idempotency: Option<&IdempotencyRecord>,
     ) -> Result<(), StoreError> {
-        let (reply, answer) = oneshot::channel();
-        let job = Job {
+        commit_queued(
             id,
             expected_version,
-            change: change.clone(),
-            idempotency: idempotency.cloned(),
-            reply,
-        };
-        let queued = match &*self.jobs.lock().expect("writer queue poisoned") {
-            Some(jobs) => jobs.send(job).is_ok(),
-            None => false,
-        };
-        if !queued {
-            return Err(StoreError::Database(sqlx::Error::PoolClosed));
-        }
-        answer
-            .await
-            .unwrap_or(Err(StoreError::Database(sqlx::Error::PoolClosed)))
+            change,
+            idempotency,
+            |job| match &*self.jobs.lock().expect("writer queue poisoned") {
+                Some(jobs) => jobs.send(job).is_ok(),
+                None => false,
+            },
+        )
+        .await
     }
 
     /// Lets the changes already queued commit, then stops the thread and closes its
@@ -131,9 +110,9 @@ fn open(path: &Path) -> Result<Connection, StoreError> {
 /// them in one transaction and answers each; ends when the queue's sender is gone.
 fn serve(mut connection: Connection, queue: &mpsc::Receiver<Job>, turn: &tokio::sync::Mutex<()>) {
     while let Ok(first) = queue.recv() {
-        let mut batch: Vec<Job> = std::iter::once(first)
+        let batch: Vec<Job> = std::iter::once(first)
             .chain(queue.try_iter().take(MAX_BATCH - 1))
-            .filter(|job| !job.reply.is_closed())
+            .filter(Job::wanted)
             .collect();
         if batch.is_empty() {
             continue;
@@ -142,10 +121,7 @@ fn serve(mut connection: Connection, queue: &mpsc::Receiver<Job>, turn: &tokio::
             let _turn = turn.blocking_lock();
             commit_batch(&mut connection, &batch)
         };
-        for (job, outcome) in batch.drain(..).zip(outcomes) {
-            // A caller that stopped waiting meanwhile hears nothing.
-            let _ = job.reply.send(outcome);
-        }
+        answer(batch, outcomes);
     }
 }
 
@@ -326,13 +302,7 @@ mod tests {
         change: ChangeSet,
         idempotency: Option<IdempotencyRecord>,
     ) -> Job {
-        Job {
-            id,
-            expected_version,
-            change,
-            idempotency,
-            reply: oneshot::channel().0,
-        }
+        Job::new(id, expected_version, &change, idempotency.as_ref()).0
     }
 
     /// In one batch: a change, a change of the same session planned from the version

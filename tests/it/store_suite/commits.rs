@@ -7,6 +7,7 @@ store_tests!(
     check_commit_applies_every_part,
     check_commit_version_conflict,
     check_concurrent_commits_one_wins,
+    check_concurrent_commits_of_many_sessions_stand_alone,
     check_commit_missing_session,
     check_idempotency_records,
 );
@@ -186,6 +187,84 @@ async fn check_concurrent_commits_one_wins(store: &dyn Store) {
     let stored = store.list_observations(row.id, 0, 10, true).await.unwrap();
     assert_eq!(stored.len(), 1);
     assert_eq!(stored[0].value, value);
+}
+
+/// Many sessions' changes committed at once, as the writers group them into shared
+/// transactions: a change that loses its race or whose idempotency key is taken fails
+/// alone, and every other change is stored whole (each session's call, sample and
+/// observation, and the timeline's buckets that count them).
+async fn check_concurrent_commits_of_many_sessions_stand_alone(store: &dyn Store) {
+    let scope = "POST /v1/sessions/x/observations";
+    let mut rows = Vec::new();
+    for i in 0..12 {
+        rows.push(created(store, &format!("s{i}"), 1 + i).await);
+    }
+    let taken = record(scope, None, "taken");
+    store
+        .commit(rows[0].id, 0, &ChangeSet::default(), Some(&taken))
+        .await
+        .unwrap();
+    let change = |value: f64| ChangeSet {
+        new_observations: vec![ObservationRow {
+            value,
+            ..observation(1, None, 0.5)
+        }],
+        response_time: Some(ResponseTimeSample {
+            n: 1,
+            seconds: value,
+        }),
+        calls: vec![call("observe", value)],
+        state: Some(json!({"by": value})),
+        ..ChangeSet::default()
+    };
+    // Each session but the first: two changes planned from version 0 (one loses the
+    // race); the first: one change whose idempotency key is taken.
+    let racing = rows[1..].iter().enumerate().flat_map(|(i, row)| {
+        [0.25, 0.75].map(|part| {
+            let change = change(i as f64 + 1.0 + part);
+            async move { store.commit(row.id, 0, &change, None).await }
+        })
+    });
+    let refused = async {
+        let change = change(0.5);
+        store.commit(rows[0].id, 1, &change, Some(&taken)).await
+    };
+    let (refused, outcomes) = tokio::join!(refused, futures_util::future::join_all(racing));
+    assert!(
+        matches!(refused, Err(StoreError::DuplicateKey)),
+        "{refused:?}"
+    );
+    let first = store.get_session(rows[0].id).await.unwrap().unwrap();
+    assert_eq!(first.version, 1);
+    let none = store
+        .list_observations(rows[0].id, 0, 10, true)
+        .await
+        .unwrap();
+    assert!(none.is_empty(), "{none:?}");
+    for (i, row) in rows.iter().enumerate().skip(1) {
+        let pair = &outcomes[2 * (i - 1)..2 * i];
+        let won: Vec<usize> = (0..2).filter(|&k| pair[k].is_ok()).collect();
+        assert_eq!(won.len(), 1, "session {i}: {pair:?}");
+        assert!(
+            pair.iter()
+                .all(|o| matches!(o, Ok(()) | Err(StoreError::Conflict))),
+            "session {i}: {pair:?}"
+        );
+        let value = i as f64 + [0.25, 0.75][won[0]];
+        let got = store.get_session(row.id).await.unwrap().unwrap();
+        assert_eq!(
+            (got.version, got.state),
+            (1, json!({"by": value})),
+            "session {i}"
+        );
+        let stored = store.list_observations(row.id, 0, 10, true).await.unwrap();
+        let values: Vec<f64> = stored.iter().map(|o| o.value).collect();
+        assert_eq!(values, [value], "session {i}");
+        let budget = tvbo::store::TimelineBudget::points(120);
+        let timeline = store.timeline(row.id, &budget).await.unwrap();
+        assert_eq!(timeline.calls.len(), 1, "session {i}");
+        assert_eq!(timeline.response_times.len(), 1, "session {i}");
+    }
 }
 
 /// A missing session: commit is NotFound, load_history None.
