@@ -132,7 +132,7 @@ pub fn new_key(name: &str, tenant: Option<&str>, admin: bool) -> Result<NewKey, 
     let tenant = tenant.unwrap_or(name);
     check_name("tenant", tenant, true)?;
     let id = Uuid::new_v4();
-    let secret = hex(&rand::random::<[u8; 32]>());
+    let secret = hex::encode(rand::random::<[u8; 32]>());
     let salt = SaltString::encode_b64(&rand::random::<[u8; 16]>())
         .map_err(|e| KeyError::Hash(e.to_string()))?;
     let secret_hash = Argon2::default()
@@ -177,11 +177,6 @@ fn check_name(field: &'static str, value: &str, strict: bool) -> Result<(), KeyE
 /// Whole seconds to wait before retrying, rounded up, at least 1 (for `Retry-After`).
 pub fn retry_seconds(wait: Duration) -> u64 {
     (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1)
-}
-
-/// Bytes as lowercase hex.
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The id of a key given as its id (what `tvbo keys list` shows) or as the whole key.

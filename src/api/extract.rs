@@ -222,31 +222,11 @@ pub fn parse_query<T: DeserializeOwned>(query: &str) -> Result<T, ApiError> {
 /// (a `%` not followed by two hex digits stands for itself); None when the bytes are not
 /// UTF-8.
 fn form_decode(raw: &str) -> Option<String> {
-    let bytes = raw.as_bytes();
-    let mut decoded = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes.get(i + 1..i + 3).and_then(|h| {
-            std::str::from_utf8(h)
-                .ok()
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-        });
-        match (bytes[i], hex) {
-            (b'%', Some(byte)) => {
-                decoded.push(byte);
-                i += 3;
-            }
-            (b'+', _) => {
-                decoded.push(b' ');
-                i += 1;
-            }
-            (byte, _) => {
-                decoded.push(byte);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8(decoded).ok()
+    let spaced = raw.replace('+', " ");
+    percent_encoding::percent_decode_str(&spaced)
+        .decode_utf8()
+        .ok()
+        .map(|decoded| decoded.into_owned())
 }
 
 /// One decoded query value: deserialises as the type asked for, parsing its text.

@@ -226,5 +226,5 @@ fn delivery_headers(webhook: Uuid, event: i64, kind: &str) -> [(&'static str, St
 
 /// A random secret: `whsec_` and 32 bytes in hex.
 fn new_secret() -> String {
-    format!("whsec_{}", crate::keys::hex(&rand::random::<[u8; 32]>()))
+    format!("whsec_{}", hex::encode(rand::random::<[u8; 32]>()))
 }

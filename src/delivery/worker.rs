@@ -24,6 +24,7 @@ use tokio::task::JoinSet;
 use super::Webhooks;
 use super::send::{ATTEMPT_TIMEOUT, Attempt};
 use crate::domain::events::session_idle;
+use crate::domain::time::{Backoff, Jitter};
 use crate::session::views::Event;
 use crate::store::changes::{ChangeFeed, ChangeNotice};
 use crate::store::outbox::{AttemptOutcome, Breaker, ClaimedDelivery};
@@ -265,10 +266,14 @@ fn outcome_of(
 /// [`MAX_BACKOFF`], less up to a quarter at random (replicas and receivers recovering
 /// together do not meet in step).
 fn backoff(attempts: i64) -> chrono::Duration {
-    let exponent = attempts.clamp(1, 32) - 1;
-    let seconds = 2f64.powi(exponent as i32).min(MAX_BACKOFF.as_secs_f64());
-    let jittered = seconds * (1.0 - 0.25 * rand::random::<f64>());
-    chrono::Duration::milliseconds((jittered * 1000.0) as i64)
+    const DELIVERY_BACKOFF: Backoff = Backoff {
+        first: Duration::from_secs(1),
+        max: MAX_BACKOFF,
+        jitter: Jitter::Quarter,
+    };
+    let attempt = attempts.clamp(1, 32) as u32;
+    let wait = DELIVERY_BACKOFF.wait(attempt, rand::random::<f64>());
+    chrono::Duration::milliseconds(wait.as_millis() as i64)
 }
 
 /// Raises `session-idle` for each session silent past its threshold; whether it raised

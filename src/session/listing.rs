@@ -127,7 +127,7 @@ impl ListCursor {
                 format!("{}.{}.{value}.{id}", sort.as_str(), order.as_str())
             }
             (SortKey::Text(text), _, _) => {
-                let hex: String = text.bytes().map(|b| format!("{b:02x}")).collect();
+                let hex = hex::encode(text);
                 format!("{}.{}.{hex}.{id}", sort.as_str(), order.as_str())
             }
             (SortKey::Real(value), _, _) => {
@@ -189,13 +189,10 @@ fn strict_int(text: &str) -> Option<i64> {
 /// `([0-9a-f]{2})*` as bytes.
 fn strict_hex(text: &str) -> Option<Vec<u8>> {
     let lower_hex = |b: u8| b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
-    if !text.len().is_multiple_of(2) || !text.bytes().all(lower_hex) {
+    if !text.bytes().all(lower_hex) {
         return None;
     }
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).ok())
-        .collect()
+    hex::decode(text).ok()
 }
 
 /// A UUID written as the server writes one: hyphenated, lowercase.

@@ -27,6 +27,7 @@ use crate::domain::InvalidInput;
 use crate::domain::config::{CreateSession, random_seed};
 use crate::domain::input::ObservationInput;
 use crate::domain::records::{ChangeSet, History, SessionRow, SuggestionStatus};
+use crate::domain::time::{Backoff, Jitter};
 use crate::engine::{
     EngineError, Limits, ObserveSnapshot, new_session_config, new_session_row, plan_abandon,
     plan_observe, plan_suggest,
@@ -47,11 +48,14 @@ pub const MAX_PREDICT_POINTS: usize = 10_000;
 /// request timeout (120 s), so a client that did nothing wrong is never told of a
 /// conflict it cannot resolve.
 const COMMIT_RETRY_BUDGET: Duration = Duration::from_secs(90);
-/// First back-off after a lost commit race; it doubles up to [`MAX_COMMIT_BACKOFF`], and
-/// each wait is drawn uniformly from [0, backoff] (full jitter) so that two replicas
-/// that collided do not collide again.
-const FIRST_COMMIT_BACKOFF: Duration = Duration::from_millis(5);
-const MAX_COMMIT_BACKOFF: Duration = Duration::from_millis(500);
+/// The back-off after a lost commit race: 5 ms doubling up to 500 ms, each wait drawn
+/// uniformly from [0, ceiling] (full jitter) so that two replicas that collided do not
+/// collide again.
+const COMMIT_BACKOFF: Backoff = Backoff {
+    first: Duration::from_millis(5),
+    max: Duration::from_millis(500),
+    jitter: Jitter::Full,
+};
 
 /// Sessions over a store. Cheap to clone.
 #[derive(Clone)]
@@ -498,7 +502,7 @@ impl SessionService {
         Fut: Future<Output = Result<(ChangeSet, T, SessionSnapshot), ServiceError>>,
     {
         let deadline = Instant::now() + COMMIT_RETRY_BUDGET;
-        let mut backoff = FIRST_COMMIT_BACKOFF;
+        let mut lost_races = 0;
         loop {
             // Where other replicas write too, a kept snapshot is checked against the
             // session's version: planning from one that another replica's change made
@@ -543,9 +547,9 @@ impl SessionService {
                     return Ok(response);
                 }
                 Err(StoreError::Conflict) if Instant::now() < deadline => {
-                    let wait = backoff.mul_f64(rand::random::<f64>());
+                    lost_races += 1;
+                    let wait = COMMIT_BACKOFF.wait(lost_races, rand::random::<f64>());
                     tokio::time::sleep(wait).await;
-                    backoff = (backoff * 2).min(MAX_COMMIT_BACKOFF);
                 }
                 Err(StoreError::Conflict) => return Err(ServiceError::Busy),
                 Err(e) => return Err(e.into()),

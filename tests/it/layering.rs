@@ -223,6 +223,29 @@ fn the_servers_modules_import_only_from_layers_below_and_form_no_circle() {
     );
 }
 
+/// The core's default build carries no wire schemas: utoipa is an optional dependency,
+/// behind the `openapi` feature that only the server turns on (CI builds the core alone,
+/// without it).
+#[test]
+fn the_cores_default_build_has_no_utoipa() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let manifest = std::fs::read_to_string(root.join("crates/tvbo-core/Cargo.toml")).unwrap();
+    let utoipa: Vec<&str> = manifest
+        .lines()
+        .filter(|line| line.starts_with("utoipa"))
+        .collect();
+    assert!(
+        utoipa.len() == 1 && utoipa[0].contains("optional = true"),
+        "{utoipa:?}"
+    );
+    assert!(manifest.contains("openapi = [\"dep:utoipa\"]"));
+    let default = manifest.lines().find(|line| line.starts_with("default ="));
+    assert!(
+        default.is_none_or(|line| !line.contains("openapi")),
+        "{default:?}"
+    );
+}
+
 /// The layers of one crate's `src`: every import allowed by `layers`, and no two files
 /// importing each other.
 fn check_layers(src: &Path, layers: &[(&str, &[&str])]) {

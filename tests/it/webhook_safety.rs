@@ -200,7 +200,10 @@ async fn ping_and_the_delivery_log_say_how_a_receiver_answered_in_a_few_words() 
             (&json!(false), &Value::Null, &json!(expected)),
             "{answer}"
         );
-        let text = answer.to_string();
+        // The answer without its timing, whose digits may hold "418" or "302" by chance.
+        let mut untimed = answer.clone();
+        untimed.as_object_mut().unwrap().remove("duration_ms");
+        let text = untimed.to_string();
         for echoed in ["internal", "10.0.0.7", "refused", "418", "302", "onnect"] {
             assert!(!text.contains(echoed), "{echoed} in {text}");
         }

@@ -2,7 +2,6 @@
 //! defaults and validation, and the exploration weight β of the UCB rules.
 
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
 use crate::domain::InvalidInput;
 use crate::domain::hyperpriors::{TEMPORAL_LENGTHSCALE_BOUNDS, epsilon_of_temporal_lengthscale};
@@ -11,7 +10,8 @@ use crate::domain::priors::{MAX_PRIORS, PriorSpec, validate_priors};
 use crate::domain::space::Arm;
 
 /// The exploration weight β of the upper confidence bound μ + √β σ.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(untagged)]
 pub enum Beta {
     /// A constant β.
@@ -22,7 +22,8 @@ pub enum Beta {
 }
 
 /// Named β schedules.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum BetaSchedule {
     Wdbo,
@@ -61,7 +62,8 @@ fn default_elimination_delta() -> f64 {
 }
 
 /// The algorithm of a session and its options (`{"name": ..., options...}`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "name", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum AlgorithmConfig {
     /// BOLT (Bardou & Thiran, Algorithm 1): spatio-temporal UCB that keeps at most n*
@@ -164,7 +166,8 @@ impl Default for AlgorithmConfig {
 
 /// Which algorithm a configuration is, by its API name (`bolt`, `w-dbo`, …): what a
 /// session listing filters by.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum AlgorithmName {
     Bolt,

@@ -6,7 +6,6 @@
 //! that the stored (and echoed) configuration is complete and explicit.
 
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
 pub use crate::domain::algorithm::{AlgorithmConfig, Beta, BetaSchedule, MAX_DATASET_SIZE};
 use crate::domain::events::{
@@ -25,7 +24,8 @@ use crate::domain::space::{
 use crate::domain::{InvalidInput, validate_text};
 
 /// Whether larger or smaller objective values are better.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Goal {
     #[default]
@@ -44,7 +44,8 @@ impl Goal {
 }
 
 /// The surrogate model's settings as sent by a client; absent fields take defaults.
-#[derive(Clone, Debug, Default, Deserialize, ToSchema)]
+#[derive(Clone, Debug, Default, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ModelRequest {
     /// Correlation in space: matern12, matern32, matern52 (default) or rbf.
@@ -81,7 +82,8 @@ pub struct ModelRequest {
 
 /// How many spatial lengthscales a session's kernel has
 /// (docs/decisions/0011-per-parameter-lengthscales.md says why one is the default).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Lengthscales {
     /// One lengthscale per continuous parameter (automatic relevance determination, as
@@ -104,7 +106,8 @@ impl Lengthscales {
 /// The values a session's GP is fitted to (`policy::output_transform`;
 /// docs/decisions/0012-output-warping.md says what each warping does on real systems and
 /// why neither is the default).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Warping {
     /// The values themselves, standardised (the papers').
@@ -130,7 +133,8 @@ impl Warping {
 
 /// Whether a session's kernel has a drifting level
 /// (docs/decisions/0013-a-drifting-level.md).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Level {
     /// The papers' kernel: the level of the objective is part of the spatio-temporal
@@ -152,7 +156,8 @@ impl Level {
 
 /// What a session's model learns from its failed runs (docs/api.md, "Failed and
 /// abandoned runs").
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Failures {
     /// Each recent failed run is a data point of the GP at its setting and measurement
@@ -174,7 +179,8 @@ impl Failures {
 }
 
 /// Where a session's hyperparameter fits start.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum FitStart {
     /// Every fit searches from the same moderate start, whatever earlier fits found: the
@@ -191,7 +197,8 @@ pub enum FitStart {
 }
 
 /// The surrogate model's settings, filled in.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ModelConfig {
     pub spatial_kernel: KernelKind,
     /// `null` for algorithms whose kernel ignores time.
@@ -225,7 +232,8 @@ pub struct ModelConfig {
 }
 
 /// Where a session's time axis comes from.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum TimeSource {
     /// t = server wall clock − session creation, in seconds.
@@ -236,21 +244,23 @@ pub enum TimeSource {
 }
 
 /// Time settings as sent by a client.
-#[derive(Clone, Debug, Default, Deserialize, ToSchema)]
+#[derive(Clone, Debug, Default, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct TimeRequest {
     pub source: Option<TimeSource>,
     /// Seconds between handing out a suggestion and its measurement, added to the
     /// suggestion's target time. Absent: the median of the session's past delays.
-    #[schema(minimum = 0, maximum = 2592000)]
+    #[cfg_attr(feature = "openapi", schema(minimum = 0, maximum = 2592000))]
     pub lead: Option<f64>,
     /// Seconds after which an unobserved suggestion stops counting as pending (default 3600).
-    #[schema(exclusive_minimum = 0, maximum = 2592000)]
+    #[cfg_attr(feature = "openapi", schema(exclusive_minimum = 0, maximum = 2592000))]
     pub pending_timeout: Option<f64>,
 }
 
 /// Time settings, filled in.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TimeConfig {
     pub source: TimeSource,
     /// `null`: learned as the median past delay.
@@ -260,19 +270,20 @@ pub struct TimeConfig {
 
 /// The drift events' thresholds as sent by a client (docs/events.md); absent fields take
 /// the defaults.
-#[derive(Clone, Debug, Default, Deserialize, ToSchema)]
+#[derive(Clone, Debug, Default, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct EventsRequest {
     pub optimum_moved: Option<OptimumMovedRequest>,
     pub tracking: Option<TrackingRequest>,
     /// `drift-rate-changed` is found when the fitted temporal lengthscale moved by this
     /// factor, up or down, from its reference (default 2; above 1, at most 1000).
-    #[schema(exclusive_minimum = 1, maximum = 1000)]
+    #[cfg_attr(feature = "openapi", schema(exclusive_minimum = 1, maximum = 1000))]
     pub drift_rate_factor: Option<f64>,
     /// `session-idle` is raised when no observation arrived for this many seconds
     /// (default 3600; at least 60, at most 30 days). `null` switches it off.
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<f64>, minimum = 60, maximum = 2592000)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<f64>, minimum = 60, maximum = 2592000))]
     pub idle_seconds: Option<Option<f64>>,
 }
 
@@ -286,45 +297,48 @@ where
 }
 
 /// The thresholds of `optimum-moved` as sent by a client.
-#[derive(Clone, Debug, Default, Deserialize, ToSchema)]
+#[derive(Clone, Debug, Default, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct OptimumMovedRequest {
     /// How far the recommendation must move: the largest change of a coordinate in the
     /// unit cube (default 0.2; above 0, at most 1).
-    #[schema(exclusive_minimum = 0, maximum = 1)]
+    #[cfg_attr(feature = "openapi", schema(exclusive_minimum = 0, maximum = 1))]
     pub distance: Option<f64>,
     /// For how many consecutive suggests it must stand there (default 3; 1 to 100).
-    #[schema(minimum = 1, maximum = 100)]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 100))]
     pub persistence: Option<u32>,
     /// Also a move: the recommendation's predicted mean changed by more than this
     /// fraction of the reference's |mean| (above 0, at most 100: a hundredfold change).
     /// Default `null`: only `distance`.
-    #[schema(exclusive_minimum = 0, maximum = 100)]
+    #[cfg_attr(feature = "openapi", schema(exclusive_minimum = 0, maximum = 100))]
     pub relative_value: Option<f64>,
 }
 
 /// The thresholds of `tracking-lost` and `tracking-regained` as sent by a client.
-#[derive(Clone, Debug, Default, Deserialize, ToSchema)]
+#[derive(Clone, Debug, Default, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct TrackingRequest {
     /// Regrets per window (default 32; 8 to 1024).
-    #[schema(minimum = 8, maximum = 1024)]
+    #[cfg_attr(feature = "openapi", schema(minimum = 8, maximum = 1024))]
     pub window: Option<u32>,
     /// `tracking-lost` when the newest window's mean regret exceeds the window before's
     /// by more than this many standard errors (and by 10 %) (default 4; above 0, at most
     /// 100).
-    #[schema(exclusive_minimum = 0, maximum = 100)]
+    #[cfg_attr(feature = "openapi", schema(exclusive_minimum = 0, maximum = 100))]
     pub rise: Option<f64>,
     /// `tracking-regained` when the newest window's mean is back within this many
     /// standard errors of the level before the loss (default 1; at least 0, below
     /// `rise`).
-    #[schema(minimum = 0)]
+    #[cfg_attr(feature = "openapi", schema(minimum = 0))]
     pub hysteresis: Option<f64>,
 }
 
 /// The drift events' thresholds, filled in (docs/events.md). Sessions stored before they
 /// existed read back with the defaults.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(default)]
 pub struct EventsConfig {
     pub optimum_moved: OptimumMovedConfig,
@@ -346,7 +360,8 @@ impl Default for EventsConfig {
 }
 
 /// The thresholds of `optimum-moved`, filled in.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(default)]
 pub struct OptimumMovedConfig {
     pub distance: f64,
@@ -366,7 +381,8 @@ impl Default for OptimumMovedConfig {
 }
 
 /// The thresholds of `tracking-lost` and `tracking-regained`, filled in.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(default)]
 pub struct TrackingConfig {
     pub window: u32,
@@ -385,19 +401,20 @@ impl Default for TrackingConfig {
 }
 
 /// Body of `POST /v1/sessions`.
-#[derive(Clone, Debug, Deserialize, ToSchema)]
+#[derive(Clone, Debug, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct CreateSession {
     /// Up to 200 characters, no control characters.
-    #[schema(max_length = 200)]
+    #[cfg_attr(feature = "openapi", schema(max_length = 200))]
     pub name: Option<String>,
     pub goal: Option<Goal>,
     /// Required, but in a request that resumes an existing session by its name alone
     /// (`{"name": …, "resume": true}`).
     #[serde(default)]
-    #[schema(min_items = 1, max_items = 32)]
+    #[cfg_attr(feature = "openapi", schema(min_items = 1, max_items = 32))]
     pub parameters: Vec<ParameterSpec>,
-    #[schema(min_items = 1, max_items = 10000)]
+    #[cfg_attr(feature = "openapi", schema(min_items = 1, max_items = 10000))]
     pub arms: Option<Vec<ArmSpec>>,
     pub algorithm: Option<AlgorithmConfig>,
     pub model: Option<ModelRequest>,
@@ -406,7 +423,10 @@ pub struct CreateSession {
     pub events: Option<EventsRequest>,
     /// Same seed, same history and same session time ⇒ same suggestions. Default: random
     /// in [0, 2^53 − 1].
-    #[schema(minimum = 0, maximum = 9007199254740991_u64)]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(minimum = 0, maximum = 9007199254740991_u64)
+    )]
     pub seed: Option<u64>,
     /// `true`: answer the caller's session of this `name` when there is one (200; the
     /// newest, when older duplicates exist), and create it from this request only when
@@ -418,7 +438,8 @@ pub struct CreateSession {
 }
 
 /// A session's complete configuration, as stored and echoed.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SessionConfig {
     pub name: String,
     pub goal: Goal,

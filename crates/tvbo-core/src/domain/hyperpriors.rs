@@ -3,7 +3,6 @@
 //! (docs/decisions/0009-hyperpriors-and-the-fit-guard.md).
 
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
 /// Bounds of the hyperparameter fit. λ, for standardised y:
 pub const SIGNAL_VARIANCE_BOUNDS: (f64, f64) = (0.05, 20.0);
@@ -31,7 +30,8 @@ pub fn epsilon_of_temporal_lengthscale(temporal_lengthscale: f64) -> f64 {
 }
 
 /// Which priors a session's hyperparameter fits put on the hyperparameters.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Hyperpriors {
     /// No priors: each fit maximises the exact marginal likelihood, as 002 §5.1 does.
@@ -55,7 +55,8 @@ impl Hyperpriors {
 /// A log-normal prior on a positive hyperparameter h: ln h ~ N(loc, scale²), as
 /// GPyTorch's `LogNormalPrior`, whose density is that of h (with its 1/h), so that where
 /// the likelihood is flat the fit ends at the prior's mode e^(loc − scale²).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct LogNormal {
     pub loc: f64,
     pub scale: f64,
@@ -92,7 +93,8 @@ pub const CATEGORICAL_LENGTHSCALE_PRIOR: LogNormal = LogNormal {
 };
 
 /// The priors of one fit, on the standardised values' scale; l_T in seconds.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct HyperpriorSet {
     /// On λ: LogNormal(1, 1), mode 1, the standardised values' variance.
     pub signal_variance: LogNormal,
@@ -156,7 +158,8 @@ impl HyperpriorSet {
 }
 
 /// A hyperparameter and the end of its fitting box where a fit left it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum BoundHit {
     SignalVarianceLower,
@@ -197,7 +200,8 @@ impl BoundHit {
 
 /// What a hyperparameter fit did beyond its search: recorded with the step it served
 /// when [`FitReport::is_notable`].
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct FitReport {
     /// Fitted hyperparameters at an end of their box (after the guard's second start).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

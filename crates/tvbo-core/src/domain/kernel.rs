@@ -2,10 +2,10 @@
 //! mathematics is in the GP core (`gp::kernel`, `gp::arms`).
 
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
 /// A stationary correlation function of the scaled distance.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum KernelKind {
     /// Matérn ν = 1/2 (exponential): `e^{−r}`.
@@ -30,7 +30,8 @@ impl KernelKind {
 
 /// The covariance families a kernel prior may use. The stationary ones are functions of
 /// r = ‖x − x'‖ / lengthscale (Euclidean distance of the raw parameter values).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum PriorKernel {
     /// Matérn ν = 1/2: `v·e^{−r}`.

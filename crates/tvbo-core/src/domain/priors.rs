@@ -7,7 +7,6 @@
 //! mean per arm and an m × m covariance matrix.
 
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
 use crate::domain::kernel::PriorKernel;
 use crate::domain::space::{Arm, MAX_MAGNITUDE};
@@ -22,7 +21,8 @@ pub const MAX_PRIOR_NAME_CHARS: usize = 200;
 pub const MAX_PRIOR_ARMS: usize = 1000;
 
 /// A prior mean: one value for every arm, or one value per arm.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(untagged)]
 pub enum PriorMean {
     Constant(f64),
@@ -30,13 +30,14 @@ pub enum PriorMean {
 }
 
 /// One prior, as sent and as stored (defaults filled in).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct PriorSpec {
     /// A label shown in the model view (default `prior-<index>`): 1 to 200 characters,
     /// no control characters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(min_length = 1, max_length = 200)]
+    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 200))]
     pub name: Option<String>,
     /// Kernel family of a kernel prior; absent for an empirical prior.
     #[serde(default, skip_serializing_if = "Option::is_none")]

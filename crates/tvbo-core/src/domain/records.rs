@@ -4,7 +4,6 @@
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::domain::checked::CheckedConfig;
@@ -79,7 +78,8 @@ impl SuggestionStatus {
 }
 
 /// How a run ended without a value.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum RunEnd {
     /// The client measured and the measurement failed (`"failed": true`).
@@ -230,7 +230,8 @@ pub struct CallRecord {
 /// The model as a step left it, recorded when the step is made (the posterior argmax at
 /// that time cannot be recomputed honestly later, once data is forgotten): the history
 /// the dashboard draws.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct StepSnapshot {
     /// Active observations after the step.
     pub dataset_size: i64,
@@ -268,7 +269,8 @@ pub struct StepSnapshot {
 
 /// Hyperparameters of the last fit; variances on standardised observations (warped first
 /// under `model.warping`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct FittedHyperparameters {
     /// λ, the prior variance of the latent function.
     pub signal_variance: f64,
@@ -303,11 +305,12 @@ pub struct FittedHyperparameters {
 }
 
 /// The posterior mean's maximiser at time `t`, on the user's scale.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RecordedOptimum {
     /// Session time the optimum is for (the suggestions' target time).
     pub t: f64,
-    #[schema(value_type = std::collections::BTreeMap<String, crate::domain::space::ParamValue>)]
+    #[cfg_attr(feature = "openapi", schema(value_type = std::collections::BTreeMap<String, crate::domain::space::ParamValue>))]
     pub params: Params,
     /// The arm's name (arm sessions).
     #[serde(default, skip_serializing_if = "Option::is_none")]

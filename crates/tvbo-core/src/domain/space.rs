@@ -3,7 +3,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
 use crate::domain::{InvalidInput, validate_text};
 
@@ -66,6 +65,7 @@ pub fn numbers<'a>(pairs: impl IntoIterator<Item = (&'a str, f64)>) -> Params {
 /// hand (`ComposeSchema` is what `#[derive(ToSchema)]` implements, and utoipa derives
 /// `PartialSchema` from it) because the derive would make it `oneOf`, which an integer,
 /// also a number, does not satisfy.
+#[cfg(feature = "openapi")]
 impl utoipa::__dev::ComposeSchema for ParamValue {
     fn compose(
         _: Vec<utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>>,
@@ -99,7 +99,8 @@ impl utoipa::__dev::ComposeSchema for ParamValue {
     }
 }
 
-impl ToSchema for ParamValue {}
+#[cfg(feature = "openapi")]
+impl utoipa::ToSchema for ParamValue {}
 
 impl From<f64> for ParamValue {
     fn from(value: f64) -> Self {
@@ -129,7 +130,8 @@ impl Serialize for ParamValue {
 
 /// A parameter's type: real-valued, integer (rounded on the way out), or categorical
 /// (one of its `choices`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum ParameterType {
     #[default]
@@ -139,7 +141,8 @@ pub enum ParameterType {
 }
 
 /// How a parameter maps onto `[0, 1]`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Scale {
     #[default]
@@ -159,11 +162,12 @@ impl Scale {
 }
 
 /// One named parameter: a number with its bounds, or a categorical one with its choices.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ParameterSpec {
     /// 1 to 100 characters, no control characters; unique within the session.
-    #[schema(min_length = 1, max_length = 100)]
+    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 100))]
     pub name: String,
     #[serde(rename = "type", default)]
     pub kind: ParameterType,
@@ -179,14 +183,14 @@ pub struct ParameterSpec {
     /// The values of a categorical parameter: 2 to 64 distinct strings of 1 to 100
     /// characters (required for it, absent for the others).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(min_items = 2, max_items = 64)]
+    #[cfg_attr(feature = "openapi", schema(min_items = 2, max_items = 64))]
     pub choices: Option<Vec<String>>,
     /// A grid: the parameter takes only the values low + k·step, k = 0, 1, … up to high
     /// (as Optuna's `step`). Linear scale only; an integer for an int parameter; at least
     /// 1024 ulp of max(|low|, |high|), so that the grid's points are distinct in double
     /// precision (any integer step of an int parameter within ±2^52).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(exclusive_minimum = 0)]
+    #[cfg_attr(feature = "openapi", schema(exclusive_minimum = 0))]
     pub step: Option<f64>,
     /// A context parameter: measured by the client, never chosen by the server. Every
     /// suggest gives its value (`fixed`), and every observation of a setting of the
@@ -374,21 +378,23 @@ impl ParameterSpec {
 }
 
 /// An arm of a finite arm set as sent by a client.
-#[derive(Clone, Debug, Deserialize, ToSchema)]
+#[derive(Clone, Debug, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ArmSpec {
     /// 1 to 100 characters, no control characters; unique (default `arm-<index>`).
-    #[schema(min_length = 1, max_length = 100)]
+    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 100))]
     pub name: Option<String>,
-    #[schema(value_type = BTreeMap<String, ParamValue>)]
+    #[cfg_attr(feature = "openapi", schema(value_type = BTreeMap<String, ParamValue>))]
     pub params: Params,
 }
 
 /// An arm, named (`arm-<index>` when the client gave no name).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Arm {
     pub name: String,
-    #[schema(value_type = BTreeMap<String, ParamValue>)]
+    #[cfg_attr(feature = "openapi", schema(value_type = BTreeMap<String, ParamValue>))]
     pub params: Params,
 }
 

@@ -65,6 +65,45 @@ pub fn median_lead(delays: &[f64]) -> f64 {
     }
 }
 
+/// An exponential back-off between retries: the `attempt`-th wait (from 1) is at most
+/// `first`·2^(attempt−1), capped at `max`, and `jitter` takes part of it at random, so
+/// that replicas (or receivers) recovering together do not retry in step.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Backoff {
+    pub first: std::time::Duration,
+    pub max: std::time::Duration,
+    pub jitter: Jitter,
+}
+
+/// Which part of a back-off's ceiling a wait is drawn from, uniformly.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Jitter {
+    /// [0, ceiling] ("full jitter"): waits that collided spread the most.
+    Full,
+    /// [¾·ceiling, ceiling]: close to the schedule a person reads.
+    Quarter,
+}
+
+impl Backoff {
+    /// The longest wait after the `attempt`-th failure: `first`·2^(attempt−1), at most
+    /// `max` (attempt 0 reads as 1).
+    pub fn ceiling(&self, attempt: u32) -> std::time::Duration {
+        let doublings = attempt.saturating_sub(1).min(62) as i32;
+        let seconds = self.first.as_secs_f64() * 2f64.powi(doublings);
+        std::time::Duration::from_secs_f64(seconds.min(self.max.as_secs_f64()))
+    }
+
+    /// The wait after the `attempt`-th failure, with `u` uniform in [0, 1) (the caller's
+    /// randomness).
+    pub fn wait(&self, attempt: u32, u: f64) -> std::time::Duration {
+        let ceiling = self.ceiling(attempt);
+        match self.jitter {
+            Jitter::Full => ceiling.mul_f64(u),
+            Jitter::Quarter => ceiling.mul_f64(1.0 - 0.25 * u),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -86,5 +125,33 @@ mod tests {
             resolve_time(TimeSource::Client, Some(5.0), now, now, "t").unwrap(),
             5.0
         );
+    }
+
+    #[test]
+    fn a_backoff_doubles_to_its_cap_and_jitters_below_it() {
+        use std::time::Duration;
+        let full = Backoff {
+            first: Duration::from_millis(5),
+            max: Duration::from_millis(500),
+            jitter: Jitter::Full,
+        };
+        let ceilings: Vec<u128> = (1..=9).map(|a| full.ceiling(a).as_micros()).collect();
+        assert_eq!(
+            ceilings,
+            [
+                5_000, 10_000, 20_000, 40_000, 80_000, 160_000, 320_000, 500_000, 500_000
+            ]
+        );
+        assert_eq!(full.ceiling(0), full.ceiling(1));
+        assert_eq!(full.wait(3, 0.0), Duration::ZERO);
+        assert_eq!(full.wait(3, 0.5), Duration::from_millis(10));
+        let quarter = Backoff {
+            first: Duration::from_secs(1),
+            max: Duration::from_secs(3600),
+            jitter: Jitter::Quarter,
+        };
+        assert_eq!(quarter.ceiling(40), Duration::from_secs(3600));
+        assert_eq!(quarter.wait(3, 0.0), Duration::from_secs(4));
+        assert_eq!(quarter.wait(3, 1.0), Duration::from_secs(3));
     }
 }

@@ -18,7 +18,7 @@ use crate::domain::space::MAX_MAGNITUDE;
 use crate::domain::time::{resolve_time, wall_time};
 use crate::domain::{InvalidInput, validate_text};
 use crate::policy::response_time::fit_response_time;
-use crate::policy::{self, ObserveContext, Stage};
+use crate::policy::{self, ObserveContext, RemovalReason, Stage};
 
 /// How far in the future a client's `measured_at` may be (clock skew), in seconds.
 const MEASURED_AT_SKEW: f64 = 60.0;
@@ -56,21 +56,7 @@ pub fn plan_observe(
         failed,
         suggestion_status,
     } = checked_observations(snapshot, inputs, now)?;
-    // The first failed run beyond the cap is named (failed runs are the inputs marked so).
-    let room = limits.max_ended_runs.saturating_sub(history.ended_runs);
-    if failed.len() > room {
-        let mut failed_inputs = inputs
-            .iter()
-            .filter(|(_, input)| input.failed == Some(true));
-        let prefix = failed_inputs
-            .nth(room)
-            .map_or("", |(prefix, _)| prefix.as_str());
-        return Err(too_many_ended_runs(
-            history,
-            limits,
-            format!("{prefix}failed"),
-        ));
-    }
+    check_ended_runs_room(history, inputs, failed.len(), limits)?;
     if rows.is_empty() {
         // Failed runs alone: recorded, their suggestions released, the policy's state
         // untouched (the next suggest's model reads them from the history).
@@ -104,35 +90,9 @@ pub fn plan_observe(
     let cap = limits.max_active_observations;
     let capped = !matches!(config.algorithm, AlgorithmConfig::Bolt { .. });
     if capped && active_after > cap {
-        return Err(EngineError::Limit(
-            "dataset-full",
-            InvalidInput::new(
-                "session",
-                format!(
-                    "would hold {active_after} active observations; {} keeps them \
-                     and this server caps a session at {cap}: use bolt, which bounds \
-                     its own dataset",
-                    config.algorithm.name()
-                ),
-            ),
-        ));
+        return Err(dataset_full(config.algorithm.name(), active_after, cap));
     }
-    let mut deactivate = Vec::new();
-    for (seq, reason) in removals {
-        match rows.iter_mut().find(|r| r.seq == seq) {
-            Some(row) => {
-                row.active = false;
-                row.removed_at = Some(now);
-                row.removed_t = Some(t_now);
-                row.removed_reason = Some(reason.as_str().to_string());
-            }
-            None => deactivate.push(Deactivation {
-                seq,
-                reason: reason.as_str().to_string(),
-                t: t_now,
-            }),
-        }
-    }
+    let deactivate = mark_removed(&mut rows, removals, now, t_now);
     let t_last = rows.last().map_or(0.0, |r| r.t);
     let dataset_size = history.active.len() as i64;
     let response_time_fit = fit_response_time(&snapshot.response_times);
@@ -179,6 +139,75 @@ pub fn plan_observe(
         events: outcome.events,
         ..ChangeSet::default()
     })
+}
+
+/// Refuses the observations when their failed runs (the inputs marked so, `failed` of
+/// them) would take the session beyond its cap of ended runs, naming the first beyond it.
+fn check_ended_runs_room(
+    history: &History,
+    inputs: &[(String, ObservationInput)],
+    failed: usize,
+    limits: &Limits,
+) -> Result<(), EngineError> {
+    let room = limits.max_ended_runs.saturating_sub(history.ended_runs);
+    if failed <= room {
+        return Ok(());
+    }
+    let mut failed_inputs = inputs
+        .iter()
+        .filter(|(_, input)| input.failed == Some(true));
+    let prefix = failed_inputs
+        .nth(room)
+        .map_or("", |(prefix, _)| prefix.as_str());
+    Err(too_many_ended_runs(
+        history,
+        limits,
+        format!("{prefix}failed"),
+    ))
+}
+
+/// The refusal of an observation that would take a session whose `algorithm` keeps every
+/// observation to `active_after` active ones, beyond this server's `cap`.
+fn dataset_full(algorithm: &str, active_after: usize, cap: usize) -> EngineError {
+    EngineError::Limit(
+        "dataset-full",
+        InvalidInput::new(
+            "session",
+            format!(
+                "would hold {active_after} active observations; {algorithm} keeps them \
+                 and this server caps a session at {cap}: use bolt, which bounds \
+                 its own dataset"
+            ),
+        ),
+    )
+}
+
+/// Marks what the policy forgot (`removals`, by seq) at `now` (session time `t_now`):
+/// the new observations among them are stored inactive, the kept ones are returned to be
+/// deactivated.
+fn mark_removed(
+    rows: &mut [ObservationRow],
+    removals: Vec<(i64, RemovalReason)>,
+    now: DateTime<Utc>,
+    t_now: f64,
+) -> Vec<Deactivation> {
+    let mut deactivate = Vec::new();
+    for (seq, reason) in removals {
+        match rows.iter_mut().find(|r| r.seq == seq) {
+            Some(row) => {
+                row.active = false;
+                row.removed_at = Some(now);
+                row.removed_t = Some(t_now);
+                row.removed_reason = Some(reason.as_str().to_string());
+            }
+            None => deactivate.push(Deactivation {
+                seq,
+                reason: reason.as_str().to_string(),
+                t: t_now,
+            }),
+        }
+    }
+    deactivate
 }
 
 /// Plans abandoning a suggestion of the session of `history` (`DELETE

@@ -5,7 +5,6 @@
 //! return.
 
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
 use super::{CurrentModel, EngineError, fitted_hyperparameters, policy_state};
 use crate::domain::config::SessionConfig;
@@ -17,7 +16,8 @@ use crate::policy::prior_selection::{PriorSelectionState, StepRecord, entropy};
 use crate::policy::{PolicyState, SessionPolicy};
 
 /// How much the posterior would move without one active observation (W-DBO / BOLT).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RelevanceView {
     pub seq: i64,
     /// R_i = √(W̄²_i / W̄²_∅): the integrated Wasserstein distance between the posteriors
@@ -52,7 +52,8 @@ pub fn relevance(
 }
 
 /// The state of one prior (paper 003).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PriorStatusView {
     pub name: String,
     /// Still in the active set P_t (the elimination rules remove priors).
@@ -70,7 +71,8 @@ pub struct PriorStatusView {
 }
 
 /// Prior selection: the priors, the hyperposterior's entropy, and every step's choice.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PriorSelectionView {
     /// Observations recorded.
     pub steps: u64,

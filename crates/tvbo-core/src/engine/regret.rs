@@ -4,7 +4,6 @@
 use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
 use super::CurrentModel;
 use crate::domain::checked::CheckedConfig;
@@ -23,7 +22,8 @@ pub struct Regret {
 }
 
 /// One point of the regret curve.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RegretPoint {
     pub seq: i64,
     pub t: f64,
@@ -38,7 +38,8 @@ pub struct RegretPoint {
 }
 
 /// The regret of every observation.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RegretReport {
     pub points: Vec<RegretPoint>,
     pub cumulative_regret: f64,

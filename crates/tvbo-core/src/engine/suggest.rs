@@ -11,13 +11,14 @@ use super::{
 };
 use crate::acquisition::Cores;
 use crate::domain::InvalidInput;
+use crate::domain::checked::CheckedConfig;
 use crate::domain::config::AlgorithmConfig;
 use crate::domain::records::{
     CallRecord, ChangeSet, History, ResponseTimeSample, SuggestionRow, SuggestionStatus,
 };
 use crate::domain::space::Params;
 use crate::domain::time::resolve_time;
-use crate::policy::{self, BesideUcb, SuggestContext};
+use crate::policy::{self, BesideUcb, Proposal, SuggestContext};
 
 /// Plans `count` suggestions for the session of `history`, asked at session time `t`
 /// (client-time sessions) or at `now` (wall-clock sessions). The change hands them out
@@ -81,34 +82,14 @@ pub fn plan_suggest(
     let mut rng = call_rng(config.seed, ordinal);
     let proposed = policy::suggest(policy.as_ref(), &ctx, &mut state, &mut rng)?;
     let searched = beside.and_then(MeanSearchBeside::found);
-    let rows: Vec<SuggestionRow> = proposed
-        .proposals
-        .into_iter()
-        .enumerate()
-        .map(|(i, p)| SuggestionRow {
-            id: Uuid::new_v4(),
-            ordinal: session.suggest_count + i as i64,
-            // The values given, exactly (the unit cube's round trip may move the last
-            // digit).
-            params: {
-                let mut params = space.from_unit(&p.x);
-                params.extend(
-                    fixed
-                        .iter()
-                        .map(|(name, value)| (name.clone(), value.clone())),
-                );
-                params
-            },
-            arm: p
-                .arm
-                .and_then(|i| config.arms.as_ref().map(|arms| arms[i].name.clone())),
-            unit: p.x,
-            issued_t: t_now,
-            t: target,
-            created_at: now,
-            status: SuggestionStatus::Pending,
-        })
-        .collect();
+    let issued = Issued {
+        first_ordinal: session.suggest_count,
+        fixed,
+        t: t_now,
+        target,
+        now,
+    };
+    let rows = issued.rows(config, proposed.proposals);
     let dataset_size = history.active.len() as i64;
     let outcome = step_outcome(
         session,
@@ -163,6 +144,50 @@ pub fn plan_suggest(
         events: outcome.events,
         ..ChangeSet::default()
     })
+}
+
+/// How a suggest's proposals are handed out: their first ordinal, the parameters held
+/// fixed, the session time asked at and the one they are for, and the wall-clock time.
+struct Issued<'a> {
+    first_ordinal: i64,
+    fixed: &'a Params,
+    t: f64,
+    target: f64,
+    now: DateTime<Utc>,
+}
+
+impl Issued<'_> {
+    /// The pending suggestion of each proposal, in order: its setting in the space's
+    /// units with the fixed parameters' values exactly as given (the unit cube's round
+    /// trip may move the last digit), and its arm's name in a session of arms.
+    fn rows(&self, config: &CheckedConfig, proposals: Vec<Proposal>) -> Vec<SuggestionRow> {
+        let space = config.space();
+        proposals
+            .into_iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let mut params = space.from_unit(&p.x);
+                params.extend(
+                    self.fixed
+                        .iter()
+                        .map(|(name, value)| (name.clone(), value.clone())),
+                );
+                SuggestionRow {
+                    id: Uuid::new_v4(),
+                    ordinal: self.first_ordinal + i as i64,
+                    params,
+                    arm: p
+                        .arm
+                        .and_then(|i| config.arms.as_ref().map(|arms| arms[i].name.clone())),
+                    unit: p.x,
+                    issued_t: self.t,
+                    t: self.target,
+                    created_at: self.now,
+                    status: SuggestionStatus::Pending,
+                }
+            })
+            .collect()
+    }
 }
 
 /// The refusals of a suggest before any model work: more pending suggestions than the

@@ -111,11 +111,12 @@ pub struct Observation {
 }
 
 /// Saved between calls (stored as JSON with the session).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PolicyState {
     /// Hyperparameters of the last fit: the model by which BOLT and W-DBO judge the
     /// relevance of observations, and what `GET …/model` reports.
-    #[schema(value_type = Option<Object>)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub hyperparameters: Option<Hyperparameters>,
     /// Observations since the last reset (R-GP-UCB, ET-GP-UCB; W-DBO, which never
     /// resets, counts from the start to know when its warm-up is over).
@@ -139,12 +140,12 @@ pub struct PolicyState {
     /// Where the recommendation stood when the last `optimum-moved` event was found, and
     /// the candidate for the next (docs/events.md); kept by the engine, not the policy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Object>)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub drift: Option<crate::domain::events::DriftState>,
     /// What this step's fit did beyond its search (bounds hit, the guard): set by the
     /// policy, moved into the step's record by the engine, never stored here.
     #[serde(skip)]
-    #[schema(ignore)]
+    #[cfg_attr(feature = "openapi", schema(ignore))]
     pub last_fit: Option<FitReport>,
 }
 

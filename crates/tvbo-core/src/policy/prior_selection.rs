@@ -17,7 +17,6 @@ use std::sync::Arc;
 
 use rand::RngExt;
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
 use super::prior_cache::posterior_after;
 use super::{
@@ -57,7 +56,8 @@ impl SelectionRule {
 }
 
 /// The prior a pending suggestion was chosen under.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PendingChoice {
     /// The suggestion's ordinal in its session.
     pub ordinal: u64,
@@ -65,7 +65,8 @@ pub struct PendingChoice {
 }
 
 /// One observation step.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct StepRecord {
     /// The prior the observed suggestion was chosen under (null for warm-up suggestions
     /// and settings the client chose).
@@ -75,7 +76,8 @@ pub struct StepRecord {
 }
 
 /// What the prior-selection algorithms carry from step to step.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PriorSelectionState {
     /// Observations recorded: the t of the last step.
     pub steps: u64,
