@@ -14,6 +14,7 @@ use crate::plan::Plan;
 use crate::reference;
 use crate::run_log::RunResult;
 use crate::stats::MeanSe;
+use crate::suites::ObjectiveSpec;
 use tvbo_core::domain::config::{FitStart, Lengthscales, Level, Warping};
 use tvbo_core::domain::hyperpriors::Hyperpriors;
 
@@ -97,6 +98,39 @@ pub struct Summary {
     /// Mean ± standard error over replications of [`RunSummary::achieved`], where every
     /// run has it.
     pub achieved: Option<MeanSe>,
+}
+
+impl Summary {
+    /// The summary of `mine`, the runs of `algorithm` on `spec` (at least one), over a
+    /// suite of this `horizon`.
+    fn of(spec: &ObjectiveSpec, algorithm: &str, mine: &[&RunSummary], horizon: f64) -> Summary {
+        let mean = |f: &dyn Fn(&RunSummary) -> f64| {
+            mine.iter().map(|r| f(r)).sum::<f64>() / mine.len() as f64
+        };
+        let each = |f: &dyn Fn(&RunSummary) -> f64| {
+            MeanSe::of(&mine.iter().map(|r| f(r)).collect::<Vec<_>>())
+        };
+        Summary {
+            objective: spec.name.clone(),
+            label: spec.label.clone(),
+            algorithm: algorithm.to_string(),
+            replications: mine.len(),
+            average_regret: each(&|r| r.average_regret),
+            average_regret_after_warmup: each(&|r| r.average_regret_after_warmup),
+            iterations: mean(&|r| r.iterations as f64),
+            final_dataset_size: mean(&|r| r.final_dataset_size as f64),
+            mean_dataset_size: mean(&|r| r.mean_dataset_size),
+            compute_per_iteration: mean(&|r| r.compute_per_iteration),
+            published: (horizon == reference::TABLE_3_HORIZON)
+                .then(|| reference::table_3(&spec.name, algorithm))
+                .flatten(),
+            achieved: mine
+                .iter()
+                .map(|r| r.achieved)
+                .collect::<Option<Vec<f64>>>()
+                .map(|a| MeanSe::of(&a)),
+        }
+    }
 }
 
 /// 002's normalised regret of one algorithm (Figure 3, last row of Table 3): per
@@ -226,35 +260,7 @@ impl Report {
                 if mine.is_empty() {
                     continue;
                 }
-                let mean = |f: &dyn Fn(&RunSummary) -> f64| {
-                    mine.iter().map(|r| f(r)).sum::<f64>() / mine.len() as f64
-                };
-                let regrets: Vec<f64> = mine.iter().map(|r| r.average_regret).collect();
-                summaries.push(Summary {
-                    objective: spec.name.clone(),
-                    label: spec.label.clone(),
-                    algorithm: algorithm.clone(),
-                    replications: mine.len(),
-                    average_regret: MeanSe::of(&regrets),
-                    average_regret_after_warmup: MeanSe::of(
-                        &mine
-                            .iter()
-                            .map(|r| r.average_regret_after_warmup)
-                            .collect::<Vec<_>>(),
-                    ),
-                    iterations: mean(&|r| r.iterations as f64),
-                    final_dataset_size: mean(&|r| r.final_dataset_size as f64),
-                    mean_dataset_size: mean(&|r| r.mean_dataset_size),
-                    compute_per_iteration: mean(&|r| r.compute_per_iteration),
-                    published: (plan.suite.horizon == reference::TABLE_3_HORIZON)
-                        .then(|| reference::table_3(&spec.name, algorithm))
-                        .flatten(),
-                    achieved: mine
-                        .iter()
-                        .map(|r| r.achieved)
-                        .collect::<Option<Vec<f64>>>()
-                        .map(|a| MeanSe::of(&a)),
-                });
+                summaries.push(Summary::of(spec, algorithm, &mine, plan.suite.horizon));
                 let raw: Vec<&RunResult> = results
                     .iter()
                     .filter(|r| r.objective == spec.name && &r.algorithm == algorithm)
