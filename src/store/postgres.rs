@@ -157,6 +157,7 @@ impl PostgresStore {
         idempotency: Option<&IdempotencyRecord>,
     ) -> Result<(), StoreError> {
         self.writer
+            .jobs
             .commit(id, expected_version, change, idempotency)
             .await
     }

@@ -21,11 +21,10 @@ use std::sync::{Arc, Mutex};
 use sqlx::PgPool;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
-use uuid::Uuid;
 
+use super::StoreError;
 use super::commit::apply_change;
-use super::queued::{Job, MAX_BATCH, answer, commit_queued};
-use super::{ChangeSet, IdempotencyRecord, StoreError};
+use super::queued::{Job, MAX_BATCH, Queue, answer};
 
 /// Writer tasks per replica, at most: each holds one of the pool's connections while it
 /// commits. More than one, so that one batch's statements and another's commit overlap
@@ -37,7 +36,8 @@ const MOST_WRITERS: u32 = 4;
 /// The writer tasks and the queue to them.
 #[derive(Debug)]
 pub(super) struct PostgresWriter {
-    jobs: Mutex<Option<mpsc::UnboundedSender<Job>>>,
+    /// Where changes wait for the writer ([`Queue::commit`] commits one).
+    pub(super) jobs: Queue<mpsc::UnboundedSender<Job>>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -57,36 +57,14 @@ impl PostgresWriter {
             .map(|_| tokio::spawn(serve(pool.clone(), Arc::clone(&queue), row_id)))
             .collect();
         PostgresWriter {
-            jobs: Mutex::new(Some(jobs)),
+            jobs: Queue::new(jobs),
             tasks: Mutex::new(tasks),
         }
     }
 
-    /// Commits `change` as [`apply_change`] describes, once the transaction that holds it
-    /// has committed ([`commit_queued`]).
-    pub(super) async fn commit(
-        &self,
-        id: Uuid,
-        expected_version: i64,
-        change: &ChangeSet,
-        idempotency: Option<&IdempotencyRecord>,
-    ) -> Result<(), StoreError> {
-        commit_queued(
-            id,
-            expected_version,
-            change,
-            idempotency,
-            |job| match &*self.jobs.lock().expect("writer queue poisoned") {
-                Some(jobs) => jobs.send(job).is_ok(),
-                None => false,
-            },
-        )
-        .await
-    }
-
     /// Lets the changes already queued commit, then ends the tasks.
     pub(super) async fn stop(&self) {
-        self.jobs.lock().expect("writer queue poisoned").take();
+        self.jobs.close();
         let tasks = std::mem::take(&mut *self.tasks.lock().expect("writer tasks poisoned"));
         for task in tasks {
             if task.await.is_err() {

@@ -4,6 +4,8 @@
 //! under a savepoint of the batch's transaction, and its caller hears back only after
 //! that transaction has committed (or failed).
 
+use std::sync::Mutex;
+
 use tokio::sync::oneshot;
 use uuid::Uuid;
 
@@ -62,23 +64,60 @@ impl Outcome {
     }
 }
 
-/// Queues the job of committing `change` of session `id` if its version is still
-/// `expected_version` with `send` (false: the writer has stopped, and the change reads
-/// as a closed pool), then waits for the transaction that holds it to commit or fail.
-/// A caller that stops waiting before a writer reaches its change withdraws it; one that
-/// stops while it runs does not.
-pub(super) async fn commit_queued(
-    id: Uuid,
-    expected_version: i64,
-    change: &ChangeSet,
-    idempotency: Option<&IdempotencyRecord>,
-    send: impl FnOnce(Job) -> bool,
-) -> Result<(), StoreError> {
-    let (job, outcome) = Job::new(id, expected_version, change, idempotency);
-    if !send(job) {
-        return Err(StoreError::Database(sqlx::Error::PoolClosed));
+/// The sending end of a writer's queue: SQLite's thread's, or PostgreSQL's tasks'.
+pub(super) trait JobSender {
+    /// Queues `job`; false when the writer has stopped.
+    fn send_job(&self, job: Job) -> bool;
+}
+
+impl JobSender for std::sync::mpsc::Sender<Job> {
+    fn send_job(&self, job: Job) -> bool {
+        self.send(job).is_ok()
     }
-    outcome.wait().await
+}
+
+impl JobSender for tokio::sync::mpsc::UnboundedSender<Job> {
+    fn send_job(&self, job: Job) -> bool {
+        self.send(job).is_ok()
+    }
+}
+
+/// A writer's queue as its callers see it, closed when the writer stops.
+#[derive(Debug)]
+pub(super) struct Queue<S>(Mutex<Option<S>>);
+
+impl<S: JobSender> Queue<S> {
+    pub(super) fn new(sender: S) -> Queue<S> {
+        Queue(Mutex::new(Some(sender)))
+    }
+
+    /// Queues the job of committing `change` of session `id` if its version is still
+    /// `expected_version`, then waits for the transaction that holds it to commit or
+    /// fail; after [`Queue::close`], the change reads as a closed pool. A caller that
+    /// stops waiting before a writer reaches its change withdraws it; one that stops
+    /// while it runs does not.
+    pub(super) async fn commit(
+        &self,
+        id: Uuid,
+        expected_version: i64,
+        change: &ChangeSet,
+        idempotency: Option<&IdempotencyRecord>,
+    ) -> Result<(), StoreError> {
+        let (job, outcome) = Job::new(id, expected_version, change, idempotency);
+        let queued = match &*self.0.lock().expect("writer queue poisoned") {
+            Some(sender) => sender.send_job(job),
+            None => false,
+        };
+        if !queued {
+            return Err(StoreError::Database(sqlx::Error::PoolClosed));
+        }
+        outcome.wait().await
+    }
+
+    /// Closes the queue: the writer finishes what is queued, then sees its end.
+    pub(super) fn close(&self) {
+        self.0.lock().expect("writer queue poisoned").take();
+    }
 }
 
 /// Answers each job of `batch` with its outcome, in order. A caller that stopped waiting

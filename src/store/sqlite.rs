@@ -237,6 +237,7 @@ impl SqliteStore {
         idempotency: Option<&IdempotencyRecord>,
     ) -> Result<(), StoreError> {
         self.writer
+            .jobs
             .commit(id, expected_version, change, idempotency)
             .await
     }

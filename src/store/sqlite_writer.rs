@@ -24,16 +24,16 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, Statement};
-use uuid::Uuid;
 
 use super::commit::{Arg, Statements, apply_change};
-use super::queued::{Job, MAX_BATCH, answer, commit_queued};
-use super::{ChangeSet, IdempotencyRecord, SqliteStore, StoreError};
+use super::queued::{Job, MAX_BATCH, Queue, answer};
+use super::{SqliteStore, StoreError};
 
 /// The writer thread and the queue to it.
 #[derive(Debug)]
 pub(super) struct SqliteWriter {
-    jobs: Mutex<Option<mpsc::Sender<Job>>>,
+    /// Where changes wait for the writer ([`Queue::commit`] commits one).
+    pub(super) jobs: Queue<mpsc::Sender<Job>>,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -52,37 +52,15 @@ impl SqliteWriter {
             .name("tvbo-sqlite-writer".into())
             .spawn(move || serve(connection, &queue, &turn))?;
         Ok(SqliteWriter {
-            jobs: Mutex::new(Some(jobs)),
+            jobs: Queue::new(jobs),
             thread: Mutex::new(Some(thread)),
         })
-    }
-
-    /// Commits `change` as [`apply_change`] describes, once the transaction that holds it
-    /// has committed ([`commit_queued`]).
-    pub(super) async fn commit(
-        &self,
-        id: Uuid,
-        expected_version: i64,
-        change: &ChangeSet,
-        idempotency: Option<&IdempotencyRecord>,
-    ) -> Result<(), StoreError> {
-        commit_queued(
-            id,
-            expected_version,
-            change,
-            idempotency,
-            |job| match &*self.jobs.lock().expect("writer queue poisoned") {
-                Some(jobs) => jobs.send(job).is_ok(),
-                None => false,
-            },
-        )
-        .await
     }
 
     /// Lets the changes already queued commit, then stops the thread and closes its
     /// connection.
     pub(super) async fn stop(&self) {
-        self.jobs.lock().expect("writer queue poisoned").take();
+        self.jobs.close();
         let thread = self.thread.lock().expect("writer thread poisoned").take();
         if let Some(thread) = thread {
             let joined = tokio::task::spawn_blocking(move || thread.join()).await;
@@ -230,12 +208,15 @@ fn bind(statement: &mut Statement<'_>, args: &[Arg]) -> rusqlite::Result<()> {
 mod tests {
     use chrono::Utc;
     use serde_json::json;
+    use uuid::Uuid;
 
     use super::*;
     use crate::domain::checked::CheckedConfig;
     use crate::domain::config::CreateSession;
     use crate::domain::space::numbers;
-    use crate::store::{ObservationRow, PoolSettings, SessionRow, SqliteStore, Store};
+    use crate::store::{
+        ChangeSet, IdempotencyRecord, ObservationRow, PoolSettings, SessionRow, SqliteStore, Store,
+    };
 
     fn session() -> SessionRow {
         let request: CreateSession = serde_json::from_value(json!({
