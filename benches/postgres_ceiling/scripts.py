@@ -37,15 +37,20 @@ NOW = "1795968339710869"
 
 
 def record_in_bucket() -> tuple[str, str, str]:
-    """commit.rs's RECORD_IN_BUCKET, split at VALUES and ON CONFLICT."""
+    """commit.rs's RECORD_IN_BUCKET: its head, its VALUES and its ON CONFLICT clause
+    (BUCKET_COLUMNS and merge_into_bucket! filled in)."""
     text = COMMIT_RS.read_text()
-    found = re.search(r'const RECORD_IN_BUCKET: &str = "(.*?)";', text, re.S)
-    if found is None:
-        sys.exit(f"RECORD_IN_BUCKET not found in {COMMIT_RS}")
-    sql = re.sub(r"\\\n\s*", "", found.group(1)).replace('\\"', '"')
-    head, rest = sql.split(" VALUES ", 1)
-    values, conflict = rest.split(" ON CONFLICT ", 1)
-    return head, values, conflict
+
+    def literal(pattern: str) -> str:
+        found = re.search(pattern, text, re.S)
+        if found is None:
+            sys.exit(f"{pattern!r} not found in {COMMIT_RS}")
+        return re.sub(r"\\\n\s*", "", found.group(1)).replace('\\"', '"')
+
+    columns = literal(r'const BUCKET_COLUMNS: &str = "(.*?)";')
+    values = literal(r'static RECORD_IN_BUCKET.*?VALUES (.*?) \{\}",')
+    conflict = literal(r'macro_rules! merge_into_bucket \{.*?"ON CONFLICT (.*?)"\s*\};')
+    return f"INSERT INTO timeline_buckets ({columns})", values, conflict
 
 
 def session(j: int | None) -> str:

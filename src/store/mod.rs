@@ -12,6 +12,7 @@ mod listing;
 mod migrations;
 pub mod outbox;
 pub mod postgres;
+mod postgres_batch;
 mod postgres_writer;
 mod queries;
 mod queued;

@@ -22,9 +22,9 @@ use sqlx::PgPool;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::StoreError;
 use super::commit::apply_change;
 use super::queued::{Job, MAX_BATCH, Queue, answer};
+use super::{StoreError, postgres_batch};
 
 /// Writer tasks per replica, at most: each holds one of the pool's connections while it
 /// commits. More than one, so that one batch's statements and another's commit overlap
@@ -101,16 +101,43 @@ async fn serve(
         if batch.is_empty() {
             continue;
         }
-        // The row locks in one order; a session's own changes keep theirs (a stable sort).
+        // A session's own changes keep their order (a stable sort).
         batch.sort_by_key(|job| job.id);
-        let outcomes = commit_batch(&pool, &batch, row_id).await;
-        answer(batch, outcomes);
+        for batch in postgres_batch::into_batches(batch) {
+            let outcomes = match write_batch(&pool, &batch).await {
+                Ok(outcomes) => outcomes,
+                Err(error) => {
+                    tracing::warn!(error = %error, changes = batch.len(), "a batch's statements failed; committing its changes one by one");
+                    commit_one_by_one(&pool, &batch, row_id).await
+                }
+            };
+            answer(batch, outcomes);
+        }
     }
 }
 
-/// One transaction of `batch`'s changes, each under a savepoint; their outcomes in
-/// order. A failure of the transaction itself fails every change in it with its error.
-async fn commit_batch(pool: &PgPool, batch: &[Job], row_id: &str) -> Vec<Result<(), StoreError>> {
+/// One transaction of `batch`'s changes (to distinct sessions and keys) written with one
+/// statement per table (`postgres_batch.rs`); their outcomes in order, or the error that
+/// failed the transaction (rolled back).
+async fn write_batch(
+    pool: &PgPool,
+    batch: &[Job],
+) -> Result<Vec<Result<(), StoreError>>, StoreError> {
+    let mut transaction = pool.begin_with(postgres_batch::BEGIN).await?;
+    let outcomes = postgres_batch::write(&mut transaction, batch).await?;
+    transaction.commit().await?;
+    Ok(outcomes)
+}
+
+/// One transaction of `batch`'s changes, each under a savepoint (`commit.rs`'s statements
+/// change by change), so that a change whose statements fail is rolled back alone; their
+/// outcomes in order. A failure of the transaction itself fails every change in it with
+/// its error.
+pub(super) async fn commit_one_by_one(
+    pool: &PgPool,
+    batch: &[Job],
+    row_id: &str,
+) -> Vec<Result<(), StoreError>> {
     let run = async {
         let mut transaction = pool.begin().await?;
         let mut outcomes = Vec::with_capacity(batch.len());

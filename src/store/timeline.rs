@@ -139,6 +139,57 @@ pub(crate) struct Bucket {
     pub n_reported: i64,
 }
 
+impl Bucket {
+    /// The summary of `point` alone in `series`: what one row adds to its bucket.
+    pub(crate) fn of(series: &str, point: &BucketPoint) -> Bucket {
+        Bucket {
+            series: series.to_owned(),
+            first_key: point.key,
+            last_key: point.key,
+            count: 1,
+            lo: point.value,
+            lo_key: point.key,
+            hi: point.value,
+            hi_key: point.key,
+            lo2: point.regret,
+            lo2_key: point.regret.map(|_| point.key),
+            hi2: point.regret,
+            hi2_key: point.regret.map(|_| point.key),
+            total: point.regret.unwrap_or(0.0),
+            n_valued: i64::from(point.regret.is_some()),
+            n_reported: i64::from(point.reported),
+        }
+    }
+
+    /// Folds `later` (the rows after this summary's) in, as the commit's upsert
+    /// (`commit.rs`, `merge_into_bucket!`) folds a new summary into a stored one: ties
+    /// keep the earlier row, and a missing regret never replaces one.
+    pub(crate) fn fold(&mut self, later: &Bucket) {
+        if later.first_key < self.first_key {
+            self.first_key = later.first_key;
+        }
+        if later.last_key > self.last_key {
+            self.last_key = later.last_key;
+        }
+        self.count += later.count;
+        if later.lo < self.lo {
+            (self.lo, self.lo_key) = (later.lo, later.lo_key);
+        }
+        if later.hi > self.hi {
+            (self.hi, self.hi_key) = (later.hi, later.hi_key);
+        }
+        if self.lo2.is_none() || matches!((later.lo2, self.lo2), (Some(l), Some(s)) if l < s) {
+            (self.lo2, self.lo2_key) = (later.lo2, later.lo2_key);
+        }
+        if self.hi2.is_none() || matches!((later.hi2, self.hi2), (Some(l), Some(s)) if l > s) {
+            (self.hi2, self.hi2_key) = (later.hi2, later.hi2_key);
+        }
+        self.total += later.total;
+        self.n_valued += later.n_valued;
+        self.n_reported += later.n_reported;
+    }
+}
+
 pub(crate) fn bucket_from_row(row: &impl Columns) -> Result<Bucket, StoreError> {
     Ok(Bucket {
         series: row.text("series")?.to_string(),
@@ -459,5 +510,74 @@ mod tests {
         assert!(spans.windows(2).all(|w| w[0].t <= w[1].t));
         assert!(spans.iter().all(|s| s.t < s.t_end));
         assert_eq!(forget_spans(&all, 10_000).len(), 150, "one span per bucket");
+    }
+
+    /// Folding rows one by one, or in groups whose summaries are then folded (a batch's
+    /// commit folds a change's rows before the upsert folds them into the stored
+    /// summary), gives the summary written out from its rows: the first row holding each
+    /// extreme, regrets only where present.
+    #[test]
+    fn folded_summaries_are_the_summary_of_their_rows() {
+        use rand::{RngExt, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+        for _ in 0..500 {
+            let n = rng.random_range(1..20);
+            // Few distinct values, so that extremes tie.
+            let points: Vec<BucketPoint> = (0..n)
+                .map(|i| BucketPoint {
+                    key: 10 + i,
+                    value: f64::from(rng.random_range(0..4)),
+                    regret: rng
+                        .random_bool(0.6)
+                        .then(|| f64::from(rng.random_range(0..3))),
+                    reported: rng.random_bool(0.5),
+                })
+                .collect();
+            let first = |better: &dyn Fn(f64, f64) -> bool,
+                         of: &dyn Fn(&BucketPoint) -> Option<f64>| {
+                points
+                    .iter()
+                    .filter_map(|p| of(p).map(|v| (v, p.key)))
+                    .fold(None, |best: Option<(f64, i64)>, (v, k)| match best {
+                        Some((b, _)) if !better(v, b) => best,
+                        _ => Some((v, k)),
+                    })
+            };
+            let (lo, lo_key) = first(&|a, b| a < b, &|p| Some(p.value)).unwrap();
+            let (hi, hi_key) = first(&|a, b| a > b, &|p| Some(p.value)).unwrap();
+            let lo2 = first(&|a, b| a < b, &|p| p.regret);
+            let hi2 = first(&|a, b| a > b, &|p| p.regret);
+            let expected = Bucket {
+                series: "o".into(),
+                first_key: 10,
+                last_key: 9 + n,
+                count: n,
+                lo,
+                lo_key,
+                hi,
+                hi_key,
+                lo2: lo2.map(|(v, _)| v),
+                lo2_key: lo2.map(|(_, k)| k),
+                hi2: hi2.map(|(v, _)| v),
+                hi2_key: hi2.map(|(_, k)| k),
+                total: points.iter().filter_map(|p| p.regret).sum(),
+                n_valued: points.iter().filter(|p| p.regret.is_some()).count() as i64,
+                n_reported: points.iter().filter(|p| p.reported).count() as i64,
+            };
+            let fold = |rows: &[BucketPoint]| {
+                let mut summary = Bucket::of("o", &rows[0]);
+                for point in &rows[1..] {
+                    summary.fold(&Bucket::of("o", point));
+                }
+                summary
+            };
+            assert_eq!(fold(&points), expected);
+            let cut = rng.random_range(1..=points.len());
+            let mut grouped = fold(&points[..cut]);
+            if cut < points.len() {
+                grouped.fold(&fold(&points[cut..]));
+            }
+            assert_eq!(grouped, expected);
+        }
     }
 }
