@@ -20,6 +20,7 @@ mod rows;
 pub mod sqlite;
 mod sqlite_writer;
 mod timeline;
+mod unnest;
 
 use std::sync::Arc;
 

@@ -14,15 +14,15 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use chrono::Utc;
 use sqlx::PgConnection;
-use sqlx::postgres::{PgArguments, PgRow, Postgres};
-use sqlx::query::Query;
+use sqlx::postgres::PgRow;
 
 use super::commit::{
     self, Arg, BUMP_COLUMNS, CALLS, ENDED_RUNS, IDEMPOTENCY, OBSERVATIONS, RESPONSE_TIMES,
-    SUGGESTIONS, SeriesPoint, Table,
+    SUGGESTIONS, SeriesPoint,
 };
 use super::queued::Job;
 use super::timeline::Bucket;
+use super::unnest::{Writes, arrays, bind_columns, query, unnest};
 use super::{IDEMPOTENCY_TTL_MICROS, StoreError, to_micros};
 
 /// Begins a batch's transaction, whose statements find the rows they change by index.
@@ -74,24 +74,44 @@ pub(super) async fn write(
     batch: &[Job],
 ) -> Result<Vec<Result<(), StoreError>>, StoreError> {
     let now = to_micros(Utc::now());
-    let outcomes = refusals(conn, batch, now).await?;
-    let live: Vec<(&Job, String)> = batch
+    let keyed = batch.iter().any(|job| job.idempotency.is_some());
+    let mut outcomes = if keyed {
+        refusals(conn, batch, now).await?
+    } else {
+        batch.iter().map(|_| Ok(())).collect()
+    };
+    let mut live: Vec<(&Job, String)> = batch
         .iter()
         .zip(&outcomes)
         .filter(|(_, outcome)| outcome.is_ok())
         .map(|(job, _)| (job, job.id.to_string()))
         .collect();
+    if live.is_empty() {
+        return Ok(outcomes);
+    }
+    let counts = bump_versions(conn, &live, now).await?;
+    if counts.len() < live.len() {
+        if keyed {
+            return Err(StoreError::Corrupt(format!(
+                "a batch's version bump matched {} of {} locked sessions",
+                counts.len(),
+                live.len()
+            )));
+        }
+        refuse_unmatched(conn, batch, &counts, &mut outcomes).await?;
+        live.retain(|(_, key)| counts.contains_key(key));
+    }
     if !live.is_empty() {
-        write_rows(conn, &live, now).await?;
+        write_rows(conn, &live, &counts, now).await?;
     }
     Ok(outcomes)
 }
 
-/// Locks the batch's sessions (in the order of their ids, as every writer does, so that
-/// two batches never wait for each other in opposite orders) and decides which changes
-/// are refused: `NotFound` for a session that is gone, `Conflict` for one whose version
-/// moved on, then `DuplicateKey` for a taken idempotency key (the others' records are
-/// stored here).
+/// For a batch with idempotency keys: locks the batch's sessions (in the order of their
+/// ids, so that two batches never wait for each other in opposite orders) and decides
+/// which changes are refused: `NotFound` for a session that is gone, `Conflict` for one
+/// whose version moved on, then `DuplicateKey` for a taken idempotency key (the others'
+/// records are stored here), so that a refused change writes nothing.
 async fn refusals(
     conn: &mut PgConnection,
     batch: &[Job],
@@ -130,8 +150,11 @@ async fn refusals(
         .execute(&mut *conn)
         .await?;
     let sql = format!(
-        "{} ON CONFLICT (scope, key) DO NOTHING RETURNING scope, key",
-        insert_rows(&IDEMPOTENCY, &records, "")
+        "INSERT INTO {} ({}) SELECT * FROM {} ON CONFLICT (scope, key) DO NOTHING \
+         RETURNING scope, key",
+        IDEMPOTENCY.name,
+        IDEMPOTENCY.columns,
+        arrays(&records, 1)
     );
     let stored: HashSet<(String, String)> = bind_columns(query(&sql), records)?
         .try_map(|row: PgRow| <(String, String) as sqlx::FromRow<_>>::from_row(&row))
@@ -151,32 +174,76 @@ async fn refusals(
     Ok(outcomes)
 }
 
-/// Writes the changes of `live` (each with its session's id as text), whose versions
-/// matched and whose keys were free.
-async fn write_rows(
+/// The refusal of each change whose version bump matched nothing (a batch without
+/// idempotency keys checks the versions by the bump itself): `NotFound` for a session
+/// that is gone, else `Conflict`.
+async fn refuse_unmatched(
+    conn: &mut PgConnection,
+    batch: &[Job],
+    counts: &HashMap<String, (i64, i64)>,
+    outcomes: &mut [Result<(), StoreError>],
+) -> Result<(), StoreError> {
+    let unmatched: Vec<String> = batch
+        .iter()
+        .map(|job| job.id.to_string())
+        .filter(|id| !counts.contains_key(id))
+        .collect();
+    let existing: HashSet<String> =
+        sqlx::query_scalar("SELECT id FROM sessions WHERE id = ANY($1)")
+            .bind(&unmatched)
+            .fetch_all(&mut *conn)
+            .await?
+            .into_iter()
+            .collect();
+    for (job, outcome) in batch.iter().zip(outcomes) {
+        let id = job.id.to_string();
+        if outcome.is_ok() && !counts.contains_key(&id) {
+            *outcome = Err(if existing.contains(&id) {
+                StoreError::Conflict
+            } else {
+                StoreError::NotFound
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The version bumps of `live` (`commit.rs`'s statement over the batch's rows, which takes
+/// the sessions' row locks in the order of the rows: their ids'), and each matched
+/// session's counts of calls and samples after its change.
+async fn bump_versions(
     conn: &mut PgConnection,
     live: &[(&Job, String)],
     now: i64,
+) -> Result<HashMap<String, (i64, i64)>, StoreError> {
+    let rows: Vec<Vec<Arg>> = live
+        .iter()
+        .map(|(job, key)| commit::bump_args(key, job.expected_version, &job.change, now))
+        .collect();
+    let sql = commit::bump_version_sql(
+        &unnest(&rows, &BUMP_COLUMNS, 1),
+        "v.id, sessions.call_count, sessions.sample_count",
+    );
+    Ok(bind_columns(query(&sql), rows)?
+        .try_map(|row: PgRow| <(String, i64, i64) as sqlx::FromRow<_>>::from_row(&row))
+        .fetch_all(&mut *conn)
+        .await?
+        .into_iter()
+        .map(|(id, calls, samples)| (id, (calls, samples)))
+        .collect())
+}
+
+/// Writes the changes of `live` (each with its session's id as text), whose versions
+/// have been bumped (`counts`: the sessions' counts of calls and samples after them):
+/// their rows in one statement, the observations they forget, the timeline's summaries,
+/// their events.
+async fn write_rows(
+    conn: &mut PgConnection,
+    live: &[(&Job, String)],
+    counts: &HashMap<String, (i64, i64)>,
+    now: i64,
 ) -> Result<(), StoreError> {
-    let counts = bump_versions(conn, live, now).await?;
     let mut points: Vec<(String, SeriesPoint)> = Vec::new();
-    insert(conn, &SUGGESTIONS, live, |job, key| {
-        job.change
-            .new_suggestions
-            .iter()
-            .map(|g| commit::suggestion_args(key, g))
-            .collect()
-    })
-    .await?;
-    set_statuses(conn, live).await?;
-    insert(conn, &OBSERVATIONS, live, |job, key| {
-        job.change
-            .new_observations
-            .iter()
-            .map(|o| commit::observation_args(key, o))
-            .collect()
-    })
-    .await?;
     for (job, key) in live {
         let step = counts[key].0 - 1;
         for o in &job.change.new_observations {
@@ -186,17 +253,26 @@ async fn write_rows(
             }
         }
     }
-    forget(conn, live, &counts, now, &mut points).await?;
-    insert(conn, &ENDED_RUNS, live, |job, key| {
-        job.change
-            .ended_runs
+    let mut ids = insert_rows(conn, live, now).await?;
+    forget(conn, live, counts, now, &mut points).await?;
+    let mut last_calls = HashMap::new();
+    for (job, key) in live {
+        let (calls, samples) = counts[key];
+        if let Some(sample) = job.change.response_time {
+            let id = returned(&mut ids, "s", key, 1)?[0];
+            points.push((key.clone(), commit::sample_point(id, sample, samples)));
+        }
+        let made = &job.change.calls;
+        let first = calls - made.len() as i64;
+        for (i, (call, id)) in made
             .iter()
-            .map(|run| commit::ended_run_args(key, run))
-            .collect()
-    })
-    .await?;
-    write_response_times(conn, live, &counts, now, &mut points).await?;
-    let last_calls = write_calls(conn, live, &counts, now, &mut points).await?;
+            .zip(returned(&mut ids, "c", key, made.len())?)
+            .enumerate()
+        {
+            points.push((key.clone(), commit::call_point(id, call, first + i as i64)));
+            last_calls.insert(key.clone(), id);
+        }
+    }
     record_in_buckets(conn, points).await?;
     for (job, key) in live {
         for event in &job.change.events {
@@ -209,62 +285,159 @@ async fn write_rows(
     Ok(())
 }
 
-/// The version bumps of `live` (`commit.rs`'s statement over the batch's rows), and each
-/// session's counts of calls and samples after its change. Every session was locked and
-/// checked ([`refusals`]), so each must match.
-async fn bump_versions(
+/// The ids of the rows a series (`s`: samples, `c`: calls) gave session `key`, in their
+/// order (a session's ids rise with its rows); `Corrupt` unless there are `count`.
+fn returned(
+    ids: &mut HashMap<(String, String), Vec<i64>>,
+    series: &str,
+    key: &str,
+    count: usize,
+) -> Result<Vec<i64>, StoreError> {
+    let mut got = ids
+        .remove(&(series.to_owned(), key.to_owned()))
+        .unwrap_or_default();
+    got.sort_unstable();
+    if got.len() != count {
+        return Err(StoreError::Corrupt(format!(
+            "an insert of {count} rows of series {series} returned {} ids",
+            got.len()
+        )));
+    }
+    Ok(got)
+}
+
+/// The changes' new rows, in one statement: suggestions and their statuses,
+/// observations, ended runs, response-time samples and their summaries, calls (inserted
+/// in their order); the ids of the samples (`s`) and calls (`c`) of each session.
+async fn insert_rows(
     conn: &mut PgConnection,
     live: &[(&Job, String)],
     now: i64,
-) -> Result<HashMap<String, (i64, i64)>, StoreError> {
-    let rows: Vec<Vec<Arg>> = live
-        .iter()
-        .map(|(job, key)| commit::bump_args(key, job.expected_version, &job.change, now))
-        .collect();
-    let sql = commit::bump_version_sql(
-        &unnest(&rows, &BUMP_COLUMNS),
-        "v.id, sessions.call_count, sessions.sample_count",
+) -> Result<HashMap<(String, String), Vec<i64>>, StoreError> {
+    let rows = |of: &dyn Fn(&Job, &str) -> Vec<Vec<Arg>>| -> Vec<Vec<Arg>> {
+        live.iter().flat_map(|(job, key)| of(job, key)).collect()
+    };
+    let mut writes = Writes::default();
+    writes.insert(
+        &SUGGESTIONS,
+        rows(&|job, key| {
+            let new = &job.change.new_suggestions;
+            new.iter()
+                .map(|g| commit::suggestion_args(key, g))
+                .collect()
+        }),
     );
-    let counts: HashMap<String, (i64, i64)> = bind_columns(query(&sql), rows)?
-        .try_map(|row: PgRow| <(String, i64, i64) as sqlx::FromRow<_>>::from_row(&row))
-        .fetch_all(&mut *conn)
-        .await?
-        .into_iter()
-        .map(|(id, calls, samples)| (id, (calls, samples)))
-        .collect();
-    if counts.len() != live.len() {
-        return Err(StoreError::Corrupt(format!(
-            "a batch's version bump matched {} of {} locked sessions",
-            counts.len(),
-            live.len()
-        )));
+    let statuses = statuses(live);
+    // A part does not see another's rows: a status of a suggestion the batch adds is set
+    // by a statement of its own, after.
+    let (later, now_statuses): (Vec<_>, Vec<_>) = statuses.into_iter().partition(|row| {
+        live.iter().any(|(job, _)| {
+            let new = &job.change.new_suggestions;
+            new.iter().any(|g| Arg::from(g.id.to_string()) == row[0])
+        })
+    });
+    writes.add(now_statuses, set_statuses);
+    writes.insert(
+        &OBSERVATIONS,
+        rows(&|job, key| {
+            let new = &job.change.new_observations;
+            new.iter()
+                .map(|o| commit::observation_args(key, o))
+                .collect()
+        }),
+    );
+    writes.insert(
+        &ENDED_RUNS,
+        rows(&|job, key| {
+            let ended = &job.change.ended_runs;
+            ended
+                .iter()
+                .map(|run| commit::ended_run_args(key, run))
+                .collect()
+        }),
+    );
+    let samples = |job: &Job| job.change.response_time.into_iter();
+    writes.returning(
+        "s",
+        rows(&|job, key| {
+            samples(job)
+                .map(|sample| commit::response_time_args(key, sample, now))
+                .collect()
+        }),
+        |arrays| {
+            format!(
+                "INSERT INTO {} ({}) SELECT * FROM {arrays} RETURNING session_id, id",
+                RESPONSE_TIMES.name, RESPONSE_TIMES.columns
+            )
+        },
+    );
+    writes.add(
+        rows(&|job, key| {
+            samples(job)
+                .map(|sample| {
+                    let (n, seconds) = (sample.n, sample.seconds);
+                    vec![key.into(), n.into(), 1i64.into(), seconds.into()]
+                })
+                .collect()
+        }),
+        |arrays| {
+            format!(
+                "INSERT INTO response_time_summaries (session_id, n, count, total_seconds) \
+                 SELECT * FROM {arrays} {}",
+                commit::SUMMARY_CONFLICT
+            )
+        },
+    );
+    writes.returning(
+        "c",
+        rows(&|job, key| {
+            let calls = &job.change.calls;
+            calls
+                .iter()
+                .map(|call| commit::call_args(key, call, now))
+                .collect()
+        }),
+        |arrays| {
+            let columns = CALLS.columns;
+            format!(
+                "INSERT INTO calls ({columns}) SELECT {columns} FROM {arrays} \
+                 WITH ORDINALITY AS v({columns}, ordinal) ORDER BY v.ordinal \
+                 RETURNING session_id, id"
+            )
+        },
+    );
+    let mut ids: HashMap<(String, String), Vec<i64>> = HashMap::new();
+    for (series, session, id) in writes.run(&mut *conn).await? {
+        ids.entry((series, session)).or_default().push(id);
     }
-    Ok(counts)
+    if !later.is_empty() {
+        let mut writes = Writes::default();
+        writes.add(later, set_statuses);
+        writes.run(&mut *conn).await?;
+    }
+    Ok(ids)
 }
 
-/// The new statuses of the suggestions the changes settled (a suggestion's last status in
-/// its change, as change by change).
-async fn set_statuses(conn: &mut PgConnection, live: &[(&Job, String)]) -> Result<(), StoreError> {
+/// The new statuses of the suggestions the changes settled, as rows `(id, session_id,
+/// status)`: a suggestion's last status in its change, as change by change.
+fn statuses(live: &[(&Job, String)]) -> Vec<Vec<Arg>> {
     let mut last: BTreeMap<(String, String), &str> = BTreeMap::new();
     for (job, key) in live {
         for (suggestion, status) in &job.change.suggestion_status {
             last.insert((suggestion.to_string(), key.clone()), status.as_str());
         }
     }
-    if last.is_empty() {
-        return Ok(());
-    }
-    let rows: Vec<Vec<Arg>> = last
-        .into_iter()
+    last.into_iter()
         .map(|((id, key), status)| vec![id.into(), key.into(), status.into()])
-        .collect();
-    let sql = format!(
-        "UPDATE suggestions SET status = v.status FROM {} \
-         WHERE suggestions.id = v.id AND suggestions.session_id = v.session_id",
-        unnest(&rows, &["id", "session_id", "status"])
-    );
-    bind_columns(query(&sql), rows)?.execute(&mut *conn).await?;
-    Ok(())
+        .collect()
+}
+
+/// The update of the statuses from `arrays` of [`statuses`]' rows.
+fn set_statuses(arrays: &str) -> String {
+    format!(
+        "UPDATE suggestions SET status = v.status FROM {arrays} AS v(id, session_id, status) \
+         WHERE suggestions.id = v.id AND suggestions.session_id = v.session_id"
+    )
 }
 
 /// The changes' forgetting of stored observations, and a point in `points` for each
@@ -297,7 +470,7 @@ async fn forget(
          removed_reason = v.reason, removed_t = v.t FROM {} \
          WHERE observations.session_id = v.session_id AND observations.seq = v.seq \
          AND observations.active RETURNING v.session_id, v.seq",
-        unnest_from(&rows, &["session_id", "seq", "reason", "t"], 2)
+        unnest(&rows, &["session_id", "seq", "reason", "t"], 2)
     );
     let forgotten: HashSet<(String, i64)> = bind_columns(query(&sql).bind(now), rows)?
         .try_map(|row: PgRow| <(String, i64) as sqlx::FromRow<_>>::from_row(&row))
@@ -316,116 +489,6 @@ async fn forget(
         }
     }
     Ok(())
-}
-
-/// The response-time samples, their sizes' summaries, and their points in `points`.
-async fn write_response_times(
-    conn: &mut PgConnection,
-    live: &[(&Job, String)],
-    counts: &HashMap<String, (i64, i64)>,
-    now: i64,
-    points: &mut Vec<(String, SeriesPoint)>,
-) -> Result<(), StoreError> {
-    let samples: Vec<(&String, _)> = live
-        .iter()
-        .filter_map(|(job, key)| job.change.response_time.map(|sample| (key, sample)))
-        .collect();
-    if samples.is_empty() {
-        return Ok(());
-    }
-    let rows: Vec<Vec<Arg>> = samples
-        .iter()
-        .map(|(key, sample)| commit::response_time_args(key, *sample, now))
-        .collect();
-    let sql = insert_rows(&RESPONSE_TIMES, &rows, "session_id, id");
-    let ids: HashMap<String, i64> = bind_columns(query(&sql), rows)?
-        .try_map(|row: PgRow| <(String, i64) as sqlx::FromRow<_>>::from_row(&row))
-        .fetch_all(&mut *conn)
-        .await?
-        .into_iter()
-        .collect();
-    let summaries: Vec<Vec<Arg>> = samples
-        .iter()
-        .map(|(key, sample)| {
-            vec![
-                key.as_str().into(),
-                sample.n.into(),
-                1i64.into(),
-                sample.seconds.into(),
-            ]
-        })
-        .collect();
-    let sql = format!(
-        "INSERT INTO response_time_summaries (session_id, n, count, total_seconds) \
-         SELECT * FROM {} {}",
-        unnest(&summaries, &["session_id", "n", "count", "total_seconds"]),
-        commit::SUMMARY_CONFLICT
-    );
-    bind_columns(query(&sql), summaries)?
-        .execute(&mut *conn)
-        .await?;
-    for (key, sample) in samples {
-        let id = *ids
-            .get(key)
-            .ok_or_else(|| StoreError::Corrupt("a sample insert returned no id".into()))?;
-        points.push((key.clone(), commit::sample_point(id, sample, counts[key].1)));
-    }
-    Ok(())
-}
-
-/// The call records (inserted in their order, so that a session's ids rise with its
-/// calls), their points in `points`, and each session's last call's id.
-async fn write_calls(
-    conn: &mut PgConnection,
-    live: &[(&Job, String)],
-    counts: &HashMap<String, (i64, i64)>,
-    now: i64,
-    points: &mut Vec<(String, SeriesPoint)>,
-) -> Result<HashMap<String, i64>, StoreError> {
-    let rows: Vec<Vec<Arg>> = live
-        .iter()
-        .flat_map(|(job, key)| {
-            job.change
-                .calls
-                .iter()
-                .map(|call| commit::call_args(key, call, now))
-        })
-        .collect();
-    if rows.is_empty() {
-        return Ok(HashMap::new());
-    }
-    let sql = format!(
-        "INSERT INTO calls ({}) SELECT {} FROM {} WITH ORDINALITY AS v({}, ordinal) \
-         ORDER BY v.ordinal RETURNING session_id, id",
-        CALLS.columns,
-        CALLS.columns,
-        arrays(&rows),
-        CALLS.columns
-    );
-    let mut ids: HashMap<String, Vec<i64>> = HashMap::new();
-    let returned: Vec<(String, i64)> = bind_columns(query(&sql), rows)?
-        .try_map(|row: PgRow| <(String, i64) as sqlx::FromRow<_>>::from_row(&row))
-        .fetch_all(&mut *conn)
-        .await?;
-    for (session, id) in returned {
-        ids.entry(session).or_default().push(id);
-    }
-    let mut last_calls = HashMap::new();
-    for (job, key) in live {
-        let mut session_ids = ids.remove(key).unwrap_or_default();
-        session_ids.sort_unstable();
-        if session_ids.len() != job.change.calls.len() {
-            return Err(StoreError::Corrupt("a call insert returned no id".into()));
-        }
-        let first = counts[key].0 - job.change.calls.len() as i64;
-        for (i, (call, id)) in job.change.calls.iter().zip(&session_ids).enumerate() {
-            points.push((key.clone(), commit::call_point(*id, call, first + i as i64)));
-        }
-        if let Some(&last) = session_ids.last() {
-            last_calls.insert(key.clone(), last);
-        }
-    }
-    Ok(last_calls)
 }
 
 /// Folds `points` (in the order change by change would record them) into one summary
@@ -476,122 +539,11 @@ async fn record_in_buckets(
     let sql = format!(
         "INSERT INTO timeline_buckets ({}) SELECT * FROM {} {}",
         commit::BUCKET_COLUMNS,
-        arrays(&rows),
+        arrays(&rows, 1),
         commit::merge_into_bucket!()
     );
     bind_columns(query(&sql), rows)?.execute(&mut *conn).await?;
     Ok(())
-}
-
-/// Inserts the rows `rows_of` gives for each change of `live` into `table`, in one
-/// statement (none without rows).
-async fn insert(
-    conn: &mut PgConnection,
-    table: &Table,
-    live: &[(&Job, String)],
-    rows_of: impl Fn(&Job, &str) -> Vec<Vec<Arg>>,
-) -> Result<(), StoreError> {
-    let rows: Vec<Vec<Arg>> = live
-        .iter()
-        .flat_map(|(job, key)| rows_of(job, key))
-        .collect();
-    if rows.is_empty() {
-        return Ok(());
-    }
-    let sql = insert_rows(table, &rows, "");
-    bind_columns(query(&sql), rows)?.execute(&mut *conn).await?;
-    Ok(())
-}
-
-/// `INSERT INTO table (columns) SELECT * FROM unnest(…)` of `rows`, returning `returning`
-/// if not empty.
-fn insert_rows(table: &Table, rows: &[Vec<Arg>], returning: &str) -> String {
-    let returning = if returning.is_empty() {
-        String::new()
-    } else {
-        format!(" RETURNING {returning}")
-    };
-    format!(
-        "INSERT INTO {} ({}) SELECT * FROM {}{returning}",
-        table.name,
-        table.columns,
-        arrays(rows)
-    )
-}
-
-/// `unnest($1::type[], …) AS v(columns)` of `rows`, one array per column.
-fn unnest(rows: &[Vec<Arg>], columns: &[&str]) -> String {
-    unnest_from(rows, columns, 1)
-}
-
-/// [`unnest`] with the arrays' placeholders numbered from `first`.
-fn unnest_from(rows: &[Vec<Arg>], columns: &[&str], first: usize) -> String {
-    format!("{} AS v({})", arrays_from(rows, first), columns.join(", "))
-}
-
-/// `unnest($1::type[], $2::type[], …)` of `rows`: a column's type is its arguments'.
-fn arrays(rows: &[Vec<Arg>]) -> String {
-    arrays_from(rows, 1)
-}
-
-fn arrays_from(rows: &[Vec<Arg>], first: usize) -> String {
-    let types: Vec<String> = rows[0]
-        .iter()
-        .enumerate()
-        .map(|(i, arg)| {
-            let kind = match arg {
-                Arg::Text(_) => "text",
-                Arg::Int(_) => "bigint",
-                Arg::Real(_) => "double precision",
-                Arg::Bool(_) => "boolean",
-            };
-            format!("${}::{kind}[]", first + i)
-        })
-        .collect();
-    format!("unnest({})", types.join(", "))
-}
-
-fn query(sql: &str) -> Query<'_, Postgres, PgArguments> {
-    sqlx::query(sqlx::AssertSqlSafe(sql))
-}
-
-/// `query` with `rows` (of equal shape, as one argument builder makes them) bound column
-/// by column, each as an array of its arguments' type.
-fn bind_columns<'q>(
-    mut query: Query<'q, Postgres, PgArguments>,
-    rows: Vec<Vec<Arg>>,
-) -> Result<Query<'q, Postgres, PgArguments>, StoreError> {
-    let width = rows.first().map_or(0, Vec::len);
-    let mut columns: Vec<Vec<Arg>> = (0..width).map(|_| Vec::with_capacity(rows.len())).collect();
-    for row in rows {
-        if row.len() != width {
-            return Err(uneven());
-        }
-        for (column, arg) in columns.iter_mut().zip(row) {
-            column.push(arg);
-        }
-    }
-    for column in columns {
-        query = match column[0] {
-            Arg::Text(_) => query.bind(typed(column, Arg::text)?),
-            Arg::Int(_) => query.bind(typed(column, Arg::int)?),
-            Arg::Real(_) => query.bind(typed(column, Arg::real)?),
-            Arg::Bool(_) => query.bind(typed(column, Arg::boolean)?),
-        };
-    }
-    Ok(query)
-}
-
-/// A column's arguments as values of the first one's type.
-fn typed<T>(column: Vec<Arg>, value: fn(Arg) -> Result<T, Arg>) -> Result<Vec<T>, StoreError> {
-    column
-        .into_iter()
-        .map(|arg| value(arg).map_err(|_| uneven()))
-        .collect()
-}
-
-fn uneven() -> StoreError {
-    StoreError::Corrupt("a batch's rows differ in shape".into())
 }
 
 #[cfg(test)]

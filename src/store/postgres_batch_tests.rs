@@ -176,7 +176,9 @@ impl Set {
                 .chain(earlier.last().map(|g| (*g, SuggestionStatus::Expired)))
                 .collect(),
             new_observations: (1..=3).map(|k| observation(seq + k, round)).collect(),
-            state: round.is_multiple_of(2).then(|| json!({"round": round, "session": i})),
+            state: round
+                .is_multiple_of(2)
+                .then(|| json!({"round": round, "session": i})),
             last_suggest: (round % 3 != 1).then_some((round as f64, round as i64)),
             last_optimum_mean: round.is_multiple_of(4).then_some(-(round as f64)),
             response_time: (round % 3 != 2).then_some(ResponseTimeSample {
@@ -219,9 +221,11 @@ impl Set {
                 data: json!({"round": round}),
             });
         }
-        let key = (i == 1).then(|| {
-            // Every fourth round reuses the key of the round before.
-            let k = if round % 4 == 3 { round - 1 } else { round };
+        // Session 1 stores an idempotency record in odd rounds (a batch with keys locks its
+        // sessions first; one without checks versions by the bump), reusing the key of two
+        // rounds before in every fourth.
+        let key = (i == 1 && round % 2 == 1).then(|| {
+            let k = if round % 4 == 3 { round - 2 } else { round };
             IdempotencyRecord {
                 scope: "POST /v1/sessions/x/observations".into(),
                 session_id: Some(id),
