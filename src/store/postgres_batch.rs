@@ -1,14 +1,15 @@
-//! A batch of changes to distinct sessions written in one PostgreSQL transaction with one
-//! statement per table (PostgreSQL's writer, `postgres_writer.rs`): the rows are those
-//! `commit.rs` writes change by change (the same argument builders, transposed into
-//! arrays that `unnest` turns back into rows), so that a batch costs about ten round trips
-//! whatever its size, where change by change costs about ten per change
-//! (docs/performance.md, "What bounds PostgreSQL").
+//! A batch of changes to distinct sessions written in one PostgreSQL transaction with a
+//! few statements (PostgreSQL's writer, `postgres_writer.rs`): the version bumps, the new
+//! rows of every table in one statement, the forgetting, the timeline's summaries. The
+//! rows are those `commit.rs` writes change by change (the same argument builders,
+//! transposed into arrays that `unnest` turns back into rows, `store/unnest.rs`), so that
+//! a batch costs five or six round trips whatever its size, where change by change costs
+//! about ten per change (docs/performance.md, "What bounds PostgreSQL").
 //!
 //! A change of the batch still commits alone in effect: what can refuse one (a session
-//! gone, a version moved on, a taken idempotency key) is decided first, under the
-//! sessions' row locks, and only the changes that pass are written. A failure after that
-//! fails the batch's transaction, and the writer then commits its changes one by one.
+//! gone, a version moved on, a taken idempotency key) is decided before anything of it
+//! is written, and only the changes that pass are written. A failure after that fails
+//! the batch's transaction, and the writer then commits its changes one by one.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 

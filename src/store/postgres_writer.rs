@@ -6,15 +6,18 @@
 //! wait for the log's flush, its snapshot and locks (docs/performance.md, "What bounds
 //! PostgreSQL"). Here one commit makes a batch durable.
 //!
-//! A change still commits alone in effect: each runs under a savepoint of the batch's
-//! transaction, and one that fails (a lost race, a duplicate idempotency key, a database
-//! error) is rolled back to it without touching the others. A failure of the transaction
-//! itself (its connection lost, its commit refused) fails every change in it, with the
-//! same error; a serialization failure or deadlock reads as a conflict, which the caller
-//! retries. Every caller hears back only after the transaction that holds its change has
-//! committed (or failed), so a 2xx still means durable. A batch locks its sessions' rows
-//! in the order of their ids, so that two batches (of this replica's writers or
-//! another's) never wait for each other in opposite orders.
+//! A batch's changes (to distinct sessions: a session's second change waits for the next
+//! transaction) are written with a few statements for all of them (`postgres_batch.rs`),
+//! which refuse a change that lost its race or whose idempotency key is taken before
+//! writing anything of it. If those statements fail, the transaction is rolled back and
+//! the changes are committed again one by one, each under a savepoint (`commit.rs`'s
+//! statements), so that a change whose statements fail is rolled back alone. A failure of
+//! the transaction itself (its connection lost, its commit refused) fails every change in
+//! it, with the same error; a serialization failure or deadlock reads as a conflict,
+//! which the caller retries. Every caller hears back only after the transaction that
+//! holds its change has committed (or failed), so a 2xx still means durable. A batch
+//! locks its sessions' rows in the order of their ids, so that two batches (of this
+//! replica's writers or another's) never wait for each other in opposite orders.
 
 use std::sync::{Arc, Mutex};
 
@@ -28,9 +31,9 @@ use super::{StoreError, postgres_batch};
 
 /// Writer tasks per replica, at most: each holds one of the pool's connections while it
 /// commits. More than one, so that one batch's statements and another's commit overlap
-/// (one writer ran 484 observations/s where four ran 757–801, 2 and 8 fewer: 571 and
-/// 707; `cargo bench --bench load`, 50 sessions, 2-core AMD EPYC); few, so that the queue
-/// fills while they work. At most half the pool, so that reads keep the rest.
+/// (one writer ran 594–638 observations/s, two 888–943, four 951–991; `cargo bench
+/// --bench load`, 50 sessions, 2-core Intel Xeon); few, so that the queue fills while
+/// they work. At most half the pool, so that reads keep the rest.
 const MOST_WRITERS: u32 = 4;
 
 /// The writer tasks and the queue to them.

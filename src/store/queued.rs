@@ -1,8 +1,9 @@
 //! A session change queued for a writer that commits several in one transaction (group
 //! commit): SQLite's writer thread (`store/sqlite_writer.rs`) and PostgreSQL's writer
-//! tasks (`store/postgres_writer.rs`). Each change still commits alone in effect: it runs
-//! under a savepoint of the batch's transaction, and its caller hears back only after
-//! that transaction has committed (or failed).
+//! tasks (`store/postgres_writer.rs`). Each change still commits alone in effect (a
+//! savepoint of the batch's transaction, or, on PostgreSQL, refusals decided before
+//! anything is written), and its caller hears back only after that transaction has
+//! committed (or failed).
 
 use std::sync::Mutex;
 
