@@ -450,3 +450,30 @@ pub fn from_micros(micros: i64) -> Result<DateTime<Utc>, StoreError> {
     DateTime::from_timestamp_micros(micros)
         .ok_or_else(|| StoreError::Corrupt(format!("timestamp {micros}")))
 }
+
+/// A new session row of one parameter `x` on [0, 1] and `algorithm`, for the store's unit
+/// tests.
+#[cfg(test)]
+pub(crate) fn test_session(algorithm: &str) -> SessionRow {
+    let request: crate::domain::config::CreateSession = serde_json::from_value(serde_json::json!({
+        "parameters": [{"name": "x", "low": 0.0, "high": 1.0}],
+        "algorithm": {"name": algorithm}
+    }))
+    .expect("a valid request");
+    SessionRow {
+        id: Uuid::new_v4(),
+        tenant: "default".into(),
+        config: crate::domain::checked::CheckedConfig::from_request(request, 1)
+            .expect("a valid config"),
+        created_at: Utc::now(),
+        status: "active".into(),
+        version: 0,
+        state: serde_json::json!({}),
+        suggest_count: 0,
+        last_suggest: None,
+        last_optimum_mean: None,
+        observation_count: 0,
+        dataset_size: 0,
+        pending_count: 0,
+    }
+}

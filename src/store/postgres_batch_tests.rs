@@ -11,7 +11,7 @@ use uuid::Uuid;
 use super::super::postgres::PostgresStore;
 use super::super::postgres_writer::commit_one_by_one;
 use super::super::queued::Job;
-use super::super::{IdempotencyRecord, PoolSettings, Store, StoreError};
+use super::super::{IdempotencyRecord, PoolSettings, Store, StoreError, test_session};
 use super::{into_batches, write};
 use crate::domain::events::{EventKind, NewEvent};
 use crate::domain::records::{
@@ -59,8 +59,8 @@ async fn a_batch_stores_what_its_changes_store_one_by_one() {
 /// Commits the same changes to two sets of sessions, one by one and in batches, and
 /// compares what each pair of sessions holds.
 async fn compare(store: &PostgresStore) -> Result<(), String> {
-    let mut one_by_one = Set::new(store, "one").await;
-    let mut batched = Set::new(store, "batch").await;
+    let mut one_by_one = Set::new(store).await;
+    let mut batched = Set::new(store).await;
     for round in 0..ROUNDS {
         let mut jobs = Vec::new();
         let mut outcomes = Vec::new();
@@ -135,10 +135,10 @@ struct Set {
 }
 
 impl Set {
-    async fn new(store: &PostgresStore, name: &str) -> Set {
+    async fn new(store: &PostgresStore) -> Set {
         let mut rows = Vec::new();
-        for i in 0..SESSIONS {
-            let row = session(&format!("{name}{i}"));
+        for _ in 0..SESSIONS {
+            let row = test_session("gp-ucb");
             store.create_session(&row, None, None, false).await.unwrap();
             rows.push(row);
         }
@@ -335,32 +335,6 @@ const DUMPS: [(&str, &str); 10] = [
 
 fn at(micros: i64) -> DateTime<Utc> {
     DateTime::from_timestamp_micros(1_700_000_000_000_000 + micros).unwrap()
-}
-
-fn session(name: &str) -> SessionRow {
-    let request: crate::domain::config::CreateSession = serde_json::from_value(json!({
-        "name": name,
-        "parameters": [{"name": "x", "low": 0.0, "high": 1.0}],
-        "algorithm": {"name": "gp-ucb"},
-        "time": {"source": "client"},
-        "seed": 7
-    }))
-    .unwrap();
-    SessionRow {
-        id: Uuid::new_v4(),
-        tenant: "default".into(),
-        config: crate::domain::checked::CheckedConfig::from_request(request, 1).unwrap(),
-        created_at: at(0),
-        status: "active".into(),
-        version: 0,
-        state: json!({}),
-        suggest_count: 0,
-        last_suggest: None,
-        last_optimum_mean: None,
-        observation_count: 0,
-        dataset_size: 0,
-        pending_count: 0,
-    }
 }
 
 fn suggestion(ordinal: i64, issued_t: f64) -> SuggestionRow {

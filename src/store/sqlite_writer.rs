@@ -207,39 +207,14 @@ fn bind(statement: &mut Statement<'_>, args: &[Arg]) -> rusqlite::Result<()> {
 #[cfg(test)]
 mod tests {
     use chrono::Utc;
-    use serde_json::json;
     use uuid::Uuid;
 
     use super::*;
-    use crate::domain::checked::CheckedConfig;
-    use crate::domain::config::CreateSession;
     use crate::domain::space::numbers;
     use crate::store::{
-        ChangeSet, IdempotencyRecord, ObservationRow, PoolSettings, SessionRow, SqliteStore, Store,
+        ChangeSet, IdempotencyRecord, ObservationRow, PoolSettings, SqliteStore, Store,
+        test_session,
     };
-
-    fn session() -> SessionRow {
-        let request: CreateSession = serde_json::from_value(json!({
-            "parameters": [{"name": "x", "low": 0.0, "high": 1.0}],
-            "algorithm": {"name": "random"}
-        }))
-        .unwrap();
-        SessionRow {
-            id: Uuid::new_v4(),
-            tenant: "default".into(),
-            config: CheckedConfig::from_request(request, 1).unwrap(),
-            created_at: Utc::now(),
-            status: "active".into(),
-            version: 0,
-            state: json!({}),
-            suggest_count: 0,
-            last_suggest: None,
-            last_optimum_mean: None,
-            observation_count: 0,
-            dataset_size: 0,
-            pending_count: 0,
-        }
-    }
 
     /// A change that records one observation of value `value` as the session's first.
     fn observing(value: f64) -> ChangeSet {
@@ -297,7 +272,7 @@ mod tests {
         let store = SqliteStore::connect(&url, &PoolSettings::default())
             .await
             .unwrap();
-        let (a, b) = (session(), session());
+        let (a, b) = (test_session("random"), test_session("random"));
         store.create_session(&a, None, None, false).await.unwrap();
         store.create_session(&b, None, None, false).await.unwrap();
         let taken = idempotency(b.id);
