@@ -104,32 +104,41 @@ async fn serve(
         if batch.is_empty() {
             continue;
         }
-        // A session's own changes keep their order (a stable sort).
+        // In the order of the sessions' ids, which a batch locks them in; a session's own
+        // changes keep their order (a stable sort).
         batch.sort_by_key(|job| job.id);
         for batch in postgres_batch::into_batches(batch) {
-            let outcomes = match write_batch(&pool, &batch).await {
-                Ok(outcomes) => outcomes,
-                Err(error) => {
-                    tracing::warn!(error = %error, changes = batch.len(), "a batch's statements failed; committing its changes one by one");
-                    commit_one_by_one(&pool, &batch, row_id).await
-                }
-            };
+            let outcomes = commit_batch(&pool, &batch, row_id).await;
             answer(batch, outcomes);
         }
     }
 }
 
-/// One transaction of `batch`'s changes (to distinct sessions and keys) written with one
-/// statement per table (`postgres_batch.rs`); their outcomes in order, or the error that
-/// failed the transaction (rolled back).
-async fn write_batch(
-    pool: &PgPool,
-    batch: &[Job],
-) -> Result<Vec<Result<(), StoreError>>, StoreError> {
-    let mut transaction = pool.begin_with(postgres_batch::BEGIN).await?;
-    let outcomes = postgres_batch::write(&mut transaction, batch).await?;
-    transaction.commit().await?;
-    Ok(outcomes)
+/// One transaction of `batch`'s changes (to distinct sessions and keys) written with a
+/// few statements for all of them (`postgres_batch.rs`); their outcomes in order. If
+/// those statements fail, the transaction is rolled back and the changes are committed
+/// one by one ([`commit_one_by_one`]). If its commit fails, whether it committed is
+/// unknown, and each change fails with the error, as it would in a transaction of its own.
+async fn commit_batch(pool: &PgPool, batch: &[Job], row_id: &str) -> Vec<Result<(), StoreError>> {
+    let written = async {
+        let mut transaction = pool.begin_with(postgres_batch::BEGIN).await?;
+        let outcomes = postgres_batch::write(&mut transaction, batch).await?;
+        Ok::<_, StoreError>((transaction, outcomes))
+    };
+    match written.await {
+        Ok((transaction, outcomes)) => match transaction.commit().await {
+            Ok(()) => outcomes,
+            Err(error) => failed(batch, error),
+        },
+        Err(error) => {
+            tracing::warn!(
+                error = %error,
+                changes = batch.len(),
+                "a batch's statements failed; committing its changes one by one"
+            );
+            commit_one_by_one(pool, batch, row_id).await
+        }
+    }
 }
 
 /// One transaction of `batch`'s changes, each under a savepoint (`commit.rs`'s statements
@@ -172,13 +181,17 @@ pub(super) async fn commit_one_by_one(
     };
     match run.await {
         Ok(outcomes) => outcomes,
-        Err(error) => {
-            tracing::error!(error = %error, changes = batch.len(), "a PostgreSQL write transaction failed");
-            let error = Arc::new(error);
-            batch
-                .iter()
-                .map(|_| Err(StoreError::Postgres(Arc::clone(&error))))
-                .collect()
-        }
+        Err(error) => failed(batch, error),
     }
+}
+
+/// The outcomes of `batch`'s changes when their transaction failed with `error`: that
+/// error for each.
+fn failed(batch: &[Job], error: sqlx::Error) -> Vec<Result<(), StoreError>> {
+    tracing::error!(error = %error, changes = batch.len(), "a PostgreSQL write transaction failed");
+    let error = Arc::new(error);
+    batch
+        .iter()
+        .map(|_| Err(StoreError::Postgres(Arc::clone(&error))))
+        .collect()
 }
