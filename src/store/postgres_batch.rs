@@ -3,7 +3,8 @@
 //! rows of every table in one statement, the forgetting, the timeline's summaries. The
 //! rows are those `commit.rs` writes change by change (the same argument builders,
 //! transposed into arrays that `unnest` turns back into rows, `store/unnest.rs`), so that
-//! a batch costs five or six round trips whatever its size, where change by change costs
+//! a batch costs five or six round trips whatever its size (two or three more with
+//! idempotency keys, one more per event), where change by change costs
 //! about ten per change (docs/performance.md, "What bounds PostgreSQL").
 //!
 //! A change of the batch still commits alone in effect: what can refuse one (a session
@@ -209,8 +210,10 @@ async fn refuse_unmatched(
     Ok(())
 }
 
-/// The version bumps of `live` (`commit.rs`'s statement over the batch's rows, which takes
-/// the sessions' row locks in the order of the rows: their ids'), and each matched
+/// The version bumps of `live` (`commit.rs`'s statement over the batch's rows, which
+/// takes the sessions' row locks as PostgreSQL's join reads the rows: in their order, the
+/// ids', with the nested loop over an index that the batch's plans use; a deadlock with
+/// another order is detected and retried), and each matched
 /// session's counts of calls and samples after its change.
 async fn bump_versions(
     conn: &mut PgConnection,
@@ -318,7 +321,7 @@ async fn insert_rows(
     let rows = |of: &dyn Fn(&Job, &str) -> Vec<Vec<Arg>>| -> Vec<Vec<Arg>> {
         live.iter().flat_map(|(job, key)| of(job, key)).collect()
     };
-    let mut writes = Writes::default();
+    let mut writes = Writes::new();
     writes.insert(
         &SUGGESTIONS,
         rows(&|job, key| {
@@ -331,12 +334,14 @@ async fn insert_rows(
     let statuses = statuses(live);
     // A part does not see another's rows: a status of a suggestion the batch adds is set
     // by a statement of its own, after.
-    let (later, now_statuses): (Vec<_>, Vec<_>) = statuses.into_iter().partition(|row| {
-        live.iter().any(|(job, _)| {
-            let new = &job.change.new_suggestions;
-            new.iter().any(|g| Arg::from(g.id.to_string()) == row[0])
-        })
-    });
+    let added: HashSet<String> = live
+        .iter()
+        .flat_map(|(job, _)| &job.change.new_suggestions)
+        .map(|g| g.id.to_string())
+        .collect();
+    let (later, now_statuses): (Vec<_>, Vec<_>) = statuses
+        .into_iter()
+        .partition(|row| matches!(&row[0], Arg::Text(Some(id)) if added.contains(id)));
     writes.add(now_statuses, set_statuses);
     writes.insert(
         &OBSERVATIONS,
@@ -412,7 +417,7 @@ async fn insert_rows(
         ids.entry((series, session)).or_default().push(id);
     }
     if !later.is_empty() {
-        let mut writes = Writes::default();
+        let mut writes = Writes::new();
         writes.add(later, set_statuses);
         writes.run(&mut *conn).await?;
     }

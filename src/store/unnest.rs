@@ -82,7 +82,6 @@ fn uneven() -> StoreError {
 /// runs to completion, on the snapshot the statement started with (a part does not see
 /// another's rows); the statement returns the rows of the parts added with a tag
 /// ([`Writes::returning`]).
-#[derive(Default)]
 pub(super) struct Writes {
     parts: Vec<String>,
     /// The parts whose `(session_id, id)` rows come back, with their tags.
@@ -93,14 +92,24 @@ pub(super) struct Writes {
 }
 
 impl Writes {
+    /// No parts yet.
+    pub(super) fn new() -> Writes {
+        Writes {
+            parts: Vec::new(),
+            returned: Vec::new(),
+            rows: Vec::new(),
+            next: 1,
+        }
+    }
+
     /// Adds the part that `sql` writes from the arrays of `rows` (it is given
     /// `unnest($a::type[], …)`); nothing without rows.
     pub(super) fn add(&mut self, rows: Vec<Vec<Arg>>, sql: impl FnOnce(&str) -> String) {
         if rows.is_empty() {
             return;
         }
-        let first = self.next.max(1);
-        self.next = first + rows[0].len();
+        let first = self.next;
+        self.next += rows[0].len();
         self.parts.push(sql(&arrays(&rows, first)));
         self.rows.push(rows);
     }
