@@ -92,6 +92,10 @@ struct Args {
     /// limit does not bound the run). Measures what the key check costs.
     #[arg(long)]
     keys: bool,
+    /// Every suggest and observe carries a fresh `Idempotency-Key`, as the Python client's
+    /// POSTs do: the server stores each key with its answer in the change's transaction.
+    #[arg(long)]
+    idempotency_keys: bool,
 }
 
 /// How calls are spread over the servers.
@@ -230,9 +234,19 @@ fn objective(x: f64, y: f64, seconds: f64) -> f64 {
     -(x - centre).powi(2) - (y - 0.4).powi(2)
 }
 
-/// POSTs `body` to `url`; the answer's JSON on 2xx, else the status (0: no answer).
-async fn post(client: &reqwest::Client, url: &str, body: &Value) -> Result<Value, u16> {
-    answer(client.post(url).json(body).send().await).await
+/// POSTs `body` to `url`, with `Idempotency-Key: key` if given; the answer's JSON on 2xx,
+/// else the status (0: no answer).
+async fn post(
+    client: &reqwest::Client,
+    url: &str,
+    body: &Value,
+    key: Option<String>,
+) -> Result<Value, u16> {
+    let mut request = client.post(url).json(body);
+    if let Some(key) = key {
+        request = request.header("Idempotency-Key", key);
+    }
+    answer(request.send().await).await
 }
 
 /// GETs `url`, as [`post`].
@@ -291,17 +305,26 @@ impl Clients {
         });
         let url = format!("{}/v1/sessions", self.routing.any());
         let began = Instant::now();
-        let created = post(&self.client, &url, &body).await;
+        let created = post(&self.client, &url, &body, None).await;
         self.record("create", began, &created);
         Some(created.ok()?["id"].as_str()?.to_string())
     }
 
-    /// One round of `session`: suggest, measure, observe, then the reads.
-    async fn round(&self, session: &str) {
+    /// A fresh idempotency key for the `round`-th round's `call` of `session`, with
+    /// `--idempotency-keys`.
+    fn idempotency_key(&self, session: &str, round: usize, call: &str) -> Option<String> {
+        self.args
+            .idempotency_keys
+            .then(|| format!("load-{session}-{round}-{call}"))
+    }
+
+    /// The `number`-th round of `session`: suggest, measure, observe, then the reads.
+    async fn round(&self, session: &str, number: usize) {
         let base = || self.routing.of(session);
         let url = format!("{}/v1/sessions/{session}/suggestions", base());
         let began = Instant::now();
-        let suggested = post(&self.client, &url, &json!({})).await;
+        let key = self.idempotency_key(session, number, "suggest");
+        let suggested = post(&self.client, &url, &json!({}), key).await;
         self.record("suggest", began, &suggested);
         let Ok(suggested) = suggested else { return };
         let suggestion = &suggested["suggestions"][0];
@@ -315,7 +338,8 @@ impl Clients {
         });
         let url = format!("{}/v1/sessions/{session}/observations", base());
         let began = Instant::now();
-        let observed = post(&self.client, &url, &body).await;
+        let key = self.idempotency_key(session, number, "observe");
+        let observed = post(&self.client, &url, &body, key).await;
         self.record("observe", began, &observed);
         for read in 0..self.args.reads {
             let kind = if read % 2 == 0 { "best" } else { "regret" };
@@ -505,7 +529,7 @@ async fn main() -> anyhow::Result<()> {
     };
     println!(
         "{backend}, {} replica(s), route {}, {} sessions × {} rounds of suggest → observe \
-         + {} reads ({}, warm-up {}), {concurrency} in flight",
+         + {} reads ({}, warm-up {}), {concurrency} in flight{}",
         bases.len(),
         match args.route {
             Route::RoundRobin => "round-robin",
@@ -515,7 +539,12 @@ async fn main() -> anyhow::Result<()> {
         args.rounds,
         args.reads,
         args.algorithm,
-        args.warmup
+        args.warmup,
+        if args.idempotency_keys {
+            ", idempotency keys"
+        } else {
+            ""
+        }
     );
     let resident_at_start = resident_bytes();
     let clients = Arc::new(Clients {
@@ -567,7 +596,7 @@ async fn main() -> anyhow::Result<()> {
         drain(queue, concurrency, move |(id, done): (String, usize)| {
             let clients = clients.clone();
             async move {
-                clients.round(&id).await;
+                clients.round(&id, done).await;
                 (done + 1 < rounds).then_some((id, done + 1))
             }
         })

@@ -30,11 +30,12 @@ use super::queued::{Job, MAX_BATCH, Queue, answer};
 use super::{StoreError, postgres_batch};
 
 /// Writer tasks per replica, at most: each holds one of the pool's connections while it
-/// commits. More than one, so that one batch's statements and another's commit overlap
-/// (one writer ran 594–638 observations/s, two 888–943, four 951–991; `cargo bench
-/// --bench load`, 50 sessions, 2-core Intel Xeon); few, so that the queue fills while
-/// they work. At most half the pool, so that reads keep the rest.
-const MOST_WRITERS: u32 = 4;
+/// commits. Two, so that one batch's statements and another's commit overlap, and few,
+/// so that the queue fills while they work and each batch is large (`cargo bench --bench
+/// load`, 50 sessions, 2-core AMD EPYC, over TLS: one writer 2,018–2,223 observations/s,
+/// two 1,757–2,182, four 1,415–1,858; docs/performance.md, "Nagle's delay"). At most half
+/// the pool, so that reads keep the rest.
+const MOST_WRITERS: u32 = 2;
 
 /// The writer tasks and the queue to them.
 #[derive(Debug)]
