@@ -23,7 +23,7 @@ use crate::session::read_budget::HeldJson;
 use crate::session::resume::Resumed;
 use crate::session::timeline::DEFAULT_TIMELINE_POINTS;
 use crate::session::views::{
-    Best, EventList, ModelView, ObservationList, ObservationRequest, PredictRequest,
+    AlgorithmList, Best, EventList, ModelView, ObservationList, ObservationRequest, PredictRequest,
     PredictResponse, RegretReport, Session, SessionList, StepList, SuggestRequest, SuggestResponse,
     Timeline,
 };
@@ -122,6 +122,18 @@ pub struct ListSessionsQuery {
     /// The direction, `asc` or `desc` (default: the sort's own).
     #[param(inline)]
     pub order: Option<SortOrder>,
+}
+
+/// List the algorithms this server runs.
+///
+/// Each one's API name (what a create request's `algorithm.name` and the session
+/// listing's `algorithm` filter take), what it does in a line, whether it forgets
+/// observations, whether its model has time, and whether it takes priors over arms. A
+/// client or dashboard reads the names here rather than keeping a list of its own.
+#[utoipa::path(get, path = "/v1/algorithms", tag = "sessions",
+    responses((status = 200, description = "The algorithms, in the server's order", body = AlgorithmList)))]
+pub async fn list_algorithms(Authenticated(_caller): Authenticated) -> Json<AlgorithmList> {
+    Json(AlgorithmList::all())
 }
 
 /// List sessions, each with its summary.

@@ -113,6 +113,7 @@ impl Default for RouterSettings {
         description = "Time-varying Bayesian optimization as a service: sessions suggest settings, clients observe values, the server models the objective over space and time and forgets what went stale."
     ),
     paths(
+        handlers::list_algorithms,
         handlers::create_session,
         handlers::list_sessions,
         handlers::get_session,
@@ -440,6 +441,7 @@ pub fn router(store: Arc<dyn Store>, settings: RouterSettings) -> Router {
         _worker: Arc::new(WorkerGuard(stop_worker)),
     };
     Router::new()
+        .route("/v1/algorithms", get(handlers::list_algorithms))
         .route(
             "/v1/sessions",
             post(handlers::create_session).get(handlers::list_sessions),

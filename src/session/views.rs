@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use crate::domain::algorithm::{AlgorithmInfo, AlgorithmName};
 use crate::domain::config::{
     AlgorithmConfig, EventsConfig, Goal, ModelConfig, SessionConfig, TimeConfig,
 };
@@ -83,6 +84,25 @@ impl From<SessionRow> for Session {
                 .get("max_dataset_size")
                 .and_then(serde_json::Value::as_i64),
             version: row.version,
+        }
+    }
+}
+
+/// `GET /v1/algorithms`.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+pub struct AlgorithmList {
+    /// Every algorithm this server runs, in its order (`AlgorithmName::ALL`).
+    pub algorithms: Vec<AlgorithmInfo>,
+}
+
+impl AlgorithmList {
+    /// The server's algorithms.
+    pub fn all() -> AlgorithmList {
+        AlgorithmList {
+            algorithms: AlgorithmName::ALL
+                .into_iter()
+                .map(AlgorithmInfo::from)
+                .collect(),
         }
     }
 }

@@ -614,3 +614,57 @@ async fn an_admins_listing_names_each_sessions_tenant() {
     assert_eq!(every["sessions"][0]["tenant"], "team-a", "{every}");
     server.stop().await;
 }
+
+/// `GET /v1/algorithms`, keys on: every algorithm of the API's create schema once (a
+/// name missing from the list would be one no filter offers), each with its facts, each
+/// one a session takes and the listing filters by; no key, no list.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_algorithms_listed_are_those_a_session_takes() {
+    let server = TestServer::keys_required("algorithms").await;
+    let (status, list) = server.get("/v1/algorithms").await;
+    assert_eq!(status, 200, "{list}");
+    let listed: Vec<&Value> = list["algorithms"].as_array().unwrap().iter().collect();
+    let names: Vec<&str> = listed.iter().map(|a| a["name"].as_str().unwrap()).collect();
+    let schema: Value = serde_json::from_str(&tvbo::api::openapi_json()).unwrap();
+    let mut in_schema: Vec<&str> = schema["components"]["schemas"]["AlgorithmConfig"]["oneOf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|variant| variant["properties"]["name"]["enum"][0].as_str().unwrap())
+        .collect();
+    in_schema.sort();
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(sorted, in_schema);
+    for algorithm in &listed {
+        let name = algorithm["name"].as_str().unwrap();
+        assert!(!algorithm["summary"].as_str().unwrap().is_empty(), "{name}");
+        let needs_priors = algorithm["priors"] == "required";
+        let mut body = client_session(name, 1);
+        body["name"] = json!(format!("listed {name}"));
+        let (status, created) = server.post("/v1/sessions", &body).await;
+        if needs_priors {
+            assert_eq!(status, 422, "{name}: {created}");
+            assert_eq!(created["field"], "algorithm.priors", "{name}: {created}");
+            continue;
+        }
+        assert_eq!(status, 201, "{name}: {created}");
+        assert_eq!(created["algorithm"]["name"], name);
+        let (_, page) = server.get(&format!("/v1/sessions?algorithm={name}")).await;
+        let ids: Vec<&Value> = page["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| &s["id"])
+            .collect();
+        assert_eq!(ids, [&created["id"]], "{name}");
+        let forgets = matches!(name, "bolt" | "w-dbo" | "r-gp-ucb" | "et-gp-ucb");
+        assert_eq!(algorithm["forgets"], forgets, "{name}");
+    }
+    let request = axum::http::Request::get("/v1/algorithms")
+        .header("authorization", "Bearer tvbo_not_a_key")
+        .body(axum::body::Body::empty())
+        .unwrap();
+    let (status, _) = TestServer::parsed(server.send(request).await).await;
+    assert_eq!(status, 401);
+}

@@ -96,6 +96,21 @@ def test_algorithm_by_name_and_arms(client: tvbo.Client) -> None:
     assert suggestion.arm in ("low", "arm-1")
 
 
+def test_algorithms_are_the_servers_and_each_one_creates(client: tvbo.Client) -> None:
+    algorithms = client.algorithms()
+    names = [a.name for a in algorithms]
+    assert "bolt" in names and len(set(names)) == len(names)
+    assert all(a.summary and a.priors in ("none", "optional", "required") for a in algorithms)
+    # Each name listed is one a session takes (those that need priors take them too).
+    for a in algorithms:
+        if a.priors == "required":
+            continue
+        s = client.create_session([tvbo.Float("x", 0, 1)], algorithm=a.name)
+        assert s.info.algorithm["name"] == a.name
+        assert [x.id for x in client.sessions(algorithm=a.name)][:1] == [s.id]
+        s.delete()
+
+
 def test_suggest_observe_and_batch(client: tvbo.Client) -> None:
     s = make_session(client)
     suggestions = s.suggest(count=3)
@@ -536,7 +551,7 @@ def test_sessions_are_filtered_and_ordered(own_client: tvbo.Client) -> None:
         ("radio", "bolt"),
         ("CACHE north", "bolt"),
     ]:
-        made[name] = own_client.create_session(space, name=name, algorithm=algorithm)  # type: ignore[arg-type]
+        made[name] = own_client.create_session(space, name=name, algorithm=algorithm)
     made["radio"].observe({"x": 0.5}, 1.0)
 
     def names(**kwargs: object) -> List[str]:

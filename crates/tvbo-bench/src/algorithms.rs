@@ -1,22 +1,25 @@
-//! The algorithms the bench can run: one [`AlgorithmEntry`] per API algorithm, in report
-//! order ([`ALGORITHMS`]), and the options ([`AlgorithmOptions`]) a run may give one.
+//! The algorithms the bench can run: one [`AlgorithmEntry`] per algorithm of the service
+//! (the core's [`AlgorithmName::ALL`], in its order) and per peer, in report order
+//! ([`ALGORITHMS`]), and the options ([`AlgorithmOptions`]) a run may give one.
 
-use serde_json::Value;
+use std::sync::LazyLock;
+
+use serde_json::{Value, json};
+use tvbo_core::domain::algorithm::{AlgorithmName, PriorUse};
 
 use super::error::BenchError;
 
-/// An algorithm the bench can run: its API name and create-request object. Adding an
-/// algorithm is one line here.
+/// An algorithm the bench can run: its name, the service's algorithm its sessions use,
+/// and how it runs them. The service's algorithms come from the core's list; adding a
+/// peer is one entry of [`PEERS`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AlgorithmEntry {
-    /// The `algorithm.name` of the API.
+    /// The service's algorithm name, or a peer's name (`tune-once`, `optuna-tpe`, ...).
     pub name: &'static str,
-    /// The `algorithm` object of the create request (the paper defaults: no options).
-    pub request: &'static str,
-    /// Whether the algorithm selects among given priors (003): it runs only on
-    /// objectives that come with priors, which it receives in `algorithm.priors` (and
-    /// the noise variance in `model.noise`).
-    pub needs_priors: bool,
+    /// The algorithm of the sessions it creates (with the paper defaults: no options): its
+    /// own for the service's algorithms, GP-UCB for `tune-once` while it tunes, `random`
+    /// for Optuna's samplers (whose sessions only record what Optuna asks).
+    pub service: AlgorithmName,
     /// How the bench runs it: a session of the service, or a peer.
     pub kind: AlgorithmKind,
 }
@@ -43,6 +46,18 @@ impl AlgorithmEntry {
         self.kind == AlgorithmKind::Session
     }
 
+    /// Whether the algorithm selects among given priors (003): it runs only on
+    /// objectives that come with priors, which it receives in `algorithm.priors` (and
+    /// the noise variance in `model.noise`).
+    pub fn needs_priors(&self) -> bool {
+        self.is_session() && self.service.priors() == PriorUse::Required
+    }
+
+    /// The `algorithm` object of its sessions' create request (no options).
+    pub fn request(&self) -> Value {
+        json!({"name": self.service.as_str()})
+    }
+
     /// Whether its runs fit tvbo's GP over the settings, whose spatial lengthscales and
     /// warping `model.lengthscales` and `model.warping` (`--lengthscales`, `--warping`)
     /// choose: the service's GP algorithms, and
@@ -51,17 +66,15 @@ impl AlgorithmEntry {
     /// Optuna's samplers (not tvbo's model at all): their runs do not depend on it.
     pub fn fits_tvbos_gp(&self) -> bool {
         match self.kind {
-            AlgorithmKind::Session => !self.needs_priors && self.name != "random",
+            AlgorithmKind::Session => !self.needs_priors() && self.service != AlgorithmName::Random,
             AlgorithmKind::TuneOnce { .. } => true,
             AlgorithmKind::Optuna { .. } => false,
         }
     }
-    /// Whether its sessions' kernel has time (the core's
-    /// [`tvbo_core::domain::algorithm::AlgorithmConfig::uses_time`] of its request), so
-    /// that `model.level` applies to it.
+    /// Whether its sessions' kernel has time (the core's [`AlgorithmName::uses_time`]),
+    /// so that `model.level` applies to it.
     pub fn uses_time(&self) -> bool {
-        serde_json::from_str::<tvbo_core::domain::algorithm::AlgorithmConfig>(self.request)
-            .is_ok_and(|algorithm| algorithm.uses_time())
+        self.service.uses_time()
     }
 }
 
@@ -70,87 +83,18 @@ const TUNE_ONCE_SECONDS: f64 = 600.0;
 /// Optuna's restart period of the `-restart` peers: every 30 minutes of the clock.
 const OPTUNA_RESTART_SECONDS: f64 = 1800.0;
 
-/// Every algorithm, in report order (002's Table 3 order, the floor, then 003's rules,
-/// then the peers: what people use today).
-pub const ALGORITHMS: &[AlgorithmEntry] = &[
-    AlgorithmEntry {
-        name: "gp-ucb",
-        request: r#"{"name":"gp-ucb"}"#,
-        needs_priors: false,
-        kind: AlgorithmKind::Session,
-    },
-    AlgorithmEntry {
-        name: "et-gp-ucb",
-        request: r#"{"name":"et-gp-ucb"}"#,
-        needs_priors: false,
-        kind: AlgorithmKind::Session,
-    },
-    AlgorithmEntry {
-        name: "r-gp-ucb",
-        request: r#"{"name":"r-gp-ucb"}"#,
-        needs_priors: false,
-        kind: AlgorithmKind::Session,
-    },
-    AlgorithmEntry {
-        name: "tv-gp-ucb",
-        request: r#"{"name":"tv-gp-ucb"}"#,
-        needs_priors: false,
-        kind: AlgorithmKind::Session,
-    },
-    AlgorithmEntry {
-        name: "w-dbo",
-        request: r#"{"name":"w-dbo"}"#,
-        needs_priors: false,
-        kind: AlgorithmKind::Session,
-    },
-    AlgorithmEntry {
-        name: "bolt",
-        request: r#"{"name":"bolt"}"#,
-        needs_priors: false,
-        kind: AlgorithmKind::Session,
-    },
-    AlgorithmEntry {
-        name: "random",
-        request: r#"{"name":"random"}"#,
-        needs_priors: false,
-        kind: AlgorithmKind::Session,
-    },
-    AlgorithmEntry {
-        name: "pe-gp-ucb",
-        request: r#"{"name":"pe-gp-ucb"}"#,
-        needs_priors: true,
-        kind: AlgorithmKind::Session,
-    },
-    AlgorithmEntry {
-        name: "pe-gp-ts",
-        request: r#"{"name":"pe-gp-ts"}"#,
-        needs_priors: true,
-        kind: AlgorithmKind::Session,
-    },
-    AlgorithmEntry {
-        name: "hp-gp-ts",
-        request: r#"{"name":"hp-gp-ts"}"#,
-        needs_priors: true,
-        kind: AlgorithmKind::Session,
-    },
-    AlgorithmEntry {
-        name: "map-gp-ts",
-        request: r#"{"name":"map-gp-ts"}"#,
-        needs_priors: true,
-        kind: AlgorithmKind::Session,
-    },
+/// The peers, in report order: what people use today.
+const PEERS: [AlgorithmEntry; 5] = [
     AlgorithmEntry {
         name: "tune-once",
-        request: r#"{"name":"gp-ucb"}"#,
-        needs_priors: false,
+        service: AlgorithmName::GpUcb,
         kind: AlgorithmKind::TuneOnce {
             seconds: TUNE_ONCE_SECONDS,
         },
     },
     AlgorithmEntry {
         name: "optuna-tpe",
-        request: r#"{"name":"random"}"#,
-        needs_priors: false,
+        service: AlgorithmName::Random,
         kind: AlgorithmKind::Optuna {
             sampler: "tpe",
             restart_every: None,
@@ -158,8 +102,7 @@ pub const ALGORITHMS: &[AlgorithmEntry] = &[
     },
     AlgorithmEntry {
         name: "optuna-tpe-restart",
-        request: r#"{"name":"random"}"#,
-        needs_priors: false,
+        service: AlgorithmName::Random,
         kind: AlgorithmKind::Optuna {
             sampler: "tpe",
             restart_every: Some(OPTUNA_RESTART_SECONDS),
@@ -167,8 +110,7 @@ pub const ALGORITHMS: &[AlgorithmEntry] = &[
     },
     AlgorithmEntry {
         name: "optuna-gp",
-        request: r#"{"name":"random"}"#,
-        needs_priors: false,
+        service: AlgorithmName::Random,
         kind: AlgorithmKind::Optuna {
             sampler: "gp",
             restart_every: None,
@@ -176,14 +118,27 @@ pub const ALGORITHMS: &[AlgorithmEntry] = &[
     },
     AlgorithmEntry {
         name: "optuna-gp-restart",
-        request: r#"{"name":"random"}"#,
-        needs_priors: false,
+        service: AlgorithmName::Random,
         kind: AlgorithmKind::Optuna {
             sampler: "gp",
             restart_every: Some(OPTUNA_RESTART_SECONDS),
         },
     },
 ];
+
+/// Every algorithm, in report order: the service's ([`AlgorithmName::ALL`]: 002's Table
+/// 3 order, the floor, then 003's rules), then the [`PEERS`].
+pub static ALGORITHMS: LazyLock<Vec<AlgorithmEntry>> = LazyLock::new(|| {
+    AlgorithmName::ALL
+        .into_iter()
+        .map(|service| AlgorithmEntry {
+            name: service.as_str(),
+            service,
+            kind: AlgorithmKind::Session,
+        })
+        .chain(PEERS)
+        .collect()
+});
 
 /// The service's own algorithms, in report order (the suites' "every algorithm").
 pub fn session_algorithms() -> impl Iterator<Item = &'static AlgorithmEntry> {
@@ -233,11 +188,11 @@ mod tests {
             .filter(|a| a.fits_tvbos_gp())
             .map(|a| a.name)
             .collect();
-        for entry in ALGORITHMS {
+        for entry in ALGORITHMS.iter() {
             let fits = match entry.kind {
                 AlgorithmKind::Optuna { .. } => false,
                 _ => {
-                    let objective: &dyn Objective = if entry.needs_priors {
+                    let objective: &dyn Objective = if entry.needs_priors() {
                         &prior_objective
                     } else {
                         box_objective.as_ref()

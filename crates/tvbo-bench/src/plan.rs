@@ -97,7 +97,7 @@ fn checked_algorithm_options(
         let entry = algorithm(name)?;
         let mut request = algorithm_request(entry, Some(options))?;
         let invalid = |e: String| BenchError::Options(format!("--algorithm-options {name}: {e}"));
-        if entry.needs_priors {
+        if entry.needs_priors() {
             // Their options can depend on the objective's priors (a hyperprior holds one
             // weight per prior): names and types are checked here, values when a run's
             // session is created.
@@ -169,7 +169,7 @@ impl Plan {
         for replication in 0..suite.replications {
             for (objective, spec) in suite.objectives.iter().enumerate() {
                 for &algorithm in &suite.algorithms {
-                    if algorithm.needs_priors && !spec.has_priors() {
+                    if algorithm.needs_priors() && !spec.has_priors() {
                         continue;
                     }
                     runs.push(RunSpec {

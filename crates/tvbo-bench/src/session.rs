@@ -46,8 +46,7 @@ pub(super) fn algorithm_request(
     algorithm: &AlgorithmEntry,
     options: Option<&AlgorithmOptions>,
 ) -> Result<Value, BenchError> {
-    let mut request: Value = serde_json::from_str(algorithm.request)
-        .map_err(|e| BenchError::Config(format!("algorithm {}: {e}", algorithm.name)))?;
+    let mut request = algorithm.request();
     if let (Value::Object(fields), Some(options)) = (&mut request, options) {
         fields.extend(options.iter().map(|(k, v)| (k.clone(), v.clone())));
     }
@@ -111,7 +110,7 @@ pub fn session_request(
     if settings.level != Level::None && algorithm.uses_time() {
         model.insert("level".into(), json!(settings.level));
     }
-    if algorithm.needs_priors {
+    if algorithm.needs_priors() {
         let priors = objective.priors().ok_or_else(|| {
             BenchError::Config(format!(
                 "{} selects among priors, and this objective has none",
@@ -190,7 +189,7 @@ mod tests {
                     ServerTime::Client,
                     ModelSettings::PAPERS,
                 );
-                if entry.needs_priors && objective.priors().is_none() {
+                if entry.needs_priors() && objective.priors().is_none() {
                     assert!(request.is_err(), "{} without priors", entry.name);
                     continue;
                 }
@@ -200,7 +199,7 @@ mod tests {
                 assert_eq!(config.model.lengthscales, Lengthscales::Shared);
                 assert_eq!(config.seed, 9);
                 assert_eq!(config.arms.is_some(), objective.arms().is_some());
-                if entry.needs_priors {
+                if entry.needs_priors() {
                     assert_eq!(config.algorithm.priors().map(<[_]>::len), Some(5));
                     assert_eq!(config.model.noise, Some(0.0625));
                     assert_eq!(config.model.warmup, 0, "003's rules start at once");

@@ -2,7 +2,6 @@
 // each row's summary and sparkline), sorted and filtered by the server, kept live.
 "use strict";
 
-const ALGORITHMS = ["bolt", "w-dbo", "gp-ucb", "r-gp-ucb", "tv-gp-ucb", "et-gp-ucb", "pe-gp-ucb", "pe-gp-ts", "hp-gp-ts", "map-gp-ts", "random"];
 /// The list's columns: heading, and the server's sort key where it sorts.
 const LIST_COLUMNS = [
   ["compare", null], ["name", "name"], ["tenant", null], ["algorithm", null], ["status", null], ["now", null], ["observations", "observations"],
@@ -17,8 +16,10 @@ const LIST_AGE_MS = 60000;
 async function sessionsView(main) {
   document.getElementById("crumb").textContent = "sessions";
   const name = el("input", { type: "search", placeholder: "filter by name", "aria-label": "filter by name" });
-  const algorithm = el("select", { "aria-label": "filter by algorithm" }, el("option", { value: "", text: "all algorithms" }),
-    ...ALGORITHMS.map(a => el("option", { value: a, text: a })));
+  const algorithm = el("select", { "aria-label": "filter by algorithm" }, el("option", { value: "", text: "all algorithms" }));
+  // The names are the server's (GET /v1/algorithms), each with what it does as its title;
+  // if they cannot be read, the filter offers "all" alone and the list still loads.
+  api("/v1/algorithms").then(list => algorithm.append(...list.algorithms.map(a => el("option", { value: a.name, text: a.name, title: a.summary }))), () => {});
   // The status now is the page's to filter: it is computed for the rows loaded.
   const statusFilter = el("select", { "aria-label": "filter by status now", id: "tracking-filter" }, el("option", { value: "", text: "any status now" }),
     ...Object.entries(STATUS_WORDS).map(([value, text]) => el("option", { value, text })));

@@ -43,7 +43,7 @@ fn options(output: &std::path::Path) -> BenchOptions {
 /// The runs of the tiny suite: the algorithms without priors on all three objectives,
 /// those that select among priors on 003's setup only.
 fn tiny_suite_runs() -> usize {
-    let without_priors = session_algorithms().filter(|a| !a.needs_priors).count();
+    let without_priors = session_algorithms().filter(|a| !a.needs_priors()).count();
     3 * without_priors + (session_algorithms().count() - without_priors)
 }
 
@@ -119,7 +119,7 @@ fn a_tiny_suite_runs_end_to_end_and_writes_its_report() {
     for line in log.lines() {
         let run: RunResult = serde_json::from_str(line).unwrap();
         let entry = bench::algorithm(&run.algorithm).unwrap();
-        assert_eq!(run.warmup, if entry.needs_priors { 0 } else { 15 });
+        assert_eq!(run.warmup, if entry.needs_priors() { 0 } else { 15 });
         let after: Vec<f64> = regrets(&run)[run.warmup..].to_vec();
         let summary = report
             .runs

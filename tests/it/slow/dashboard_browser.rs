@@ -301,6 +301,18 @@ async fn the_dashboard_draws_every_kind_of_session_live_in_chromium() {
             browser.eval("document.querySelectorAll('#sessions svg.sparkline path').length >= 3"),
             json!(true)
         );
+        // The algorithm filter offers the server's algorithms, in its order.
+        let offered = "[...document.querySelectorAll('select[aria-label=\"filter by algorithm\"] option')]\
+             .map(o => o.value).filter(v => v)";
+        assert!(
+            browser.wait_for(&format!("{offered}.length > 0"), Duration::from_secs(5)),
+            "no algorithm offered"
+        );
+        let names: Vec<Value> = tvbo::domain::algorithm::AlgorithmName::ALL
+            .iter()
+            .map(|a| json!(a.as_str()))
+            .collect();
+        assert_eq!(browser.eval(offered), json!(names));
         browser.keep_screenshot("dashboard-list.png", 520);
     });
 

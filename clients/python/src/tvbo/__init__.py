@@ -25,6 +25,7 @@ from .errors import (
     Unauthorized,
 )
 from .models import (
+    AlgorithmInfo,
     AlgorithmName,
     Arm,
     ArmSpec,
@@ -83,6 +84,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Algorithm",
+    "AlgorithmInfo",
     "AlgorithmName",
     "ApiError",
     "Arm",

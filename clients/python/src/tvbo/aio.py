@@ -32,6 +32,8 @@ from . import _core
 from ._core import Algorithm, Call, ObservationItem, RetryPolicy, SuggestionRef
 from .errors import ApiError, NotFound, TvboError
 from .models import (
+    AlgorithmInfo,
+    AlgorithmList,
     AlgorithmName,
     ArmSpec,
     Best,
@@ -318,6 +320,11 @@ class AsyncClient:
         """See :meth:`tvbo.Client.create_webhook`."""
         body = _core.create_webhook_body(url, events, secret)
         return decode(Webhook, await self.request(_core.post("/v1/webhooks", body)))
+
+    async def algorithms(self) -> List[AlgorithmInfo]:
+        """The algorithms this server runs, in its order: each one's name (what
+        ``algorithm`` takes) and what it does."""
+        return decode(AlgorithmList, await self.request(Call("GET", "/v1/algorithms"))).algorithms
 
     async def webhooks(self) -> List[Webhook]:
         """The tenant's webhooks (without their secrets)."""

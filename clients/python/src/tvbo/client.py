@@ -30,6 +30,8 @@ from . import _core
 from ._core import Algorithm, Call, ObservationItem, RetryPolicy, SuggestionRef
 from .errors import ApiError, NotFound, TvboError
 from .models import (
+    AlgorithmInfo,
+    AlgorithmList,
     AlgorithmName,
     ArmSpec,
     Best,
@@ -378,6 +380,11 @@ class Client:
         ``url``."""
         body = _core.create_webhook_body(url, events, secret)
         return decode(Webhook, self.request(_core.post("/v1/webhooks", body)))
+
+    def algorithms(self) -> List[AlgorithmInfo]:
+        """The algorithms this server runs, in its order: each one's name (what
+        ``algorithm`` takes) and what it does."""
+        return decode(AlgorithmList, self.request(Call("GET", "/v1/algorithms"))).algorithms
 
     def webhooks(self) -> List[Webhook]:
         """The tenant's webhooks (without their secrets)."""

@@ -45,19 +45,10 @@ Warping = Literal["half_rank", "log", "none"]
 Level = Literal["drifting", "none"]
 RunEnd = Literal["failed", "abandoned"]
 TrackingStatus = Literal["tracking", "lagging", "no-recent-data"]
-AlgorithmName = Literal[
-    "bolt",
-    "w-dbo",
-    "random",
-    "gp-ucb",
-    "r-gp-ucb",
-    "tv-gp-ucb",
-    "et-gp-ucb",
-    "pe-gp-ucb",
-    "pe-gp-ts",
-    "hp-gp-ts",
-    "map-gp-ts",
-]
+AlgorithmName = str
+"""An algorithm's API name (``"bolt"``, ``"w-dbo"``, ...): :meth:`Client.algorithms` lists
+the server's, with what each does."""
+PriorUse = Literal["none", "optional", "required"]
 
 SessionSort = Literal["created", "name", "observations", "last_activity", "regret"]
 """The orders of :meth:`Client.sessions` (the listing's ``sort``)."""
@@ -600,6 +591,28 @@ class Webhook:
 
 
 @dataclasses.dataclass(frozen=True)
+class AlgorithmInfo:
+    """One of the server's algorithms (:meth:`Client.algorithms`): its API ``name`` (the
+    ``algorithm`` of :meth:`Client.create_session`), what it does in a line, whether it
+    ever removes observations from its dataset (``forgets``), whether its model has time
+    (``temporal``), and whether it takes priors over arms (``priors``: ``none``,
+    ``optional`` or ``required``)."""
+
+    name: str
+    summary: str
+    forgets: bool
+    temporal: bool
+    priors: PriorUse
+
+
+@dataclasses.dataclass(frozen=True)
+class AlgorithmList:
+    """The server's algorithms."""
+
+    algorithms: List[AlgorithmInfo]
+
+
+@dataclasses.dataclass(frozen=True)
 class WebhookList:
     """The tenant's webhooks."""
 
@@ -814,6 +827,8 @@ SCHEMAS: Dict[str, Any] = {
     "Delivery": Delivery,
     "DeliveryList": DeliveryList,
     "Problem": Problem,
+    "AlgorithmInfo": AlgorithmInfo,
+    "AlgorithmList": AlgorithmList,
 }
 """OpenAPI schema name → the client's model of it (checked by the drift test)."""
 
@@ -832,6 +847,7 @@ ENUMS: Dict[str, Any] = {
     "RunEnd": RunEnd,
     "TrackingStatus": TrackingStatus,
     "WebhookState": WebhookState,
+    "PriorUse": PriorUse,
 }
 """OpenAPI enum schema name → the Literal type listing its values."""
 

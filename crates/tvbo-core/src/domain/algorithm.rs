@@ -184,6 +184,23 @@ pub enum AlgorithmName {
 }
 
 impl AlgorithmName {
+    /// Every algorithm, in the order the API lists them (`GET /v1/algorithms`): 002's
+    /// Table 3 order, the floor, then 003's prior-selection rules. The service's names,
+    /// the dashboard's filter and the bench's list all come from here.
+    pub const ALL: [AlgorithmName; 11] = [
+        AlgorithmName::GpUcb,
+        AlgorithmName::EtGpUcb,
+        AlgorithmName::RGpUcb,
+        AlgorithmName::TvGpUcb,
+        AlgorithmName::WDbo,
+        AlgorithmName::Bolt,
+        AlgorithmName::Random,
+        AlgorithmName::PeGpUcb,
+        AlgorithmName::PeGpTs,
+        AlgorithmName::HpGpTs,
+        AlgorithmName::MapGpTs,
+    ];
+
     /// The name used in the API (as serialised).
     pub fn as_str(self) -> &'static str {
         match self {
@@ -198,6 +215,129 @@ impl AlgorithmName {
             AlgorithmName::PeGpTs => "pe-gp-ts",
             AlgorithmName::HpGpTs => "hp-gp-ts",
             AlgorithmName::MapGpTs => "map-gp-ts",
+        }
+    }
+
+    /// What the algorithm does, in a line (its paper and its rule).
+    pub fn summary(self) -> &'static str {
+        match self {
+            AlgorithmName::Bolt => {
+                "BOLT (Bardou & Thiran): spatio-temporal UCB keeping the dataset its \
+                 response time affords, forgetting the least relevant observations"
+            }
+            AlgorithmName::WDbo => {
+                "W-DBO (Bardou et al. 2024): spatio-temporal UCB forgetting observations \
+                 whose Wasserstein relevance falls below a budget that grows with time"
+            }
+            AlgorithmName::Random => "uniform random search: the floor every algorithm must beat",
+            AlgorithmName::GpUcb => {
+                "GP-UCB (Srinivas et al. 2010): a static model that never forgets; on arms, \
+                 one given prior may replace the fitted kernel"
+            }
+            AlgorithmName::RGpUcb => {
+                "R-GP-UCB (Bogunovic et al. 2016, Alg. 1): GP-UCB whose dataset is emptied \
+                 every reset_every observations"
+            }
+            AlgorithmName::TvGpUcb => {
+                "TV-GP-UCB (Bogunovic et al. 2016, Alg. 2): GP-UCB with the temporal kernel \
+                 (1-ε)^(|Δt|/2)"
+            }
+            AlgorithmName::EtGpUcb => {
+                "ET-GP-UCB (Brunzema et al. 2022): GP-UCB reset when an observation \
+                 contradicts the model"
+            }
+            AlgorithmName::PeGpUcb => {
+                "PE-GP-UCB (Ziomek et al. 2024): UCB over given priors, eliminating those \
+                 the observations contradict"
+            }
+            AlgorithmName::PeGpTs => {
+                "PE-GP-TS (Ziomek et al. 2024, Alg. 1): Thompson sampling over given \
+                 priors, with elimination"
+            }
+            AlgorithmName::HpGpTs => {
+                "HP-GP-TS (Ziomek et al. 2024, Alg. 2): a prior drawn from the \
+                 hyperposterior over given priors, then a Thompson sample"
+            }
+            AlgorithmName::MapGpTs => {
+                "MAP-GP-TS (Ziomek et al. 2024, §5): HP-GP-TS with the most probable prior"
+            }
+        }
+    }
+
+    /// Whether the algorithm ever removes observations from its dataset (BOLT, W-DBO and
+    /// the resetting R-GP-UCB and ET-GP-UCB); the others keep every one.
+    pub fn forgets(self) -> bool {
+        matches!(
+            self,
+            AlgorithmName::Bolt
+                | AlgorithmName::WDbo
+                | AlgorithmName::RGpUcb
+                | AlgorithmName::EtGpUcb
+        )
+    }
+
+    /// Whether the model has a temporal kernel (spatio-temporal algorithms) or k_T ≡ 1.
+    pub fn uses_time(self) -> bool {
+        matches!(
+            self,
+            AlgorithmName::TvGpUcb | AlgorithmName::Bolt | AlgorithmName::WDbo
+        )
+    }
+
+    /// Whether the algorithm takes priors over arms (`algorithm.priors`).
+    pub fn priors(self) -> PriorUse {
+        match self {
+            AlgorithmName::GpUcb | AlgorithmName::TvGpUcb => PriorUse::Optional,
+            AlgorithmName::PeGpUcb
+            | AlgorithmName::PeGpTs
+            | AlgorithmName::HpGpTs
+            | AlgorithmName::MapGpTs => PriorUse::Required,
+            AlgorithmName::Bolt
+            | AlgorithmName::WDbo
+            | AlgorithmName::Random
+            | AlgorithmName::RGpUcb
+            | AlgorithmName::EtGpUcb => PriorUse::None,
+        }
+    }
+}
+
+/// Whether an algorithm takes priors over arms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum PriorUse {
+    /// It models the objective itself, without priors.
+    None,
+    /// One prior may replace its fitted kernel on an arm set.
+    Optional,
+    /// It selects among the given priors, and needs them.
+    Required,
+}
+
+/// One algorithm as `GET /v1/algorithms` lists it: its name and what it does.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct AlgorithmInfo {
+    /// The API name (`algorithm.name` of a create request).
+    pub name: AlgorithmName,
+    /// What it does, in a line.
+    pub summary: String,
+    /// Whether it ever removes observations from its dataset.
+    pub forgets: bool,
+    /// Whether its model has time (a temporal kernel).
+    pub temporal: bool,
+    /// Whether it takes priors over arms.
+    pub priors: PriorUse,
+}
+
+impl From<AlgorithmName> for AlgorithmInfo {
+    fn from(name: AlgorithmName) -> AlgorithmInfo {
+        AlgorithmInfo {
+            name,
+            summary: name.summary().to_string(),
+            forgets: name.forgets(),
+            temporal: name.uses_time(),
+            priors: name.priors(),
         }
     }
 }
@@ -225,16 +365,10 @@ impl AlgorithmConfig {
         self.kind().as_str()
     }
 
-    /// Whether the algorithm ever removes observations from its dataset (BOLT, W-DBO and
-    /// the resetting R-GP-UCB and ET-GP-UCB); the others keep every one.
+    /// Whether the algorithm ever removes observations from its dataset
+    /// ([`AlgorithmName::forgets`]).
     pub fn forgets(&self) -> bool {
-        matches!(
-            self,
-            AlgorithmConfig::Bolt { .. }
-                | AlgorithmConfig::WDbo { .. }
-                | AlgorithmConfig::RGpUcb { .. }
-                | AlgorithmConfig::EtGpUcb { .. }
-        )
+        self.kind().forgets()
     }
 
     /// The priors of an algorithm that models the objective with given priors over arms.
@@ -275,14 +409,9 @@ impl AlgorithmConfig {
         }
     }
 
-    /// Whether the model has a temporal kernel (spatio-temporal algorithms) or k_T ≡ 1.
+    /// Whether the model has a temporal kernel ([`AlgorithmName::uses_time`]).
     pub fn uses_time(&self) -> bool {
-        matches!(
-            self,
-            AlgorithmConfig::TvGpUcb { .. }
-                | AlgorithmConfig::Bolt { .. }
-                | AlgorithmConfig::WDbo { .. }
-        )
+        self.kind().uses_time()
     }
 
     /// The temporal kernel an algorithm fixes, if it fixes one.
@@ -402,11 +531,7 @@ mod tests {
 
     #[test]
     fn algorithm_names_serialise_as_their_api_names() {
-        use AlgorithmName::*;
-        let every = [
-            Bolt, WDbo, Random, GpUcb, RGpUcb, TvGpUcb, EtGpUcb, PeGpUcb, PeGpTs, HpGpTs, MapGpTs,
-        ];
-        for kind in every {
+        for kind in AlgorithmName::ALL {
             assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
             let back: AlgorithmName = serde_json::from_value(kind.as_str().into()).unwrap();
             assert_eq!(back, kind);
@@ -418,5 +543,30 @@ mod tests {
             serde_json::to_value(&config).unwrap()["name"],
             config.name()
         );
+    }
+
+    /// The list holds every algorithm once: a name left out of it would be one no
+    /// listing offers.
+    #[test]
+    fn the_list_of_algorithms_holds_each_once() {
+        let mut names: Vec<&str> = AlgorithmName::ALL.iter().map(|a| a.as_str()).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), AlgorithmName::ALL.len());
+        // Each kind's facts agree with its configuration's: priors are required where a
+        // configuration without them does not parse.
+        for kind in AlgorithmName::ALL {
+            let bare = serde_json::json!({"name": kind.as_str()});
+            let parsed = serde_json::from_value::<AlgorithmConfig>(bare);
+            assert_eq!(
+                parsed.is_err(),
+                kind.priors() == PriorUse::Required,
+                "{}",
+                kind.as_str()
+            );
+            if let Ok(config) = parsed {
+                assert_eq!(config.kind(), kind);
+            }
+        }
     }
 }
