@@ -38,7 +38,7 @@ NOW = "1795968339710869"
 
 def record_in_bucket() -> tuple[str, str, str]:
     """commit.rs's RECORD_IN_BUCKET: its head, its VALUES and its ON CONFLICT clause
-    (BUCKET_COLUMNS and merge_into_bucket! filled in)."""
+    (BUCKET_COLUMNS and MERGE_INTO_BUCKET filled in)."""
     text = COMMIT_RS.read_text()
 
     def literal(pattern: str) -> str:
@@ -48,8 +48,8 @@ def record_in_bucket() -> tuple[str, str, str]:
         return re.sub(r"\\\n\s*", "", found.group(1)).replace('\\"', '"')
 
     columns = literal(r'const BUCKET_COLUMNS: &str = "(.*?)";')
-    values = literal(r'static RECORD_IN_BUCKET.*?VALUES (.*?) \{\}",')
-    conflict = literal(r'macro_rules! merge_into_bucket \{.*?"ON CONFLICT (.*?)"\s*\};')
+    values = literal(r'static RECORD_IN_BUCKET.*?VALUES (.*?) \{MERGE_INTO_BUCKET\}"')
+    conflict = literal(r'const MERGE_INTO_BUCKET: &str = "ON CONFLICT (.*?)";')
     return f"INSERT INTO timeline_buckets ({columns})", values, conflict
 
 

@@ -17,7 +17,7 @@ use crate::api::extract::{
 use crate::domain::InvalidInput;
 use crate::domain::config::CreateSession;
 use crate::domain::space::Params;
-use crate::session::idempotency::Once;
+use crate::session::idempotency::{Once, once};
 use crate::session::listing::{AlgorithmName, ListCursor, ListingQuery, ObservationListing};
 use crate::session::read_budget::HeldJson;
 use crate::session::resume::Resumed;
@@ -36,7 +36,7 @@ fn created<T: serde::Serialize>(body: &T) -> Response {
     (StatusCode::CREATED, Json(body)).into_response()
 }
 
-/// The answer of a keyed POST ([`SessionService::once`](crate::session::service::SessionService::once)):
+/// The answer of a keyed POST ([`once`](crate::session::idempotency::once)):
 /// 201 with the body of an action that ran now, or the stored answer of the request
 /// that acted first, marked `Idempotent-Replayed: true`.
 fn once_answer<T: serde::Serialize>(outcome: Once<T>) -> Response {
@@ -82,13 +82,12 @@ pub async fn create_session(
         });
     }
     let key = idempotency.scoped(&caller, "/v1/sessions", &body.bytes);
-    let outcome = service
-        .once(key, |key| async move {
-            service
-                .create_session(&caller.tenant, body.value, key.as_ref())
-                .await
-        })
-        .await?;
+    let outcome = once(service.store().as_ref(), key, |key| async move {
+        service
+            .create_session(&caller.tenant, body.value, key.as_ref())
+            .await
+    })
+    .await?;
     Ok(once_answer(outcome))
 }
 
@@ -238,11 +237,10 @@ pub async fn suggest(
     let target = format!("/v1/sessions/{id}/suggestions");
     let key = idempotency.scoped(&caller, &target, &body.bytes);
     let service = &state.service;
-    let outcome = service
-        .once(key, |key| async move {
-            service.suggest(id, body.value, key.as_ref()).await
-        })
-        .await?;
+    let outcome = once(service.store().as_ref(), key, |key| async move {
+        service.suggest(id, body.value, key.as_ref()).await
+    })
+    .await?;
     Ok(once_answer(outcome))
 }
 
@@ -309,11 +307,10 @@ pub async fn observe(
     let target = format!("/v1/sessions/{id}/observations");
     let key = idempotency.scoped(&caller, &target, &bytes);
     let service = &state.service;
-    let outcome = service
-        .once(key, |key| async move {
-            service.observe(id, inputs, key.as_ref()).await
-        })
-        .await?;
+    let outcome = once(service.store().as_ref(), key, |key| async move {
+        service.observe(id, inputs, key.as_ref()).await
+    })
+    .await?;
     Ok(once_answer(outcome))
 }
 

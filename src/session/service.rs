@@ -15,7 +15,7 @@ use chrono::Utc;
 use uuid::Uuid;
 
 use super::error::ServiceError;
-use super::idempotency::{IdempotencyKey, Once, StoredAnswer};
+use super::idempotency::IdempotencyKey;
 use super::read_budget::ReadBudget;
 use super::read_model::ModelCache;
 use super::resume::{Resumed, first_difference};
@@ -192,62 +192,6 @@ impl SessionService {
     /// Whether the database answers (readiness).
     pub async fn ping(&self) -> Result<(), ServiceError> {
         Ok(self.store.ping().await?)
-    }
-
-    /// Runs a keyed request once: the stored answer of an earlier request with the same
-    /// key, or `action` (which stores its answer in the same transaction as its effect).
-    /// A key used before with another body is refused.
-    ///
-    /// When `action` fails and the key now has a stored answer, a concurrent request with
-    /// the same key (on this replica or another) acted first, and its answer is replayed:
-    /// a retry that raced its original gets the original's answer, not the error of
-    /// acting twice (such as a 409 for observing a suggestion already observed).
-    pub async fn once<T, F>(
-        &self,
-        key: Option<IdempotencyKey>,
-        action: impl FnOnce(Option<IdempotencyKey>) -> F,
-    ) -> Result<Once<T>, ServiceError>
-    where
-        F: Future<Output = Result<T, ServiceError>>,
-    {
-        if let Some(key) = &key
-            && let Some(answer) = self.stored_answer(key).await?
-        {
-            return Ok(Once::Replayed(answer));
-        }
-        let error = match action(key.clone()).await {
-            Ok(body) => return Ok(Once::Acted(body)),
-            Err(error) => error,
-        };
-        if let Some(key) = &key
-            && let Some(answer) = self.stored_answer(key).await?
-        {
-            return Ok(Once::Replayed(answer));
-        }
-        Err(match error {
-            ServiceError::IdempotencyRace if key.is_some() => {
-                ServiceError::Internal("idempotency record vanished".into())
-            }
-            other => other,
-        })
-    }
-
-    /// The answer stored with `key`, if a request with it acted; refuses a key used with
-    /// another body.
-    async fn stored_answer(
-        &self,
-        key: &IdempotencyKey,
-    ) -> Result<Option<StoredAnswer>, ServiceError> {
-        let Some(record) = self.store.get_idempotency(&key.scope, &key.key).await? else {
-            return Ok(None);
-        };
-        if record.request_hash != key.request_hash {
-            return Err(ServiceError::IdempotencyKeyReused);
-        }
-        Ok(Some(StoredAnswer {
-            status: record.status,
-            body: record.body,
-        }))
     }
 
     /// Serialises this process's changes to one session (the version check in

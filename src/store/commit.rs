@@ -304,9 +304,7 @@ const FAN_OUT_EVENT: &str = "INSERT INTO webhook_deliveries (webhook_id, event_i
 /// What folds a new bucket summary (`excluded`) into the stored one, which holds the
 /// earlier rows: the first and last key, the count, the first rows holding the minimum and
 /// maximum value and regret, the regrets' sum and counts (`Bucket::fold` in Rust).
-macro_rules! merge_into_bucket {
-    () => {
-        "ON CONFLICT (session_id, series, bucket) DO UPDATE SET \
+pub(crate) const MERGE_INTO_BUCKET: &str = "ON CONFLICT (session_id, series, bucket) DO UPDATE SET \
      first_key = CASE WHEN excluded.first_key < timeline_buckets.first_key \
        THEN excluded.first_key ELSE timeline_buckets.first_key END, \
      last_key = CASE WHEN excluded.last_key > timeline_buckets.last_key \
@@ -334,10 +332,7 @@ macro_rules! merge_into_bucket {
        THEN excluded.hi2 ELSE timeline_buckets.hi2 END, \
      total = timeline_buckets.total + excluded.total, \
      n_valued = timeline_buckets.n_valued + excluded.n_valued, \
-     n_reported = timeline_buckets.n_reported + excluded.n_reported"
-    };
-}
-pub(crate) use merge_into_bucket;
+     n_reported = timeline_buckets.n_reported + excluded.n_reported";
 
 /// A bucket summary's columns.
 pub(crate) const BUCKET_COLUMNS: &str = "session_id, series, bucket, first_key, last_key, \
@@ -347,8 +342,7 @@ pub(crate) const BUCKET_COLUMNS: &str = "session_id, series, bucket, first_key, 
 static RECORD_IN_BUCKET: LazyLock<String> = LazyLock::new(|| {
     format!(
         "INSERT INTO timeline_buckets ({BUCKET_COLUMNS}) VALUES ($1, $2, $3, $4, $4, 1, $5, $4, $5, $4, $6, $7, $6, $7, \
-     COALESCE($6, 0), $8, $9) {}",
-        merge_into_bucket!()
+     COALESCE($6, 0), $8, $9) {MERGE_INTO_BUCKET}"
     )
 });
 

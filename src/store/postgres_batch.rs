@@ -546,7 +546,7 @@ async fn record_in_buckets(
         "INSERT INTO timeline_buckets ({}) SELECT * FROM {} {}",
         commit::BUCKET_COLUMNS,
         arrays(&rows, 1),
-        commit::merge_into_bucket!()
+        commit::MERGE_INTO_BUCKET
     );
     bind_columns(query(&sql), rows)?.execute(&mut *conn).await?;
     Ok(())

@@ -162,7 +162,7 @@ impl Bucket {
     }
 
     /// Folds `later` (the rows after this summary's) in, as the commit's upsert
-    /// (`commit.rs`, `merge_into_bucket!`) folds a new summary into a stored one: ties
+    /// (`commit.rs`, `MERGE_INTO_BUCKET`) folds a new summary into a stored one: ties
     /// keep the earlier row, and a missing regret never replaces one.
     pub(crate) fn fold(&mut self, later: &Bucket) {
         if later.first_key < self.first_key {

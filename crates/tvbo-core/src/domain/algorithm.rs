@@ -276,6 +276,15 @@ impl AlgorithmName {
         )
     }
 
+    /// Whether the algorithm bounds its own dataset (BOLT's n*, at most
+    /// `max_dataset_size`), so that the server's cap on a session's active observations
+    /// does not apply to it. Every other algorithm's observe is refused past the cap, and
+    /// the suggest of one that never [forgets](Self::forgets) too (its observation could
+    /// not be taken); one that forgets may still shrink at its observe.
+    pub fn bounds_its_dataset(self) -> bool {
+        self == AlgorithmName::Bolt
+    }
+
     /// Whether the model has a temporal kernel (spatio-temporal algorithms) or k_T ≡ 1.
     pub fn uses_time(self) -> bool {
         matches!(

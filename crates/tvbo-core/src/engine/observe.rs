@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::{EngineError, Limits, StepData, events, policy_data, policy_state, step_outcome};
-use crate::domain::config::{AlgorithmConfig, TimeSource};
+use crate::domain::config::TimeSource;
 use crate::domain::input::{MAX_METADATA_BYTES, ObservationInput};
 use crate::domain::records::{
     CallRecord, ChangeSet, Deactivation, EndedRun, History, MAX_REASON_LEN, ObservationRow,
@@ -88,7 +88,7 @@ pub fn plan_observe(
     let removals = Stage::Forgetting.run(|| policy.observe(&ctx, &mut state))?;
     let active_after = history.active.len() + rows.len() - removals.len();
     let cap = limits.max_active_observations;
-    let capped = !matches!(config.algorithm, AlgorithmConfig::Bolt { .. });
+    let capped = !config.algorithm.kind().bounds_its_dataset();
     if capped && active_after > cap {
         return Err(dataset_full(config.algorithm.name(), active_after, cap));
     }

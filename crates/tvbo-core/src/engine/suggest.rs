@@ -230,8 +230,9 @@ fn check_limits(
     }
     let cap = limits.max_active_observations;
     if !config.algorithm.forgets() && history.active.len() >= cap {
-        // Its observation would be refused (plan_observe): hand out nothing that cannot
-        // be observed.
+        // Its observation would be refused (plan_observe, for every algorithm that does
+        // not bound its own dataset, `AlgorithmName::bounds_its_dataset`): hand out
+        // nothing that cannot be observed. One that forgets may shrink at its observe.
         return Err(EngineError::Limit(
             "dataset-full",
             InvalidInput::new(
