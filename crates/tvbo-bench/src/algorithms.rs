@@ -11,7 +11,7 @@ use super::error::BenchError;
 
 /// An algorithm the bench can run: its name, the service's algorithm its sessions use,
 /// and how it runs them. The service's algorithms come from the core's list; adding a
-/// peer is one entry of [`PEERS`].
+/// peer is one entry of `PEERS`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AlgorithmEntry {
     /// The service's algorithm name, or a peer's name (`tune-once`, `optuna-tpe`, ...).
@@ -53,9 +53,14 @@ impl AlgorithmEntry {
         self.is_session() && self.service.priors() == PriorUse::Required
     }
 
-    /// The `algorithm` object of its sessions' create request (no options).
-    pub fn request(&self) -> Value {
-        json!({"name": self.service.as_str()})
+    /// The `algorithm` object of its sessions' create request: the paper defaults with
+    /// each of `options` set.
+    pub fn request(&self, options: Option<&AlgorithmOptions>) -> Value {
+        let mut request = json!({"name": self.service.as_str()});
+        if let (Value::Object(fields), Some(options)) = (&mut request, options) {
+            fields.extend(options.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+        request
     }
 
     /// Whether its runs fit tvbo's GP over the settings, whose spatial lengthscales and
@@ -127,7 +132,7 @@ const PEERS: [AlgorithmEntry; 5] = [
 ];
 
 /// Every algorithm, in report order: the service's ([`AlgorithmName::ALL`]: 002's Table
-/// 3 order, the floor, then 003's rules), then the [`PEERS`].
+/// 3 order, the floor, then 003's rules), then the peers (`PEERS`).
 pub static ALGORITHMS: LazyLock<Vec<AlgorithmEntry>> = LazyLock::new(|| {
     AlgorithmName::ALL
         .into_iter()

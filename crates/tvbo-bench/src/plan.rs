@@ -9,7 +9,7 @@ use super::algorithms::{AlgorithmEntry, AlgorithmOptions, algorithm};
 use super::error::BenchError;
 use super::options::BenchOptions;
 use super::seeds::derive_seed;
-use super::session::{ModelSettings, algorithm_request, session_config};
+use super::session::{ModelSettings, session_config};
 use super::suites::{ObjectiveKind, Suite, objectives_named, suite};
 use tvbo_core::domain::config::AlgorithmConfig;
 use tvbo_core::domain::config::{FitStart, Lengthscales, Level, Warping};
@@ -95,7 +95,7 @@ fn checked_algorithm_options(
     }
     for (&name, options) in &merged {
         let entry = algorithm(name)?;
-        let mut request = algorithm_request(entry, Some(options))?;
+        let mut request = entry.request(Some(options));
         let invalid = |e: String| BenchError::Options(format!("--algorithm-options {name}: {e}"));
         if entry.needs_priors() {
             // Their options can depend on the objective's priors (a hyperprior holds one

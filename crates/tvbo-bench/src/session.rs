@@ -40,19 +40,6 @@ impl ModelSettings {
     };
 }
 
-/// The `algorithm` object of a create request: the entry's defaults with each of
-/// `options` set.
-pub(super) fn algorithm_request(
-    algorithm: &AlgorithmEntry,
-    options: Option<&AlgorithmOptions>,
-) -> Result<Value, BenchError> {
-    let mut request = algorithm.request();
-    if let (Value::Object(fields), Some(options)) = (&mut request, options) {
-        fields.extend(options.iter().map(|(k, v)| (k.clone(), v.clone())));
-    }
-    Ok(request)
-}
-
 /// The session's parameters for `objective`: its own [`Objective::parameters`], or
 /// x1…xd, each over its [`Objective::parameter_range`] or, where
 /// [`Objective::choices`] gives K choices, categorical with the choices c0…c(K−1).
@@ -97,7 +84,7 @@ pub fn session_request(
     let (low, high) = objective.parameter_range();
     let parameters = serde_json::to_value(session_parameters(objective))
         .map_err(|e| BenchError::Config(e.to_string()))?;
-    let mut algorithm_request = algorithm_request(algorithm, options)?;
+    let mut algorithm_request = algorithm.request(options);
     let source = match time {
         ServerTime::Client => "client",
         ServerTime::Wall => "wall",

@@ -368,7 +368,7 @@ async fn write_stored_fixture(path: &std::path::Path) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     let server = common::TestServer::start_on(path.to_path_buf()).await;
     for entry in tvbo_bench::algorithms::session_algorithms() {
-        let algorithm = entry.request();
+        let algorithm = entry.request(None);
         let body = if entry.needs_priors() {
             let arms: Vec<_> = (0..8)
                 .map(|i| json!({"name": format!("a{i}"), "params": {"x": f64::from(i) / 7.0, "y": 0.5}}))
