@@ -3,7 +3,7 @@
 //! rows of every table in one statement, the forgetting, the timeline's summaries. The
 //! rows are those `commit.rs` writes change by change (the same argument builders,
 //! transposed into arrays that `unnest` turns back into rows, `store/unnest.rs`), so that
-//! a batch costs five or six round trips whatever its size (two or three more with
+//! a batch costs five or six round trips whatever its size (one or two more with
 //! idempotency keys, one more per event), where change by change costs
 //! about ten per change (docs/performance.md, "What bounds PostgreSQL").
 //!
@@ -13,10 +13,11 @@
 //! the batch's transaction, and the writer then commits its changes one by one.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::LazyLock;
 
 use chrono::Utc;
-use sqlx::PgConnection;
 use sqlx::postgres::PgRow;
+use sqlx::{AssertSqlSafe, PgConnection};
 
 use super::commit::{
     self, Arg, BUMP_COLUMNS, CALLS, ENDED_RUNS, IDEMPOTENCY, OBSERVATIONS, RESPONSE_TIMES,
@@ -109,6 +110,18 @@ pub(super) async fn write(
     Ok(outcomes)
 }
 
+/// Locks the sessions of the ids `$2` in their order and reads their versions, and
+/// purges the idempotency keys stored before `$1` in the same round trip (a
+/// data-modifying part of a query runs whether or not the query reads it), before the
+/// batch's own keys are stored.
+static LOCK_AND_PURGE: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "WITH purged AS ({}) \
+         SELECT id, version FROM sessions WHERE id = ANY($2) ORDER BY id FOR UPDATE",
+        commit::PURGE_IDEMPOTENCY
+    )
+});
+
 /// For a batch with idempotency keys: locks the batch's sessions (in the order of their
 /// ids, so that two batches never wait for each other in opposite orders) and decides
 /// which changes are refused: `NotFound` for a session that is gone, `Conflict` for one
@@ -120,14 +133,13 @@ async fn refusals(
     now: i64,
 ) -> Result<Vec<Result<(), StoreError>>, StoreError> {
     let ids: Vec<String> = batch.iter().map(|job| job.id.to_string()).collect();
-    let versions: HashMap<String, i64> = sqlx::query_as(
-        "SELECT id, version FROM sessions WHERE id = ANY($1) ORDER BY id FOR UPDATE",
-    )
-    .bind(&ids)
-    .fetch_all(&mut *conn)
-    .await?
-    .into_iter()
-    .collect();
+    let versions: HashMap<String, i64> = sqlx::query_as(AssertSqlSafe(LOCK_AND_PURGE.as_str()))
+        .bind(now - IDEMPOTENCY_TTL_MICROS)
+        .bind(&ids)
+        .fetch_all(&mut *conn)
+        .await?
+        .into_iter()
+        .collect();
     let mut outcomes: Vec<Result<(), StoreError>> = batch
         .iter()
         .zip(&ids)
@@ -147,10 +159,6 @@ async fn refusals(
     if records.is_empty() {
         return Ok(outcomes);
     }
-    sqlx::query(commit::PURGE_IDEMPOTENCY)
-        .bind(now - IDEMPOTENCY_TTL_MICROS)
-        .execute(&mut *conn)
-        .await?;
     let sql = format!(
         "INSERT INTO {} ({}) SELECT * FROM {} ON CONFLICT (scope, key) DO NOTHING \
          RETURNING scope, key",

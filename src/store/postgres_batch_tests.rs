@@ -26,34 +26,121 @@ const ROUNDS: usize = 70;
 
 #[tokio::test]
 async fn a_batch_stores_what_its_changes_store_one_by_one() {
-    let Ok(admin) = std::env::var("TVBO_TEST_POSTGRES_URL") else {
-        eprintln!(
-            "SKIPPED a_batch_stores_what_its_changes_store_one_by_one: set \
-             TVBO_TEST_POSTGRES_URL to postgres://user@host:port/db to run it"
-        );
+    let Some(scratch) = Scratch::new("a_batch_stores_what_its_changes_store_one_by_one").await
+    else {
         return;
     };
-    let name = format!("tvbo_test_{}", Uuid::new_v4().simple());
-    let mut connection = sqlx::PgConnection::connect(&admin).await.unwrap();
-    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
-        .execute(&mut connection)
-        .await
-        .unwrap();
-    let mut url = reqwest::Url::parse(&admin).unwrap();
-    url.set_path(&format!("/{name}"));
-    let store = PostgresStore::connect(url.as_str(), &PoolSettings::default())
-        .await
-        .unwrap();
-    let outcome = compare(&store).await;
-    store.pool().close().await;
-    drop(store);
-    sqlx::query(sqlx::AssertSqlSafe(format!(
-        "DROP DATABASE {name} WITH (FORCE)"
-    )))
-    .execute(&mut connection)
-    .await
-    .unwrap();
+    let outcome = compare(&scratch.store).await;
+    scratch.drop().await;
     outcome.unwrap();
+}
+
+/// A key stored longer ago than its time to live is purged by the next batch with keys:
+/// the same key then acts again (its new answer stored), and only a live key is taken.
+#[tokio::test]
+async fn an_expired_key_is_purged_by_a_batch_and_acts_again() {
+    let Some(scratch) = Scratch::new("an_expired_key_is_purged_by_a_batch_and_acts_again").await
+    else {
+        return;
+    };
+    let outcome = expired_key_acts_again(&scratch.store).await;
+    scratch.drop().await;
+    outcome.unwrap();
+}
+
+async fn expired_key_acts_again(store: &PostgresStore) -> Result<(), String> {
+    let row = test_session("gp-ucb");
+    store.create_session(&row, None, None, false).await.unwrap();
+    let record = |body: &str| IdempotencyRecord {
+        scope: "POST /v1/sessions/x/suggestions".into(),
+        session_id: Some(row.id),
+        key: "retried".into(),
+        request_hash: "cd".repeat(32),
+        status: 201,
+        body: body.into(),
+    };
+    let commit = |version: i64, body: &'static str| {
+        let change = ChangeSet {
+            calls: vec![call(version as f64, version)],
+            ..ChangeSet::default()
+        };
+        let job = Job::new(row.id, version, &change, Some(&record(body))).0;
+        async move {
+            let mut transaction = store.pool().begin().await.map_err(|e| e.to_string())?;
+            let outcome = write(&mut transaction, &[job])
+                .await
+                .map_err(|e| e.to_string())?;
+            transaction.commit().await.map_err(|e| e.to_string())?;
+            Ok::<_, String>(kinds(&outcome))
+        }
+    };
+    let stored = || async {
+        store
+            .get_idempotency("POST /v1/sessions/x/suggestions", "retried")
+            .await
+            .map_err(|e| e.to_string())
+            .map(|r| r.map(|r| r.body))
+    };
+    assert_eq!(commit(0, "first").await?, ["ok"]);
+    assert_eq!(commit(1, "second").await?, ["duplicate key"], "a live key");
+    sqlx::query("UPDATE idempotency SET created_micros = created_micros - $1")
+        .bind(super::IDEMPOTENCY_TTL_MICROS + 1)
+        .execute(store.pool())
+        .await
+        .map_err(|e| e.to_string())?;
+    assert_eq!(stored().await?.as_deref(), Some("first"));
+    assert_eq!(commit(1, "third").await?, ["ok"], "an expired key");
+    assert_eq!(stored().await?.as_deref(), Some("third"));
+    Ok(())
+}
+
+/// A database of its own on the test PostgreSQL server, with a store over it; None
+/// (after saying why) without `TVBO_TEST_POSTGRES_URL`.
+struct Scratch {
+    store: PostgresStore,
+    admin: sqlx::PgConnection,
+    name: String,
+}
+
+impl Scratch {
+    async fn new(test: &str) -> Option<Scratch> {
+        let Ok(admin) = std::env::var("TVBO_TEST_POSTGRES_URL") else {
+            eprintln!(
+                "SKIPPED {test}: set TVBO_TEST_POSTGRES_URL to postgres://user@host:port/db \
+                 to run it"
+            );
+            return None;
+        };
+        let name = format!("tvbo_test_{}", Uuid::new_v4().simple());
+        let mut connection = sqlx::PgConnection::connect(&admin).await.unwrap();
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+            .execute(&mut connection)
+            .await
+            .unwrap();
+        let mut url = reqwest::Url::parse(&admin).unwrap();
+        url.set_path(&format!("/{name}"));
+        let store = PostgresStore::connect(url.as_str(), &PoolSettings::default())
+            .await
+            .unwrap();
+        Some(Scratch {
+            store,
+            admin: connection,
+            name,
+        })
+    }
+
+    /// Closes the store and drops its database.
+    async fn drop(mut self) {
+        self.store.pool().close().await;
+        drop(self.store);
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "DROP DATABASE {} WITH (FORCE)",
+            self.name
+        )))
+        .execute(&mut self.admin)
+        .await
+        .unwrap();
+    }
 }
 
 /// Commits the same changes to two sets of sessions, one by one and in batches, and
