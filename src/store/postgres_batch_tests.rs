@@ -26,25 +26,28 @@ const ROUNDS: usize = 70;
 
 #[tokio::test]
 async fn a_batch_stores_what_its_changes_store_one_by_one() {
-    let Some(scratch) = Scratch::new("a_batch_stores_what_its_changes_store_one_by_one").await
-    else {
-        return;
-    };
-    let outcome = compare(&scratch.store).await;
-    scratch.drop().await;
-    outcome.unwrap();
+    on_scratch("a_batch_stores_what_its_changes_store_one_by_one", compare).await;
 }
 
 /// A key stored longer ago than its time to live is purged by the next batch with keys:
 /// the same key then acts again (its new answer stored), and only a live key is taken.
 #[tokio::test]
 async fn an_expired_key_is_purged_by_a_batch_and_acts_again() {
-    let Some(scratch) = Scratch::new("an_expired_key_is_purged_by_a_batch_and_acts_again").await
-    else {
+    on_scratch(
+        "an_expired_key_is_purged_by_a_batch_and_acts_again",
+        expired_key_acts_again,
+    )
+    .await;
+}
+
+/// Runs `check` on a store over a database of its own, dropped after it; fails the test
+/// with what `check` found. Skipped, saying so, without `TVBO_TEST_POSTGRES_URL`.
+async fn on_scratch(test: &str, check: impl AsyncFnOnce(&PostgresStore) -> Result<(), String>) {
+    let Some(scratch) = Scratch::new(test).await else {
         return;
     };
-    let outcome = expired_key_acts_again(&scratch.store).await;
-    scratch.drop().await;
+    let outcome = check(&scratch.store).await;
+    scratch.close().await;
     outcome.unwrap();
 }
 
@@ -130,7 +133,7 @@ impl Scratch {
     }
 
     /// Closes the store and drops its database.
-    async fn drop(mut self) {
+    async fn close(mut self) {
         self.store.pool().close().await;
         drop(self.store);
         sqlx::query(sqlx::AssertSqlSafe(format!(
