@@ -202,6 +202,7 @@ mod tests {
     use crate::session::session_request;
     use crate::suites::ObjectiveSpec;
     use crate::synthetic::SyntheticFunction;
+    use tvbo_core::domain::algorithm::r_gp_ucb::RGpUcb;
 
     #[test]
     fn suites_cover_what_they_promise() {
@@ -354,10 +355,10 @@ mod tests {
         let config = session_config(&request, 9).unwrap();
         assert!(matches!(
             config.algorithm,
-            AlgorithmConfig::RGpUcb {
+            AlgorithmConfig::RGpUcb(RGpUcb {
                 reset_every: 60,
                 ..
-            }
+            })
         ));
     }
 

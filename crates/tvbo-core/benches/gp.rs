@@ -163,6 +163,7 @@ fn bench_suggest(c: &mut Criterion) {
 /// then observe the suggestion, which pushes the dataset above n* and removes the least
 /// relevant observation (relevance of all, one removal).
 fn bench_bolt_iteration(c: &mut Criterion) {
+    use tvbo_core::domain::algorithm::bolt::Bolt;
     use tvbo_core::domain::config::{AlgorithmConfig, Beta};
     use tvbo_core::policy::{self, Observation, ObserveContext, PolicyState, SuggestContext};
 
@@ -174,11 +175,11 @@ fn bench_bolt_iteration(c: &mut Criterion) {
     let space = unit_space();
     let model = model(KernelKind::Matern32);
     for n in [101, 401] {
-        let bolt = policy::policy_for(&common::session(AlgorithmConfig::Bolt {
+        let bolt = policy::policy_for(&common::session(AlgorithmConfig::Bolt(Bolt {
             min_dataset_size: 1,
             max_dataset_size: n as u64,
             beta: Beta::default(),
-        }));
+        })));
         let observations = observations(n);
         let ctx = SuggestContext {
             space: &space,

@@ -1,9 +1,8 @@
 //! A session's configuration as its check leaves it (as linfa's checked parameter sets):
 //! the stored [`SessionConfig`] with what the check derived from it, so that nothing later
-//! re-derives it or `expect`s it — the search space, the arms' unit-cube points, and the
-//! algorithm split by the model its policy works from: the settings of a GP over the unit
-//! cube, or, for an algorithm with priors, its rule with the priors, the arms and the
-//! observation noise they assume ([`PolicySettings`]).
+//! re-derives it — the search space, the arms' unit-cube points, and the model its policy
+//! works from: a GP over the unit cube, or, for an algorithm whose options hold priors,
+//! the priors with the arms and the observation noise they assume ([`PolicySettings`]).
 //!
 //! A stored configuration is checked as it is read ([`CheckedConfig`] deserialises from
 //! a [`SessionConfig`]); it reads as one through `Deref`.
@@ -13,7 +12,6 @@ use std::ops::Deref;
 use serde::{Deserialize, Serialize};
 
 use crate::domain::InvalidInput;
-use crate::domain::algorithm::{AlgorithmConfig, Beta};
 use crate::domain::config::{CreateSession, SessionConfig};
 use crate::domain::priors::{PriorSpec, arms_required};
 use crate::domain::space::{Arm, SearchSpace};
@@ -34,23 +32,24 @@ pub struct SessionArms {
     pub points: Vec<Vec<f64>>,
 }
 
-/// What a session's policy is built from.
+/// What a session's policy is built from: a GP it fits, or the priors it is given.
 #[derive(Clone, Debug, PartialEq)]
 pub enum PolicySettings {
     /// A GP over the unit cube (× time), fitted by the policy; UCB's search is restricted
     /// to the arms where the session has them.
-    Surrogate {
-        algorithm: SurrogateAlgorithm,
-        arms: Option<SessionArms>,
-    },
+    Surrogate { arms: Option<SessionArms> },
     /// Given priors over the session's arms (paper 003, or GP-UCB and TV-GP-UCB given a
-    /// prior), which assume the observation-noise variance `noise` (`model.noise`).
-    Priors {
-        rule: PriorRule,
-        priors: PriorList,
-        arms: SessionArms,
-        noise: f64,
-    },
+    /// prior): every algorithm whose options hold priors.
+    Priors(GivenPriors),
+}
+
+/// Priors over a session's arms, with the arms and the observation-noise variance
+/// `noise` they assume (`model.noise`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct GivenPriors {
+    pub priors: PriorList,
+    pub arms: SessionArms,
+    pub noise: f64,
 }
 
 /// A list of priors that is not empty.
@@ -81,56 +80,6 @@ impl PriorList {
             .chain(self.rest.iter().cloned())
             .collect()
     }
-}
-
-/// The settings of an algorithm that fits a GP over the unit cube (× time): the
-/// [`AlgorithmConfig`] variants without priors.
-#[derive(Clone, Debug, PartialEq)]
-pub enum SurrogateAlgorithm {
-    Bolt {
-        min_dataset_size: u64,
-        max_dataset_size: u64,
-        beta: Beta,
-    },
-    WDbo {
-        alpha: f64,
-        min_dataset_size: u64,
-        beta: Beta,
-    },
-    Random,
-    GpUcb {
-        beta: Beta,
-    },
-    RGpUcb {
-        reset_every: u64,
-        beta: Beta,
-    },
-    TvGpUcb {
-        epsilon: Option<f64>,
-        beta: Beta,
-    },
-    EtGpUcb {
-        delta: f64,
-        beta: Beta,
-    },
-}
-
-/// How an algorithm with priors chooses among the arms: the [`AlgorithmConfig`] variants
-/// with priors.
-#[derive(Clone, Debug, PartialEq)]
-pub enum PriorRule {
-    /// GP-UCB under the one given prior.
-    Ucb { beta: Beta },
-    /// TV-GP-UCB under the one given prior.
-    TimeVarying { epsilon: Option<f64>, beta: Beta },
-    /// PE-GP-UCB, with elimination at confidence δ.
-    PeGpUcb { delta: f64 },
-    /// PE-GP-TS, with elimination at confidence δ.
-    PeGpTs { delta: f64 },
-    /// HP-GP-TS, from the hyperprior (uniform when absent).
-    HpGpTs { hyperprior: Option<Vec<f64>> },
-    /// MAP-GP-TS, from the hyperprior (uniform when absent).
-    MapGpTs { hyperprior: Option<Vec<f64>> },
 }
 
 impl CheckedConfig {
@@ -182,98 +131,34 @@ impl CheckedConfig {
         &self.policy
     }
 
+    /// The given priors, with their arms and noise, of an algorithm whose options hold
+    /// priors (every one whose priors are [required](crate::domain::algorithm::PriorUse)
+    /// has them).
+    pub fn given_priors(&self) -> Option<&GivenPriors> {
+        match &self.policy {
+            PolicySettings::Surrogate { .. } => None,
+            PolicySettings::Priors(given) => Some(given),
+        }
+    }
+
     /// The session's arms and their unit-cube points, if it has arms.
     pub fn arms(&self) -> Option<&SessionArms> {
         match &self.policy {
-            PolicySettings::Surrogate { arms, .. } => arms.as_ref(),
-            PolicySettings::Priors { arms, .. } => Some(arms),
+            PolicySettings::Surrogate { arms } => arms.as_ref(),
+            PolicySettings::Priors(given) => Some(&given.arms),
         }
     }
 }
 
-/// An [`AlgorithmConfig`] split by the model its policy works from.
-enum Split<'a> {
-    Surrogate(SurrogateAlgorithm),
-    Priors(PriorRule, &'a [PriorSpec]),
-}
-
-/// The one exhaustive split of [`AlgorithmConfig`] by the model its policy works from.
-fn split(algorithm: &AlgorithmConfig) -> Split<'_> {
-    use SurrogateAlgorithm as S;
-    match algorithm {
-        &AlgorithmConfig::Bolt {
-            min_dataset_size,
-            max_dataset_size,
-            beta,
-        } => Split::Surrogate(S::Bolt {
-            min_dataset_size,
-            max_dataset_size,
-            beta,
-        }),
-        &AlgorithmConfig::WDbo {
-            alpha,
-            min_dataset_size,
-            beta,
-        } => Split::Surrogate(S::WDbo {
-            alpha,
-            min_dataset_size,
-            beta,
-        }),
-        AlgorithmConfig::Random {} => Split::Surrogate(S::Random),
-        &AlgorithmConfig::GpUcb { beta, priors: None } => Split::Surrogate(S::GpUcb { beta }),
-        AlgorithmConfig::GpUcb {
-            beta,
-            priors: Some(priors),
-        } => Split::Priors(PriorRule::Ucb { beta: *beta }, priors),
-        &AlgorithmConfig::RGpUcb { reset_every, beta } => {
-            Split::Surrogate(S::RGpUcb { reset_every, beta })
-        }
-        &AlgorithmConfig::TvGpUcb {
-            epsilon,
-            beta,
-            priors: None,
-        } => Split::Surrogate(S::TvGpUcb { epsilon, beta }),
-        AlgorithmConfig::TvGpUcb {
-            epsilon,
-            beta,
-            priors: Some(priors),
-        } => Split::Priors(
-            PriorRule::TimeVarying {
-                epsilon: *epsilon,
-                beta: *beta,
-            },
-            priors,
-        ),
-        &AlgorithmConfig::EtGpUcb { delta, beta } => Split::Surrogate(S::EtGpUcb { delta, beta }),
-        AlgorithmConfig::PeGpUcb { priors, delta } => {
-            Split::Priors(PriorRule::PeGpUcb { delta: *delta }, priors)
-        }
-        AlgorithmConfig::PeGpTs { priors, delta } => {
-            Split::Priors(PriorRule::PeGpTs { delta: *delta }, priors)
-        }
-        AlgorithmConfig::HpGpTs { priors, hyperprior } => Split::Priors(
-            PriorRule::HpGpTs {
-                hyperprior: hyperprior.clone(),
-            },
-            priors,
-        ),
-        AlgorithmConfig::MapGpTs { priors, hyperprior } => Split::Priors(
-            PriorRule::MapGpTs {
-                hyperprior: hyperprior.clone(),
-            },
-            priors,
-        ),
-    }
-}
-
-/// The policy's settings of a checked configuration, from the split of its algorithm.
+/// The policy's settings of a checked configuration: the given priors of an algorithm
+/// whose options hold them, else a GP's.
 fn policy_settings(
     config: &SessionConfig,
     arms: Option<SessionArms>,
 ) -> Result<PolicySettings, InvalidInput> {
-    match split(&config.algorithm) {
-        Split::Surrogate(algorithm) => Ok(PolicySettings::Surrogate { algorithm, arms }),
-        Split::Priors(rule, priors) => prior_settings(config, rule, priors, arms),
+    match config.algorithm.priors() {
+        None => Ok(PolicySettings::Surrogate { arms }),
+        Some(priors) => prior_settings(config, priors, arms),
     }
 }
 
@@ -281,7 +166,6 @@ fn policy_settings(
 /// the noise they assume.
 fn prior_settings(
     config: &SessionConfig,
-    rule: PriorRule,
     priors: &[PriorSpec],
     arms: Option<SessionArms>,
 ) -> Result<PolicySettings, InvalidInput> {
@@ -297,12 +181,11 @@ fn prior_settings(
             ),
         )
     })?;
-    Ok(PolicySettings::Priors {
-        rule,
+    Ok(PolicySettings::Priors(GivenPriors {
         priors,
         arms,
         noise,
-    })
+    }))
 }
 
 impl TryFrom<SessionConfig> for CheckedConfig {
@@ -358,16 +241,14 @@ mod tests {
             1,
         )
         .unwrap();
-        let PolicySettings::Priors {
-            rule,
+        let PolicySettings::Priors(GivenPriors {
             priors,
             arms,
             noise,
-        } = config.policy()
+        }) = config.policy()
         else {
             panic!("pe-gp-ts has priors");
         };
-        assert_eq!(*rule, PriorRule::PeGpTs { delta: 0.1 });
         assert_eq!(priors.to_vec().len(), 1);
         assert_eq!(arms.points, vec![vec![0.25], vec![0.75]]);
         assert_eq!(*noise, 0.5);
@@ -415,10 +296,7 @@ mod tests {
                 .unwrap();
         assert!(matches!(
             config.policy(),
-            PolicySettings::Surrogate {
-                algorithm: SurrogateAlgorithm::Bolt { .. },
-                arms: Some(_),
-            }
+            PolicySettings::Surrogate { arms: Some(_) }
         ));
         assert_eq!(config.arms().unwrap().arms.len(), 2);
     }

@@ -731,8 +731,8 @@ impl SessionConfig {
             }
         }
         let mut algorithm = request.algorithm.unwrap_or_default();
-        algorithm.validate()?;
-        algorithm.validate_priors(arms.as_deref())?;
+        algorithm.check()?;
+        algorithm.check_priors(arms.as_deref())?;
         let model = ModelConfig::from_request(request.model.unwrap_or_default(), &algorithm)?;
         let time = TimeConfig::from_request(request.time.unwrap_or_default())?;
         let events = EventsConfig::from_request(request.events.unwrap_or_default())?;

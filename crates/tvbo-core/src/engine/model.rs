@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 use super::model_data;
 use crate::acquisition::{self, AcquisitionOptions, Cores};
 use crate::domain::checked::CheckedConfig;
-use crate::domain::config::{AlgorithmConfig, epsilon_of_temporal_lengthscale};
+use crate::domain::config::epsilon_of_temporal_lengthscale;
 use crate::domain::records::{
     FailedRun, FittedHyperparameters, ObservationRow, RecordedOptimum, StepSnapshot,
 };
@@ -321,10 +321,9 @@ pub fn fitted_hyperparameters(
             spatial_lengthscale: h.spatial_lengthscale,
             temporal_lengthscale: temporal,
             noise_variance: h.noise_variance,
-            epsilon: match config.algorithm {
-                AlgorithmConfig::TvGpUcb { .. } => temporal.map(epsilon_of_temporal_lengthscale),
-                _ => None,
-            },
+            epsilon: temporal
+                .filter(|_| config.algorithm.facts().epsilon_in_time)
+                .map(epsilon_of_temporal_lengthscale),
             categorical_lengthscale: config
                 .space()
                 .has_categorical()
@@ -400,14 +399,12 @@ pub fn step_snapshot(
         }
         _ => None,
     };
-    let eliminates = matches!(
-        config.algorithm,
-        AlgorithmConfig::PeGpUcb { .. } | AlgorithmConfig::PeGpTs { .. }
-    );
+    let facts = config.algorithm.facts();
+    let eliminates = facts.eliminates_priors;
     Ok(StepSnapshot {
         dataset_size: dataset_size as i64,
         max_dataset_size: state.max_dataset_size,
-        budget: matches!(config.algorithm, AlgorithmConfig::WDbo { .. }).then_some(state.budget),
+        budget: facts.reports_budget.then_some(state.budget),
         hyperparameters,
         optimum,
         prior_probabilities: selection

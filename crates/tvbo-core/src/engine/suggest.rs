@@ -12,7 +12,6 @@ use super::{
 use crate::acquisition::Cores;
 use crate::domain::InvalidInput;
 use crate::domain::checked::CheckedConfig;
-use crate::domain::config::AlgorithmConfig;
 use crate::domain::records::{
     CallRecord, ChangeSet, History, ResponseTimeSample, SuggestionRow, SuggestionStatus,
 };
@@ -217,7 +216,7 @@ fn check_limits(
     }
     let conditioned = history.active.len() + pending;
     let most = max_suggestions_for(conditioned);
-    if count > most && !matches!(config.algorithm, AlgorithmConfig::Random {}) {
+    if count > most && config.algorithm.facts().fits_a_model {
         return Err(InvalidInput::new(
             "count",
             format!(

@@ -4,18 +4,16 @@
 //! larger, the observation whose removal moves the posterior least in integrated
 //! Wasserstein distance (Section 3.4, W-DBO's relevance).
 
-use super::{ObserveContext, Policy, PolicyError, PolicyState, RemovalReason, model_after};
+use super::{
+    BuildPolicy, ObserveContext, Policy, PolicyError, PolicyState, RemovalReason, SessionPolicy,
+    model_after,
+};
+pub use crate::domain::algorithm::bolt::Bolt;
+use crate::domain::checked::CheckedConfig;
 use crate::domain::config::Beta;
 use crate::gp::KernelKind;
 use crate::gp::relevance::Relevance;
 use crate::policy::response_time::{fit_response_time, response_time_at};
-
-/// BOLT with n* confined to [min_dataset_size, max_dataset_size].
-pub struct Bolt {
-    pub min_dataset_size: u64,
-    pub max_dataset_size: u64,
-    pub beta: Beta,
-}
 
 /// Σ_{i=1..n} k_T²(i·R/l_T) (Eq. (8)–(9) with k_T normalised to k_T(0) = 1), stopping once
 /// the terms fall below 1e-18 of the running sum (they only decrease with i).
@@ -116,6 +114,13 @@ impl Policy for Bolt {
             relevance.remove(index);
         }
         Ok(removed)
+    }
+}
+
+impl BuildPolicy for Bolt {
+    /// BOLT with n* confined to [min_dataset_size, max_dataset_size].
+    fn session_policy(&self, _config: &CheckedConfig) -> SessionPolicy {
+        SessionPolicy::Surrogate(Box::new(self.clone()))
     }
 }
 

@@ -7,16 +7,12 @@
 //! On a trigger the dataset is emptied and the surprising observation starts the new one.
 
 use super::{
-    FitSettings, Observation, ObserveContext, Policy, PolicyError, PolicyState, RemovalReason,
-    Surrogate,
+    BuildPolicy, FitSettings, Observation, ObserveContext, Policy, PolicyError, PolicyState,
+    RemovalReason, SessionPolicy, Surrogate,
 };
+use crate::domain::algorithm::et_gp_ucb::EtGpUcb;
+use crate::domain::checked::CheckedConfig;
 use crate::domain::config::Beta;
-
-/// Event-triggered GP-UCB.
-pub struct EtGpUcb {
-    pub delta: f64,
-    pub beta: Beta,
-}
 
 impl EtGpUcb {
     /// The trigger threshold on |y − μ(x)| for posterior std `sigma`, noise std `noise_std`
@@ -83,6 +79,13 @@ impl Policy for EtGpUcb {
             }
         }
         Ok(removed)
+    }
+}
+
+impl BuildPolicy for EtGpUcb {
+    /// Event-triggered GP-UCB.
+    fn session_policy(&self, _config: &CheckedConfig) -> SessionPolicy {
+        SessionPolicy::Surrogate(Box::new(self.clone()))
     }
 }
 

@@ -5,23 +5,25 @@
 //! arrives, says which observations to forget. It does no IO; the session service loads
 //! and commits around it.
 
-pub mod bolt;
-mod et_gp_ucb;
 mod factory;
 pub mod failures;
-mod gp_ucb;
 pub mod output_transform;
 pub mod prior_cache;
 pub mod prior_selection;
 pub mod priors;
-mod r_gp_ucb;
-mod random;
 pub mod response_time;
 pub mod stage;
 pub mod surrogate;
-pub mod tv_gp_ucb;
 mod ucb;
-mod w_dbo;
+
+/// Declares each algorithm's module: its [`BuildPolicy`] and, for those that fit a GP,
+/// its [`Policy`] (named as its options' module in `domain::algorithm`).
+macro_rules! algorithm_modules {
+    ($($variant:ident: $module:ident::$options:ident,)*) => {
+        $(pub mod $module;)*
+    };
+}
+crate::domain::algorithm::for_each_algorithm!(algorithm_modules);
 
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
@@ -34,7 +36,7 @@ use crate::domain::records::ResponseTimeSummary;
 use crate::domain::space::SearchSpace;
 use crate::gp::{Categories, GpError, Hyperparameters, KernelSpec};
 
-pub use factory::{SessionPolicy, policy_for};
+pub use factory::{BuildPolicy, SessionPolicy, policy_for};
 pub use prior_selection::{PriorSelection, PriorSelectionState, SelectionRule};
 pub use stage::{MODEL_WORK_TARGET, Stage};
 pub use surrogate::{FitSettings, Surrogate};

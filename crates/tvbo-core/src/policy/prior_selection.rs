@@ -21,8 +21,10 @@ use serde::{Deserialize, Serialize};
 use super::prior_cache::posterior_after;
 use super::{
     ArmSet, ObserveContext, Policy, PolicyError, PolicyRng, PolicyState, Proposal, Proposed,
-    RemovalReason, Stage, SuggestContext, beta_value,
+    RemovalReason, SessionPolicy, Stage, SuggestContext, beta_value,
 };
+use crate::domain::algorithm::{Algorithm, default_elimination_delta};
+use crate::domain::checked::{CheckedConfig, GivenPriors};
 use crate::domain::config::Beta;
 use crate::domain::priors::PriorSpec;
 use crate::domain::space::Arm;
@@ -31,6 +33,42 @@ use crate::gp::arms::{ArmGp, ArmPrior};
 /// At most this many pending choices are remembered; older ones (suggestions never
 /// observed) are dropped first.
 const MAX_PENDING_CHOICES: usize = 4096;
+
+/// The policy of a session whose algorithm selects by `rule` among its `given` priors:
+/// `delta` is the elimination's confidence (the rules that eliminate; 0.05 else, unused),
+/// `hyperprior` the priors' weights (uniform when absent).
+pub(crate) fn session_policy(
+    config: &CheckedConfig,
+    given: &GivenPriors,
+    rule: SelectionRule,
+    delta: Option<f64>,
+    hyperprior: Option<Vec<f64>>,
+) -> SessionPolicy {
+    SessionPolicy::Arms(PriorSelection::new(
+        rule,
+        given.priors.to_vec(),
+        given.arms.arms.clone(),
+        given.arms.points.clone(),
+        config.goal.sign(),
+        delta.unwrap_or_else(default_elimination_delta),
+        hyperprior,
+        given.noise,
+    ))
+}
+
+/// The given priors of a session whose algorithm (`_options`) requires them. Always
+/// there: a configuration whose options hold priors is only checked
+/// ([`CheckedConfig::new`], also as a stored one is read) with its arms and
+/// `model.noise`, as [`PolicySettings::Priors`](crate::domain::checked::PolicySettings).
+pub(crate) fn required_priors<'a, A: Algorithm>(
+    config: &'a CheckedConfig,
+    _options: &A,
+) -> &'a GivenPriors {
+    match config.given_priors() {
+        Some(given) => given,
+        None => unreachable!("{}'s checked configuration has its priors", A::NAME),
+    }
+}
 
 /// How an algorithm picks the (arm, prior) of a step.
 #[derive(Clone, Copy, Debug, PartialEq)]

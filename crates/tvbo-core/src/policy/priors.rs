@@ -5,7 +5,7 @@
 use nalgebra::{DMatrix, DVector};
 
 use crate::domain::InvalidInput;
-use crate::domain::checked::{CheckedConfig, PolicySettings};
+use crate::domain::checked::CheckedConfig;
 use crate::domain::priors::{PriorMean, PriorSpec};
 use crate::domain::space::{Arm, ParamValue};
 use crate::gp::arms::{ArmPrior, KernelPriorParams, PriorError};
@@ -74,11 +74,11 @@ pub fn build_prior_matrix(
 /// Refuses a configuration with a prior that does not build over its arms (a covariance
 /// that is not positive semi-definite, say), naming the prior's `kernel` or `covariance`.
 pub fn check_priors(config: &CheckedConfig) -> Result<(), InvalidInput> {
-    let PolicySettings::Priors { priors, arms, .. } = config.policy() else {
+    let Some(given) = config.given_priors() else {
         return Ok(());
     };
-    for (i, prior) in priors.to_vec().iter().enumerate() {
-        build_prior_matrix(prior, &arms.arms, 1.0).map_err(|e| {
+    for (i, prior) in given.priors.to_vec().iter().enumerate() {
+        build_prior_matrix(prior, &given.arms.arms, 1.0).map_err(|e| {
             let name = if prior.kernel.is_some() {
                 "kernel"
             } else {

@@ -2,14 +2,12 @@
 //! blocks of N observations, the posterior reset to the prior at the start of each block.
 //! The default N = 15 is the block length their Section 5.2 picks by cross-validation.
 
-use super::{ObserveContext, Policy, PolicyError, PolicyState, RemovalReason};
+use super::{
+    BuildPolicy, ObserveContext, Policy, PolicyError, PolicyState, RemovalReason, SessionPolicy,
+};
+use crate::domain::algorithm::r_gp_ucb::RGpUcb;
+use crate::domain::checked::CheckedConfig;
 use crate::domain::config::Beta;
-
-/// GP-UCB that forgets everything every `reset_every` observations.
-pub struct RGpUcb {
-    pub reset_every: u64,
-    pub beta: Beta,
-}
 
 impl Policy for RGpUcb {
     fn beta(&self) -> Beta {
@@ -35,6 +33,13 @@ impl Policy for RGpUcb {
             }
         }
         Ok(removed)
+    }
+}
+
+impl BuildPolicy for RGpUcb {
+    /// GP-UCB that forgets everything every `reset_every` observations.
+    fn session_policy(&self, _config: &CheckedConfig) -> SessionPolicy {
+        SessionPolicy::Surrogate(Box::new(self.clone()))
     }
 }
 

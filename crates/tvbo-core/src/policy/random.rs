@@ -1,13 +1,13 @@
 //! Uniform random search: the floor every algorithm must beat.
 
 use super::{
-    Policy, PolicyError, PolicyRng, PolicyState, Proposed, SuggestContext, random_proposal,
+    BuildPolicy, Policy, PolicyError, PolicyRng, PolicyState, Proposed, SessionPolicy,
+    SuggestContext, random_proposal,
 };
+use crate::domain::algorithm::random::Random;
+use crate::domain::checked::CheckedConfig;
 
-/// Draws every suggestion uniformly from the box (or the arm set).
-pub struct RandomSearch;
-
-impl Policy for RandomSearch {
+impl Policy for Random {
     fn propose(
         &self,
         ctx: &SuggestContext<'_>,
@@ -19,5 +19,12 @@ impl Policy for RandomSearch {
                 .map(|_| random_proposal(ctx, rng))
                 .collect::<Vec<_>>(),
         ))
+    }
+}
+
+impl BuildPolicy for Random {
+    /// Draws every suggestion uniformly from the box (or the arm set).
+    fn session_policy(&self, _config: &CheckedConfig) -> SessionPolicy {
+        SessionPolicy::Surrogate(Box::new(Random {}))
     }
 }

@@ -9,9 +9,11 @@
 use std::sync::Arc;
 
 use super::{
-    ArmSet, Observation, Policy, PolicyError, PolicyRng, PolicyState, Proposal, Proposed, Stage,
-    SuggestContext, beta_value,
+    ArmSet, BuildPolicy, Observation, Policy, PolicyError, PolicyRng, PolicyState, Proposal,
+    Proposed, SessionPolicy, Stage, SuggestContext, beta_value,
 };
+pub use crate::domain::algorithm::tv_gp_ucb::TvGpUcb;
+use crate::domain::checked::CheckedConfig;
 use crate::domain::config::Beta;
 use crate::domain::config::{TEMPORAL_LENGTHSCALE_BOUNDS, temporal_lengthscale_of_epsilon};
 use crate::domain::priors::PriorSpec;
@@ -23,10 +25,23 @@ use crate::gp::{Hyperparameters, KernelKind};
 /// shrinks to 1e-8 of its log-width.
 const TEMPORAL_FIT_STEPS: usize = 40;
 
-/// TV-GP-UCB with ε learned (None) or fixed.
-pub struct TvGpUcb {
-    pub epsilon: Option<f64>,
-    pub beta: Beta,
+impl BuildPolicy for TvGpUcb {
+    /// TV-GP-UCB with ε learned (None) or fixed; given a prior over the session's arms,
+    /// under that prior ([`TvGpUcbWithPrior`]).
+    fn session_policy(&self, config: &CheckedConfig) -> SessionPolicy {
+        match config.given_priors() {
+            Some(given) => SessionPolicy::TimeVaryingArms(TvGpUcbWithPrior {
+                prior: given.priors.first().clone(),
+                arms: given.arms.arms.clone(),
+                arm_points: ArmSet::new(given.arms.points.clone()),
+                sign: config.goal.sign(),
+                noise_variance: given.noise,
+                epsilon: self.epsilon,
+                beta: self.beta,
+            }),
+            None => SessionPolicy::Surrogate(Box::new(self.clone())),
+        }
+    }
 }
 
 impl Policy for TvGpUcb {

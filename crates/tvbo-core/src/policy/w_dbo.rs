@@ -5,16 +5,14 @@
 //! A floor `min_dataset_size` keeps a collapsing temporal lengthscale from emptying the
 //! dataset (docs/decisions/0003-w-dbo-banked-budget.md).
 
-use super::{ObserveContext, Policy, PolicyError, PolicyState, RemovalReason, model_after};
+use super::{
+    BuildPolicy, ObserveContext, Policy, PolicyError, PolicyState, RemovalReason, SessionPolicy,
+    model_after,
+};
+use crate::domain::algorithm::w_dbo::WDbo;
+use crate::domain::checked::CheckedConfig;
 use crate::domain::config::Beta;
 use crate::gp::relevance::Relevance;
-
-/// W-DBO with budget rate α.
-pub struct WDbo {
-    pub alpha: f64,
-    pub min_dataset_size: u64,
-    pub beta: Beta,
-}
 
 impl Policy for WDbo {
     fn beta(&self) -> Beta {
@@ -70,6 +68,13 @@ impl Policy for WDbo {
             relevance.remove(index);
         }
         Ok(removed)
+    }
+}
+
+impl BuildPolicy for WDbo {
+    /// W-DBO with budget rate α.
+    fn session_policy(&self, _config: &CheckedConfig) -> SessionPolicy {
+        SessionPolicy::Surrogate(Box::new(self.clone()))
     }
 }
 
