@@ -7,9 +7,10 @@ use crate::domain::algorithm::hp_gp_ts::HpGpTs;
 use crate::domain::checked::CheckedConfig;
 
 impl BuildPolicy for HpGpTs {
-    /// Prior selection over the session's arms by [`SelectionRule::HpGpTs`], from the hyperprior (uniform when absent).
+    /// Prior selection over the session's arms by [`SelectionRule::HpGpTs`], from the
+    /// hyperprior (uniform when absent).
     fn session_policy(&self, config: &CheckedConfig) -> SessionPolicy {
-        let given = prior_selection::required_priors(config, self);
-        prior_selection::session_policy(config, given, SelectionRule::HpGpTs, None, self.hyperprior.clone())
+        let rule = SelectionRule::HpGpTs;
+        prior_selection::over_required_priors(config, self, rule, None, self.hyperprior.clone())
     }
 }

@@ -6,9 +6,10 @@ use crate::domain::algorithm::map_gp_ts::MapGpTs;
 use crate::domain::checked::CheckedConfig;
 
 impl BuildPolicy for MapGpTs {
-    /// Prior selection over the session's arms by [`SelectionRule::MapGpTs`], from the hyperprior (uniform when absent).
+    /// Prior selection over the session's arms by [`SelectionRule::MapGpTs`], from the
+    /// hyperprior (uniform when absent).
     fn session_policy(&self, config: &CheckedConfig) -> SessionPolicy {
-        let given = prior_selection::required_priors(config, self);
-        prior_selection::session_policy(config, given, SelectionRule::MapGpTs, None, self.hyperprior.clone())
+        let rule = SelectionRule::MapGpTs;
+        prior_selection::over_required_priors(config, self, rule, None, self.hyperprior.clone())
     }
 }

@@ -16,14 +16,19 @@ pub mod stage;
 pub mod surrogate;
 mod ucb;
 
-/// Declares each algorithm's module: its [`BuildPolicy`] and, for those that fit a GP,
-/// its [`Policy`] (named as its options' module in `domain::algorithm`).
-macro_rules! algorithm_modules {
-    ($($variant:ident: $module:ident::$options:ident,)*) => {
-        $(pub mod $module;)*
-    };
-}
-crate::domain::algorithm::for_each_algorithm!(algorithm_modules);
+// Each algorithm's module, named as its options' module in `domain::algorithm`: its
+// `BuildPolicy` and, for those that fit a GP, its `Policy`.
+pub mod bolt;
+pub mod et_gp_ucb;
+pub mod gp_ucb;
+pub mod hp_gp_ts;
+pub mod map_gp_ts;
+pub mod pe_gp_ts;
+pub mod pe_gp_ucb;
+pub mod r_gp_ucb;
+pub mod random;
+pub mod tv_gp_ucb;
+pub mod w_dbo;
 
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;

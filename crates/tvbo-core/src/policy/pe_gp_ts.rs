@@ -7,9 +7,10 @@ use crate::domain::algorithm::pe_gp_ts::PeGpTs;
 use crate::domain::checked::CheckedConfig;
 
 impl BuildPolicy for PeGpTs {
-    /// Prior selection over the session's arms by [`SelectionRule::PeGpTs`], eliminating the priors the observations contradict at confidence δ.
+    /// Prior selection over the session's arms by [`SelectionRule::PeGpTs`], eliminating
+    /// the priors the observations contradict at confidence δ.
     fn session_policy(&self, config: &CheckedConfig) -> SessionPolicy {
-        let given = prior_selection::required_priors(config, self);
-        prior_selection::session_policy(config, given, SelectionRule::PeGpTs, Some(self.delta), None)
+        let rule = SelectionRule::PeGpTs;
+        prior_selection::over_required_priors(config, self, rule, Some(self.delta), None)
     }
 }

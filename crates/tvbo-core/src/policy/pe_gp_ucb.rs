@@ -7,9 +7,10 @@ use crate::domain::algorithm::pe_gp_ucb::PeGpUcb;
 use crate::domain::checked::CheckedConfig;
 
 impl BuildPolicy for PeGpUcb {
-    /// Prior selection over the session's arms by [`SelectionRule::PeGpUcb`], eliminating the priors the observations contradict at confidence δ.
+    /// Prior selection over the session's arms by [`SelectionRule::PeGpUcb`], eliminating
+    /// the priors the observations contradict at confidence δ.
     fn session_policy(&self, config: &CheckedConfig) -> SessionPolicy {
-        let given = prior_selection::required_priors(config, self);
-        prior_selection::session_policy(config, given, SelectionRule::PeGpUcb, Some(self.delta), None)
+        let rule = SelectionRule::PeGpUcb;
+        prior_selection::over_required_priors(config, self, rule, Some(self.delta), None)
     }
 }

@@ -56,16 +56,19 @@ pub(crate) fn session_policy(
     ))
 }
 
-/// The given priors of a session whose algorithm (`_options`) requires them. Always
-/// there: a configuration whose options hold priors is only checked
-/// ([`CheckedConfig::new`], also as a stored one is read) with its arms and
+/// [`session_policy`] over the given priors of a session whose algorithm (`_options`)
+/// requires them. They are always there: a configuration whose options hold priors is
+/// only checked ([`CheckedConfig::new`], also as a stored one is read) with its arms and
 /// `model.noise`, as [`PolicySettings::Priors`](crate::domain::checked::PolicySettings).
-pub(crate) fn required_priors<'a, A: Algorithm>(
-    config: &'a CheckedConfig,
+pub(crate) fn over_required_priors<A: Algorithm>(
+    config: &CheckedConfig,
     _options: &A,
-) -> &'a GivenPriors {
+    rule: SelectionRule,
+    delta: Option<f64>,
+    hyperprior: Option<Vec<f64>>,
+) -> SessionPolicy {
     match config.given_priors() {
-        Some(given) => given,
+        Some(given) => session_policy(config, given, rule, delta, hyperprior),
         None => unreachable!("{}'s checked configuration has its priors", A::NAME),
     }
 }

@@ -6,10 +6,23 @@
 //!
 //! Adding an algorithm: its options here (`domain/algorithm/<name>.rs`, implementing
 //! [`Algorithm`]), its policy (`policy/<name>.rs`, implementing the policy layer's
-//! `BuildPolicy`), and one line in `for_each_algorithm!`.
+//! `BuildPolicy`), each declared (`pub mod <name>;`), and one line in
+//! `for_each_algorithm!`.
 
 mod beta;
 mod selection;
+
+pub mod bolt;
+pub mod et_gp_ucb;
+pub mod gp_ucb;
+pub mod hp_gp_ts;
+pub mod map_gp_ts;
+pub mod pe_gp_ts;
+pub mod pe_gp_ucb;
+pub mod r_gp_ucb;
+pub mod random;
+pub mod tv_gp_ucb;
+pub mod w_dbo;
 
 use serde::{Deserialize, Serialize};
 
@@ -23,10 +36,11 @@ use crate::domain::space::Arm;
 
 /// The registry: every algorithm, as `Variant: module::Options`, in the order the API
 /// lists them (002's Table 3 order, the floor, then 003's prior-selection rules). It
-/// calls `$callback!` with the list: here to declare the modules and make
-/// [`AlgorithmConfig`] and [`AlgorithmName`], in the policy layer to declare the policy
-/// modules of the same names and dispatch to them. The variant's kebab-case name is the
-/// API name, which must equal the options' [`Algorithm::NAME`] (a test checks it).
+/// calls `$callback!` with the list: here to make [`AlgorithmConfig`] and
+/// [`AlgorithmName`], in the policy layer to dispatch to each one's policy. The modules
+/// are declared by name, here and in `policy`, where `cargo fmt` sees them (it does not
+/// follow a macro's). The variant's kebab-case name is the API name, which must equal
+/// the options' [`Algorithm::NAME`] (a test checks it).
 macro_rules! for_each_algorithm {
     ($callback:ident) => {
         $callback! {
@@ -137,11 +151,9 @@ pub enum PriorUse {
     Required,
 }
 
-/// Makes the modules, [`AlgorithmConfig`] and [`AlgorithmName`] from the registry.
+/// Makes [`AlgorithmConfig`] and [`AlgorithmName`] from the registry.
 macro_rules! algorithms {
     ($($variant:ident: $module:ident::$options:ident,)*) => {
-        $(pub mod $module;)*
-
         /// The algorithm of a session and its options (`{"name": ..., options...}`): one
         /// variant per algorithm, holding its options.
         #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

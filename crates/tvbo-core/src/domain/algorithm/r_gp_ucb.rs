@@ -15,15 +15,6 @@ pub struct RGpUcb {
     pub beta: Beta,
 }
 
-impl Default for RGpUcb {
-    fn default() -> Self {
-        RGpUcb {
-            reset_every: 15,
-            beta: Beta::default(),
-        }
-    }
-}
-
 impl Algorithm for RGpUcb {
     const NAME: &'static str = "r-gp-ucb";
     const FACTS: Facts = Facts {
@@ -41,5 +32,14 @@ impl Algorithm for RGpUcb {
             ));
         }
         check_beta(self.beta)
+    }
+}
+
+impl Default for RGpUcb {
+    fn default() -> Self {
+        RGpUcb {
+            reset_every: 15,
+            beta: Beta::default(),
+        }
     }
 }

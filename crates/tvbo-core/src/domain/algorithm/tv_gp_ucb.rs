@@ -15,11 +15,12 @@ use crate::domain::space::Arm;
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(default, deny_unknown_fields)]
 pub struct TvGpUcb {
-    pub epsilon: Option<f64>,
     pub beta: Beta,
     /// One prior over the arms (arm sessions), used as the spatial kernel.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub priors: Option<Vec<PriorSpec>>,
+    /// ε per second; learned with the other hyperparameters when absent.
+    pub epsilon: Option<f64>,
 }
 
 impl Algorithm for TvGpUcb {

@@ -40,13 +40,13 @@ impl Algorithm for WDbo {
     };
 
     fn check(&self) -> Result<(), InvalidInput> {
-        check_dataset_floor(self.min_dataset_size)?;
         if !(self.alpha.is_finite() && self.alpha > 0.0 && self.alpha <= 1e6) {
             return Err(InvalidInput::new(
                 "algorithm.alpha",
                 "must be a number in (0, 1e6]",
             ));
         }
+        check_dataset_floor(self.min_dataset_size)?;
         check_beta(self.beta)
     }
 }
