@@ -310,10 +310,9 @@ pub fn fitted_hyperparameters(
     config: &CheckedConfig,
     state: &PolicyState,
 ) -> Option<FittedHyperparameters> {
-    let has_time = policy::policy_for(config)
-        .kernel(&config.model)
-        .temporal
-        .is_some();
+    // The model's kernel has time exactly when the configuration gives it a temporal
+    // kernel (`Policy::kernel`); no policy needs building to ask.
+    let has_time = config.model.temporal_kernel.is_some();
     state.hyperparameters.map(|h| {
         let temporal = has_time.then_some(h.temporal_lengthscale);
         FittedHyperparameters {

@@ -8,7 +8,7 @@ use super::{
     BuildPolicy, ObserveContext, Policy, PolicyError, PolicyState, RemovalReason, SessionPolicy,
     model_after,
 };
-pub use crate::domain::algorithm::bolt::Bolt;
+use crate::domain::algorithm::bolt::Bolt;
 use crate::domain::checked::CheckedConfig;
 use crate::domain::config::Beta;
 use crate::gp::KernelKind;

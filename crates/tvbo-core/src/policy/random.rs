@@ -25,6 +25,6 @@ impl Policy for Random {
 impl BuildPolicy for Random {
     /// Draws every suggestion uniformly from the box (or the arm set).
     fn session_policy(&self, _config: &CheckedConfig) -> SessionPolicy {
-        SessionPolicy::Surrogate(Box::new(Random {}))
+        SessionPolicy::Surrogate(Box::new(self.clone()))
     }
 }

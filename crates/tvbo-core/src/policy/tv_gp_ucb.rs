@@ -12,7 +12,7 @@ use super::{
     ArmSet, BuildPolicy, Observation, Policy, PolicyError, PolicyRng, PolicyState, Proposal,
     Proposed, SessionPolicy, Stage, SuggestContext, beta_value,
 };
-pub use crate::domain::algorithm::tv_gp_ucb::TvGpUcb;
+use crate::domain::algorithm::tv_gp_ucb::TvGpUcb;
 use crate::domain::checked::CheckedConfig;
 use crate::domain::config::Beta;
 use crate::domain::config::{TEMPORAL_LENGTHSCALE_BOUNDS, temporal_lengthscale_of_epsilon};

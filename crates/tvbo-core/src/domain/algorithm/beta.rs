@@ -33,7 +33,7 @@ impl Default for Beta {
 }
 
 /// Checks `algorithm.beta`: a constant must be finite and at least 0.
-pub fn check_beta(beta: Beta) -> Result<(), InvalidInput> {
+pub(crate) fn check_beta(beta: Beta) -> Result<(), InvalidInput> {
     if let Beta::Constant(b) = beta
         && !(b.is_finite() && b >= 0.0)
     {

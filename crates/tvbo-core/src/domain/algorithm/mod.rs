@@ -26,7 +26,8 @@ pub mod w_dbo;
 
 use serde::{Deserialize, Serialize};
 
-pub use beta::{Beta, BetaSchedule, check_beta};
+pub(crate) use beta::check_beta;
+pub use beta::{Beta, BetaSchedule};
 pub(crate) use selection::default_elimination_delta;
 
 use crate::domain::InvalidInput;

@@ -38,6 +38,10 @@ macro_rules! selection_rule {
             extra: {
                 /// The elimination's confidence δ (default 0.05).
                 #[serde(default = "crate::domain::algorithm::default_elimination_delta")]
+                #[cfg_attr(
+                    feature = "openapi",
+                    schema(default = $crate::domain::algorithm::default_elimination_delta)
+                )]
                 pub delta: f64,
             },
             field: delta,
